@@ -1,0 +1,214 @@
+import type pg from 'pg';
+import { withTransaction, type PoolClient } from '../../db/pool.js';
+import type { Logger } from '../../logging/logger.js';
+import { partitionFor } from '../partitioner.js';
+import {
+  deadLetterTopic,
+  type EventBus,
+  type OutgoingMessage,
+  type PartitionLag,
+  type PublishOptions,
+  type SeekPosition,
+  type SubscribeOptions,
+  type Subscription,
+  type TopicSpec,
+} from '../port.js';
+import { BUS_CHANNEL } from './channel.js';
+import { PostgresSubscription } from './postgres-subscription.js';
+
+
+export interface PostgresBusOptions {
+  pool: pg.Pool;
+  /** How the subscription opens its dedicated LISTEN / advisory-lock connection. */
+  connectionString: string;
+  log: Logger;
+  maxAttempts?: number;
+  /** Safety net if a notification is missed (e.g. while reconnecting). Not the wake-up path. */
+  idlePollMs?: number;
+  /** How often members heartbeat and rebalance partitions. */
+  rebalanceMs?: number;
+}
+
+/**
+ * The embedded profile's event bus: an append-only log in PostgreSQL, one ordered sequence of offsets per
+ * topic partition, consumer groups with committed offsets, LISTEN/NOTIFY wake-up.
+ */
+export class PostgresBus implements EventBus {
+  readonly kind = 'postgres' as const;
+  private readonly partitions = new Map<string, number>();
+  private readonly subscriptions = new Set<PostgresSubscription>();
+
+  constructor(private readonly options: PostgresBusOptions) {}
+
+  async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
+    const all = specs.flatMap((s) => [s, { ...s, name: deadLetterTopic(s.name), retentionMs: null }]);
+    await withTransaction(this.options.pool, async (client) => {
+      for (const spec of all) {
+        await client.query(
+          `INSERT INTO bus_topics (topic, partitions, retention_ms) VALUES ($1, $2, $3)
+           ON CONFLICT (topic) DO UPDATE SET retention_ms = EXCLUDED.retention_ms`,
+          [spec.name, spec.partitions, spec.retentionMs],
+        );
+        const { rows } = await client.query<{ partitions: number }>(
+          'SELECT partitions FROM bus_topics WHERE topic = $1',
+          [spec.name],
+        );
+        const partitions = rows[0]!.partitions;
+        if (partitions !== spec.partitions) {
+          // Changing the partition count would move keys between partitions and break per-key order.
+          this.options.log.warn(
+            { topic: spec.name, existing: partitions, configured: spec.partitions },
+            'topic keeps its existing partition count',
+          );
+        }
+        await client.query(
+          `INSERT INTO bus_partitions (topic, partition) SELECT $1, p FROM generate_series(0, $2 - 1) p
+           ON CONFLICT DO NOTHING`,
+          [spec.name, partitions],
+        );
+        this.partitions.set(spec.name, partitions);
+      }
+    });
+  }
+
+  async partitionCount(topic: string, client: Pick<pg.Pool, 'query'> = this.options.pool): Promise<number> {
+    const known = this.partitions.get(topic);
+    if (known !== undefined) return known;
+    const { rows } = await client.query<{ partitions: number }>('SELECT partitions FROM bus_topics WHERE topic = $1', [
+      topic,
+    ]);
+    if (rows.length === 0) throw new Error(`topic "${topic}" does not exist (ensureTopics first)`);
+    this.partitions.set(topic, rows[0]!.partitions);
+    return rows[0]!.partitions;
+  }
+
+  async publish(topic: string, messages: readonly OutgoingMessage[], options: PublishOptions = {}): Promise<void> {
+    if (messages.length === 0) return;
+    const count = await this.partitionCount(topic);
+    const byPartition = new Map<number, OutgoingMessage[]>();
+    for (const m of messages) {
+      const p = partitionFor(m.key, count);
+      const list = byPartition.get(p);
+      if (list) list.push(m);
+      else byPartition.set(p, [m]);
+    }
+    const write = async (client: PoolClient) => {
+      // Partitions in ascending order: two publishers never wait on each other's locks in a cycle.
+      for (const partition of [...byPartition.keys()].sort((a, b) => a - b)) {
+        const batch = byPartition.get(partition)!;
+        const { rows } = await client.query<{ next_offset: string }>(
+          `UPDATE bus_partitions SET next_offset = next_offset + $3 WHERE topic = $1 AND partition = $2
+           RETURNING next_offset`,
+          [topic, partition, batch.length],
+        );
+        if (rows.length === 0) throw new Error(`topic "${topic}" partition ${partition} does not exist`);
+        const first = BigInt(rows[0]!.next_offset) - BigInt(batch.length);
+        await client.query(
+          `INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
+           SELECT $1, $2, $3::bigint + t.i - 1, t.k, t.v, t.h
+           FROM unnest($4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY AS t(k, v, h, i)`,
+          [
+            topic,
+            partition,
+            first.toString(),
+            batch.map((m) => m.key),
+            batch.map((m) => m.value),
+            batch.map((m) => JSON.stringify(m.headers ?? {})),
+          ],
+        );
+      }
+      // Delivered at commit; identical payloads within one transaction are folded into one.
+      await client.query('SELECT pg_notify($1, $2)', [BUS_CHANNEL, topic]);
+    };
+    if (options.tx) await write(options.tx);
+    else await withTransaction(this.options.pool, write);
+  }
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    for (const topic of options.topics) await this.partitionCount(topic);
+    const subscription = new PostgresSubscription(this, {
+      ...options,
+      maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
+      startFrom: options.startFrom ?? 'earliest',
+      pool: this.options.pool,
+      connectionString: this.options.connectionString,
+      log: this.options.log.child({ group: options.group }),
+      idlePollMs: this.options.idlePollMs ?? 5_000,
+      rebalanceMs: this.options.rebalanceMs ?? 1_000,
+      onStopped: (s) => this.subscriptions.delete(s),
+    });
+    this.subscriptions.add(subscription);
+    await subscription.start();
+    return subscription;
+  }
+
+  async seek(group: string, topic: string, position: SeekPosition): Promise<void> {
+    const count = await this.partitionCount(topic);
+    const partitions =
+      position.to === 'offset' ? [position.partition] : Array.from({ length: count }, (_, i) => i);
+    await withTransaction(this.options.pool, async (client) => {
+      for (const partition of partitions) {
+        const target = await this.resolvePosition(client, topic, partition, position);
+        await client.query(
+          `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()`,
+          [group, topic, partition, target.toString()],
+        );
+      }
+    });
+  }
+
+  private async resolvePosition(
+    client: PoolClient,
+    topic: string,
+    partition: number,
+    position: SeekPosition,
+  ): Promise<bigint> {
+    switch (position.to) {
+      case 'beginning':
+        return 0n;
+      case 'offset':
+        return position.offset;
+      case 'end':
+      case 'timestamp': {
+        const end = await client.query<{ next_offset: string }>(
+          'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
+          [topic, partition],
+        );
+        const next = BigInt(end.rows[0]?.next_offset ?? '0');
+        if (position.to === 'end') return next;
+        const first = await client.query<{ offset: string }>(
+          `SELECT "offset" FROM bus_messages WHERE topic = $1 AND partition = $2 AND created_at >= $3
+           ORDER BY "offset" LIMIT 1`,
+          [topic, partition, position.at],
+        );
+        return first.rows[0] ? BigInt(first.rows[0].offset) : next;
+      }
+    }
+  }
+
+  async lag(group: string, topics: readonly string[]): Promise<PartitionLag[]> {
+    const { rows } = await this.options.pool.query<{ topic: string; partition: number; lag: string }>(
+      `SELECT p.topic, p.partition, p.next_offset - COALESCE(g.next_offset, 0) AS lag
+       FROM bus_partitions p
+       LEFT JOIN bus_group_offsets g ON g.group_id = $1 AND g.topic = p.topic AND g.partition = p.partition
+       WHERE p.topic = ANY($2) ORDER BY p.topic, p.partition`,
+      [group, topics],
+    );
+    return rows.map((r) => ({ group, topic: r.topic, partition: r.partition, lag: BigInt(r.lag) }));
+  }
+
+  /** Deletes messages past their topic's retention. Returns how many. */
+  async prune(): Promise<number> {
+    const result = await this.options.pool.query(
+      `DELETE FROM bus_messages m USING bus_topics t
+       WHERE m.topic = t.topic AND t.retention_ms IS NOT NULL
+         AND m.created_at < now() - make_interval(secs => t.retention_ms / 1000.0)`,
+    );
+    return result.rowCount ?? 0;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((s) => s.stop()));
+  }
+}

@@ -1,0 +1,362 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from '../../logging/logger.js';
+import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
+import { PartitionFencedError, PoisonMessageError } from '../errors.js';
+import { DLQ_HEADERS, deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
+import { backoffMs, sleep } from '../retry.js';
+import { BUS_CHANNEL } from './channel.js';
+import type { PostgresBus } from './postgres-bus.js';
+
+export interface PostgresSubscriptionOptions extends SubscribeOptions {
+  maxAttempts: number;
+  startFrom: 'earliest' | 'latest';
+  pool: Pool;
+  connectionString: string;
+  log: Logger;
+  idlePollMs: number;
+  rebalanceMs: number;
+  onStopped(subscription: PostgresSubscription): void;
+}
+
+const FETCH_BATCH = 200;
+
+/**
+ * One member of a consumer group on the postgres log.
+ *
+ * A dedicated "control" connection LISTENs for new messages and holds one session advisory lock per owned
+ * partition, so two members never work one partition, and a member killed hard loses its locks the moment
+ * its connection drops. Every offset commit is a compare-and-set on the committed value: a member that
+ * lost a partition without noticing cannot commit over its successor (its transaction fails, effects too).
+ */
+export class PostgresSubscription implements Subscription {
+  readonly group: string;
+  private readonly memberId = randomUUID();
+  private readonly workers = new Map<string, PartitionWorker>();
+  private readonly stopController = new AbortController();
+  private control: pg.Client | undefined;
+  private rebalancing: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped: Promise<void> | undefined;
+
+  constructor(
+    readonly bus: PostgresBus,
+    readonly options: PostgresSubscriptionOptions,
+  ) {
+    this.group = options.group;
+  }
+
+  get signal(): AbortSignal {
+    return this.stopController.signal;
+  }
+
+  async start(): Promise<void> {
+    await this.connectControl();
+    await this.rebalance();
+    this.timer = setInterval(() => {
+      this.rebalancing = this.rebalancing.then(() => this.rebalance()).catch((err) => this.onRebalanceError(err));
+    }, this.options.rebalanceMs);
+  }
+
+  stop(): Promise<void> {
+    this.stopped ??= this.shutdown();
+    return this.stopped;
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.timer);
+    this.stopController.abort();
+    await this.rebalancing.catch(() => undefined);
+    await Promise.all([...this.workers.values()].map((w) => w.stop()));
+    this.workers.clear();
+    const control = this.control;
+    this.control = undefined;
+    if (control) {
+      await control
+        .query('DELETE FROM bus_group_members WHERE group_id = $1 AND member_id = $2', [this.group, this.memberId])
+        .catch(() => undefined);
+      // Ending the session releases its advisory locks.
+      await control.end().catch(() => undefined);
+    }
+    this.options.onStopped(this);
+    this.options.log.debug('subscription stopped');
+  }
+
+  private async connectControl(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.options.connectionString, application_name: 'otmoic-bus' });
+    client.on('error', (err) => this.onControlLost(client, err));
+    client.on('end', () => this.onControlLost(client));
+    await client.connect();
+    client.on('notification', (n) => {
+      if (n.channel !== BUS_CHANNEL || !n.payload) return;
+      for (const worker of this.workers.values()) if (worker.topic === n.payload) worker.wake();
+    });
+    await client.query(`LISTEN ${BUS_CHANNEL}`);
+    await client.query(
+      `INSERT INTO bus_group_members (group_id, member_id, pid, backend_start)
+       SELECT $1, $2, pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
+      [this.group, this.memberId],
+    );
+    this.control = client;
+  }
+
+  /** The control connection is gone, and with it every partition lock: stop working them at once. */
+  private onControlLost(client: pg.Client, err?: Error): void {
+    if (this.control !== client || this.stopController.signal.aborted) return;
+    this.control = undefined;
+    this.options.log.warn({ err: err?.message }, 'bus control connection lost; giving up partitions');
+    for (const worker of this.workers.values()) void worker.stop();
+    this.workers.clear();
+  }
+
+  private onRebalanceError(err: unknown): void {
+    if (!this.stopController.signal.aborted) {
+      this.options.log.warn({ err: (err as Error).message }, 'bus rebalance failed; retrying');
+    }
+  }
+
+  /** Takes or gives up partitions so that live members share them evenly. */
+  private async rebalance(): Promise<void> {
+    if (this.stopController.signal.aborted) return;
+    if (!this.control) await this.connectControl();
+    const control = this.control!;
+    // Members whose control connection no longer exists are gone.
+    await control.query(
+      `DELETE FROM bus_group_members m WHERE group_id = $1 AND NOT EXISTS (
+         SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.pid AND a.backend_start = m.backend_start)`,
+      [this.group],
+    );
+    const live = await control.query<{ n: string }>('SELECT count(*) AS n FROM bus_group_members WHERE group_id = $1', [
+      this.group,
+    ]);
+    const members = Math.max(1, Number(live.rows[0]!.n));
+    const all: Array<{ topic: string; partition: number }> = [];
+    for (const topic of this.options.topics) {
+      const count = await this.bus.partitionCount(topic);
+      for (let partition = 0; partition < count; partition++) all.push({ topic, partition });
+    }
+    const share = Math.ceil(all.length / members);
+
+    if (this.workers.size > share) {
+      const extra = [...this.workers.values()].slice(share);
+      for (const worker of extra) {
+        await worker.stop();
+        this.workers.delete(worker.id);
+        await control.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [worker.lockKey]);
+      }
+      return;
+    }
+    // Start at a member-specific place so that members joining together try different partitions first.
+    const startAt = parseInt(this.memberId.slice(0, 8), 16) % all.length;
+    for (let i = 0; i < all.length && this.workers.size < share; i++) {
+      const { topic, partition } = all[(startAt + i) % all.length]!;
+      const id = `${topic}/${partition}`;
+      if (this.workers.has(id)) continue;
+      const lockKey = `${this.group}/${id}`;
+      const got = await control.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [
+        lockKey,
+      ]);
+      if (!got.rows[0]!.ok) continue;
+      if (this.stopController.signal.aborted || this.control !== control) return;
+      const worker = new PartitionWorker(this, topic, partition, lockKey);
+      this.workers.set(id, worker);
+      worker.start();
+    }
+  }
+}
+
+/** Works one owned partition: fetch in offset order, handle, commit, repeat; sleeps until notified. */
+class PartitionWorker {
+  readonly id: string;
+  private readonly stopController = new AbortController();
+  private running: Promise<void> = Promise.resolve();
+  private wakeUp: (() => void) | undefined;
+  private woken = false;
+
+  constructor(
+    private readonly subscription: PostgresSubscription,
+    readonly topic: string,
+    readonly partition: number,
+    readonly lockKey: string,
+  ) {
+    this.id = `${topic}/${partition}`;
+    // Stopping the subscription stops every worker (and cuts short their retry back-off).
+    subscription.signal.addEventListener('abort', () => this.stopController.abort(), { once: true });
+  }
+
+  private get options() {
+    return this.subscription.options;
+  }
+
+  start(): void {
+    this.running = this.loop().catch((err) => {
+      this.options.log.error({ err: (err as Error).message, partition: this.id }, 'partition worker failed');
+    });
+  }
+
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    this.wake();
+    await this.running;
+  }
+
+  private get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  private async loop(): Promise<void> {
+    let committed = await this.loadCommitted();
+    while (!this.stopping) {
+      this.woken = false;
+      const rows = await this.fetch(committed);
+      if (rows.length === 0) {
+        await this.idle();
+        continue;
+      }
+      for (const message of rows) {
+        if (this.stopping) return;
+        try {
+          const outcome = await this.handle(message, committed);
+          if (outcome === 'stopped') return;
+          committed = message.offset + 1n;
+        } catch (err) {
+          if (!(err instanceof PartitionFencedError)) throw err;
+          // Seeked or taken over: start again from what is committed now.
+          committed = await this.loadCommitted();
+          break;
+        }
+      }
+    }
+  }
+
+  private idle(): Promise<void> {
+    if (this.woken || this.stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, this.options.idlePollMs);
+      this.wakeUp = done;
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    }).finally(() => (this.wakeUp = undefined));
+  }
+
+  private async loadCommitted(): Promise<bigint> {
+    const { pool, group, startFrom } = this.options;
+    await pool.query(
+      `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset)
+       SELECT $1, $2, $3, CASE WHEN $4 = 'latest' THEN p.next_offset ELSE 0 END
+       FROM bus_partitions p WHERE p.topic = $2 AND p.partition = $3
+       ON CONFLICT DO NOTHING`,
+      [group, this.topic, this.partition, startFrom],
+    );
+    const { rows } = await pool.query<{ next_offset: string }>(
+      'SELECT next_offset FROM bus_group_offsets WHERE group_id = $1 AND topic = $2 AND partition = $3',
+      [group, this.topic, this.partition],
+    );
+    return BigInt(rows[0]!.next_offset);
+  }
+
+  private async fetch(from: bigint): Promise<BusMessage[]> {
+    const { rows } = await this.options.pool.query<{
+      offset: string;
+      key: string;
+      value: string;
+      headers: Record<string, string>;
+      created_at: Date;
+    }>(
+      `SELECT "offset", key, value, headers, created_at FROM bus_messages
+       WHERE topic = $1 AND partition = $2 AND "offset" >= $3 ORDER BY "offset" LIMIT ${FETCH_BATCH}`,
+      [this.topic, this.partition, from.toString()],
+    );
+    return rows.map((r) => ({
+      topic: this.topic,
+      partition: this.partition,
+      offset: BigInt(r.offset),
+      key: r.key,
+      value: r.value,
+      headers: r.headers,
+      timestamp: r.created_at,
+    }));
+  }
+
+  /** Compare-and-set of the committed offset: fails if anyone else moved it since we read it. */
+  private async commit(client: Pick<PoolClient, 'query'>, expected: bigint, next: bigint): Promise<void> {
+    const result = await client.query(
+      `UPDATE bus_group_offsets SET next_offset = $4, updated_at = now()
+       WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
+      [this.options.group, this.topic, this.partition, next.toString(), expected.toString()],
+    );
+    if (result.rowCount !== 1) throw new PartitionFencedError(this.topic, this.partition);
+  }
+
+  private async handle(message: BusMessage, committed: bigint): Promise<'done' | 'stopped'> {
+    const { handler, maxAttempts, log, pool } = this.options;
+    const next = message.offset + 1n;
+    for (let attempt = 1; ; attempt++) {
+      let committedByHandler = false;
+      try {
+        await handler(message, {
+          attempt,
+          signal: this.subscription.signal,
+          commitIn: async (tx) => {
+            await this.commit(tx, committed, next);
+            committedByHandler = true;
+          },
+        });
+        if (!committedByHandler) await this.commit(pool, committed, next);
+        return 'done';
+      } catch (err) {
+        if (err instanceof PartitionFencedError) throw err;
+        const poison = err instanceof PoisonMessageError;
+        if (poison || attempt >= maxAttempts) {
+          await this.deadLetter(message, committed, err as Error, attempt);
+          return 'done';
+        }
+        log.warn(
+          { topic: message.topic, partition: message.partition, offset: String(message.offset), attempt, err: (err as Error).message },
+          'handler failed; will retry',
+        );
+        await sleep(backoffMs(attempt), this.stopController.signal);
+        // Stopping mid-retry: leave the message uncommitted; it is delivered again later.
+        if (this.stopping) return 'stopped';
+      }
+    }
+  }
+
+  /** Moves the message to the dead-letter topic and commits past it, in one transaction. */
+  private async deadLetter(message: BusMessage, committed: bigint, err: Error, attempts: number): Promise<void> {
+    const { pool, group, log } = this.options;
+    await withTransaction(pool, async (tx) => {
+      await this.subscription.bus.publish(
+        deadLetterTopic(message.topic),
+        [
+          {
+            key: message.key,
+            value: message.value,
+            headers: {
+              ...message.headers,
+              [DLQ_HEADERS.error]: err.message.slice(0, 2_000),
+              [DLQ_HEADERS.topic]: message.topic,
+              [DLQ_HEADERS.partition]: String(message.partition),
+              [DLQ_HEADERS.offset]: String(message.offset),
+              [DLQ_HEADERS.attempts]: String(attempts),
+              [DLQ_HEADERS.group]: group,
+            },
+          },
+        ],
+        { tx },
+      );
+      await this.commit(tx, committed, message.offset + 1n);
+    });
+    log.error(
+      { topic: message.topic, partition: message.partition, offset: String(message.offset), attempts, err: err.message },
+      'message moved to the dead-letter topic',
+    );
+  }
+}

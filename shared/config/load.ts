@@ -1,0 +1,201 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import TOML from '@iarna/toml';
+import type { z } from 'zod';
+import { ConfigError, type ConfigIssue } from './errors.js';
+import { envSchema, type Env } from './env.js';
+import {
+  archiveSection,
+  busSection,
+  configFileSchema,
+  databaseSection,
+  logSection,
+  sectionSchemas,
+  type ChainClientConfig,
+  type ConnectorConfig,
+  type AgentConfig,
+  type PointConfig,
+  type SectionName,
+} from './schema.js';
+
+export type DatabaseTarget =
+  | { mode: 'embedded'; dataDir: string; port: number; name: string; poolSize: number }
+  | { mode: 'url'; url: string; poolSize: number };
+
+export interface AppConfig {
+  /** The file the configuration came from. */
+  source: string;
+  /** Sections present in the file (validated or not). */
+  present: ReadonlySet<SectionName>;
+  n8nUrl?: string;
+  point?: PointConfig;
+  agent?: AgentConfig;
+  connector?: ConnectorConfig;
+  rpcUrls?: Record<string, string>;
+  chainClients?: ChainClientConfig[];
+  database: DatabaseTarget;
+  bus: z.infer<typeof busSection> & { kafkaBrokers?: string[] };
+  archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };
+  log: z.infer<typeof logSection>;
+}
+
+export interface MongoTarget {
+  host: string;
+  port: number;
+  user?: string;
+  pass?: string;
+  db: string;
+}
+
+export interface LoadOptions {
+  /** Sections that must be present and valid (those of the services being started). */
+  require?: readonly SectionName[];
+  /** Project root; relative paths (config file, data dir) resolve against it. */
+  root?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Inline TOML text instead of a file (tests). */
+  text?: string;
+}
+
+export function defaultRoot(): string {
+  return process.cwd();
+}
+
+/** Reads config.toml (or CONFIG_PATH) and the environment, validates what is asked for, and returns one typed object. */
+export function loadConfig(options: LoadOptions = {}): AppConfig {
+  const root = options.root ?? defaultRoot();
+  const issues: ConfigIssue[] = [];
+
+  const envResult = envSchema.safeParse(options.env ?? process.env);
+  if (!envResult.success) throw new ConfigError('environment', toIssues(envResult.error, 'env'));
+  const env = envResult.data;
+
+  const source = options.text !== undefined ? '<inline>' : path.resolve(root, env.CONFIG_PATH ?? 'config.toml');
+  const raw = readToml(source, options.text);
+
+  const file = configFileSchema.safeParse(raw);
+  if (!file.success) throw new ConfigError(source, toIssues(file.error));
+  const doc = file.data as Record<string, unknown>;
+
+  const present = new Set(
+    (Object.keys(sectionSchemas) as SectionName[]).filter((name) => doc[name] !== undefined),
+  );
+  const config: Partial<AppConfig> = { source, present };
+
+  for (const name of options.require ?? []) {
+    if (doc[name] === undefined) {
+      issues.push({ key: name, problem: 'is required by the service being started but missing' });
+      continue;
+    }
+    const parsed = sectionSchemas[name].safeParse(doc[name]);
+    if (!parsed.success) {
+      issues.push(...toIssues(parsed.error, name));
+      continue;
+    }
+    assignSection(config, name, parsed.data);
+  }
+
+  const database = parseOwn(databaseSection, doc.database, 'database', issues);
+  const bus = parseOwn(busSection, doc.bus, 'bus', issues);
+  const archive = parseOwn(archiveSection, doc.archive, 'archive', issues);
+  const log = parseOwn(logSection, doc.log, 'log', issues);
+
+  if (issues.length > 0) throw new ConfigError(source, issues);
+
+  config.database = databaseTarget(database!, env, root);
+  config.bus = env.KAFKA_BROKERS
+    ? { ...bus!, adapter: 'kafka', kafkaBrokers: env.KAFKA_BROKERS.split(',') }
+    : bus!;
+  if (config.bus.adapter === 'kafka' && !config.bus.kafkaBrokers) {
+    throw new ConfigError(source, [{ key: 'bus.adapter', problem: 'is "kafka" but KAFKA_BROKERS is not set' }]);
+  }
+  config.archive = env.MONGO_HOST ? { ...archive!, adapter: 'mongodb', mongo: mongoTarget(env) } : archive!;
+  if (config.archive.adapter === 'mongodb' && !config.archive.mongo) {
+    throw new ConfigError(source, [{ key: 'archive.adapter', problem: 'is "mongodb" but MONGO_HOST is not set' }]);
+  }
+  config.log = env.LOG_LEVEL ? { level: env.LOG_LEVEL } : log!;
+  return config as AppConfig;
+}
+
+function readToml(source: string, text: string | undefined): unknown {
+  let content: string;
+  try {
+    content = text ?? readFileSync(source, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(source, [
+      { key: 'CONFIG_PATH', problem: code === 'ENOENT' ? 'file not found' : `cannot be read (${code})` },
+    ]);
+  }
+  try {
+    return TOML.parse(content);
+  } catch (err) {
+    // @iarna/toml reports line and column; it does not echo values.
+    const e = err as Error & { line?: number; col?: number };
+    throw new ConfigError(source, [
+      { key: `line ${(e.line ?? 0) + 1}`, problem: `not valid TOML: ${e.message.split('\n')[0]}` },
+    ]);
+  }
+}
+
+function parseOwn<T extends z.ZodType>(schema: T, value: unknown, key: string, issues: ConfigIssue[]) {
+  const parsed = schema.safeParse(value ?? {});
+  if (parsed.success) return parsed.data as z.infer<T>;
+  issues.push(...toIssues(parsed.error, key));
+  return undefined;
+}
+
+function assignSection(config: Partial<AppConfig>, name: SectionName, value: unknown): void {
+  switch (name) {
+    case 'rpc-urls':
+      config.rpcUrls = value as Record<string, string>;
+      break;
+    default:
+      (config as Record<string, unknown>)[name] = value;
+  }
+}
+
+function databaseTarget(
+  section: { dataDir: string; embeddedPort: number; name: string; poolSize: number },
+  env: Env,
+  root: string,
+): DatabaseTarget {
+  if (env.DATABASE_URL) return { mode: 'url', url: env.DATABASE_URL, poolSize: section.poolSize };
+  if (env.DBHOST) {
+    const url = new URL('postgres://localhost');
+    url.hostname = env.DBHOST;
+    url.port = String(env.DBPORT ?? 5432);
+    url.username = env.DBUSER ?? 'postgres';
+    if (env.DBPASS) url.password = env.DBPASS;
+    url.pathname = `/${env.DBNAME ?? section.name}`;
+    return { mode: 'url', url: url.toString(), poolSize: section.poolSize };
+  }
+  return {
+    mode: 'embedded',
+    dataDir: path.resolve(root, section.dataDir),
+    port: section.embeddedPort,
+    name: section.name,
+    poolSize: section.poolSize,
+  };
+}
+
+function mongoTarget(env: Env): MongoTarget {
+  return {
+    host: env.MONGO_HOST!,
+    port: env.MONGO_PORT ?? 27_017,
+    user: env.MONGO_USER,
+    pass: env.MONGO_PASS,
+    db: env.MONGO_DB ?? 'otmoic',
+  };
+}
+
+/** zod issues → `key: problem` lines. Messages are zod's or ours; neither echoes the offending value. */
+function toIssues(error: z.ZodError, prefix?: string): ConfigIssue[] {
+  return error.issues.map((issue) => {
+    const parts = [...(prefix ? [prefix] : []), ...issue.path.map(String)];
+    const key = parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+    const problem =
+      issue.code === 'invalid_type' && issue.input === undefined ? 'is required but missing' : issue.message;
+    return { key: key || '(root)', problem };
+  });
+}

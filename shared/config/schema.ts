@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+// One zod schema per configuration section. A service validates only the sections it names,
+// so a file holding just `[point]` can start Points alone.
+
+const port = z.number().int().min(1).max(65_535);
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+const chainIdString = z.string().regex(/^\d+$/, 'must be a decimal chain id string');
+const privateKey = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be a 32-byte 0x-prefixed hex private key' });
+const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x-prefixed hex address');
+
+export const pointSection = z.strictObject({
+  port,
+  relayAdminUrl: httpUrl,
+  didSupportUrl: httpUrl,
+  refreshInterval: z.number().int().positive(),
+  lookBackDays: z.number().int().positive().default(90),
+});
+
+export const agentSection = z.strictObject({
+  port,
+  rpc: httpUrl,
+  priv: privateKey,
+  contractAddr: evmAddress,
+});
+
+export const connectorSection = z.strictObject({
+  port,
+  callbackUrl: httpUrl,
+});
+
+export const chainClientEntry = z.strictObject({
+  url: httpUrl,
+  historyUrl: httpUrl,
+  initBlockHeight: z.number().int().nonnegative(),
+  chainId: chainIdString,
+  nativeChainId: chainIdString,
+  registerPath: z.string().startsWith('/'),
+  historyPath: z.string().startsWith('/'),
+});
+
+export const rpcUrlsSection = z.record(chainIdString, httpUrl);
+
+export const databaseSection = z.strictObject({
+  /** Where the embedded profile keeps PostgreSQL's files (ignored when DATABASE_URL or DBHOST is set). */
+  dataDir: z.string().min(1).default('data/postgres'),
+  /** Port of the embedded PostgreSQL server. */
+  embeddedPort: port.default(54_329),
+  /** Database name used on an external server (DBHOST…) and inside the embedded one. */
+  name: z.string().min(1).default('otmoic'),
+  poolSize: z.number().int().min(2).max(200).default(10),
+});
+
+export const busSection = z.strictObject({
+  adapter: z.enum(['postgres', 'kafka']).default('postgres'),
+  /** Partitions per topic unless a topic file says otherwise. */
+  partitions: z.number().int().min(1).max(256).default(8),
+  /** Attempts of a failing handler before its message goes to the dead-letter topic. */
+  maxAttempts: z.number().int().min(1).max(100).default(5),
+  clientId: z.string().min(1).default('otmoic'),
+});
+
+export const archiveSection = z.strictObject({
+  adapter: z.enum(['postgres', 'mongodb']).default('postgres'),
+});
+
+export const logSection = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** The whole file. Sections are optional here; services demand the ones they use. */
+export const configFileSchema = z.looseObject({
+  n8nUrl: httpUrl.optional(),
+  point: z.unknown().optional(),
+  agent: z.unknown().optional(),
+  connector: z.unknown().optional(),
+  'rpc-urls': z.unknown().optional(),
+  chainClients: z.unknown().optional(),
+  database: z.unknown().optional(),
+  bus: z.unknown().optional(),
+  archive: z.unknown().optional(),
+  log: z.unknown().optional(),
+});
+
+export const sectionSchemas = {
+  n8nUrl: httpUrl,
+  point: pointSection,
+  agent: agentSection,
+  connector: connectorSection,
+  'rpc-urls': rpcUrlsSection,
+  chainClients: z.array(chainClientEntry).min(1),
+} as const;
+
+export type SectionName = keyof typeof sectionSchemas;
+
+export type PointConfig = z.infer<typeof pointSection>;
+export type AgentConfig = z.infer<typeof agentSection>;
+export type ConnectorConfig = z.infer<typeof connectorSection>;
+export type ChainClientConfig = z.infer<typeof chainClientEntry>;
+export type DatabaseConfig = z.infer<typeof databaseSection>;
+export type BusConfig = z.infer<typeof busSection>;
+export type ArchiveConfig = z.infer<typeof archiveSection>;

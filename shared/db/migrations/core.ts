@@ -1,0 +1,84 @@
+import type { MigrationSet } from '../migrate.js';
+
+/** Tables of the shared infrastructure: the postgres event log, consumer dedupe, the JSONB archive. */
+export const coreMigrations: MigrationSet = {
+  namespace: 'core',
+  migrations: [
+    {
+      version: 1,
+      name: 'postgres event log',
+      sql: `
+        CREATE TABLE bus_topics (
+          topic text PRIMARY KEY,
+          partitions int NOT NULL CHECK (partitions > 0),
+          retention_ms bigint -- NULL: kept for ever
+        );
+        -- One row per partition: the next offset to hand out. Publishers lock this row, so offsets become
+        -- visible in order and a consumer never skips a row committed late with a lower offset.
+        CREATE TABLE bus_partitions (
+          topic text NOT NULL REFERENCES bus_topics(topic),
+          partition int NOT NULL,
+          next_offset bigint NOT NULL DEFAULT 0,
+          PRIMARY KEY (topic, partition)
+        );
+        CREATE TABLE bus_messages (
+          topic text NOT NULL,
+          partition int NOT NULL,
+          "offset" bigint NOT NULL,
+          key text NOT NULL,
+          value text NOT NULL,
+          headers jsonb NOT NULL DEFAULT '{}',
+          created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+          PRIMARY KEY (topic, partition, "offset")
+        );
+        CREATE INDEX bus_messages_time ON bus_messages (topic, created_at);
+        CREATE TABLE bus_group_offsets (
+          group_id text NOT NULL,
+          topic text NOT NULL,
+          partition int NOT NULL,
+          next_offset bigint NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (group_id, topic, partition)
+        );
+        -- Members of a consumer group, for sharing partitions fairly. A member is alive while its control
+        -- connection (pid, backend_start) is in pg_stat_activity: a member killed hard drops out at once.
+        -- Ownership of a partition itself is a session advisory lock held by that connection.
+        CREATE TABLE bus_group_members (
+          group_id text NOT NULL,
+          member_id text NOT NULL,
+          pid int NOT NULL,
+          backend_start timestamptz NOT NULL,
+          PRIMARY KEY (group_id, member_id)
+        );
+      `,
+    },
+    {
+      version: 2,
+      name: 'consumer dedupe',
+      sql: `
+        -- Effects exactly once: a consumer records the event id in the same transaction as its effect.
+        CREATE TABLE processed_events (
+          consumer text NOT NULL,
+          event_id text NOT NULL,
+          processed_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (consumer, event_id)
+        );
+      `,
+    },
+    {
+      version: 3,
+      name: 'archive of raw chain documents',
+      sql: `
+        CREATE TABLE archive_documents (
+          collection text NOT NULL,
+          id text NOT NULL,
+          seq bigserial NOT NULL,
+          document jsonb NOT NULL,
+          stored_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (collection, id)
+        );
+        CREATE INDEX archive_documents_seq ON archive_documents (collection, seq);
+      `,
+    },
+  ],
+};

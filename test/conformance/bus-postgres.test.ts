@@ -1,0 +1,22 @@
+import { createLogger } from '../../shared/logging/logger.js';
+import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import { createTestDatabase } from '../support/database.js';
+import { busConformanceSuite } from './bus.js';
+
+busConformanceSuite('postgres log', async () => {
+  const db = await createTestDatabase();
+  const bus = new PostgresBus({
+    pool: db.pool,
+    connectionString: db.url,
+    log: createLogger({ level: 'silent' }),
+    rebalanceMs: 200,
+  });
+  return {
+    bus,
+    pool: db.pool,
+    async cleanup() {
+      await bus.close();
+      await db.drop();
+    },
+  };
+});
