@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../../logging/logger.js';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
-import { PartitionFencedError, PoisonMessageError } from '../errors.js';
-import { DLQ_HEADERS, deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
-import { backoffMs, sleep } from '../retry.js';
+import { PartitionFencedError } from '../errors.js';
+import { deliver } from '../deliver.js';
+import { deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
 import { BUS_CHANNEL } from './channel.js';
 import type { PostgresBus } from './postgres-bus.js';
 
@@ -296,67 +296,24 @@ class PartitionWorker {
   }
 
   private async handle(message: BusMessage, committed: bigint): Promise<'done' | 'stopped'> {
-    const { handler, maxAttempts, log, pool } = this.options;
+    const { handler, maxAttempts, log, pool, group } = this.options;
     const next = message.offset + 1n;
-    for (let attempt = 1; ; attempt++) {
-      let committedByHandler = false;
-      try {
-        await handler(message, {
-          attempt,
-          signal: this.subscription.signal,
-          commitIn: async (tx) => {
-            await this.commit(tx, committed, next);
-            committedByHandler = true;
-          },
-        });
+    return deliver(message, {
+      handler,
+      maxAttempts,
+      group,
+      log,
+      signal: this.stopController.signal,
+      commitIn: (tx) => this.commit(tx, committed, next),
+      commitAfter: async (committedByHandler) => {
         if (!committedByHandler) await this.commit(pool, committed, next);
-        return 'done';
-      } catch (err) {
-        if (err instanceof PartitionFencedError) throw err;
-        const poison = err instanceof PoisonMessageError;
-        if (poison || attempt >= maxAttempts) {
-          await this.deadLetter(message, committed, err as Error, attempt);
-          return 'done';
-        }
-        log.warn(
-          { topic: message.topic, partition: message.partition, offset: String(message.offset), attempt, err: (err as Error).message },
-          'handler failed; will retry',
-        );
-        await sleep(backoffMs(attempt), this.stopController.signal);
-        // Stopping mid-retry: leave the message uncommitted; it is delivered again later.
-        if (this.stopping) return 'stopped';
-      }
-    }
-  }
-
-  /** Moves the message to the dead-letter topic and commits past it, in one transaction. */
-  private async deadLetter(message: BusMessage, committed: bigint, err: Error, attempts: number): Promise<void> {
-    const { pool, group, log } = this.options;
-    await withTransaction(pool, async (tx) => {
-      await this.subscription.bus.publish(
-        deadLetterTopic(message.topic),
-        [
-          {
-            key: message.key,
-            value: message.value,
-            headers: {
-              ...message.headers,
-              [DLQ_HEADERS.error]: err.message.slice(0, 2_000),
-              [DLQ_HEADERS.topic]: message.topic,
-              [DLQ_HEADERS.partition]: String(message.partition),
-              [DLQ_HEADERS.offset]: String(message.offset),
-              [DLQ_HEADERS.attempts]: String(attempts),
-              [DLQ_HEADERS.group]: group,
-            },
-          },
-        ],
-        { tx },
-      );
-      await this.commit(tx, committed, message.offset + 1n);
+      },
+      // The dead letter and the commit past it are one transaction: neither happens without the other.
+      deadLetter: (dead) =>
+        withTransaction(pool, async (tx) => {
+          await this.subscription.bus.publish(deadLetterTopic(message.topic), [dead], { tx });
+          await this.commit(tx, committed, next);
+        }),
     });
-    log.error(
-      { topic: message.topic, partition: message.partition, offset: String(message.offset), attempts, err: err.message },
-      'message moved to the dead-letter topic',
-    );
   }
 }

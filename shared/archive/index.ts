@@ -1,0 +1,2 @@
+export type { Archive, ArchivedDocument } from './port.js';
+export { PostgresArchive } from './postgres-archive.js';

@@ -1,0 +1,21 @@
+/**
+ * The archive of raw chain documents (chain-client bodies, receipts, blocks) as they arrived, for audit and
+ * re-normalisation. Adapters: postgres (JSONB, embedded profile) and MongoDB (production). Both pass
+ * test/conformance/archive.ts.
+ */
+export interface ArchivedDocument<T = unknown> {
+  id: string;
+  document: T;
+  storedAt: Date;
+}
+
+export interface Archive {
+  readonly kind: 'postgres' | 'mongodb';
+  /** Stores a document under (collection, id) unless one is there: the first write wins. Returns whether it was new. */
+  put(collection: string, id: string, document: unknown): Promise<boolean>;
+  get<T = unknown>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined>;
+  /** Documents of a collection in the order they were first stored, `after` an id returned before. */
+  list<T = unknown>(collection: string, options?: { after?: string; limit?: number }): Promise<ArchivedDocument<T>[]>;
+  count(collection: string): Promise<number>;
+  close(): Promise<void>;
+}

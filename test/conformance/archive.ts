@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Archive } from '../../shared/archive/port.js';
+
+export function archiveConformanceSuite(
+  name: string,
+  make: () => Promise<{ archive: Archive; cleanup(): Promise<void> }>,
+  options: { skip?: string } = {},
+) {
+  const suite = options.skip ? describe.skip : describe;
+  suite(`Archive conformance: ${name}`, () => {
+    let archive: Archive;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => ({ archive, cleanup } = await make()));
+    afterAll(async () => cleanup?.());
+    const collection = () => `c_${randomBytes(4).toString('hex')}`;
+
+    it('stores a raw document and gives it back unchanged', async () => {
+      const c = collection();
+      const doc = {
+        type: 'update_height',
+        height: 1_234_565,
+        data: [{ event: { blockNumber: '0x12d687', topics: ['0xabc'] }, amount: '115792089237316195423570985008687907853269984665640564039457584007913129639935' }],
+        nested: { unicode: 'Ωmoic ✓', empty: [], nil: null, flag: false },
+      };
+      expect(await archive.put(c, 'doc-1', doc)).toBe(true);
+      const back = await archive.get(c, 'doc-1');
+      expect(back?.id).toBe('doc-1');
+      expect(back?.document).toEqual(doc);
+      expect(back?.storedAt).toBeInstanceOf(Date);
+      expect(await archive.get(c, 'missing')).toBeUndefined();
+    });
+
+    it('keeps the first write of an id (idempotent under redelivery)', async () => {
+      const c = collection();
+      expect(await archive.put(c, 'same', { v: 1 })).toBe(true);
+      expect(await archive.put(c, 'same', { v: 2 })).toBe(false);
+      expect((await archive.get(c, 'same'))?.document).toEqual({ v: 1 });
+      expect(await archive.count(c)).toBe(1);
+    });
+
+    it('lists a collection in insertion order with a cursor, and keeps collections apart', async () => {
+      const c = collection();
+      const other = collection();
+      const ids = ['z', 'a', 'm', 'b', 'y'];
+      for (const id of ids) await archive.put(c, id, { id });
+      await archive.put(other, 'x', {});
+      const first = await archive.list(c, { limit: 3 });
+      expect(first.map((d) => d.id)).toEqual(['z', 'a', 'm']);
+      const rest = await archive.list(c, { after: 'm', limit: 10 });
+      expect(rest.map((d) => d.id)).toEqual(['b', 'y']);
+      expect(await archive.count(c)).toBe(5);
+      expect(await archive.count(other)).toBe(1);
+    });
+
+    it('stores concurrent puts of distinct ids without loss', async () => {
+      const c = collection();
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => archive.put(c, `id-${i}`, { i })));
+      expect(results.every(Boolean)).toBe(true);
+      expect(await archive.count(c)).toBe(50);
+    });
+  });
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { BusMessage, OutgoingMessage, TopicSpec } from '../shared/bus/port.js';
+import { PoisonMessageError } from '../shared/bus/errors.js';
+
+/**
+ * Every message on every topic is this envelope (DESIGN §3). `id` is the dedupe key consumers record with
+ * their effects, so producers that may resend derive it deterministically from what they send.
+ */
+export interface Envelope<P> {
+  id: string;
+  type: string;
+  version: number;
+  /** Unix seconds: the block timestamp for chain facts, the receipt time for commands. */
+  occurredAt: number;
+  /** Who produced it: service name and instance. */
+  source: string;
+  payload: P;
+}
+
+export interface TopicDefinition<P> {
+  name: string;
+  /** Envelope type and schema version this code writes and reads. */
+  type: string;
+  version: number;
+  /** What the message key is, and why (per-key order holds only within one key). */
+  keyDoc: string;
+  key(payload: P): string;
+  payload: z.ZodType<P, unknown>;
+  partitions?: number;
+  /** null: kept for ever, so projections can be rebuilt by replay. */
+  retentionMs: number | null;
+}
+
+export function defineTopic<P>(definition: TopicDefinition<P>): TopicDefinition<P> {
+  return definition;
+}
+
+const envelopeShape = z.object({
+  id: z.string().min(1).max(200),
+  type: z.string().min(1),
+  version: z.number().int().positive(),
+  occurredAt: z.number().int().nonnegative(),
+  source: z.string().min(1),
+  payload: z.unknown(),
+});
+
+export function envelope<P>(
+  topic: TopicDefinition<P>,
+  payload: P,
+  fields: { occurredAt: number; source: string; id?: string },
+): Envelope<P> {
+  return {
+    id: fields.id ?? randomUUID(),
+    type: topic.type,
+    version: topic.version,
+    occurredAt: fields.occurredAt,
+    source: fields.source,
+    payload,
+  };
+}
+
+/** Validates an outgoing envelope (a producer bug must not reach the topic) and turns it into a message. */
+export function encode<P>(topic: TopicDefinition<P>, value: Envelope<P>): OutgoingMessage {
+  const payload = topic.payload.parse(value.payload);
+  return {
+    key: topic.key(payload),
+    value: JSON.stringify({ ...value, payload }),
+    headers: { type: value.type, version: String(value.version) },
+  };
+}
+
+/**
+ * Parses a message at the consumer boundary. Anything that is not a valid envelope of this topic's type and
+ * version is a poison message (dead-letter topic), never silently dropped.
+ */
+export function decode<P>(topic: TopicDefinition<P>, message: BusMessage): Envelope<P> {
+  let json: unknown;
+  try {
+    json = JSON.parse(message.value);
+  } catch {
+    throw new PoisonMessageError(`${topic.name}: message is not JSON`);
+  }
+  const outer = envelopeShape.safeParse(json);
+  if (!outer.success) throw new PoisonMessageError(`${topic.name}: not an envelope: ${z.prettifyError(outer.error)}`);
+  if (outer.data.type !== topic.type || outer.data.version !== topic.version) {
+    throw new PoisonMessageError(
+      `${topic.name}: unsupported envelope ${outer.data.type} v${outer.data.version} (expected ${topic.type} v${topic.version})`,
+    );
+  }
+  const payload = topic.payload.safeParse(outer.data.payload);
+  if (!payload.success) {
+    throw new PoisonMessageError(`${topic.name}: invalid payload: ${z.prettifyError(payload.error)}`);
+  }
+  return { ...outer.data, payload: payload.data };
+}
+
+export function topicSpec(topic: TopicDefinition<unknown>, defaultPartitions: number): TopicSpec {
+  return { name: topic.name, partitions: topic.partitions ?? defaultPartitions, retentionMs: topic.retentionMs };
+}
