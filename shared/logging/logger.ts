@@ -28,5 +28,6 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
     base: { pid: process.pid, ...(options.name ? { name: options.name } : {}) },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return pino(config);
+  // Synchronous writes: the last lines before an exit (shutdown, fatal start-up errors) are never lost.
+  return pino(config, pino.destination({ dest: 1, sync: true }));
 }

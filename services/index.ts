@@ -1,0 +1,7 @@
+import type { ServiceDefinition } from '../shared/runtime/service.js';
+import { agentService } from './agent/index.js';
+import { connectorService } from './connector/index.js';
+import { pointsService } from './points/index.js';
+
+/** Every service this build has, in start order (producers before consumers). */
+export const services: readonly ServiceDefinition[] = [connectorService, pointsService, agentService];

@@ -1,0 +1,121 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, redactConfig } from './index.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const example = readFileSync(path.join(ROOT, 'config.toml'), 'utf8');
+const load = (text: string, env: NodeJS.ProcessEnv = {}, require: Parameters<typeof loadConfig>[0]['require'] = []) =>
+  loadConfig({ text, env, require, root: '/srv/otmoic' });
+
+function issuesOf(fn: () => unknown): Array<{ key: string; problem: string }> {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).issues;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('parses every key of the specification table from the shipped config.toml', () => {
+    const config = load(example, {}, ['n8nUrl', 'point', 'agent', 'connector', 'rpc-urls', 'chainClients']);
+    expect(config.n8nUrl).toBe('http://127.0.0.1:5678/webhook/otmoic');
+    expect(config.point).toMatchObject({ port: 9100, refreshInterval: 60_000, lookBackDays: 90 });
+    expect(config.agent?.contractAddr).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    expect(config.connector?.callbackUrl).toBe('http://127.0.0.1:9102/callback');
+    expect(config.rpcUrls?.['97']).toBe('http://127.0.0.1:8545');
+    expect(config.chainClients?.[1]).toEqual({
+      url: 'http://127.0.0.1:9901',
+      historyUrl: 'http://127.0.0.1:9901',
+      initBlockHeight: 0,
+      chainId: '614',
+      nativeChainId: '11155420',
+      registerPath: '/support/register',
+      historyPath: '/support/history',
+    });
+    expect(config.database).toEqual({
+      mode: 'embedded',
+      dataDir: '/srv/otmoic/data/postgres',
+      port: 54_329,
+      name: 'otmoic',
+      poolSize: 10,
+    });
+    expect(config.bus.adapter).toBe('postgres');
+    expect(config.archive.adapter).toBe('postgres');
+  });
+
+  it('validates only the sections asked for: a file with one section starts that service', () => {
+    const config = load('[point]\nport = 1\nrelayAdminUrl = "http://a"\ndidSupportUrl = "http://b"\nrefreshInterval = 5', {}, [
+      'point',
+    ]);
+    expect(config.point?.port).toBe(1);
+    expect([...config.present]).toEqual(['point']);
+    // A broken section nobody asked for does not stop it.
+    expect(() => load('[agent]\nport = "x"\n[point]\nport=1\nrelayAdminUrl="http://a"\ndidSupportUrl="http://b"\nrefreshInterval=5', {}, ['point'])).not.toThrow();
+  });
+
+  it('names the key of a missing key, a wrong type and a bad URL, one issue each', () => {
+    const issues = issuesOf(() =>
+      load('[point]\nport = "9100"\nrelayAdminUrl = "not a url"\nrefreshInterval = 1000', {}, ['point']),
+    );
+    expect(issues.map((i) => i.key).sort()).toEqual(['point.didSupportUrl', 'point.port', 'point.relayAdminUrl']);
+    expect(issues.find((i) => i.key === 'point.didSupportUrl')?.problem).toBe('is required but missing');
+    expect(issues.find((i) => i.key === 'point.port')?.problem).toMatch(/number/);
+    expect(issues.find((i) => i.key === 'point.relayAdminUrl')?.problem).toMatch(/URL/);
+  });
+
+  it('reports a missing section and bad chain-client entries by index', () => {
+    expect(issuesOf(() => load('', {}, ['agent']))).toEqual([
+      { key: 'agent', problem: 'is required by the service being started but missing' },
+    ]);
+    const issues = issuesOf(() =>
+      load(
+        '[[chainClients]]\nurl="http://a"\nhistoryUrl="http://a"\ninitBlockHeight=1.5\nchainId=9006\nnativeChainId="97"\nregisterPath="/r"\nhistoryPath="/h"',
+        {},
+        ['chainClients'],
+      ),
+    );
+    expect(issues.map((i) => i.key).sort()).toEqual(['chainClients[0].chainId', 'chainClients[0].initBlockHeight']);
+  });
+
+  it('never echoes a secret in an error', () => {
+    const secret = '0xnot-a-key-but-secret-material';
+    const issues = issuesOf(() =>
+      load(`[agent]\nport=1\nrpc="http://a"\npriv="${secret}"\ncontractAddr="0x0000000000000000000000000000000000000001"`, {}, ['agent']),
+    );
+    expect(issues).toEqual([{ key: 'agent.priv', problem: 'must be a 32-byte 0x-prefixed hex private key' }]);
+    expect(JSON.stringify(issues)).not.toContain('secret-material');
+  });
+
+  it('takes the database from DATABASE_URL, else DB*, else embedded', () => {
+    expect(load('', { DATABASE_URL: 'postgres://u:p@h:1/d' }).database).toEqual({
+      mode: 'url',
+      url: 'postgres://u:p@h:1/d',
+      poolSize: 10,
+    });
+    const viaParts = load('', { DBHOST: 'db', DBPORT: '6432', DBUSER: 'svc', DBPASS: 's3cr:t' }).database;
+    expect(viaParts).toEqual({ mode: 'url', url: 'postgres://svc:s3cr%3At@db:6432/otmoic', poolSize: 10 });
+    expect(issuesOf(() => load('', { DBPORT: 'abc' }))[0]?.key).toBe('env.DBPORT');
+  });
+
+  it('switches to Kafka and MongoDB when their variables are set', () => {
+    const config = load('', { KAFKA_BROKERS: 'k1:9092,k2:9092', MONGO_HOST: 'mongo', MONGO_USER: 'u', MONGO_PASS: 'p' });
+    expect(config.bus).toMatchObject({ adapter: 'kafka', kafkaBrokers: ['k1:9092', 'k2:9092'] });
+    expect(config.archive).toMatchObject({ adapter: 'mongodb', mongo: { host: 'mongo', port: 27_017, db: 'otmoic' } });
+    expect(issuesOf(() => load('[bus]\nadapter = "kafka"'))[0]?.key).toBe('bus.adapter');
+    expect(issuesOf(() => load('', { KAFKA_BROKERS: 'no-port' }))[0]?.key).toBe('env.KAFKA_BROKERS');
+  });
+
+  it('reports TOML syntax errors with their line', () => {
+    expect(issuesOf(() => load('[point]\nport = = 1'))[0]?.key).toBe('line 2');
+  });
+
+  it('redacts secrets for printing', () => {
+    const config = load(example, { DATABASE_URL: 'postgres://svc:hunter2@db/x' }, ['agent']);
+    const printed = JSON.stringify(redactConfig(config));
+    expect(printed).not.toContain(config.agent!.priv);
+    expect(printed).not.toContain('hunter2');
+  });
+});

@@ -1,0 +1,91 @@
+import type { Archive } from '../archive/port.js';
+import { PostgresArchive } from '../archive/postgres-archive.js';
+import type { EventBus } from '../bus/port.js';
+import { PostgresBus } from '../bus/postgres/postgres-bus.js';
+import type { AppConfig } from '../config/index.js';
+import { redactUrl } from '../config/redact.js';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.js';
+import { migrate, type MigrationSet } from '../db/migrate.js';
+import { coreMigrations } from '../db/migrations/core.js';
+import { createPool, type Pool } from '../db/pool.js';
+import type { Logger } from '../logging/logger.js';
+import { allTopics, topicSpec } from '../../topics/index.js';
+
+export interface Infrastructure {
+  db: Pool;
+  dbUrl: string;
+  bus: EventBus;
+  archive: Archive;
+  /** Closes everything in dependency order: bus, archive, pool, then the embedded server. */
+  close(): Promise<void>;
+}
+
+/** Database (embedded or external), migrations, event bus and archive, as the configuration says. */
+export async function startInfrastructure(
+  config: AppConfig,
+  log: Logger,
+  migrations: readonly MigrationSet[],
+): Promise<Infrastructure> {
+  let embedded: EmbeddedServer | undefined;
+  let dbUrl: string;
+  if (config.database.mode === 'embedded') {
+    embedded = await startEmbeddedPostgres({
+      dataDir: config.database.dataDir,
+      port: config.database.port,
+      database: config.database.name,
+      log: log.child({ component: 'embedded-postgres' }),
+    });
+    dbUrl = embedded.url;
+  } else {
+    dbUrl = config.database.url;
+    log.info({ database: redactUrl(dbUrl) }, 'using external PostgreSQL');
+  }
+
+  const db = createPool(dbUrl, { max: config.database.poolSize, log });
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    await migrate(db, [coreMigrations, ...migrations], log);
+
+    let bus: EventBus;
+    if (config.bus.adapter === 'kafka') {
+      const { KafkaBus } = await import('../bus/kafka/kafka-bus.js');
+      bus = new KafkaBus({
+        brokers: config.bus.kafkaBrokers!,
+        clientId: config.bus.clientId,
+        log,
+        maxAttempts: config.bus.maxAttempts,
+      });
+    } else {
+      bus = new PostgresBus({ pool: db, connectionString: dbUrl, log, maxAttempts: config.bus.maxAttempts });
+    }
+    closers.push(() => bus.close());
+    await bus.ensureTopics(allTopics.map((t) => topicSpec(t, config.bus.partitions)));
+
+    let archive: Archive;
+    if (config.archive.adapter === 'mongodb') {
+      const { MongoArchive } = await import('../archive/mongodb-archive.js');
+      archive = await MongoArchive.connect(config.archive.mongo!);
+    } else {
+      archive = new PostgresArchive(db);
+    }
+    closers.push(() => archive.close());
+    log.info({ bus: bus.kind, archive: archive.kind, database: config.database.mode }, 'infrastructure ready');
+
+    return {
+      db,
+      dbUrl,
+      bus,
+      archive,
+      async close() {
+        for (const close of closers.reverse()) await close().catch((err) => log.warn({ err: err.message }, 'close failed'));
+        await db.end().catch(() => undefined);
+        await embedded?.stop();
+      },
+    };
+  } catch (err) {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await db.end().catch(() => undefined);
+    await embedded?.stop();
+    throw err;
+  }
+}

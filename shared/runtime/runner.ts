@@ -1,0 +1,126 @@
+import { ConfigError, loadConfig, type AppConfig, type SectionName } from '../config/index.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+import { startInfrastructure, type Infrastructure } from './infrastructure.js';
+import { createMetrics } from './metrics.js';
+import type { RunningService, ServiceDefinition } from './service.js';
+
+/** Exit code for configuration errors (sysexits EX_CONFIG). */
+export const EXIT_CONFIG = 78;
+/** Graceful shutdown must finish within this; after it the process exits anyway. */
+const SHUTDOWN_DEADLINE_MS = 4_500;
+
+export interface RunOptions {
+  /** Service names from the command line; none means every service whose sections the file has. */
+  names: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  root?: string;
+}
+
+/**
+ * Starts the chosen services in this process on shared infrastructure and stops them cleanly on SIGINT or
+ * SIGTERM: stop taking work, finish in-flight work, close the bus, the archive, the pool, then the embedded
+ * database.
+ */
+export async function runServices(available: readonly ServiceDefinition[], options: RunOptions): Promise<void> {
+  let log = createLogger({ name: 'otmoic' });
+  let config: AppConfig;
+  let chosen: ServiceDefinition[];
+  try {
+    ({ config, chosen } = selectAndLoad(available, options));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    for (const line of err.lines()) process.stderr.write(line + '\n');
+    process.exit(EXIT_CONFIG);
+  }
+  log = createLogger({ name: 'otmoic', level: config.log.level });
+  log.info({ services: chosen.map((s) => s.name), config: config.source }, 'starting');
+
+  let infra: Infrastructure | undefined;
+  const running: Array<{ name: string; service: RunningService }> = [];
+  let stopping: Promise<void> | undefined;
+
+  const stop = (reason: string) => {
+    stopping ??= (async () => {
+      log.info({ reason }, 'stopping');
+      const deadline = setTimeout(() => {
+        log.error('graceful shutdown took too long; exiting');
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS);
+      for (const { name, service } of running.reverse()) {
+        await service.stop().catch((err) => log.error({ service: name, err: (err as Error).message }, 'stop failed'));
+      }
+      await infra?.close();
+      clearTimeout(deadline);
+      log.info('stopped');
+    })();
+    return stopping;
+  };
+  let firstSignalAt = 0;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) {
+        // npm relays the terminal's Ctrl-C, so one keypress can arrive twice; only a later one means "now".
+        if (Date.now() - firstSignalAt < 1_000) return;
+        log.warn('second signal: exiting now');
+        process.exit(1);
+      }
+      firstSignalAt = Date.now();
+      void stop(signal).then(() => process.exit(0));
+    });
+  }
+
+  try {
+    infra = await startInfrastructure(config, log, chosen.flatMap((s) => s.migrations ?? []));
+    const metrics = createMetrics(() => infra?.bus, log);
+    for (const definition of chosen) {
+      if (stopping) return;
+      const service = await definition.start({
+        config,
+        log: log.child({ service: definition.name }),
+        db: infra.db,
+        dbUrl: infra.dbUrl,
+        bus: infra.bus,
+        archive: infra.archive,
+        metrics: metrics.registry,
+        trackConsumerGroup: metrics.trackConsumerGroup,
+      });
+      running.push({ name: definition.name, service });
+    }
+    log.info({ services: running.map((r) => r.name) }, 'ready');
+  } catch (err) {
+    log.fatal({ err: (err as Error).message }, 'start-up failed');
+    await stop('start-up failed');
+    process.exit(1);
+  }
+}
+
+function selectAndLoad(
+  available: readonly ServiceDefinition[],
+  options: RunOptions,
+): { config: AppConfig; chosen: ServiceDefinition[] } {
+  const load = (require: readonly SectionName[]) => loadConfig({ require, env: options.env, root: options.root });
+  if (options.names.length > 0) {
+    const unknown = options.names.filter((n) => !available.some((s) => s.name === n));
+    if (unknown.length > 0) {
+      throw new ConfigError('command line', [
+        { key: 'service', problem: `unknown service "${unknown.join('", "')}" (known: ${available.map((s) => s.name).join(', ')})` },
+      ]);
+    }
+    const chosen = available.filter((s) => options.names.includes(s.name));
+    return { config: load(chosen.flatMap((s) => s.sections)), chosen };
+  }
+  // No names: every service whose sections are all in the file.
+  const present = load([]).present;
+  const chosen = available.filter((s) => s.sections.every((section) => present.has(section)));
+  if (chosen.length === 0) {
+    throw new ConfigError(load([]).source, [
+      {
+        key: '(file)',
+        problem: `has no complete section set for any service (${available.map((s) => `${s.name}: ${s.sections.join(' + ')}`).join('; ')})`,
+      },
+    ]);
+  }
+  return { config: load(chosen.flatMap((s) => s.sections)), chosen };
+}
+
+export type { Logger };

@@ -1,0 +1,157 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../shared/net/free-port.js';
+import { isolatedEnv, spawnTs } from '../support/processes.js';
+
+/**
+ * `npm start` on the embedded profile, as a user runs it: every present service comes up on a real embedded
+ * PostgreSQL, SIGINT stops it cleanly within 5 s, and a second start reuses the data.
+ */
+describe('service runner on the embedded profile', () => {
+  let dir: string;
+  let ports: { point: number; agent: number; connector: number; db: number };
+  let configPath: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-start-'));
+    await chmod(dir, 0o755);
+    ports = { point: await freePort(), agent: await freePort(), connector: await freePort(), db: await freePort() };
+    configPath = path.join(dir, 'config.toml');
+    await writeFile(
+      configPath,
+      `
+n8nUrl = "http://127.0.0.1:5678/hook"
+[point]
+port = ${ports.point}
+relayAdminUrl = "http://127.0.0.1:1"
+didSupportUrl = "http://127.0.0.1:2"
+refreshInterval = 1000
+[agent]
+port = ${ports.agent}
+rpc = "http://127.0.0.1:8545"
+priv = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+contractAddr = "0x5FbDB2315678afecb367f032d315F642f64180aa"
+[connector]
+port = ${ports.connector}
+callbackUrl = "http://127.0.0.1:${ports.connector}/callback"
+[[chainClients]]
+url = "http://127.0.0.1:9900"
+historyUrl = "http://127.0.0.1:9900"
+initBlockHeight = 0
+chainId = "9006"
+nativeChainId = "97"
+registerPath = "/support/register"
+historyPath = "/support/history"
+[database]
+dataDir = "${path.join(dir, 'pg')}"
+embeddedPort = ${ports.db}
+`,
+    );
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function startAndStop() {
+    const proc = spawnTs('bin/start.ts', [], isolatedEnv({ CONFIG_PATH: configPath, LOG_LEVEL: 'info' }));
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      for (const port of [ports.point, ports.agent, ports.connector]) {
+        const health = await fetch(`http://127.0.0.1:${port}/health`);
+        expect(health.status).toBe(200);
+        expect(await health.json()).toMatchObject({ status: 'ok', checks: { database: { ok: true } } });
+      }
+      const metrics = await (await fetch(`http://127.0.0.1:${ports.point}/metrics`)).text();
+      expect(metrics).toContain('process_cpu_user_seconds_total');
+      expect(metrics).toContain('bus_consumer_lag');
+      const stoppedAt = Date.now();
+      proc.child.kill('SIGINT');
+      const exit = await proc.exited;
+      const took = Date.now() - stoppedAt;
+      expect(exit.code).toBe(0);
+      expect(took).toBeLessThan(5_000);
+      expect(proc.output()).toContain('embedded PostgreSQL stopped');
+      return proc.output();
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  }
+
+  it('starts every present service, stops on SIGINT within 5 s, and a second start reuses the data', async () => {
+    const first = await startAndStop();
+    expect(first).toContain('embedded PostgreSQL cluster created');
+    expect(first).toMatch(/"services":\["connector","points","agent"\]/);
+    expect(first).toContain('migration applied');
+
+    const second = await startAndStop();
+    expect(second).not.toContain('cluster created');
+    expect(second).not.toContain('migration applied'); // same database, schema already there
+    expect(second).toContain('embedded PostgreSQL running');
+  });
+
+  it('starts only the service whose section the file has', async () => {
+    const onlyPoints = path.join(dir, 'points-only.toml');
+    await writeFile(
+      onlyPoints,
+      `[point]\nport = ${ports.point}\nrelayAdminUrl = "http://127.0.0.1:1"\ndidSupportUrl = "http://127.0.0.1:2"\nrefreshInterval = 1000\n[database]\ndataDir = "${path.join(dir, 'pg')}"\nembeddedPort = ${ports.db}\n`,
+    );
+    const proc = spawnTs('bin/start.ts', [], isolatedEnv({ CONFIG_PATH: onlyPoints }));
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      expect(proc.output()).toMatch(/"services":\["points"\]/);
+      await expect(fetch(`http://127.0.0.1:${ports.agent}/health`)).rejects.toThrow();
+      proc.child.kill('SIGTERM');
+      expect((await proc.exited).code).toBe(0);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('bad configuration ends the process', () => {
+  const run = async (toml: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-badcfg-'));
+    const file = path.join(dir, 'config.toml');
+    await writeFile(file, toml);
+    const proc = spawnTs('bin/start.ts', args, isolatedEnv({ CONFIG_PATH: file, ...env }));
+    const exit = await proc.exited;
+    await rm(dir, { recursive: true, force: true });
+    return { code: exit.code, output: proc.output() };
+  };
+
+  it('exits non-zero with one line per problem naming the key', async () => {
+    const { code, output } = await run(
+      '[point]\nport = "abc"\nrelayAdminUrl = "ftp://x"\nrefreshInterval = 10\n',
+      ['points'],
+    );
+    expect(code).toBe(78);
+    const lines = output.split('\n').filter((l) => l.startsWith('config error:'));
+    expect(lines).toHaveLength(3);
+    expect(output).toMatch(/config error: point\.port: .*number/);
+    expect(output).toMatch(/config error: point\.relayAdminUrl: must be an http\(s\) URL/);
+    expect(output).toMatch(/config error: point\.didSupportUrl: is required but missing/);
+  });
+
+  it('exits non-zero for a missing section, an unknown service, a bad environment variable', async () => {
+    expect((await run('', ['agent'])).output).toMatch(/config error: agent: is required/);
+    const unknown = await run('', ['nope']);
+    expect(unknown.code).toBe(78);
+    expect(unknown.output).toMatch(/config error: service: unknown service "nope"/);
+    const badEnv = await run('', ['points'], { DATABASE_URL: 'mysql://x' });
+    expect(badEnv.code).toBe(78);
+    expect(badEnv.output).toMatch(/config error: env\.DATABASE_URL: must be a postgres:\/\/ URL/);
+  });
+
+  it('does not print the secret of a bad agent section', async () => {
+    const { code, output } = await run(
+      '[agent]\nport = 1\nrpc = "http://127.0.0.1:1"\npriv = "0xdeadbeef-top-secret"\ncontractAddr = "0x1"\n',
+      ['agent'],
+    );
+    expect(code).toBe(78);
+    expect(output).toMatch(/config error: agent\.priv:/);
+    expect(output).toMatch(/config error: agent\.contractAddr:/);
+    expect(output).not.toContain('top-secret');
+  });
+});
