@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, redactConfig } from './index.js';
+import { ConfigError, loadConfig, redactConfig, type SectionName } from './index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const example = readFileSync(path.join(ROOT, 'config.toml'), 'utf8');
-const load = (text: string, env: NodeJS.ProcessEnv = {}, require: Parameters<typeof loadConfig>[0]['require'] = []) =>
+const load = (text: string, env: NodeJS.ProcessEnv = {}, require: readonly SectionName[] = []) =>
   loadConfig({ text, env, require, root: '/srv/otmoic' });
 
 function issuesOf(fn: () => unknown): Array<{ key: string; problem: string }> {
