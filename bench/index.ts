@@ -1,0 +1,15 @@
+// `npm run bench -- <name> [<name> …]`: runs the named benchmarks (all when none is named).
+const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
+  bus: () => import('./bus.js'),
+};
+
+const asked = process.argv.slice(2);
+const names = asked.length > 0 ? asked : Object.keys(suites);
+for (const name of names) {
+  const load = suites[name];
+  if (!load) {
+    console.error(`unknown benchmark "${name}" (known: ${Object.keys(suites).join(', ')})`);
+    process.exit(2);
+  }
+  await (await load()).run();
+}
