@@ -10,6 +10,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: files that start chains or databases must not all run at once.
     maxWorkers: 2,
-    reporters: ['default'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

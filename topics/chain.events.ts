@@ -93,6 +93,9 @@ export const chainEvents = defineTopic<ChainEvent>({
   retentionMs: null,
 });
 
-/** Deterministic envelope id of a chain event, so a resend after a crash is a duplicate consumers drop. */
+/**
+ * Deterministic envelope id of a chain event, so a resend after a crash is a duplicate consumers drop.
+ * Canonical (lower-case hash): the same log must never get two ids.
+ */
 export const chainEventId = (e: Pick<ChainEvent, 'chainId' | 'txHash' | 'logIndex'>): string =>
-  `${e.chainId}:${e.txHash}:${e.logIndex}`;
+  `${e.chainId}:${e.txHash.toLowerCase()}:${e.logIndex}`;
