@@ -11,6 +11,8 @@ import { createPool, type Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import { allTopics, topicSpec } from '../../topics/index.js';
 
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+
 export interface Infrastructure {
   db: Pool;
   dbUrl: string;
@@ -56,7 +58,17 @@ export async function startInfrastructure(
         maxAttempts: config.bus.maxAttempts,
       });
     } else {
-      bus = new PostgresBus({ pool: db, connectionString: dbUrl, log, maxAttempts: config.bus.maxAttempts });
+      const postgresBus = new PostgresBus({ pool: db, connectionString: dbUrl, log, maxAttempts: config.bus.maxAttempts });
+      // Kafka enforces retention itself; the postgres log deletes expired messages on a timer.
+      const pruner = setInterval(() => {
+        postgresBus
+          .prune()
+          .then((n) => n > 0 && log.info({ deleted: n }, 'expired bus messages pruned'))
+          .catch((err) => log.warn({ err: (err as Error).message }, 'bus prune failed'));
+      }, PRUNE_INTERVAL_MS);
+      pruner.unref();
+      closers.push(async () => clearInterval(pruner));
+      bus = postgresBus;
     }
     closers.push(() => bus.close());
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, config.bus.partitions)));
