@@ -12,6 +12,7 @@ import {
   logSection,
   sectionSchemas,
   type ChainClientConfig,
+  type ChainClientInstanceConfig,
   type ConnectorConfig,
   type AgentConfig,
   type PointConfig,
@@ -33,6 +34,7 @@ export interface AppConfig {
   connector?: ConnectorConfig;
   rpcUrls?: Record<string, string>;
   chainClients?: ChainClientConfig[];
+  chainClient?: ChainClientInstanceConfig[];
   database: DatabaseTarget;
   bus: z.infer<typeof busSection> & { kafkaBrokers?: string[] };
   archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };

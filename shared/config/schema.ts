@@ -43,6 +43,26 @@ export const chainClientEntry = z.strictObject({
 
 export const rpcUrlsSection = z.record(chainIdString, httpUrl);
 
+/** One instance of our EVM chain client per chain (services/chain-client). */
+export const chainClientInstance = z.strictObject({
+  port,
+  /** JSON-RPC endpoint of the chain. */
+  rpc: httpUrl,
+  /** Otmoic system chain id reported as `chain_id` in every event body. */
+  systemChainId: chainIdString,
+  /** The Otmoic swap contract: only its logs are delivered (address filter). */
+  contractAddr: evmAddress,
+  /** The reputation contract, when this chain has one (complaint events, `register_reputation`). */
+  reputationContractAddr: evmAddress.optional(),
+  /** Blocks behind the head that are followed: deeper reorgs are not handled. */
+  confirmations: z.number().int().min(0).max(1_000).default(6),
+  /** First block to follow when no progress is stored. */
+  startBlock: z.number().int().nonnegative().default(0),
+  pollIntervalMs: z.number().int().min(50).default(1_000),
+  /** Attempts of one callback delivery before it is given up (logged and counted). */
+  deliveryAttempts: z.number().int().min(1).max(100).default(10),
+});
+
 export const databaseSection = z.strictObject({
   /** Where the embedded profile keeps PostgreSQL's files (ignored when DATABASE_URL or DBHOST is set). */
   dataDir: z.string().min(1).default('data/postgres'),
@@ -78,6 +98,7 @@ export const configFileSchema = z.looseObject({
   connector: z.unknown().optional(),
   'rpc-urls': z.unknown().optional(),
   chainClients: z.unknown().optional(),
+  chainClient: z.unknown().optional(),
   database: z.unknown().optional(),
   bus: z.unknown().optional(),
   archive: z.unknown().optional(),
@@ -91,6 +112,7 @@ export const sectionSchemas = {
   connector: connectorSection,
   'rpc-urls': rpcUrlsSection,
   chainClients: z.array(chainClientEntry).min(1),
+  chainClient: z.array(chainClientInstance).min(1),
 } as const;
 
 export type SectionName = keyof typeof sectionSchemas;
@@ -99,6 +121,7 @@ export type PointConfig = z.infer<typeof pointSection>;
 export type AgentConfig = z.infer<typeof agentSection>;
 export type ConnectorConfig = z.infer<typeof connectorSection>;
 export type ChainClientConfig = z.infer<typeof chainClientEntry>;
+export type ChainClientInstanceConfig = z.infer<typeof chainClientInstance>;
 export type DatabaseConfig = z.infer<typeof databaseSection>;
 export type BusConfig = z.infer<typeof busSection>;
 export type ArchiveConfig = z.infer<typeof archiveSection>;

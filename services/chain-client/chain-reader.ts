@@ -1,0 +1,59 @@
+import { JsonRpcProvider, toQuantity } from 'ethers';
+
+/** A log exactly as eth_getLogs returns it (hex quantities). */
+export interface RawLog {
+  address: string;
+  topics: string[];
+  data: string;
+  blockNumber: string;
+  blockHash: string;
+  transactionHash: string;
+  transactionIndex: string;
+  logIndex: string;
+  removed: boolean;
+}
+export type RawReceipt = Record<string, unknown> & { from: string; transactionHash: string };
+export type RawBlock = Record<string, unknown> & { number: string; timestamp: string };
+
+/**
+ * Reads the chain over JSON-RPC and keeps the node's raw JSON objects, because the chain client's bodies carry
+ * them as they are (`event`, `tx`, `block`). Logs are always fetched with an address filter: events with the
+ * same signature from a foreign contract never enter.
+ */
+export class ChainReader {
+  readonly provider: JsonRpcProvider;
+
+  constructor(
+    rpcUrl: string,
+    private readonly addresses: readonly string[],
+  ) {
+    this.provider = new JsonRpcProvider(rpcUrl, undefined, { staticNetwork: true, batchMaxCount: 20 });
+  }
+
+  async head(): Promise<number> {
+    return Number(await this.provider.send('eth_blockNumber', []));
+  }
+
+  async logs(from: number, to: number): Promise<RawLog[]> {
+    const logs = (await this.provider.send('eth_getLogs', [
+      { fromBlock: toQuantity(from), toBlock: toQuantity(to), address: this.addresses },
+    ])) as RawLog[];
+    // Defence in depth: a node that ignores the filter must not smuggle foreign events in.
+    const allowed = new Set(this.addresses.map((a) => a.toLowerCase()));
+    return logs
+      .filter((l) => allowed.has(l.address.toLowerCase()) && !l.removed)
+      .sort((a, b) => Number(a.blockNumber) - Number(b.blockNumber) || Number(a.logIndex) - Number(b.logIndex));
+  }
+
+  block(n: number): Promise<RawBlock> {
+    return this.provider.send('eth_getBlockByNumber', [toQuantity(n), false]) as Promise<RawBlock>;
+  }
+
+  receipt(hash: string): Promise<RawReceipt> {
+    return this.provider.send('eth_getTransactionReceipt', [hash]) as Promise<RawReceipt>;
+  }
+
+  destroy(): void {
+    this.provider.destroy();
+  }
+}

@@ -1,0 +1,123 @@
+import type { Counter } from 'prom-client';
+import type { Pool } from '../../shared/db/pool.js';
+import type { Logger } from '../../shared/logging/logger.js';
+import { backoffMs, sleep } from '../../shared/bus/retry.js';
+
+export interface DelivererOptions {
+  pool: Pool;
+  instance: string;
+  maxAttempts: number;
+  log: Logger;
+  timeoutMs?: number;
+  outcomes?: Counter<'instance' | 'outcome'>;
+}
+
+/**
+ * Sends queued callback posts. Posts to one URL go in queue order, one at a time (a receiver sees blocks in
+ * order); different URLs proceed independently. A failed post is retried with back-off up to `maxAttempts`,
+ * then marked failed and logged, and the URL's queue moves on.
+ */
+export class Deliverer {
+  private readonly stopController = new AbortController();
+  private running: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private woken = false;
+
+  constructor(private readonly options: DelivererOptions) {}
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    this.wake();
+    await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    const { pool, instance, log } = this.options;
+    while (!this.stopController.signal.aborted) {
+      this.woken = false;
+      try {
+        const { rows } = await pool.query<{ id: string; url: string; body: string; attempts: number; due: boolean }>(
+          `SELECT DISTINCT ON (url) id, url, body, attempts, next_attempt_at <= now() AS due
+           FROM chain_client_deliveries WHERE instance = $1 AND status = 'pending' ORDER BY url, id`,
+          [instance],
+        );
+        const due = rows.filter((r) => r.due);
+        if (due.length > 0) {
+          await Promise.all(due.map((r) => this.send(r)));
+          continue;
+        }
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'delivery loop failed; retrying');
+      }
+      await this.idle(rowsPendingWait);
+    }
+  }
+
+  private idle(ms: number): Promise<void> {
+    if (this.woken || this.stopController.signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      this.wakeUp = done;
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    }).finally(() => (this.wakeUp = undefined));
+  }
+
+  private async send(row: { id: string; url: string; body: string; attempts: number }): Promise<void> {
+    const { pool, maxAttempts, log, outcomes, instance } = this.options;
+    const attempt = row.attempts + 1;
+    let error: string | undefined;
+    try {
+      const response = await fetch(row.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: row.body,
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
+      });
+      await response.arrayBuffer().catch(() => undefined);
+      if (!response.ok) error = `HTTP ${response.status}`;
+    } catch (err) {
+      error = (err as Error).message;
+    }
+    if (error === undefined) {
+      await pool.query(
+        `UPDATE chain_client_deliveries SET status = 'delivered', attempts = $2, settled_at = now(), last_error = NULL WHERE id = $1`,
+        [row.id, attempt],
+      );
+      outcomes?.inc({ instance, outcome: 'delivered' });
+      return;
+    }
+    if (attempt >= maxAttempts) {
+      await pool.query(
+        `UPDATE chain_client_deliveries SET status = 'failed', attempts = $2, settled_at = now(), last_error = $3 WHERE id = $1`,
+        [row.id, attempt, error],
+      );
+      outcomes?.inc({ instance, outcome: 'failed' });
+      log.error({ url: row.url, delivery: row.id, attempts: attempt, err: error }, 'callback delivery given up');
+      return;
+    }
+    const delay = backoffMs(attempt, 200, 30_000);
+    await pool.query(
+      `UPDATE chain_client_deliveries SET attempts = $2, last_error = $3, next_attempt_at = now() + make_interval(secs => $4::float8 / 1000)
+       WHERE id = $1`,
+      [row.id, attempt, error, delay],
+    );
+    outcomes?.inc({ instance, outcome: 'retried' });
+    log.warn({ url: row.url, delivery: row.id, attempt, retryInMs: delay, err: error }, 'callback delivery failed');
+    await sleep(0);
+  }
+}
+
+/** How long to wait when nothing is due (a retry's back-off may end meanwhile). */
+const rowsPendingWait = 200;

@@ -1,0 +1,65 @@
+import type { Interface } from 'ethers';
+import { EVENT_TYPES, reputationInterface, swapInterface, type ChainEventType } from '../../shared/otmoic/abi.js';
+import type { ChainReader, RawBlock, RawLog, RawReceipt } from './chain-reader.js';
+import { eventParse, type EventParse } from './event-parse.js';
+
+/** One event as the original chain client posted it; keys in the original's order. */
+export interface EventBody {
+  event: RawLog;
+  tx: RawReceipt;
+  eventParse: EventParse;
+  block: RawBlock;
+  type: ChainEventType;
+  /** JSON text of the decoded arguments by name (our reconstruction of the original's transfer summary). */
+  transfer_info: string;
+  /** JSON text of `event`. */
+  event_raw: string;
+  event_parse: EventParse;
+  chain_id: string;
+}
+
+export interface ContractAddresses {
+  swap: string;
+  reputation?: string;
+}
+
+/** Decodes the logs of one block range and builds their bodies, fetching each block and receipt once. */
+export async function buildEventBodies(
+  reader: ChainReader,
+  logs: readonly RawLog[],
+  contracts: ContractAddresses,
+  systemChainId: string,
+): Promise<EventBody[]> {
+  const blocks = new Map<string, Promise<RawBlock>>();
+  const receipts = new Map<string, Promise<RawReceipt>>();
+  const bodies: EventBody[] = [];
+  for (const log of logs) {
+    const iface = interfaceFor(log.address, contracts);
+    const description = iface?.parseLog({ topics: log.topics, data: log.data });
+    if (!description || !(description.name in EVENT_TYPES)) continue; // admin events (fees, owner) are not swap facts
+    const type = EVENT_TYPES[description.name as keyof typeof EVENT_TYPES];
+    if (!blocks.has(log.blockNumber)) blocks.set(log.blockNumber, reader.block(Number(log.blockNumber)));
+    if (!receipts.has(log.transactionHash)) receipts.set(log.transactionHash, reader.receipt(log.transactionHash));
+    const parse = eventParse(description);
+    const named = Object.fromEntries(description.fragment.inputs.map((input) => [input.name, parse[input.name]]));
+    bodies.push({
+      event: log,
+      tx: await receipts.get(log.transactionHash)!,
+      eventParse: parse,
+      block: await blocks.get(log.blockNumber)!,
+      type,
+      transfer_info: JSON.stringify(named),
+      event_raw: JSON.stringify(log),
+      event_parse: parse,
+      chain_id: systemChainId,
+    });
+  }
+  return bodies;
+}
+
+function interfaceFor(address: string, contracts: ContractAddresses): Interface | undefined {
+  const a = address.toLowerCase();
+  if (a === contracts.swap.toLowerCase()) return swapInterface;
+  if (contracts.reputation && a === contracts.reputation.toLowerCase()) return reputationInterface;
+  return undefined;
+}

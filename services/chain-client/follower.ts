@@ -1,0 +1,99 @@
+import type { Logger } from '../../shared/logging/logger.js';
+import { sleep } from '../../shared/bus/retry.js';
+import type { ChainReader } from './chain-reader.js';
+import { buildEventBodies, type ContractAddresses } from './event-body.js';
+import { CHUNK_BLOCKS, chunksOf, planChunk, type PlannedDelivery, type Registration } from './delivery-plan.js';
+import type { ChainClientStore } from './store.js';
+
+/** Blocks read per eth_getLogs call (a multiple of the chunk size). */
+const MAX_RANGE = 100;
+
+export interface FollowerOptions {
+  reader: ChainReader;
+  store: ChainClientStore;
+  contracts: ContractAddresses;
+  systemChainId: string;
+  confirmations: number;
+  startBlock: number;
+  pollIntervalMs: number;
+  log: Logger;
+  /** Called after deliveries were queued, so the deliverer wakes. */
+  onQueued(): void;
+  onHeight?(height: number): void;
+}
+
+/**
+ * Follows head − confirmations in whole 5-block chunks. Each step reads the logs of a range, plans the
+ * deliveries of every registration, and queues them in the same transaction that advances progress, so a
+ * crash repeats a step (receivers are idempotent) but never skips one.
+ */
+export class Follower {
+  private readonly stopController = new AbortController();
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly options: FollowerOptions) {}
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    await this.running;
+  }
+
+  /** Head − confirmations: the newest block this client reports. */
+  async confirmedHead(): Promise<number> {
+    return (await this.options.reader.head()) - this.options.confirmations;
+  }
+
+  private async loop(): Promise<void> {
+    const { log, pollIntervalMs } = this.options;
+    while (!this.stopController.signal.aborted) {
+      try {
+        const advanced = await this.step();
+        if (!advanced) await sleep(pollIntervalMs, this.stopController.signal);
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'chain follower step failed; retrying');
+        await sleep(pollIntervalMs, this.stopController.signal);
+      }
+    }
+  }
+
+  /** Processes the next range if a whole chunk is confirmed. Returns whether progress moved. */
+  async step(): Promise<boolean> {
+    const { store, startBlock } = this.options;
+    const last = await store.progress();
+    const from = last === undefined ? startBlock : last + 1;
+    const confirmed = await this.confirmedHead();
+    // Only whole chunks: the highest chunk end not above the confirmed head.
+    const lastWhole = Math.floor(confirmed / CHUNK_BLOCKS) * CHUNK_BLOCKS;
+    if (lastWhole < from) return false;
+    const to = Math.min(lastWhole, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+    const deliveries = await this.plan(from, to, await store.registrations());
+    await store.commitRange(last, to, deliveries);
+    this.options.onHeight?.(to);
+    if (deliveries.length > 0) this.options.onQueued();
+    return true;
+  }
+
+  /** Deliveries of blocks [from, to] for the given registrations (also used by history requests). */
+  async plan(from: number, to: number, registrations: readonly Registration[]): Promise<PlannedDelivery[]> {
+    const { reader, contracts, systemChainId } = this.options;
+    if (registrations.length === 0) return [];
+    const events = await buildEventBodies(reader, await reader.logs(from, to), contracts, systemChainId);
+    const chunks = chunksOf(from, to, events);
+    return chunks.flatMap((chunk) => registrations.flatMap((r) => planChunk(r, chunk)));
+  }
+
+  /** Replays blocks [start, end] to one callback, in ranges, queueing deliveries as it goes. */
+  async history(start: number, end: number, registration: Registration): Promise<void> {
+    for (let from = start; from <= end && !this.stopController.signal.aborted; ) {
+      const to = Math.min(end, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+      const deliveries = await this.plan(from, to, [registration]);
+      await this.options.store.queueOnly(deliveries);
+      if (deliveries.length > 0) this.options.onQueued();
+      from = to + 1;
+    }
+  }
+}

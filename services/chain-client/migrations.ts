@@ -1,0 +1,44 @@
+import type { MigrationSet } from '../../shared/db/migrate.js';
+
+export const chainClientMigrations: MigrationSet = {
+  namespace: 'chain_client',
+  migrations: [
+    {
+      version: 1,
+      name: 'progress, registrations, delivery outbox',
+      sql: `
+        -- Last block whose events were turned into deliveries, per instance (system chain id).
+        CREATE TABLE chain_client_progress (
+          instance text PRIMARY KEY,
+          last_block bigint NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        -- Registrations survive a restart (the original kept them in memory only).
+        CREATE TABLE chain_client_registrations (
+          id bigserial PRIMARY KEY,
+          instance text NOT NULL,
+          kind text NOT NULL CHECK (kind IN ('swap', 'reputation')),
+          callback jsonb NOT NULL,
+          merge boolean NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          UNIQUE (instance, kind, callback)
+        );
+        -- Every callback post, written in the same transaction that advances progress: nothing is lost
+        -- between reading the chain and delivering. Bodies are kept as the exact JSON text sent.
+        CREATE TABLE chain_client_deliveries (
+          id bigserial PRIMARY KEY,
+          instance text NOT NULL,
+          url text NOT NULL,
+          body text NOT NULL,
+          status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+          attempts int NOT NULL DEFAULT 0,
+          next_attempt_at timestamptz NOT NULL DEFAULT now(),
+          last_error text,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          settled_at timestamptz
+        );
+        CREATE INDEX chain_client_deliveries_pending ON chain_client_deliveries (instance, url, id) WHERE status = 'pending';
+      `,
+    },
+  ],
+};
