@@ -8,4 +8,6 @@ const elapsedMs = Math.round(performance.now() - started);
 for (const [name, { abi, bytecode }] of Object.entries(compiled)) {
   console.log(`${name}: ${abi.length} ABI entries, ${(bytecode.length - 2) / 2} bytes of init code`);
 }
-console.log(`solc-js ${solcVersion()}, ${force ? 'forced compile' : 'compile or cache hit'} in ${elapsedMs} ms`);
+console.log(
+  `solc-js ${solcVersion()}, ${force ? 'forced compile' : 'compile or cache hit'} in ${elapsedMs} ms`,
+);

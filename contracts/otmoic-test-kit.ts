@@ -51,7 +51,20 @@ export interface OutExtras {
 /** The §3 rule: keccak256(abi.encodePacked(sender, receiver, hashlock, T, E, Tol, R, token, amounts, is_out, chainid)). */
 export function computeTransferId(side: SwapSide, isOut: boolean, chainId: number | bigint): string {
   return solidityPackedKeccak256(
-    ['address', 'address', 'bytes32', 'uint64', 'uint64', 'uint64', 'uint64', 'address', 'uint256', 'uint256', 'bool', 'uint256'],
+    [
+      'address',
+      'address',
+      'bytes32',
+      'uint64',
+      'uint64',
+      'uint64',
+      'uint64',
+      'address',
+      'uint256',
+      'uint256',
+      'bool',
+      'uint256',
+    ],
     [
       side.sender,
       side.receiver,

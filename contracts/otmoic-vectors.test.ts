@@ -7,7 +7,15 @@ import { compileContracts } from './compile.js';
 import type { CompiledContracts } from './compile.js';
 import { startDevnet } from '../shared/devnet/devnet.js';
 import type { Devnet } from '../shared/devnet/devnet.js';
-import { callAt, computeTransferId, confirmArgs, hashlockOf, loadVectors, outcome, transferOutArgs } from './otmoic-test-kit.js';
+import {
+  callAt,
+  computeTransferId,
+  confirmArgs,
+  hashlockOf,
+  loadVectors,
+  outcome,
+  transferOutArgs,
+} from './otmoic-test-kit.js';
 import type { OutExtras, SwapSide } from './otmoic-test-kit.js';
 
 const vectors = loadVectors();
@@ -63,7 +71,9 @@ describe('transferId rule', () => {
 
   it('is not the pre-is_out (V2.2.0) variant, and depends on chain id and side', () => {
     const out = sideOf(outVector);
-    expect(computeTransferId(out, true, 97)).not.toBe(transferIdVectors['pre_is_out_variant_v2_2_0_out_erc20_chain97']);
+    expect(computeTransferId(out, true, 97)).not.toBe(
+      transferIdVectors['pre_is_out_variant_v2_2_0_out_erc20_chain97'],
+    );
     expect(computeTransferId(out, false, 97)).not.toBe(outVector.transfer_id);
     expect(computeTransferId(out, true, 56)).not.toBe(outVector.transfer_id);
   });
@@ -102,9 +112,12 @@ describe('behalf calldata built by ethers from our ABI', () => {
 
   for (const vector of withCalldata) {
     it(vector.name, () => {
-      const request = (vector as unknown as { request: Record<string, Record<string, string | number>> }).request;
+      const request = (vector as unknown as { request: Record<string, Record<string, string | number>> })
+        .request;
       const command =
-        request['command_transfer_out_confirm'] ?? request['command_transfer_in_confirm'] ?? request['command_transfer_refund'];
+        request['command_transfer_out_confirm'] ??
+        request['command_transfer_in_confirm'] ??
+        request['command_transfer_refund'];
       if (command === undefined) throw new Error(`vector ${vector.name} has no command`);
       // The refund_in vector names a wallet instead of a sender; the vector says which address it stood for.
       const sender = String(command['sender'] ?? '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266');
@@ -122,7 +135,18 @@ describe('behalf calldata built by ethers from our ABI', () => {
       };
       const args = vector.function.startsWith('confirm')
         ? confirmArgs(side, String(command['preimage']))
-        : [side.sender, side.receiver, side.token, side.tokenAmount, side.ethAmount, side.hashlock, side.expectedSingleStepTime, side.tolerantSingleStepTime, side.earliestRefundTime, side.agreementReachedTime];
+        : [
+            side.sender,
+            side.receiver,
+            side.token,
+            side.tokenAmount,
+            side.ethAmount,
+            side.hashlock,
+            side.expectedSingleStepTime,
+            side.tolerantSingleStepTime,
+            side.earliestRefundTime,
+            side.agreementReachedTime,
+          ];
       expect(otmoic.encodeFunctionData(vector.function, args)).toBe(vector.calldata);
     });
   }

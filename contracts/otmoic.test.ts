@@ -42,7 +42,9 @@ beforeAll(async () => {
     await (await owner.getFunction('setBasisPointsRate')(FEE_BASIS_POINTS)).wait();
     await (await owner.getFunction('setTollAddress')(chain.accounts[TOLL]!.address)).wait();
     for (const party of [USER, LP]) {
-      await (await tokenOf(chain, party).getFunction('approve')(chain.contracts.otmoic, 2n ** 256n - 1n)).wait();
+      await (
+        await tokenOf(chain, party).getFunction('approve')(chain.contracts.otmoic, 2n ** 256n - 1n)
+      ).wait();
     }
   }
 });
@@ -75,7 +77,14 @@ function makeSwap(
   src: DevnetChain,
   dst: DevnetChain,
   T: number,
-  opts: { outToken: string; outAmount: bigint; inToken: string; inAmount: bigint; inEth: bigint; refundTime?: number },
+  opts: {
+    outToken: string;
+    outAmount: bigint;
+    inToken: string;
+    inAmount: bigint;
+    inEth: bigint;
+    refundTime?: number;
+  },
 ): Swap {
   const preimage = hexlify(randomBytes(32));
   const common = {
@@ -132,7 +141,13 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
     chain = devnet.chain(SRC_CHAIN);
     // Far enough ahead that every setup block (timestamps +1 s each) stays before T.
     T = (await chain.latestTimestamp()) + 1000;
-    swap = makeSwap(chain, chain, T, { outToken: chain.contracts.token, outAmount: 10n ** 18n, inToken: chain.contracts.token, inAmount: 99n * 10n ** 16n, inEth: 0n });
+    swap = makeSwap(chain, chain, T, {
+      outToken: chain.contracts.token,
+      outAmount: 10n ** 18n,
+      inToken: chain.contracts.token,
+      inAmount: 99n * 10n ** 16n,
+      inEth: 0n,
+    });
     snapshotId = await chain.snapshot();
   });
 
@@ -142,30 +157,62 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
     snapshotId = await chain.snapshot();
   }
 
+  const okAt = (offset: number): string => `ok@${T + offset}`;
+
   async function lockBoth(): Promise<void> {
-    const out = await callAt(chain, T, otmoicOf(chain, USER), 'transferOut', transferOutArgs(swap.out, swap.extras));
+    const out = await callAt(
+      chain,
+      T,
+      otmoicOf(chain, USER),
+      'transferOut',
+      transferOutArgs(swap.out, swap.extras),
+    );
     expect(outcome(out)).toBe(`ok@${T}`);
-    const lock = await callAt(chain, T + 1, otmoicOf(chain, LP), 'transferIn', transferInArgs(swap.in, SRC_CHAIN, computeTransferId(swap.out, true, SRC_CHAIN)));
+    const lock = await callAt(
+      chain,
+      T + 1,
+      otmoicOf(chain, LP),
+      'transferIn',
+      transferInArgs(swap.in, SRC_CHAIN, computeTransferId(swap.out, true, SRC_CHAIN)),
+    );
     expect(outcome(lock)).toBe(`ok@${T + 1}`);
   }
 
   describe('transferOut: user, now <= T+E', () => {
-    const cases: [number, string][] = [
-      [E - 1, 'ok'],
-      [E, 'ok'],
-      [E + 1, `ExpiredOp(transfer out,{T+${E}})`],
-    ];
-    for (const [offset, expected] of cases) {
-      it(`at T+${offset}: ${expected}`, async () => {
+    for (const offset of [E - 1, E]) {
+      it(`user at T+${offset}: ok`, async () => {
         await fresh();
-        const result = await callAt(chain, T + offset, otmoicOf(chain, USER), 'transferOut', transferOutArgs(swap.out, swap.extras));
-        expect(outcome(result)).toBe(expected === 'ok' ? `ok@${T + offset}` : expected.replace(`{T+${E}}`, String(T + E)));
+        const result = await callAt(
+          chain,
+          T + offset,
+          otmoicOf(chain, USER),
+          'transferOut',
+          transferOutArgs(swap.out, swap.extras),
+        );
+        expect(outcome(result)).toBe(okAt(offset));
       });
     }
+    it(`user at T+${E + 1}: ExpiredOp("transfer out", T+E)`, async () => {
+      await fresh();
+      const result = await callAt(
+        chain,
+        T + E + 1,
+        otmoicOf(chain, USER),
+        'transferOut',
+        transferOutArgs(swap.out, swap.extras),
+      );
+      expect(outcome(result)).toBe(`ExpiredOp(transfer out,${T + E})`);
+    });
 
     it('another caller (relay) inside the window: InvalidSender()', async () => {
       await fresh();
-      const result = await callAt(chain, T + E - 1, otmoicOf(chain, RELAY), 'transferOut', transferOutArgs(swap.out, swap.extras));
+      const result = await callAt(
+        chain,
+        T + E - 1,
+        otmoicOf(chain, RELAY),
+        'transferOut',
+        transferOutArgs(swap.out, swap.extras),
+      );
       expect(outcome(result)).toBe('InvalidSender()');
     });
   });
@@ -181,7 +228,13 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
       it(`R = T+${offset}: ${expected}`, async () => {
         await fresh();
         const side = { ...swap.out, earliestRefundTime: T + offset };
-        const result = await callAt(chain, T, otmoicOf(chain, USER), 'transferOut', transferOutArgs(side, swap.extras));
+        const result = await callAt(
+          chain,
+          T,
+          otmoicOf(chain, USER),
+          'transferOut',
+          transferOutArgs(side, swap.extras),
+        );
         expect(outcome(result)).toBe(expected === 'ok' ? `ok@${T}` : expected);
       });
     }
@@ -189,22 +242,55 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
 
   describe('transferIn: LP, now <= T+2E', () => {
     const srcTransferId = (): string => computeTransferId(swap.out, true, SRC_CHAIN);
-    const cases: [number, string][] = [
-      [2 * E - 1, 'ok'],
-      [2 * E, 'ok'],
-      [2 * E + 1, 'ExpiredOp(transfer in,{end})'],
-    ];
-    for (const [offset, expected] of cases) {
-      it(`at T+${offset}: ${expected}`, async () => {
+
+    // Not in the table, but the same rule protects the user: an LP-side R inside the confirm windows
+    // would let the LP take its funds back while the user may still confirm.
+    it('an R not after T+3E+3Tol is refused on this side too: InvalidRefundTime()', async () => {
+      await fresh();
+      const side = { ...swap.in, earliestRefundTime: T + 3 * E + 3 * TOL };
+      const result = await callAt(
+        chain,
+        T + 1,
+        otmoicOf(chain, LP),
+        'transferIn',
+        transferInArgs(side, SRC_CHAIN, srcTransferId()),
+      );
+      expect(outcome(result)).toBe('InvalidRefundTime()');
+    });
+    for (const offset of [2 * E - 1, 2 * E]) {
+      it(`LP at T+${offset}: ok`, async () => {
         await fresh();
-        const result = await callAt(chain, T + offset, otmoicOf(chain, LP), 'transferIn', transferInArgs(swap.in, SRC_CHAIN, srcTransferId()));
-        expect(outcome(result)).toBe(expected === 'ok' ? `ok@${T + offset}` : expected.replace('{end}', String(T + 2 * E)));
+        const result = await callAt(
+          chain,
+          T + offset,
+          otmoicOf(chain, LP),
+          'transferIn',
+          transferInArgs(swap.in, SRC_CHAIN, srcTransferId()),
+        );
+        expect(outcome(result)).toBe(okAt(offset));
       });
     }
+    it(`LP at T+${2 * E + 1}: ExpiredOp("transfer in", T+2E)`, async () => {
+      await fresh();
+      const result = await callAt(
+        chain,
+        T + 2 * E + 1,
+        otmoicOf(chain, LP),
+        'transferIn',
+        transferInArgs(swap.in, SRC_CHAIN, srcTransferId()),
+      );
+      expect(outcome(result)).toBe(`ExpiredOp(transfer in,${T + 2 * E})`);
+    });
 
     it('another caller (relay) inside the window: InvalidSender()', async () => {
       await fresh();
-      const result = await callAt(chain, T + 2 * E - 1, otmoicOf(chain, RELAY), 'transferIn', transferInArgs(swap.in, SRC_CHAIN, srcTransferId()));
+      const result = await callAt(
+        chain,
+        T + 2 * E - 1,
+        otmoicOf(chain, RELAY),
+        'transferIn',
+        transferInArgs(swap.in, SRC_CHAIN, srcTransferId()),
+      );
       expect(outcome(result)).toBe('InvalidSender()');
     });
   });
@@ -225,8 +311,6 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
     return outcome(await callAt(chain, T + offset, otmoicOf(chain, caller), name, args));
   }
 
-  const okAt = (offset: number): string => `ok@${T + offset}`;
-
   describe('confirmTransferOut: user until T+3E', () => {
     for (const offset of [3 * E - 1, 3 * E]) {
       it(`user at T+${offset}: ok`, async () => {
@@ -234,7 +318,9 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
       });
     }
     it(`user at T+${3 * E + 1}: ExpiredOp`, async () => {
-      expect(await confirmOrRefundAt('out', 'confirm', USER, 3 * E + 1)).toBe(`ExpiredOp(user confirm out,${T + 3 * E})`);
+      expect(await confirmOrRefundAt('out', 'confirm', USER, 3 * E + 1)).toBe(
+        `ExpiredOp(user confirm out,${T + 3 * E})`,
+      );
     });
   });
 
@@ -266,7 +352,9 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
       });
     }
     it(`LP at T+${deadline + 1}: ExpiredOp`, async () => {
-      expect(await confirmOrRefundAt('in', 'confirm', LP, deadline + 1)).toBe(`ExpiredOp(lp confirm in,${T + deadline})`);
+      expect(await confirmOrRefundAt('in', 'confirm', LP, deadline + 1)).toBe(
+        `ExpiredOp(lp confirm in,${T + deadline})`,
+      );
     });
   });
 
@@ -319,19 +407,51 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
     it('confirm twice, refund after confirm, lock twice, unknown swap: InvalidStatus()', async () => {
       expect(await confirmOrRefundAt('out', 'confirm', USER, 3 * E)).toBe(okAt(3 * E));
       const user = otmoicOf(chain, USER);
-      const again = await callAt(chain, T + 3 * E + 1, otmoicOf(chain, RELAY), 'confirmTransferOut', confirmArgs(swap.out, swap.preimage));
-      expect(outcome(again)).toBe('NotInOpWindow(non-user confirm out,' + (T + 3 * E + 2 * TOL) + ',' + (T + 3 * E + 3 * TOL) + ')');
-      const inWindowAgain = await callAt(chain, T + 3 * E + 2 * TOL, otmoicOf(chain, RELAY), 'confirmTransferOut', confirmArgs(swap.out, swap.preimage));
+      const again = await callAt(
+        chain,
+        T + 3 * E + 1,
+        otmoicOf(chain, RELAY),
+        'confirmTransferOut',
+        confirmArgs(swap.out, swap.preimage),
+      );
+      expect(outcome(again)).toBe(
+        'NotInOpWindow(non-user confirm out,' + (T + 3 * E + 2 * TOL) + ',' + (T + 3 * E + 3 * TOL) + ')',
+      );
+      const inWindowAgain = await callAt(
+        chain,
+        T + 3 * E + 2 * TOL,
+        otmoicOf(chain, RELAY),
+        'confirmTransferOut',
+        confirmArgs(swap.out, swap.preimage),
+      );
       expect(outcome(inWindowAgain)).toBe('InvalidStatus()');
-      const refundAfterConfirm = await callAt(chain, T + 3 * E + 3 * TOL + 2, user, 'refundTransferOut', refundArgs(swap.out));
+      const refundAfterConfirm = await callAt(
+        chain,
+        T + 3 * E + 3 * TOL + 2,
+        user,
+        'refundTransferOut',
+        refundArgs(swap.out),
+      );
       expect(outcome(refundAfterConfirm)).toBe('InvalidStatus()');
 
       await fresh();
       await lockBoth();
-      const duplicate = await callAt(chain, T + 2, user, 'transferOut', transferOutArgs(swap.out, swap.extras));
+      const duplicate = await callAt(
+        chain,
+        T + 2,
+        user,
+        'transferOut',
+        transferOutArgs(swap.out, swap.extras),
+      );
       expect(outcome(duplicate)).toBe('InvalidStatus()');
       const unknown = { ...swap.out, tokenAmount: swap.out.tokenAmount + 1n };
-      const confirmUnknown = await callAt(chain, T + 3, user, 'confirmTransferOut', confirmArgs(unknown, swap.preimage));
+      const confirmUnknown = await callAt(
+        chain,
+        T + 3,
+        user,
+        'confirmTransferOut',
+        confirmArgs(unknown, swap.preimage),
+      );
       expect(outcome(confirmUnknown)).toBe('InvalidStatus()');
     });
 
@@ -339,24 +459,66 @@ describe('time windows of otmoic.md §3 (bounds inclusive, exact block timestamp
       await fresh();
       const user = otmoicOf(chain, USER);
       const zero = { ...swap.out, tokenAmount: 0n };
-      expect(outcome(await callAt(chain, T, user, 'transferOut', transferOutArgs(zero, swap.extras)))).toBe('InvalidAmount()');
+      expect(outcome(await callAt(chain, T, user, 'transferOut', transferOutArgs(zero, swap.extras)))).toBe(
+        'InvalidAmount()',
+      );
       // ERC-20 lock with native coin attached.
-      expect(outcome(await callAt(chain, T + 1, user, 'transferOut', transferOutArgs(swap.out, swap.extras), 1n))).toBe('InvalidAmount()');
+      expect(
+        outcome(await callAt(chain, T + 1, user, 'transferOut', transferOutArgs(swap.out, swap.extras), 1n)),
+      ).toBe('InvalidAmount()');
       // Native lock whose msg.value differs from the amount.
       const native = { ...swap.out, token: ZeroAddress };
-      expect(outcome(await callAt(chain, T + 2, user, 'transferOut', transferOutArgs(native, swap.extras), native.tokenAmount - 1n))).toBe('InvalidAmount()');
+      expect(
+        outcome(
+          await callAt(
+            chain,
+            T + 2,
+            user,
+            'transferOut',
+            transferOutArgs(native, swap.extras),
+            native.tokenAmount - 1n,
+          ),
+        ),
+      ).toBe('InvalidAmount()');
       // Native transferIn must carry token_amount + eth_amount.
       const nativeIn = { ...swap.in, token: ZeroAddress, ethAmount: 5n };
       const lp = otmoicOf(chain, LP);
       const srcId = computeTransferId(swap.out, true, SRC_CHAIN);
-      expect(outcome(await callAt(chain, T + 3, lp, 'transferIn', transferInArgs(nativeIn, SRC_CHAIN, srcId), nativeIn.tokenAmount))).toBe('InvalidAmount()');
-      expect(outcome(await callAt(chain, T + 4, lp, 'transferIn', transferInArgs(nativeIn, SRC_CHAIN, srcId), nativeIn.tokenAmount + 5n))).toBe(`ok@${T + 4}`);
+      expect(
+        outcome(
+          await callAt(
+            chain,
+            T + 3,
+            lp,
+            'transferIn',
+            transferInArgs(nativeIn, SRC_CHAIN, srcId),
+            nativeIn.tokenAmount,
+          ),
+        ),
+      ).toBe('InvalidAmount()');
+      expect(
+        outcome(
+          await callAt(
+            chain,
+            T + 4,
+            lp,
+            'transferIn',
+            transferInArgs(nativeIn, SRC_CHAIN, srcId),
+            nativeIn.tokenAmount + 5n,
+          ),
+        ),
+      ).toBe(`ok@${T + 4}`);
     });
   });
 });
 
 /** Native balance change of `account` between two blocks, adding back the gas it paid in `receipts`. */
-async function nativeDelta(chain: DevnetChain, account: string, before: bigint, receipts: TransactionReceipt[]): Promise<bigint> {
+async function nativeDelta(
+  chain: DevnetChain,
+  account: string,
+  before: bigint,
+  receipts: TransactionReceipt[],
+): Promise<bigint> {
   const after = await chain.provider.getBalance(account);
   const gasPaid = receipts.filter((r) => r.from === account).reduce((sum, r) => sum + r.fee, 0n);
   return after - before + gasPaid;
@@ -378,7 +540,9 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
       });
       const toll = { src: address(src, TOLL), dst: address(dst, TOLL) };
       const balance = async (chain: DevnetChain, token: string, account: string): Promise<bigint> =>
-        token === ZeroAddress ? chain.provider.getBalance(account) : ((await tokenOf(chain, OWNER).getFunction('balanceOf')(account)) as bigint);
+        token === ZeroAddress
+          ? chain.provider.getBalance(account)
+          : ((await tokenOf(chain, OWNER).getFunction('balanceOf')(account)) as bigint);
       const before = {
         userSrc: await balance(src, swap.out.token, swap.out.sender),
         lpSrc: await balance(src, swap.out.token, swap.out.receiver),
@@ -393,20 +557,47 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
       const outId = computeTransferId(swap.out, true, SRC_CHAIN);
       const inId = computeTransferId(swap.in, false, DST_CHAIN);
       const steps = [
-        await callAt(src, T + 1, otmoicOf(src, USER), 'transferOut', transferOutArgs(swap.out, swap.extras), nativeValue(swap.out)),
-        await callAt(dst, T + 2, otmoicOf(dst, LP), 'transferIn', transferInArgs(swap.in, SRC_CHAIN, outId), nativeValue(swap.in)),
-        await callAt(src, T + 3, otmoicOf(src, USER), 'confirmTransferOut', confirmArgs(swap.out, swap.preimage)),
+        await callAt(
+          src,
+          T + 1,
+          otmoicOf(src, USER),
+          'transferOut',
+          transferOutArgs(swap.out, swap.extras),
+          nativeValue(swap.out),
+        ),
+        await callAt(
+          dst,
+          T + 2,
+          otmoicOf(dst, LP),
+          'transferIn',
+          transferInArgs(swap.in, SRC_CHAIN, outId),
+          nativeValue(swap.in),
+        ),
+        await callAt(
+          src,
+          T + 3,
+          otmoicOf(src, USER),
+          'confirmTransferOut',
+          confirmArgs(swap.out, swap.preimage),
+        ),
         await callAt(dst, T + 4, otmoicOf(dst, LP), 'confirmTransferIn', confirmArgs(swap.in, swap.preimage)),
       ];
       expect(steps.map(outcome)).toEqual([`ok@${T + 1}`, `ok@${T + 2}`, `ok@${T + 3}`, `ok@${T + 4}`]);
-      const receipts = steps.map((step) => (step.ok ? step.receipt : undefined)).filter((r) => r !== undefined);
+      const receipts = steps
+        .map((step) => (step.ok ? step.receipt : undefined))
+        .filter((r) => r !== undefined);
       const srcReceipts = receipts.slice(0, 1).concat(receipts.slice(2, 3));
       const dstReceipts = receipts.slice(1, 2).concat(receipts.slice(3, 4));
 
       // The contract's ids are the rule's ids.
       const otmoic = otmoicOf(src, OWNER);
       const logged = receipts.map((r) => otmoic.interface.parseLog(r.logs.at(-1)!)!);
-      expect(logged.map((l) => l.name)).toEqual(['LogNewTransferOut', 'LogNewTransferIn', 'LogTransferOutConfirmed', 'LogTransferInConfirmed']);
+      expect(logged.map((l) => l.name)).toEqual([
+        'LogNewTransferOut',
+        'LogNewTransferIn',
+        'LogTransferOutConfirmed',
+        'LogTransferInConfirmed',
+      ]);
       expect(logged.map((l) => l.args[0])).toEqual([outId, inId, outId, inId]);
       expect(logged[2]!.args[1]).toBe(swap.preimage);
 
@@ -417,21 +608,37 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
       expect([...(await otmoicOf(dst, OWNER).getFunction('swapStatus')(inId))]).toEqual([2n, inFee, ethFee]);
 
       if (native) {
-        expect(await nativeDelta(src, swap.out.sender, before.userSrc, srcReceipts)).toBe(-swap.out.tokenAmount);
-        expect(await nativeDelta(src, swap.out.receiver, before.lpSrc, srcReceipts)).toBe(swap.out.tokenAmount - outFee);
+        expect(await nativeDelta(src, swap.out.sender, before.userSrc, srcReceipts)).toBe(
+          -swap.out.tokenAmount,
+        );
+        expect(await nativeDelta(src, swap.out.receiver, before.lpSrc, srcReceipts)).toBe(
+          swap.out.tokenAmount - outFee,
+        );
         expect(await nativeDelta(src, toll.src, before.tollSrc, [])).toBe(outFee);
-        expect(await nativeDelta(dst, swap.in.sender, before.lpDst, dstReceipts)).toBe(-(swap.in.tokenAmount + swap.in.ethAmount));
-        expect(await nativeDelta(dst, swap.in.receiver, before.userDst, dstReceipts)).toBe(swap.in.tokenAmount - inFee + swap.in.ethAmount - ethFee);
+        expect(await nativeDelta(dst, swap.in.sender, before.lpDst, dstReceipts)).toBe(
+          -(swap.in.tokenAmount + swap.in.ethAmount),
+        );
+        expect(await nativeDelta(dst, swap.in.receiver, before.userDst, dstReceipts)).toBe(
+          swap.in.tokenAmount - inFee + swap.in.ethAmount - ethFee,
+        );
         expect(await nativeDelta(dst, toll.dst, before.tollDst, [])).toBe(inFee + ethFee);
       } else {
-        expect((await balance(src, swap.out.token, swap.out.sender)) - before.userSrc).toBe(-swap.out.tokenAmount);
-        expect((await balance(src, swap.out.token, swap.out.receiver)) - before.lpSrc).toBe(swap.out.tokenAmount - outFee);
+        expect((await balance(src, swap.out.token, swap.out.sender)) - before.userSrc).toBe(
+          -swap.out.tokenAmount,
+        );
+        expect((await balance(src, swap.out.token, swap.out.receiver)) - before.lpSrc).toBe(
+          swap.out.tokenAmount - outFee,
+        );
         expect((await balance(src, swap.out.token, toll.src)) - before.tollSrc).toBe(outFee);
         expect((await balance(dst, swap.in.token, swap.in.sender)) - before.lpDst).toBe(-swap.in.tokenAmount);
-        expect((await balance(dst, swap.in.token, swap.in.receiver)) - before.userDst).toBe(swap.in.tokenAmount - inFee);
+        expect((await balance(dst, swap.in.token, swap.in.receiver)) - before.userDst).toBe(
+          swap.in.tokenAmount - inFee,
+        );
         expect((await balance(dst, swap.in.token, toll.dst)) - before.tollDst).toBe(inFee);
         // The native extra (gas money for the user) is paid out too, minus its own fee.
-        expect(await nativeDelta(dst, swap.in.receiver, before.userDstNative, dstReceipts)).toBe(swap.in.ethAmount - ethFee);
+        expect(await nativeDelta(dst, swap.in.receiver, before.userDstNative, dstReceipts)).toBe(
+          swap.in.ethAmount - ethFee,
+        );
         expect(await nativeDelta(dst, toll.dst, before.tollDstNative, [])).toBe(ethFee);
       }
     });
@@ -449,7 +656,8 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
       inEth: 10n ** 15n,
     });
     const R = swap.out.earliestRefundTime;
-    const userTokens = async (): Promise<bigint> => (await tokenOf(src, OWNER).getFunction('balanceOf')(swap.out.sender)) as bigint;
+    const userTokens = async (): Promise<bigint> =>
+      (await tokenOf(src, OWNER).getFunction('balanceOf')(swap.out.sender)) as bigint;
     const userBefore = await userTokens();
     const lpBefore = await dst.provider.getBalance(swap.in.sender);
 
@@ -457,7 +665,14 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
     const inId = computeTransferId(swap.in, false, DST_CHAIN);
     const locks = [
       await callAt(src, T + 1, otmoicOf(src, USER), 'transferOut', transferOutArgs(swap.out, swap.extras)),
-      await callAt(dst, T + 2, otmoicOf(dst, LP), 'transferIn', transferInArgs(swap.in, SRC_CHAIN, outId), nativeValue(swap.in)),
+      await callAt(
+        dst,
+        T + 2,
+        otmoicOf(dst, LP),
+        'transferIn',
+        transferInArgs(swap.in, SRC_CHAIN, outId),
+        nativeValue(swap.in),
+      ),
     ];
     expect(locks.map(outcome)).toEqual([`ok@${T + 1}`, `ok@${T + 2}`]);
     expect(await userTokens()).toBe(userBefore - swap.out.tokenAmount);
@@ -474,7 +689,9 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
     expect((await otmoicOf(src, OWNER).getFunction('swapStatus')(outId))[0]).toBe(3n);
     expect((await otmoicOf(dst, OWNER).getFunction('swapStatus')(inId))[0]).toBe(3n);
 
-    const logs = refunds.map((r) => (r.ok ? otmoicOf(src, OWNER).interface.parseLog(r.receipt.logs.at(-1)!) : null));
+    const logs = refunds.map((r) =>
+      r.ok ? otmoicOf(src, OWNER).interface.parseLog(r.receipt.logs.at(-1)!) : null,
+    );
     expect(logs.map((l) => [l?.name, l?.args[0]])).toEqual([
       ['LogTransferOutRefunded', outId],
       ['LogTransferInRefunded', inId],
@@ -484,8 +701,12 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
   it('only the owner sets the fee, and never above 100 %', async () => {
     const chain = devnet.chain(SRC_CHAIN);
     const now = (await chain.latestTimestamp()) + 1;
-    expect(outcome(await callAt(chain, now, otmoicOf(chain, USER), 'setBasisPointsRate', [1n]))).toBe('NotOwner()');
-    expect(outcome(await callAt(chain, now + 1, otmoicOf(chain, OWNER), 'setBasisPointsRate', [10_001n]))).toBe('InvalidBasisPointsRate(10001)');
+    expect(outcome(await callAt(chain, now, otmoicOf(chain, USER), 'setBasisPointsRate', [1n]))).toBe(
+      'NotOwner()',
+    );
+    expect(
+      outcome(await callAt(chain, now + 1, otmoicOf(chain, OWNER), 'setBasisPointsRate', [10_001n])),
+    ).toBe('InvalidBasisPointsRate(10001)');
     expect(await otmoicOf(chain, USER).getFunction('basisPointsRate')()).toBe(FEE_BASIS_POINTS);
   });
 });

@@ -113,9 +113,16 @@ beforeAll(async () => {
   compiled = await compileContracts();
   devnet = await startDevnet({ chains: [{ chainId: CHAIN_ID }], compiled });
   chain = devnet.chain(CHAIN_ID);
-  domain = { name: 'Otmoic Reputation', version: '1', chainId: CHAIN_ID, verifyingContract: chain.contracts.reputation };
+  domain = {
+    name: 'Otmoic Reputation',
+    version: '1',
+    chainId: CHAIN_ID,
+    verifyingContract: chain.contracts.reputation,
+  };
   const owner = reputationAs(OWNER);
-  await (await owner.getFunction('setDomainOwner')('alice.otmoic', chain.accounts[COMPLAINANT]!.address)).wait();
+  await (
+    await owner.getFunction('setDomainOwner')('alice.otmoic', chain.accounts[COMPLAINANT]!.address)
+  ).wait();
   await (await owner.getFunction('setDomainOwner')('bob.otmoic', chain.accounts[OTHER]!.address)).wait();
 });
 
@@ -144,7 +151,10 @@ describe('bidId (§5)', () => {
   const cases: [string, Partial<Complaint>][] = [
     ['sample complaint', {}],
     ['uint256 addresses at full width and zero', { srcAddress: 2n ** 256n - 1n, dstAddress: 0n }],
-    ['empty strings and zero numbers', { srcToken: '', requestor: '', userSign: '', lpSign: '', srcChainId: 0, agreementReachedTime: 0 }],
+    [
+      'empty strings and zero numbers',
+      { srcToken: '', requestor: '', userSign: '', lpSign: '', srcChainId: 0, agreementReachedTime: 0 },
+    ],
     ['non-ASCII text is hashed as UTF-8', { requestor: 'did:ünïcødé:用户', lpId: 'lp-🚀' }],
     ['large numbers (2^53 - 1)', { earliestRefundTime: Number.MAX_SAFE_INTEGER, dstChainId: 11155420 }],
   ];
@@ -170,7 +180,9 @@ describe('submitComplaint', () => {
     const reader = reputationAs(OWNER);
     expect(await reader.getFunction('hasComplaint')(bidId)).toBe(false);
 
-    const receipt = await (await reputationAs(AGENT).getFunction('submitComplaint')(complaint, signature, 'alice.otmoic')).wait();
+    const receipt = await (
+      await reputationAs(AGENT).getFunction('submitComplaint')(complaint, signature, 'alice.otmoic')
+    ).wait();
     const event = reader.interface.parseLog(receipt!.logs[0]!)!;
     expect(event.name).toBe('SubmitComplaint');
     expect(event.args[0]).toBe(bidId);
@@ -191,7 +203,9 @@ describe('submitComplaint', () => {
 
   it('accepts 64-byte EIP-2098 and v in {0,1} signatures', async () => {
     const compact = sampleComplaint({ lpId: 'lp-compact' });
-    const sig1 = Signature.from(await chain.wallet(COMPLAINANT).signTypedData(domain, COMPLAINT_TYPES, compact));
+    const sig1 = Signature.from(
+      await chain.wallet(COMPLAINANT).signTypedData(domain, COMPLAINT_TYPES, compact),
+    );
     expect(await submit(compact, sig1.compactSerialized, 'alice.otmoic')).toBe('ok');
 
     const lowV = sampleComplaint({ lpId: 'lp-low-v' });
@@ -219,9 +233,13 @@ describe('submitComplaint', () => {
     const alice = chain.accounts[COMPLAINANT]!.address;
     const signature = await chain.wallet(COMPLAINANT).signTypedData(domain, COMPLAINT_TYPES, complaint);
     const tampered = { ...complaint, dstAmount: '1' };
-    expect(await submit(tampered, signature, 'alice.otmoic')).toMatch(new RegExp(`^InvalidSigner\\(0x[0-9a-fA-F]{40},${alice}\\)$`));
+    expect(await submit(tampered, signature, 'alice.otmoic')).toMatch(
+      new RegExp(`^InvalidSigner\\(0x[0-9a-fA-F]{40},${alice}\\)$`),
+    );
 
-    const otherChain = await chain.wallet(COMPLAINANT).signTypedData({ ...domain, chainId: 10 }, COMPLAINT_TYPES, complaint);
+    const otherChain = await chain
+      .wallet(COMPLAINANT)
+      .signTypedData({ ...domain, chainId: 10 }, COMPLAINT_TYPES, complaint);
     expect(await submit(complaint, otherChain, 'alice.otmoic')).not.toBe('ok');
     // The failed attempts did not use up the bid: the genuine complaint still goes through.
     expect(await submit(complaint, signature, 'alice.otmoic')).toBe('ok');
@@ -230,17 +248,23 @@ describe('submitComplaint', () => {
   it('a malformed signature recovers nobody: InvalidSigner(0x0, owner)', async () => {
     const complaint = sampleComplaint({ lpId: 'lp-garbage' });
     const alice = chain.accounts[COMPLAINANT]!.address;
-    expect(await submit(complaint, '0x1234', 'alice.otmoic')).toBe(`InvalidSigner(0x0000000000000000000000000000000000000000,${alice})`);
+    expect(await submit(complaint, '0x1234', 'alice.otmoic')).toBe(
+      `InvalidSigner(0x0000000000000000000000000000000000000000,${alice})`,
+    );
   });
 
   it('only the owner manages DID domains', async () => {
     const stranger = reputationAs(OTHER);
     try {
-      await (await stranger.getFunction('setDomainOwner')('mallory.otmoic', chain.accounts[OTHER]!.address)).wait();
+      await (
+        await stranger.getFunction('setDomainOwner')('mallory.otmoic', chain.accounts[OTHER]!.address)
+      ).wait();
       expect.unreachable('setDomainOwner by a stranger must revert');
     } catch (error) {
       expect(decodeRevert(error, stranger.interface)?.name).toBe('NotOwner');
     }
-    expect(await stranger.getFunction('ownerOfDomain')('mallory.otmoic')).toBe('0x0000000000000000000000000000000000000000');
+    expect(await stranger.getFunction('ownerOfDomain')('mallory.otmoic')).toBe(
+      '0x0000000000000000000000000000000000000000',
+    );
   });
 });

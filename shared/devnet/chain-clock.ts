@@ -17,7 +17,8 @@ export interface ChainClock {
 }
 
 function assertWholeSeconds(value: number, what: string): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${what} must be whole seconds >= 0, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new RangeError(`${what} must be whole seconds >= 0, got ${value}`);
 }
 
 export function chainClock(request: JsonRpcRequest): ChainClock {

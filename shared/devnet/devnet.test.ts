@@ -130,7 +130,11 @@ describe('startDevnet with two chains', () => {
 
 describe('stop()', () => {
   it('closes every RPC endpoint and can be called twice', async () => {
-    const devnet = await startDevnet({ chains: [{ chainId: 31337 }, { chainId: 10 }], compiled, fundedAccounts: 0 });
+    const devnet = await startDevnet({
+      chains: [{ chainId: 31337 }, { chainId: 10 }],
+      compiled,
+      fundedAccounts: 0,
+    });
     const urls = devnet.chains.map((chain) => chain.rpcUrl);
     expect(await Promise.all(urls.map(isListening))).toEqual([true, true]);
     await devnet.stop();
@@ -140,7 +144,9 @@ describe('stop()', () => {
 
   it('refuses bad chain lists before starting anything', async () => {
     await expect(startDevnet({ chains: [], compiled })).rejects.toThrow(/no chains/);
-    await expect(startDevnet({ chains: [{ chainId: 97 }, { chainId: 97 }], compiled })).rejects.toThrow(/duplicate/);
+    await expect(startDevnet({ chains: [{ chainId: 97 }, { chainId: 97 }], compiled })).rejects.toThrow(
+      /duplicate/,
+    );
   });
 });
 
@@ -178,7 +184,10 @@ describe('CLI bin/devnet.ts', () => {
         const [code] = await exited;
         expect(code).toBe(0);
         expect(stderr).toContain(`devnet stopped (${signal})`);
-        expect(await Promise.all(summary.chains.map((chain) => isListening(chain.rpcUrl)))).toEqual([false, false]);
+        expect(await Promise.all(summary.chains.map((chain) => isListening(chain.rpcUrl)))).toEqual([
+          false,
+          false,
+        ]);
       } finally {
         // Only if an assertion failed before the signal: never leave the child behind.
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -67,7 +67,8 @@ export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> 
   const started = performance.now();
   const chainIds = options.chains.map((chain) => chain.chainId);
   if (chainIds.length === 0) throw new Error('startDevnet: no chains requested');
-  if (new Set(chainIds).size !== chainIds.length) throw new Error(`startDevnet: duplicate chain id in ${chainIds}`);
+  if (new Set(chainIds).size !== chainIds.length)
+    throw new Error(`startDevnet: duplicate chain id in ${chainIds}`);
 
   const compiled = options.compiled ?? (await compileContracts());
   const accounts = hardhatDefaultAccounts().map(({ privateKey }) => ({
@@ -131,7 +132,8 @@ async function prepareChain(
   });
   const wallet = (index: number): Wallet => {
     const account = accounts[index];
-    if (account === undefined) throw new RangeError(`no devnet account ${index} (there are ${accounts.length})`);
+    if (account === undefined)
+      throw new RangeError(`no devnet account ${index} (there are ${accounts.length})`);
     return new Wallet(account.privateKey, provider);
   };
 

@@ -50,25 +50,21 @@ let defaultAccounts: GenesisAccount[] | undefined;
  */
 export function hardhatDefaultAccounts(): readonly GenesisAccount[] {
   if (defaultAccounts === undefined) {
-    const { defaultHardhatNetworkHdAccountsConfigParams } = require(
-      'hardhat/internal/core/config/default-config',
-    ) as DefaultConfigModule;
-    const { normalizeHardhatNetworkAccountsConfig } = require(
-      'hardhat/internal/core/providers/util',
-    ) as ProviderUtilModule;
+    const { defaultHardhatNetworkHdAccountsConfigParams } =
+      require('hardhat/internal/core/config/default-config') as DefaultConfigModule;
+    const { normalizeHardhatNetworkAccountsConfig } =
+      require('hardhat/internal/core/providers/util') as ProviderUtilModule;
     defaultAccounts = normalizeHardhatNetworkAccountsConfig(defaultHardhatNetworkHdAccountsConfigParams);
   }
   return defaultAccounts;
 }
 
 export async function startHardhatNode(options: HardhatNodeOptions): Promise<HardhatNode> {
-  const { createHardhatNetworkProvider } = require(
-    'hardhat/internal/hardhat-network/provider/provider',
-  ) as ProviderModule;
+  const { createHardhatNetworkProvider } =
+    require('hardhat/internal/hardhat-network/provider/provider') as ProviderModule;
   const { JsonRpcHandler } = require('hardhat/internal/hardhat-network/jsonrpc/handler') as HandlerModule;
-  const { defaultHardhatNetworkParams: defaults } = require(
-    'hardhat/internal/core/config/default-config',
-  ) as DefaultConfigModule;
+  const { defaultHardhatNetworkParams: defaults } =
+    require('hardhat/internal/core/config/default-config') as DefaultConfigModule;
 
   const provider = await createHardhatNetworkProvider(
     {
@@ -88,7 +84,8 @@ export async function startHardhatNode(options: HardhatNodeOptions): Promise<Har
       genesisAccounts: [...(options.accounts ?? hardhatDefaultAccounts())],
       allowUnlimitedContractSize: false,
       allowBlocksWithSameTimestamp: false,
-      initialDate: options.initialTimestamp === undefined ? undefined : new Date(options.initialTimestamp * 1000),
+      initialDate:
+        options.initialTimestamp === undefined ? undefined : new Date(options.initialTimestamp * 1000),
       enableTransientStorage: false,
       enableRip7212: false,
     },
