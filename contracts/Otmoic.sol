@@ -110,6 +110,7 @@ contract Otmoic {
     error InvalidStatus();
     error NotOwner();
     error InvalidBasisPointsRate(uint256 basisPointsRate);
+    error InvalidTollAddress();
     error FailedToSendEther();
     error TokenTransferFailed(address token);
 
@@ -134,6 +135,8 @@ contract Otmoic {
     }
 
     function setTollAddress(address _tollAddress) external onlyOwner {
+        // Fees sent to address(0) would burn native coin and make most ERC-20 transfers, so confirms, revert.
+        if (_tollAddress == address(0)) revert InvalidTollAddress();
         tollAddress = _tollAddress;
         emit TollAddressChanged(_tollAddress);
     }

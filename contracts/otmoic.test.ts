@@ -698,7 +698,7 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
     ]);
   });
 
-  it('only the owner sets the fee, and never above 100 %', async () => {
+  it('only the owner sets the fee (never above 100 %) and the toll address (never zero)', async () => {
     const chain = devnet.chain(SRC_CHAIN);
     const now = (await chain.latestTimestamp()) + 1;
     expect(outcome(await callAt(chain, now, otmoicOf(chain, USER), 'setBasisPointsRate', [1n]))).toBe(
@@ -708,5 +708,12 @@ describe('honest swap end to end (two chains, fees to tollAddress)', () => {
       outcome(await callAt(chain, now + 1, otmoicOf(chain, OWNER), 'setBasisPointsRate', [10_001n])),
     ).toBe('InvalidBasisPointsRate(10001)');
     expect(await otmoicOf(chain, USER).getFunction('basisPointsRate')()).toBe(FEE_BASIS_POINTS);
+    expect(
+      outcome(await callAt(chain, now + 2, otmoicOf(chain, OWNER), 'setTollAddress', [ZeroAddress])),
+    ).toBe('InvalidTollAddress()');
+    expect(
+      outcome(await callAt(chain, now + 3, otmoicOf(chain, USER), 'setTollAddress', [address(chain, USER)])),
+    ).toBe('NotOwner()');
+    expect(await otmoicOf(chain, USER).getFunction('tollAddress')()).toBe(address(chain, TOLL));
   });
 });
