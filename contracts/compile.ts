@@ -3,6 +3,7 @@
 // contracts/build/ keyed by a hash of the sources, the compiler version and the settings, because
 // solc-js with viaIR takes seconds and every test file needs the artifacts.
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -26,7 +27,18 @@ export interface CompileOptions {
   force?: boolean;
 }
 
-const CONTRACTS_DIR = dirname(fileURLToPath(import.meta.url));
+/** The project's contracts/ folder, also when this module runs compiled from dist/contracts/. */
+function findContractsDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('compile: no package.json above this module');
+    dir = parent;
+  }
+  return join(dir, 'contracts');
+}
+
+const CONTRACTS_DIR = findContractsDir();
 const DEFAULT_CACHE_DIR = join(CONTRACTS_DIR, 'build');
 
 // viaIR: the Otmoic events carry 20 fields and EIP-712 hashes 18 words, beyond the legacy pipeline's stack.
