@@ -1,6 +1,5 @@
 // Test support for the Otmoic contract: swap terms, argument lists in ABI order, the transferId rule
 // computed independently in TypeScript, and "send at an exact block timestamp" with decoded reverts.
-import { readFileSync } from 'node:fs';
 import { Contract, keccak256, solidityPackedKeccak256 } from 'ethers';
 import type { ContractTransactionResponse, TransactionReceipt } from 'ethers';
 import { decodeRevert } from '../shared/devnet/revert-error.js';
@@ -9,16 +8,6 @@ import type { DevnetChain } from '../shared/devnet/devnet.js';
 
 /** Enough gas for any Otmoic call; fixed so no eth_estimateGas runs against the wrong block time. */
 export const GAS_LIMIT = 1_000_000n;
-
-/** The golden vectors, copied from the shared hand-out into test/fixtures. */
-export function loadVectors(): Record<string, unknown> & {
-  transfer_id: { [key: string]: Record<string, unknown> }[];
-  events: Record<string, unknown>[];
-  calldata: { name: string; function: string; calldata?: string; decoded_args?: Record<string, string> }[];
-} {
-  const url = new URL('../test/fixtures/otmoic-relay.json', import.meta.url);
-  return JSON.parse(readFileSync(url, 'utf8'));
-}
 
 /** Everything both lock sides share (one agreement), plus the side-specific parties and amounts. */
 export interface SwapSide {

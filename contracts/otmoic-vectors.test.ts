@@ -7,18 +7,20 @@ import { compileContracts } from './compile.js';
 import type { CompiledContracts } from './compile.js';
 import { startDevnet } from '../shared/devnet/devnet.js';
 import type { Devnet } from '../shared/devnet/devnet.js';
+import { loadGoldenVectors } from './golden-vectors.js';
+import type { BehalfCommand, TransferIdVector } from './golden-vectors.js';
 import {
   callAt,
   computeTransferId,
   confirmArgs,
   hashlockOf,
-  loadVectors,
   outcome,
+  refundArgs,
   transferOutArgs,
 } from './otmoic-test-kit.js';
 import type { OutExtras, SwapSide } from './otmoic-test-kit.js';
 
-const vectors = loadVectors();
+const vectors = loadGoldenVectors();
 let compiled: CompiledContracts;
 let otmoic: Interface;
 
@@ -26,22 +28,6 @@ beforeAll(async () => {
   compiled = await compileContracts();
   otmoic = new Interface(compiled.Otmoic.abi);
 });
-
-interface TransferIdVector {
-  sender: string;
-  receiver: string;
-  hashlock: string;
-  token: string;
-  token_amount: string;
-  eth_amount: string;
-  is_out: boolean;
-  chainid: number;
-  agreement_reached_time: number;
-  expected_single_step_time: number;
-  tolerant_single_step_time: number;
-  earliest_refund_time: number;
-  transfer_id: string;
-}
 
 function sideOf(v: TransferIdVector): SwapSide {
   return {
@@ -58,9 +44,9 @@ function sideOf(v: TransferIdVector): SwapSide {
   };
 }
 
-const transferIdVectors = vectors.transfer_id[0] as unknown as Record<string, TransferIdVector | string>;
-const outVector = transferIdVectors['out_erc20_chain97'] as TransferIdVector;
-const inVector = transferIdVectors['in_erc20_chain97'] as TransferIdVector;
+const transferIdVectors = vectors.transfer_id[0];
+const outVector = transferIdVectors.out_erc20_chain97;
+const inVector = transferIdVectors.in_erc20_chain97;
 
 describe('transferId rule', () => {
   it('matches the golden out and in transfer ids', () => {
@@ -72,7 +58,7 @@ describe('transferId rule', () => {
   it('is not the pre-is_out (V2.2.0) variant, and depends on chain id and side', () => {
     const out = sideOf(outVector);
     expect(computeTransferId(out, true, 97)).not.toBe(
-      transferIdVectors['pre_is_out_variant_v2_2_0_out_erc20_chain97'],
+      transferIdVectors.pre_is_out_variant_v2_2_0_out_erc20_chain97,
     );
     expect(computeTransferId(out, false, 97)).not.toBe(outVector.transfer_id);
     expect(computeTransferId(out, true, 56)).not.toBe(outVector.transfer_id);
@@ -81,12 +67,12 @@ describe('transferId rule', () => {
 
 describe('event topic0', () => {
   it('every event of the ABI has the vectors topic0', () => {
-    const topics = (vectors.events[2] as { topics: Record<string, string> }).topics;
+    const topics = vectors.events[2].topics;
     expect(Object.keys(topics)).toHaveLength(6);
     for (const [name, topic0] of Object.entries(topics)) {
       expect(otmoic.getEvent(name)?.topicHash, name).toBe(topic0);
     }
-    for (const event of vectors.events.slice(0, 2) as { event: string; topic0: string }[]) {
+    for (const event of [vectors.events[0], vectors.events[1]]) {
       expect(otmoic.getEvent(event.event)?.topicHash).toBe(event.topic0);
     }
   });
@@ -101,6 +87,22 @@ function toAddress(value: string): string {
   return getAddress(toBeHex(BigInt(value), 20));
 }
 
+function sideOfCommand(command: BehalfCommand): SwapSide {
+  return {
+    // The refund_in vector names a wallet instead of a sender; the vector says which address it stood for.
+    sender: command.sender ?? '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+    receiver: toAddress(command.user_receiver_address),
+    token: toAddress(command.token),
+    tokenAmount: BigInt(command.token_amount),
+    ethAmount: BigInt(command.eth_amount),
+    hashlock: command.hash_lock,
+    agreementReachedTime: command.agreement_reached_time,
+    expectedSingleStepTime: command.expected_single_step_time,
+    tolerantSingleStepTime: command.tolerant_single_step_time,
+    earliestRefundTime: command.earliest_refund_time,
+  };
+}
+
 describe('behalf calldata built by ethers from our ABI', () => {
   const withCalldata = vectors.calldata.filter((v) => v.calldata !== undefined);
 
@@ -112,41 +114,16 @@ describe('behalf calldata built by ethers from our ABI', () => {
 
   for (const vector of withCalldata) {
     it(vector.name, () => {
-      const request = (vector as unknown as { request: Record<string, Record<string, string | number>> })
-        .request;
-      const command =
-        request['command_transfer_out_confirm'] ??
-        request['command_transfer_in_confirm'] ??
-        request['command_transfer_refund'];
+      const { command_transfer_out_confirm, command_transfer_in_confirm, command_transfer_refund } =
+        vector.request;
+      const command: BehalfCommand | undefined =
+        command_transfer_out_confirm ?? command_transfer_in_confirm ?? command_transfer_refund;
       if (command === undefined) throw new Error(`vector ${vector.name} has no command`);
-      // The refund_in vector names a wallet instead of a sender; the vector says which address it stood for.
-      const sender = String(command['sender'] ?? '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266');
-      const side: SwapSide = {
-        sender,
-        receiver: toAddress(String(command['user_receiver_address'])),
-        token: toAddress(String(command['token'])),
-        tokenAmount: BigInt(command['token_amount']!),
-        ethAmount: BigInt(command['eth_amount']!),
-        hashlock: String(command['hash_lock']),
-        agreementReachedTime: Number(command['agreement_reached_time']),
-        expectedSingleStepTime: Number(command['expected_single_step_time']),
-        tolerantSingleStepTime: Number(command['tolerant_single_step_time']),
-        earliestRefundTime: Number(command['earliest_refund_time']),
-      };
-      const args = vector.function.startsWith('confirm')
-        ? confirmArgs(side, String(command['preimage']))
-        : [
-            side.sender,
-            side.receiver,
-            side.token,
-            side.tokenAmount,
-            side.ethAmount,
-            side.hashlock,
-            side.expectedSingleStepTime,
-            side.tolerantSingleStepTime,
-            side.earliestRefundTime,
-            side.agreementReachedTime,
-          ];
+      const side = sideOfCommand(command);
+      const isConfirm = vector.function.startsWith('confirm');
+      if (isConfirm && command.preimage === undefined)
+        throw new Error(`vector ${vector.name} has no preimage`);
+      const args = isConfirm ? confirmArgs(side, command.preimage!) : refundArgs(side);
       expect(otmoic.encodeFunctionData(vector.function, args)).toBe(vector.calldata);
     });
   }
@@ -199,15 +176,15 @@ describe('live replay of the vectors swap on chain 97', () => {
     if (!locked.ok || !confirmed.ok) throw new Error('unreachable');
 
     // events[0] is the LogTransferOutConfirmed vector, events[1] the LogNewTransferOut one.
-    const [confirmOutVector, transferOutVector] = vectors.events as { topic0: string; log_data: string }[];
+    const [confirmOutVector, transferOutVector] = vectors.events;
     const lockLog = locked.receipt.logs.at(-1)!;
-    expect(lockLog.topics).toEqual([transferOutVector!.topic0]);
-    expect(lockLog.data).toBe(transferOutVector!.log_data);
+    expect(lockLog.topics).toEqual([transferOutVector.topic0]);
+    expect(lockLog.data).toBe(transferOutVector.log_data);
     expect(lockLog.data.slice(0, 66)).toBe(outVector.transfer_id);
 
     const confirmLog = confirmed.receipt.logs.at(-1)!;
-    expect(confirmLog.topics).toEqual([confirmOutVector!.topic0]);
-    expect(confirmLog.data).toBe(confirmOutVector!.log_data);
+    expect(confirmLog.topics).toEqual([confirmOutVector.topic0]);
+    expect(confirmLog.data).toBe(confirmOutVector.log_data);
 
     const confirmTx = await chain.provider.getTransaction(confirmed.receipt.hash);
     const confirmVector = vectors.calldata.find((v) => v.name === 'confirm_out ERC20');
