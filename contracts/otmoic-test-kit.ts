@@ -153,7 +153,7 @@ export type Attempt =
 
 /**
  * Calls `method` of `contract` (connected to the caller's wallet) in a block whose timestamp is exactly
- * `timestamp`, and reports the mined receipt or the decoded revert.
+ * `timestamp`, and reports the mined receipt or the decoded revert (also mined at `timestamp`).
  */
 export async function callAt(
   chain: DevnetChain,
@@ -173,7 +173,16 @@ export async function callAt(
     const block = await chain.provider.getBlock(receipt.blockNumber);
     return { ok: true, receipt, timestamp: block?.timestamp ?? -1 };
   } catch (error) {
-    return { ok: false, revert: decodeRevert(error, contract.interface), error };
+    const revert = decodeRevert(error, contract.interface);
+    // Hardhat mines a reverting transaction before reporting it, so a contract revert must sit in the
+    // block with the pinned timestamp; anything else means the call failed before reaching that block.
+    const minedAt = await chain.latestTimestamp();
+    if (revert !== undefined && minedAt !== timestamp) {
+      throw new Error(
+        `${method} reverted with ${revert.name} but the latest block is at ${minedAt}, not ${timestamp}`,
+      );
+    }
+    return { ok: false, revert, error };
   }
 }
 
