@@ -1,7 +1,8 @@
 import type { ServiceDefinition } from '../shared/runtime/service.js';
 import { agentService } from './agent/index.js';
+import { chainClientService } from './chain-client/index.js';
 import { connectorService } from './connector/index.js';
 import { pointsService } from './points/index.js';
 
 /** Every service this build has, in start order (producers before consumers). */
-export const services: readonly ServiceDefinition[] = [connectorService, pointsService, agentService];
+export const services: readonly ServiceDefinition[] = [chainClientService, connectorService, pointsService, agentService];

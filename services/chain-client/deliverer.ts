@@ -13,9 +13,10 @@ export interface DelivererOptions {
 }
 
 /**
- * Sends queued callback posts. Posts to one URL go in queue order, one at a time (a receiver sees blocks in
- * order); different URLs proceed independently. A failed post is retried with back-off up to `maxAttempts`,
- * then marked failed and logged, and the URL's queue moves on.
+ * Sends queued callback posts. The posts of one lane (one registration, or one history task) go in queue
+ * order, one at a time, whatever URL each goes to, so a receiver sees events in block order; lanes proceed
+ * independently. A failed post is retried with back-off up to `maxAttempts`, then marked failed and logged,
+ * and the lane moves on.
  */
 export class Deliverer {
   private readonly stopController = new AbortController();
@@ -46,8 +47,8 @@ export class Deliverer {
       this.woken = false;
       try {
         const { rows } = await pool.query<{ id: string; url: string; body: string; attempts: number; due: boolean }>(
-          `SELECT DISTINCT ON (url) id, url, body, attempts, next_attempt_at <= now() AS due
-           FROM chain_client_deliveries WHERE instance = $1 AND status = 'pending' ORDER BY url, id`,
+          `SELECT DISTINCT ON (lane) id, url, body, attempts, next_attempt_at <= now() AS due
+           FROM chain_client_deliveries WHERE instance = $1 AND status = 'pending' ORDER BY lane, id`,
           [instance],
         );
         const due = rows.filter((r) => r.due);

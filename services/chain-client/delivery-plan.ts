@@ -4,12 +4,15 @@ import type { EventBody } from './event-body.js';
 export type RegistrationKind = 'swap' | 'reputation';
 
 export interface Registration {
+  /** Ordering unit of its deliveries: `reg:<id>` for a registration, `history:<uuid>` for a history task. */
+  lane: string;
   kind: RegistrationKind;
   callback: Record<string, string>;
   merge: boolean;
 }
 
 export interface PlannedDelivery {
+  lane: string;
   url: string;
   body: string;
 }
@@ -54,13 +57,15 @@ export function planChunk(registration: Registration, chunk: Chunk): PlannedDeli
   const events = chunk.events.filter((e) => (kind === 'reputation') === (e.type === 'Reputation'));
   const heightUrl = callback.on_height_update;
   if (registration.merge && heightUrl) {
-    return [{ url: heightUrl, body: JSON.stringify({ type: 'update_height', height: chunk.to, data: events }) }];
+    return [{ lane: registration.lane, url: heightUrl, body: JSON.stringify({ type: 'update_height', height: chunk.to, data: events }) }];
   }
   const planned: PlannedDelivery[] = [];
   for (const event of events) {
     const url = event.type === 'Reputation' ? callback.on_reputation : callback[CALLBACK_KEYS[event.type]];
-    if (url) planned.push({ url, body: JSON.stringify(event) });
+    if (url) planned.push({ lane: registration.lane, url, body: JSON.stringify(event) });
   }
-  if (heightUrl) planned.push({ url: heightUrl, body: JSON.stringify({ type: 'update_height', height: chunk.to }) });
+  if (heightUrl) {
+    planned.push({ lane: registration.lane, url: heightUrl, body: JSON.stringify({ type: 'update_height', height: chunk.to }) });
+  }
   return planned;
 }

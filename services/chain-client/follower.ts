@@ -86,7 +86,7 @@ export class Follower {
     return chunks.flatMap((chunk) => registrations.flatMap((r) => planChunk(r, chunk)));
   }
 
-  /** Replays blocks [start, end] to one callback, in ranges, queueing deliveries as it goes. */
+  /** Replays blocks [start, end] to one callback (its own lane), in ranges, queueing deliveries as it goes. */
   async history(start: number, end: number, registration: Registration): Promise<void> {
     for (let from = start; from <= end && !this.stopController.signal.aborted; ) {
       const to = Math.min(end, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);

@@ -28,6 +28,8 @@ export const chainClientMigrations: MigrationSet = {
         CREATE TABLE chain_client_deliveries (
           id bigserial PRIMARY KEY,
           instance text NOT NULL,
+          -- Deliveries of one lane (a registration, or one history task) go out one at a time, in order.
+          lane text NOT NULL,
           url text NOT NULL,
           body text NOT NULL,
           status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
@@ -37,7 +39,7 @@ export const chainClientMigrations: MigrationSet = {
           created_at timestamptz NOT NULL DEFAULT now(),
           settled_at timestamptz
         );
-        CREATE INDEX chain_client_deliveries_pending ON chain_client_deliveries (instance, url, id) WHERE status = 'pending';
+        CREATE INDEX chain_client_deliveries_pending ON chain_client_deliveries (instance, lane, id) WHERE status = 'pending';
       `,
     },
   ],

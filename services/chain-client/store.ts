@@ -28,8 +28,8 @@ export class ChainClientStore {
   }
 
   async registrations(): Promise<Registration[]> {
-    const { rows } = await this.pool.query<{ kind: RegistrationKind; callback: Record<string, string>; merge: boolean }>(
-      'SELECT kind, callback, merge FROM chain_client_registrations WHERE instance = $1 ORDER BY id',
+    const { rows } = await this.pool.query<Registration>(
+      `SELECT 'reg:' || id AS lane, kind, callback, merge FROM chain_client_registrations WHERE instance = $1 ORDER BY id`,
       [this.instance],
     );
     return rows;
@@ -64,9 +64,9 @@ export class ChainClientStore {
   private async queue(tx: PoolClient, deliveries: readonly PlannedDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
     await tx.query(
-      `INSERT INTO chain_client_deliveries (instance, url, body)
-       SELECT $1, u, b FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(u, b, i) ORDER BY i`,
-      [this.instance, deliveries.map((d) => d.url), deliveries.map((d) => d.body)],
+      `INSERT INTO chain_client_deliveries (instance, lane, url, body)
+       SELECT $1, l, u, b FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(l, u, b, i) ORDER BY i`,
+      [this.instance, deliveries.map((d) => d.lane), deliveries.map((d) => d.url), deliveries.map((d) => d.body)],
     );
   }
 }

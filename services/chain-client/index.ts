@@ -1,0 +1,106 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { ChainClientInstanceConfig } from '../../shared/config/index.js';
+import type { Pool } from '../../shared/db/pool.js';
+import type { Logger } from '../../shared/logging/logger.js';
+import { startHttpService } from '../../shared/runtime/http-service.js';
+import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
+import { ChainReader } from './chain-reader.js';
+import { Deliverer } from './deliverer.js';
+import { Follower } from './follower.js';
+import { chainClientMigrations } from './migrations.js';
+import { registerSupportRoutes } from './routes.js';
+import { ChainClientStore } from './store.js';
+
+/**
+ * Our EVM chain client (`npm run start-chain-client`): serves the support API of the original chain client
+ * from a JSON-RPC endpoint, one instance per `[[chainClient]]` entry, so the whole stack runs without the
+ * original chain clients.
+ */
+export const chainClientService: ServiceDefinition = {
+  name: 'chain-client',
+  sections: ['chainClient'],
+  migrations: [chainClientMigrations],
+  async start(context) {
+    const instances: RunningService[] = [];
+    try {
+      for (const config of context.config.chainClient!) instances.push(await startChainClient(context, config));
+    } catch (err) {
+      await Promise.all(instances.map((i) => i.stop()));
+      throw err;
+    }
+    return { stop: async () => void (await Promise.all(instances.map((i) => i.stop()))) };
+  },
+};
+
+interface ChainClientMetrics {
+  height: Gauge<'instance'>;
+  deliveries: Counter<'instance' | 'outcome'>;
+}
+const metricsByRegistry = new WeakMap<Registry, ChainClientMetrics>();
+
+function metricsOf(registry: Registry): ChainClientMetrics {
+  let metrics = metricsByRegistry.get(registry);
+  if (!metrics) {
+    metrics = {
+      height: new Gauge({ name: 'chain_client_height', help: 'Last block delivered', labelNames: ['instance'], registers: [registry] }),
+      deliveries: new Counter({
+        name: 'chain_client_deliveries_total',
+        help: 'Callback posts by outcome',
+        labelNames: ['instance', 'outcome'],
+        registers: [registry],
+      }),
+    };
+    metricsByRegistry.set(registry, metrics);
+  }
+  return metrics;
+}
+
+export async function startChainClient(
+  context: Pick<ServiceContext, 'db' | 'log' | 'metrics'>,
+  config: ChainClientInstanceConfig,
+): Promise<RunningService & { port: number }> {
+  const log = context.log.child({ chainClient: config.systemChainId });
+  const { height, deliveries } = metricsOf(context.metrics);
+  const contracts = { swap: config.contractAddr, reputation: config.reputationContractAddr };
+  const reader = new ChainReader(config.rpc, [contracts.swap, ...(contracts.reputation ? [contracts.reputation] : [])]);
+  const store = new ChainClientStore(context.db as Pool, config.systemChainId);
+  const deliverer = new Deliverer({
+    pool: context.db as Pool,
+    instance: config.systemChainId,
+    maxAttempts: config.deliveryAttempts,
+    log,
+    outcomes: deliveries,
+  });
+  const follower = new Follower({
+    reader,
+    store,
+    contracts,
+    systemChainId: config.systemChainId,
+    confirmations: config.confirmations,
+    startBlock: config.startBlock,
+    pollIntervalMs: config.pollIntervalMs,
+    log,
+    onQueued: () => deliverer.wake(),
+    onHeight: (h) => height.set({ instance: config.systemChainId }, h),
+  });
+  const http = await startHttpService(
+    { ...context, log } as ServiceContext,
+    `chain-client ${config.systemChainId}`,
+    config.port,
+    (app) => registerSupportRoutes(app, { store, follower, log }),
+  );
+  deliverer.start();
+  follower.start();
+  const address = http.app.server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : config.port,
+    async stop() {
+      await http.stop();
+      await follower.stop();
+      await deliverer.stop();
+      reader.destroy();
+    },
+  };
+}
+
+export type { Logger };

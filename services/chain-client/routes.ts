@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Logger } from '../../shared/logging/logger.js';
+import type { RegistrationKind } from './delivery-plan.js';
+import type { Follower } from './follower.js';
+import type { ChainClientStore } from './store.js';
+
+/** The original's reply codes: 200 on success, 30209 for every support-route refusal. */
+export const SUPPORT_ERROR = 30_209;
+
+const CALLBACK_KEYS = {
+  swap: ['on_transfer_out', 'on_transfer_in', 'on_confirm_out', 'on_confirm_in', 'on_refunded_out', 'on_refunded_in', 'on_height_update'],
+  reputation: ['on_reputation', 'on_height_update'],
+} as const;
+
+const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+const callbackSchema = (kind: RegistrationKind) =>
+  z
+    .record(z.string(), url)
+    .refine((cb) => Object.keys(cb).length > 0, 'callback must name at least one URL')
+    .refine((cb) => Object.keys(cb).every((k) => (CALLBACK_KEYS[kind] as readonly string[]).includes(k)), {
+      error: `callback keys must be among ${CALLBACK_KEYS[kind].join(', ')}`,
+    });
+
+const block = z.number().int().nonnegative();
+
+export interface SupportRoutesOptions {
+  store: ChainClientStore;
+  follower: Follower;
+  log: Logger;
+}
+
+/**
+ * The support API of the original EVM chain client (spec/otmoic.md §4), with its exact success bodies and
+ * messages. Refusals answer `{code: 30209, message}` like the original, with HTTP 400 for invalid input.
+ */
+export function registerSupportRoutes(app: FastifyInstance, options: SupportRoutesOptions): void {
+  const { store, follower, log } = options;
+
+  const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+    const body = asObject(request.body);
+    if (body.callback === undefined) return refuse(reply, 'callbackUrl is a required parameter ');
+    const callback = callbackSchema(kind).safeParse(body.callback);
+    if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
+    const merge = z.boolean().optional().safeParse(body.merge);
+    if (!merge.success) return refuse(reply, 'merge must be a boolean');
+    const created = await store.register(kind, callback.data, merge.data ?? false);
+    if (!created) return { code: SUPPORT_ERROR, message: 'callbackUrl is already registered' };
+    log.info({ kind, callback: callback.data, merge: merge.data ?? false }, 'callback registered');
+    return { code: 200, message: 'register succeed' };
+  };
+
+  const history = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+    const body = asObject(request.body);
+    if (body.start === undefined) return refuse(reply, 'start is a required parameter ');
+    if (body.end === undefined) return refuse(reply, 'endBlock is a required parameter ');
+    if (body.callback === undefined) return refuse(reply, 'callbackUrl is a required parameter ');
+    const start = block.safeParse(body.start);
+    const end = block.safeParse(body.end);
+    if (!start.success || !end.success) return refuse(reply, 'start and end must be block numbers (integers >= 0)');
+    if (start.data > end.data) return refuse(reply, `start (${start.data}) is after end (${end.data})`);
+    const callback = callbackSchema(kind).safeParse(body.callback);
+    if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
+    const confirmed = await follower.confirmedHead();
+    if (end.data > confirmed) return refuse(reply, `end (${end.data}) is beyond the confirmed head (${confirmed})`);
+    const merge = body.merge === true;
+    void follower
+      .history(start.data, end.data, { lane: `history:${randomUUID()}`, kind, callback: callback.data, merge })
+      .then(() => log.info({ kind, start: start.data, end: end.data }, 'history task queued'))
+      .catch((err) => log.error({ err: (err as Error).message, start: start.data, end: end.data }, 'history task failed'));
+    return { code: 200, message: 'history task started' };
+  };
+
+  app.post('/support/register', register('swap'));
+  app.post('/support/register_reputation', register('reputation'));
+  app.post('/support/history', history('swap'));
+  app.post('/support/history_reputation', history('reputation'));
+}
+
+interface ReplyLike {
+  code(status: number): ReplyLike;
+}
+
+function refuse(reply: ReplyLike, message: string) {
+  reply.code(400);
+  return { code: SUPPORT_ERROR, message };
+}
+
+function asObject(body: unknown): Record<string, unknown> {
+  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+}

@@ -1,0 +1,148 @@
+// Drives whole swaps on a two-chain devnet: an honest one and the three known cheats of spec/otmoic.md §3.
+// Every step is mined at an exact block timestamp, so tests know each event's block time.
+import { Contract, hexlify, randomBytes } from 'ethers';
+import { OTMOIC_SWAP_ABI } from '../otmoic/abi.js';
+import { callAt, computeTransferId, confirmArgs, hashlockOf, transferInArgs, transferOutArgs } from '../../contracts/otmoic-test-kit.js';
+import type { SwapSide } from '../../contracts/otmoic-test-kit.js';
+import type { DevnetChain } from './devnet.js';
+
+export type SwapScenario = 'honest' | 'short_amount' | 'wrong_receiver' | 'confirm_in_without_confirm_out';
+
+export interface ScenarioParties {
+  /** Account indexes on the devnet. */
+  user: number;
+  lp: number;
+}
+
+export interface SwapStep {
+  step: 'transferOut' | 'transferIn' | 'confirmOut' | 'confirmIn';
+  chainId: number;
+  txHash: string;
+  blockNumber: number;
+  timestamp: number;
+  from: string;
+}
+
+export interface ExecutedSwap {
+  scenario: SwapScenario;
+  bidId: string;
+  preimage: string;
+  hashlock: string;
+  /** The agreement the parties signed (what a complaint and the classifier compare against). */
+  agreed: { amountOut: bigint; amountIn: bigint; lpReceiverOnSrc: string; userReceiverOnDst: string };
+  out: SwapSide & { transferId: string };
+  in: SwapSide & { transferId: string };
+  times: { T: number; E: number; Tol: number; R: number };
+  steps: SwapStep[];
+}
+
+export interface ScenarioOptions {
+  src: DevnetChain;
+  dst: DevnetChain;
+  /** Otmoic system chain ids written into the events (e.g. 9006 and 614). */
+  srcSystemChainId: number;
+  dstSystemChainId: number;
+  parties?: ScenarioParties;
+  /** Native coin amounts in wei. */
+  amountOut?: bigint;
+  amountIn?: bigint;
+  E?: number;
+  Tol?: number;
+}
+
+const SWAP = OTMOIC_SWAP_ABI as unknown as string[];
+
+/**
+ * Runs one swap of the given kind. Honest: transferOut, transferIn, confirmOut (user), confirmIn (LP).
+ * short_amount: the user locks 80 % of the agreed amount. wrong_receiver: the user locks to their own address.
+ * confirm_in_without_confirm_out: the user never confirms out and, once the LP's window has passed, confirms
+ * the LP's transferIn as a non-LP with the preimage (the known cheat).
+ */
+export async function runSwap(scenario: SwapScenario, options: ScenarioOptions): Promise<ExecutedSwap> {
+  const { src, dst } = options;
+  const parties = options.parties ?? { user: 1, lp: 2 };
+  const E = options.E ?? 60;
+  const Tol = options.Tol ?? 120;
+  const amountOut = options.amountOut ?? 10n ** 18n;
+  const amountIn = options.amountIn ?? (amountOut * 99n) / 100n;
+  const user = src.accounts[parties.user]!.address;
+  const lp = src.accounts[parties.lp]!.address;
+  const preimage = hexlify(randomBytes(32));
+  const hashlock = hashlockOf(preimage);
+  const bidId = hexlify(randomBytes(32));
+
+  const T = Math.max(await src.latestTimestamp(), await dst.latestTimestamp()) + 10;
+  const R = T + 3 * E + 3 * Tol + 60;
+  const times = { agreementReachedTime: T, expectedSingleStepTime: E, tolerantSingleStepTime: Tol, earliestRefundTime: R };
+
+  const lockedOut = scenario === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
+  const outSide: SwapSide = {
+    sender: user,
+    receiver: scenario === 'wrong_receiver' ? user : lp,
+    token: '0x0000000000000000000000000000000000000000',
+    tokenAmount: lockedOut,
+    ethAmount: 0n,
+    hashlock,
+    ...times,
+  };
+  const inSide: SwapSide = { ...outSide, sender: lp, receiver: user, tokenAmount: amountIn };
+  const outId = computeTransferId(outSide, true, src.chainId);
+  const inId = computeTransferId(inSide, false, dst.chainId);
+
+  const steps: SwapStep[] = [];
+  const send = async (
+    step: SwapStep['step'],
+    chain: DevnetChain,
+    account: number,
+    at: number,
+    method: string,
+    args: unknown[],
+    value = 0n,
+  ) => {
+    const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
+    const attempt = await callAt(chain, at, contract, method, args, value);
+    if (!attempt.ok) throw new Error(`${scenario}: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
+    steps.push({
+      step,
+      chainId: chain.chainId,
+      txHash: attempt.receipt.hash,
+      blockNumber: attempt.receipt.blockNumber,
+      timestamp: attempt.timestamp,
+      from: chain.accounts[account]!.address,
+    });
+  };
+
+  await send('transferOut', src, parties.user, T + 1, 'transferOut', transferOutArgs(outSide, {
+    dstChainId: options.dstSystemChainId,
+    dstAddress: BigInt(user),
+    bidId,
+    tokenDst: 0n,
+    amountDst: amountIn,
+    nativeAmountDst: 0n,
+    requestor: user,
+    lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
+    userSign: '0x',
+    lpSign: '0x',
+  }), lockedOut);
+  await send('transferIn', dst, parties.lp, T + 2, 'transferIn', transferInArgs(inSide, options.srcSystemChainId, outId), amountIn);
+
+  if (scenario === 'confirm_in_without_confirm_out') {
+    // The LP's own window ends at T+3E+Tol; from then on anyone else may confirm in with the preimage.
+    await send('confirmIn', dst, parties.user, T + 3 * E + Tol, 'confirmTransferIn', confirmArgs(inSide, preimage));
+  } else {
+    await send('confirmOut', src, parties.user, T + 3, 'confirmTransferOut', confirmArgs(outSide, preimage));
+    await send('confirmIn', dst, parties.lp, T + 4, 'confirmTransferIn', confirmArgs(inSide, preimage));
+  }
+
+  return {
+    scenario,
+    bidId,
+    preimage,
+    hashlock,
+    agreed: { amountOut, amountIn, lpReceiverOnSrc: lp, userReceiverOnDst: user },
+    out: { ...outSide, transferId: outId },
+    in: { ...inSide, transferId: inId },
+    times: { T, E, Tol, R },
+    steps,
+  };
+}
