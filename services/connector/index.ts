@@ -1,15 +1,105 @@
-import type { ServiceDefinition } from '../../shared/runtime/service.js';
+import { JsonRpcProvider } from 'ethers';
+import { Counter, Gauge } from 'prom-client';
+import type { ChainClientConfig } from '../../shared/config/index.js';
+import { sleep } from '../../shared/bus/retry.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
+import type { ServiceDefinition } from '../../shared/runtime/service.js';
+import { Backfiller } from './backfill.js';
+import { register, requestHistory } from './chain-client-api.js';
+import { HeightStore, STREAMS, type Stream } from './heights.js';
+import { Ingestor } from './ingest.js';
+import { connectorMigrations } from './migrations.js';
+import type { ChainContracts } from './normalize.js';
+import { registerCallbackRoutes } from './routes.js';
 
 /**
- * Connector: talks to the chain clients and publishes heights and events (spec §1). This is its service shell
- * (configuration, HTTP with /health and /metrics); the callbacks, registration and history backfill are issue #5.
+ * Connector (spec §1): registers at every chain client, takes their callbacks, fills gaps through history,
+ * archives raw bodies and publishes normalised events to `chain.events` and heights to `chain.heights`.
  */
 export const connectorService: ServiceDefinition = {
   name: 'connector',
-  sections: ['connector', 'chainClients'],
+  sections: ['connector', 'chainClients', 'rpc-urls'],
+  migrations: [connectorMigrations],
   async start(context) {
     const config = context.config.connector!;
-    return startHttpService(context, 'connector', config.port);
+    const clients = context.config.chainClients!;
+    const log = context.log;
+    const metrics = {
+      height: new Gauge({ name: 'connector_height', help: 'Last processed block', labelNames: ['chain', 'stream'] as const, registers: [context.metrics] }),
+      lag: new Gauge({ name: 'connector_lag_blocks', help: 'Blocks reported by the chain client but not yet processed', labelNames: ['chain', 'stream'] as const, registers: [context.metrics] }),
+      events: new Counter({ name: 'connector_events_total', help: 'Events published to chain.events', labelNames: ['chain', 'type'] as const, registers: [context.metrics] }),
+      rejected: new Counter({ name: 'connector_rejected_bodies_total', help: 'Callback bodies refused', labelNames: ['reason'] as const, registers: [context.metrics] }),
+    };
+
+    const chains = new Map<string, ChainContracts>(
+      clients.map((c) => [c.chainId, { systemChainId: c.chainId, swap: c.contractAddr, reputation: c.reputationContractAddr }]),
+    );
+    const byChain = new Map(clients.map((c) => [c.chainId, c]));
+    const heights = new HeightStore(context.db);
+    for (const client of clients) {
+      for (const stream of STREAMS) {
+        const height = await heights.init(client.chainId, stream, client.initBlockHeight);
+        metrics.height.set({ chain: client.chainId, stream }, height);
+        log.info({ chain: client.chainId, stream, height }, 'stored height loaded');
+      }
+    }
+
+    const callbackFor = (chainId: string, stream: Stream) => `${config.callbackUrl.replace(/\/$/, '')}/${chainId}/${stream}`;
+    const providers = new Map<string, JsonRpcProvider>();
+    for (const client of clients) {
+      const rpc = context.config.rpcUrls?.[client.nativeChainId] ?? context.config.rpcUrls?.[client.chainId];
+      if (rpc) providers.set(client.chainId, new JsonRpcProvider(rpc, undefined, { staticNetwork: true }));
+      else log.warn({ chain: client.chainId }, 'no rpc-urls entry: heights of empty chunks carry no timestamp and are not published');
+    }
+
+    const backfiller = new Backfiller({
+      retryMs: config.backfillRetryMs,
+      log,
+      request: (chainId, stream, start, end) => requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
+    });
+    const ingestor = new Ingestor({
+      pool: context.db,
+      bus: context.bus,
+      archive: context.archive,
+      heights,
+      chains,
+      log,
+      metrics,
+      requestBackfill: (chainId, stream, stored, height) => backfiller.report(chainId, stream, stored, height),
+      async blockTimestamp(chainId, height) {
+        const block = await providers.get(chainId)?.getBlock(height);
+        return block?.timestamp;
+      },
+    });
+
+    const basePath = new URL(config.callbackUrl).pathname.replace(/\/$/, '');
+    const http = await startHttpService(context, 'connector', config.port, (app) =>
+      registerCallbackRoutes(app, basePath, ingestor, (reason) => metrics.rejected.inc({ reason })),
+    );
+
+    // Registrations live in the chain client's memory (the original's): renew them periodically.
+    const stopController = new AbortController();
+    const registering = clients.flatMap((client) => STREAMS.map((stream) => keepRegistered(client, stream)));
+    async function keepRegistered(client: ChainClientConfig, stream: Stream): Promise<void> {
+      while (!stopController.signal.aborted) {
+        try {
+          await register(client, stream, callbackFor(client.chainId, stream));
+          log.debug({ chain: client.chainId, stream }, 'registered at chain client');
+          await sleep(config.reregisterIntervalMs, stopController.signal);
+        } catch (err) {
+          log.warn({ chain: client.chainId, stream, err: (err as Error).message }, 'registration failed; retrying');
+          await sleep(Math.min(5_000, config.reregisterIntervalMs), stopController.signal);
+        }
+      }
+    }
+
+    return {
+      async stop() {
+        stopController.abort();
+        await http.stop(); // in-flight callbacks finish first
+        await Promise.all(registering);
+        for (const provider of providers.values()) provider.destroy();
+      },
+    };
   },
 };

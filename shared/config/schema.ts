@@ -29,6 +29,10 @@ export const agentSection = z.strictObject({
 export const connectorSection = z.strictObject({
   port,
   callbackUrl: httpUrl,
+  /** Ours: how often registrations are renewed (chain clients forget them when they restart). */
+  reregisterIntervalMs: z.number().int().min(1_000).default(60_000),
+  /** Ours: a backfill that made no progress for this long is requested again. */
+  backfillRetryMs: z.number().int().min(500).default(30_000),
 });
 
 export const chainClientEntry = z.strictObject({
@@ -39,6 +43,10 @@ export const chainClientEntry = z.strictObject({
   nativeChainId: chainIdString,
   registerPath: z.string().startsWith('/'),
   historyPath: z.string().startsWith('/'),
+  /** Ours: the Otmoic swap contract on this chain. Events from any other address are rejected. */
+  contractAddr: evmAddress,
+  /** Ours: the reputation contract, if this chain has one (complaint events). */
+  reputationContractAddr: evmAddress.optional(),
 });
 
 export const rpcUrlsSection = z.record(chainIdString, httpUrl);

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { ChainClientConfig } from '../../shared/config/index.js';
+import type { Stream } from './heights.js';
+
+const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
+
+/** 30209 with this message is the original's harmless "already registered". */
+const ALREADY_REGISTERED = /already registered/i;
+
+/** The support routes of a chain client for a stream: reputation paths are the swap paths + "_reputation". */
+export function supportPaths(client: ChainClientConfig, stream: Stream) {
+  const suffix = stream === 'reputation' ? '_reputation' : '';
+  return {
+    register: new URL(client.registerPath + suffix, client.url).toString(),
+    history: new URL(client.historyPath + suffix, client.historyUrl).toString(),
+  };
+}
+
+async function post(url: string, body: unknown): Promise<z.infer<typeof reply>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const parsed = reply.safeParse(await response.json().catch(() => undefined));
+  if (!parsed.success) throw new Error(`${url}: HTTP ${response.status} without a {code} body`);
+  return parsed.data;
+}
+
+/** Registers `callbackUrl` for merged update_height bodies. "Already registered" counts as success. */
+export async function register(client: ChainClientConfig, stream: Stream, callbackUrl: string): Promise<void> {
+  const result = await post(supportPaths(client, stream).register, { callback: { on_height_update: callbackUrl }, merge: true });
+  if (result.code === 200 || ALREADY_REGISTERED.test(result.message ?? '')) return;
+  throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
+}
+
+export async function requestHistory(
+  client: ChainClientConfig,
+  stream: Stream,
+  callbackUrl: string,
+  start: number,
+  end: number,
+): Promise<void> {
+  const result = await post(supportPaths(client, stream).history, {
+    start,
+    end,
+    callback: { on_height_update: callbackUrl },
+    merge: true,
+  });
+  if (result.code !== 200) throw new Error(`history refused: ${result.code} ${result.message ?? ''}`);
+}

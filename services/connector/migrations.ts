@@ -1,0 +1,22 @@
+import type { MigrationSet } from '../../shared/db/migrate.js';
+
+export const connectorMigrations: MigrationSet = {
+  namespace: 'connector',
+  migrations: [
+    {
+      version: 1,
+      name: 'processed heights per chain and stream',
+      sql: `
+        -- Last block whose events are published, per chain and stream (swap contract / reputation contract).
+        -- Moved only in the transaction that publishes the events (compare-and-set on the old value).
+        CREATE TABLE connector_heights (
+          chain_id text NOT NULL,
+          stream text NOT NULL CHECK (stream IN ('swap', 'reputation')),
+          height bigint NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (chain_id, stream)
+        );
+      `,
+    },
+  ],
+};

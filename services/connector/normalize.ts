@@ -1,0 +1,145 @@
+import { getAddress, type LogDescription } from 'ethers';
+import { reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
+import { CodedError } from '../../shared/errors/coded-error.js';
+import type { ChainEvent } from '../../topics/chain.events.js';
+import type { EventBody } from './body-schema.js';
+
+/** Contract addresses of one chain, as configured: the only sources of events we accept. */
+export interface ChainContracts {
+  systemChainId: string;
+  swap: string;
+  reputation?: string;
+}
+
+const EXPECTED_TYPE: Record<string, string> = {
+  LogNewTransferOut: 'TransferOut',
+  LogNewTransferIn: 'TransferIn',
+  LogTransferOutConfirmed: 'ConfirmOut',
+  LogTransferInConfirmed: 'ConfirmIn',
+  LogTransferOutRefunded: 'RefundOut',
+  LogTransferInRefunded: 'RefundIn',
+  SubmitComplaint: 'Reputation',
+};
+
+/** Why a body was refused; each is counted on /metrics. */
+export type RejectReason = 'foreign_contract' | 'wrong_chain' | 'undecodable' | 'type_mismatch';
+
+export class RejectedEvent extends CodedError {
+  constructor(
+    readonly reason: RejectReason,
+    message: string,
+  ) {
+    super(`EVENT_${reason.toUpperCase()}`, message);
+  }
+}
+
+/**
+ * Turns one chain-client event body into the `chain.events` payload. The raw log is decoded again with our
+ * ABI (the `event_parse` of a chain client is not trusted), it must come from the configured contract of the
+ * chain it was posted for, and its `type` must match what the log is.
+ */
+export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEvent {
+  const address = body.event.address.toLowerCase();
+  if (body.chain_id !== chain.systemChainId) {
+    throw new RejectedEvent('wrong_chain', `event of chain ${body.chain_id} posted for chain ${chain.systemChainId}`);
+  }
+  const isSwap = address === chain.swap.toLowerCase();
+  const isReputation = chain.reputation !== undefined && address === chain.reputation.toLowerCase();
+  if (!isSwap && !isReputation) {
+    throw new RejectedEvent('foreign_contract', `event from ${body.event.address}, not a configured contract of chain ${chain.systemChainId}`);
+  }
+  let log: LogDescription | null;
+  try {
+    log = (isSwap ? swapInterface : reputationInterface).parseLog({ topics: body.event.topics, data: body.event.data });
+  } catch (err) {
+    throw new RejectedEvent('undecodable', `log data does not decode: ${(err as Error).message.split('(')[0]}`);
+  }
+  if (!log || EXPECTED_TYPE[log.name] === undefined) throw new RejectedEvent('undecodable', 'not an Otmoic event');
+  if (EXPECTED_TYPE[log.name] !== body.type) {
+    throw new RejectedEvent('type_mismatch', `type "${body.type}" but the log is ${log.name}`);
+  }
+
+  const position = {
+    chainId: chain.systemChainId,
+    contract: getAddress(body.event.address),
+    blockNumber: Number(body.event.blockNumber),
+    blockTimestamp: Number(body.block.timestamp),
+    txHash: body.event.transactionHash.toLowerCase(),
+    logIndex: Number(body.event.logIndex),
+    txFrom: getAddress(body.tx.from),
+  };
+  if (Number(body.block.number) !== position.blockNumber) {
+    throw new RejectedEvent('undecodable', `block ${Number(body.block.number)} does not hold the log's block ${position.blockNumber}`);
+  }
+  const a = log.args;
+  const dec = (v: unknown) => (v as bigint).toString(10);
+  const lower = (v: unknown) => String(v).toLowerCase();
+  const times = {
+    expectedSingleStepTime: dec(a.expectedSingleStepTime),
+    tolerantSingleStepTime: dec(a.tolerantSingleStepTime),
+    earliestRefundTime: dec(a.earliestRefundTime),
+    agreementReachedTime: dec(a.agreementReachedTime),
+  };
+  switch (log.name) {
+    case 'LogNewTransferOut':
+      return {
+        kind: 'TransferOut',
+        ...position,
+        transferId: lower(a.transferId),
+        sender: a.sender,
+        receiver: a.receiver,
+        token: a.token,
+        amount: dec(a.amount),
+        hashlock: lower(a.hashlock),
+        ...times,
+        dstChainId: dec(a.dstChainId),
+        dstAddress: dec(a.dstAddress),
+        bidId: lower(a.bidId),
+        tokenDst: dec(a.tokenDst),
+        amountDst: dec(a.amountDst),
+        nativeAmountDst: dec(a.nativeAmountDst),
+        requestor: a.requestor,
+        lpId: a.lpId,
+        userSign: a.userSign,
+        lpSign: a.lpSign,
+      };
+    case 'LogNewTransferIn':
+      return {
+        kind: 'TransferIn',
+        ...position,
+        transferId: lower(a.transferId),
+        sender: a.sender,
+        receiver: a.receiver,
+        token: a.token,
+        tokenAmount: dec(a.token_amount),
+        ethAmount: dec(a.eth_amount),
+        hashlock: lower(a.hashlock),
+        ...times,
+        srcChainId: dec(a.srcChainId),
+        srcTransferId: lower(a.srcTransferId),
+      };
+    case 'LogTransferOutConfirmed':
+    case 'LogTransferInConfirmed':
+      return {
+        kind: log.name === 'LogTransferOutConfirmed' ? 'ConfirmOut' : 'ConfirmIn',
+        ...position,
+        transferId: lower(a.transferId),
+        preimage: lower(a.preimage),
+      };
+    case 'LogTransferOutRefunded':
+    case 'LogTransferInRefunded':
+      return { kind: log.name === 'LogTransferOutRefunded' ? 'RefundOut' : 'RefundIn', ...position, transferId: lower(a.transferId) };
+    default: {
+      const complaint = a.complaint as Record<string, unknown> & { toObject(): Record<string, unknown> };
+      return {
+        kind: 'Complaint',
+        ...position,
+        bidId: lower(a.bidId),
+        complainant: a.complainant,
+        complaint: Object.fromEntries(
+          Object.entries(complaint.toObject()).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString(10) : String(v)]),
+        ),
+      };
+    }
+  }
+}
