@@ -8,6 +8,7 @@
 
 export type ChainInputErrorCode =
   | 'INVALID_PREIMAGE'
+  | 'INVALID_HASHLOCK'
   | 'INVALID_SIGNATURE'
   | 'INVALID_ADDRESS'
   | 'INVALID_CHAIN_ID'
