@@ -85,7 +85,12 @@ function runFor(pool: SignedAgreement[], operation: Operation, ms: number): { op
  * Operations per second of each case. The budget is split into slices run round-robin across the
  * cases, so a load change on the shared 2-core machine hits every case alike and the ratios hold.
  */
-function measureInterleaved(pool: SignedAgreement[], operations: Operation[], budgetMs: number, slices = 4): number[] {
+function measureInterleaved(
+  pool: SignedAgreement[],
+  operations: Operation[],
+  budgetMs: number,
+  slices = 4,
+): number[] {
   for (const operation of operations) runFor(pool, operation, WARM_UP_MS);
   const totals = operations.map(() => ({ ops: 0, elapsed: 0 }));
   for (let slice = 0; slice < slices; slice++) {
@@ -108,7 +113,9 @@ export async function run(): Promise<void> {
 
   // Correctness first: a fast wrong answer is worthless.
   for (const item of pool) {
-    const backends = nativeSecp256k1Backend ? [nativeSecp256k1Backend, jsSecp256k1Backend] : [jsSecp256k1Backend];
+    const backends = nativeSecp256k1Backend
+      ? [nativeSecp256k1Backend, jsSecp256k1Backend]
+      : [jsSecp256k1Backend];
     for (const backend of backends) {
       if (recoverSwapSigner(item.parsed, item.signature, CHAIN_ID, 'swap', backend) !== item.signer) {
         throw new Error(`recoverSwapSigner (${backend.name}) disagrees with ethers`);
@@ -117,26 +124,46 @@ export async function run(): Promise<void> {
   }
 
   console.log(`signer recovery, OtmoicSwap Message (15 members), ${POOL_SIZE} distinct signed agreements`);
-  console.log(`node ${process.version}, keccak: ${keccakBackend}, native secp256k1: ${nativeSecp256k1Backend ? 'loaded' : 'NOT available'}`);
+  console.log(
+    `node ${process.version}, keccak: ${keccakBackend}, native secp256k1: ${nativeSecp256k1Backend ? 'loaded' : 'NOT available'}`,
+  );
   console.log(`warm-up ${WARM_UP_MS} ms, budget ${BUDGET_MS} ms per case\n`);
 
   const native = nativeSecp256k1Backend;
-  const cases: [string, Operation][] = [['ethers.verifyTypedData', (item) => verifyTypedData(domain, types, item.json, item.signature)]];
+  const cases: [string, Operation][] = [
+    ['ethers.verifyTypedData', (item) => verifyTypedData(domain, types, item.json, item.signature)],
+  ];
   if (native) {
-    cases.push(['fast/native recoverSwapSigner', (item) => recoverSwapSigner(item.parsed, item.signature, CHAIN_ID, 'swap', native)]);
+    cases.push([
+      'fast/native recoverSwapSigner',
+      (item) => recoverSwapSigner(item.parsed, item.signature, CHAIN_ID, 'swap', native),
+    ]);
     cases.push([
       'fast/native parse + recover',
-      (item) => recoverSwapSigner(parseSwapAgreement(item.json, 'swap'), item.signature, CHAIN_ID, 'swap', native),
+      (item) =>
+        recoverSwapSigner(parseSwapAgreement(item.json, 'swap'), item.signature, CHAIN_ID, 'swap', native),
     ]);
   }
-  cases.push(['fast/js recoverSwapSigner', (item) => recoverSwapSigner(item.parsed, item.signature, CHAIN_ID, 'swap', jsSecp256k1Backend)]);
+  cases.push([
+    'fast/js recoverSwapSigner',
+    (item) => recoverSwapSigner(item.parsed, item.signature, CHAIN_ID, 'swap', jsSecp256k1Backend),
+  ]);
 
-  const rates = measureInterleaved(pool, cases.map(([, operation]) => operation), BUDGET_MS);
+  const rates = measureInterleaved(
+    pool,
+    cases.map(([, operation]) => operation),
+    BUDGET_MS,
+  );
   const ethersOps = rates[0]!;
   cases.forEach(([label], index) => {
     const ops = rates[index]!;
-    const comparison = index === 0 ? '' : ` = ${(ops / ethersOps).toFixed(1).padStart(5)}x ethers.verifyTypedData ${format(ethersOps)} ops/s`;
-    console.log(`${label.padEnd(30)} ${format(ops).padStart(7)} ops/s (${micros(ops).padStart(7)} µs/op)${comparison}`);
+    const comparison =
+      index === 0
+        ? ''
+        : ` = ${(ops / ethersOps).toFixed(1).padStart(5)}x ethers.verifyTypedData ${format(ethersOps)} ops/s`;
+    console.log(
+      `${label.padEnd(30)} ${format(ops).padStart(7)} ops/s (${micros(ops).padStart(7)} µs/op)${comparison}`,
+    );
   });
 
   console.log('\nwhere the time goes (µs per operation, 500 ms per part):');
@@ -145,11 +172,25 @@ export async function run(): Promise<void> {
     ['ethers recoverAddress(digest)', (item) => recoverAddress(item.digest, item.signature)],
     ['fast parseSwapAgreement (zod)', (item) => parseSwapAgreement(item.json, 'swap')],
     ['fast swapDigest', (item) => swapDigest(item.parsed, CHAIN_ID, 'swap')],
-    ['fast/js recoverAddressFromDigest', (item) => recoverAddressFromDigest(item.digestBytes, item.signature, jsSecp256k1Backend)],
+    [
+      'fast/js recoverAddressFromDigest',
+      (item) => recoverAddressFromDigest(item.digestBytes, item.signature, jsSecp256k1Backend),
+    ],
   ];
-  if (native) parts.push(['fast/native recoverAddressFromDigest', (item) => recoverAddressFromDigest(item.digestBytes, item.signature, native)]);
-  const partRates = measureInterleaved(pool, parts.map(([, operation]) => operation), 500, 2);
-  parts.forEach(([label], index) => console.log(`  ${label.padEnd(38)} ${micros(partRates[index]!).padStart(8)}`));
+  if (native)
+    parts.push([
+      'fast/native recoverAddressFromDigest',
+      (item) => recoverAddressFromDigest(item.digestBytes, item.signature, native),
+    ]);
+  const partRates = measureInterleaved(
+    pool,
+    parts.map(([, operation]) => operation),
+    500,
+    2,
+  );
+  parts.forEach(([label], index) =>
+    console.log(`  ${label.padEnd(38)} ${micros(partRates[index]!).padStart(8)}`),
+  );
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

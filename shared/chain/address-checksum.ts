@@ -8,7 +8,11 @@
 import { keccak256Bytes } from './keccak.js';
 
 export function checksumAddress(addressBytes: Uint8Array): string {
-  const lowerHex = Buffer.from(addressBytes.buffer, addressBytes.byteOffset, addressBytes.byteLength).toString('hex');
+  const lowerHex = Buffer.from(
+    addressBytes.buffer,
+    addressBytes.byteOffset,
+    addressBytes.byteLength,
+  ).toString('hex');
   const hash = keccak256Bytes(Buffer.from(lowerHex, 'latin1'));
   let result = '0x';
   for (let i = 0; i < lowerHex.length; i++) {

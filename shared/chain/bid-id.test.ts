@@ -59,20 +59,72 @@ describe('bidId', () => {
     const uint256AsString = jsonUintArbitrary(256).map(String);
     fc.assert(
       fc.property(
-        fc.tuple(uint64, uint64, uint256AsString, eip712StringArbitrary, uint256AsString, eip712StringArbitrary, eip712StringArbitrary),
-        fc.tuple(uint64, uint64, uint64, eip712StringArbitrary, eip712StringArbitrary, eip712StringArbitrary, eip712StringArbitrary),
-        ([time, srcChainId, srcAddress, srcToken, dstAddress, dstToken, requestor], [dstChainId, expected, tolerant, lpId, userSign, lpSign, amount]) => {
+        fc.tuple(
+          uint64,
+          uint64,
+          uint256AsString,
+          eip712StringArbitrary,
+          uint256AsString,
+          eip712StringArbitrary,
+          eip712StringArbitrary,
+        ),
+        fc.tuple(
+          uint64,
+          uint64,
+          uint64,
+          eip712StringArbitrary,
+          eip712StringArbitrary,
+          eip712StringArbitrary,
+          eip712StringArbitrary,
+        ),
+        (
+          [time, srcChainId, srcAddress, srcToken, dstAddress, dstToken, requestor],
+          [dstChainId, expected, tolerant, lpId, userSign, lpSign, amount],
+        ) => {
           const raw = {
-            agreementReachedTime: time, srcChainId, srcAddress, srcToken, dstChainId, dstAddress, dstToken,
-            srcAmount: amount, dstAmount: amount + '1', dstNativeAmount: '', requestor, lpId,
-            expectedSingleStepTime: expected, tolerantSingleStepTime: tolerant, earliestRefundTime: expected,
-            userSign, lpSign,
+            agreementReachedTime: time,
+            srcChainId,
+            srcAddress,
+            srcToken,
+            dstChainId,
+            dstAddress,
+            dstToken,
+            srcAmount: amount,
+            dstAmount: amount + '1',
+            dstNativeAmount: '',
+            requestor,
+            lpId,
+            expectedSingleStepTime: expected,
+            tolerantSingleStepTime: tolerant,
+            earliestRefundTime: expected,
+            userSign,
+            lpSign,
           };
           const parts = [
-            time, srcChainId, srcAddress, srcToken, dstChainId, dstAddress, dstToken, amount, amount + '1', '', requestor, lpId,
-            expected, tolerant, expected, userSign, lpSign,
+            time,
+            srcChainId,
+            srcAddress,
+            srcToken,
+            dstChainId,
+            dstAddress,
+            dstToken,
+            amount,
+            amount + '1',
+            '',
+            requestor,
+            lpId,
+            expected,
+            tolerant,
+            expected,
+            userSign,
+            lpSign,
           ].map(String); // uint JSON numbers are safe integers, so String() is their base-10 text
-          expect(bidId(parseComplaint(raw))).toBe(solidityPackedKeccak256(parts.map(() => 'string'), parts));
+          expect(bidId(parseComplaint(raw))).toBe(
+            solidityPackedKeccak256(
+              parts.map(() => 'string'),
+              parts,
+            ),
+          );
         },
       ),
       { numRuns: 300 },

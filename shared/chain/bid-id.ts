@@ -13,9 +13,23 @@ import { keccak256Utf8 } from './keccak.js';
 export function bidIdPreimage(complaint: Complaint): string {
   const c = complaint;
   return [
-    c.agreementReachedTime, c.srcChainId, c.srcAddress, c.srcToken, c.dstChainId, c.dstAddress, c.dstToken,
-    c.srcAmount, c.dstAmount, c.dstNativeAmount, c.requestor, c.lpId,
-    c.expectedSingleStepTime, c.tolerantSingleStepTime, c.earliestRefundTime, c.userSign, c.lpSign,
+    c.agreementReachedTime,
+    c.srcChainId,
+    c.srcAddress,
+    c.srcToken,
+    c.dstChainId,
+    c.dstAddress,
+    c.dstToken,
+    c.srcAmount,
+    c.dstAmount,
+    c.dstNativeAmount,
+    c.requestor,
+    c.lpId,
+    c.expectedSingleStepTime,
+    c.tolerantSingleStepTime,
+    c.earliestRefundTime,
+    c.userSign,
+    c.lpSign,
   ]
     .map((part) => (typeof part === 'bigint' ? part.toString(10) : part))
     .join('');

@@ -63,7 +63,9 @@ function thrownBy(run: () => unknown): ChainInputError {
 describe('Complaint typed data definition', () => {
   it('has the members of the spec, in order, with their types', () => {
     expect(COMPLAINT_ENCODE_TYPE).toBe(SPEC_STRUCT.replaceAll(', ', ','));
-    expect(TypedDataEncoder.from(complaintTypedDataTypes()).encodeType('Complaint')).toBe(COMPLAINT_ENCODE_TYPE);
+    expect(TypedDataEncoder.from(complaintTypedDataTypes()).encodeType('Complaint')).toBe(
+      COMPLAINT_ENCODE_TYPE,
+    );
   });
 
   it('has the "Otmoic Reputation" domain with verifyingContract', () => {
@@ -74,7 +76,9 @@ describe('Complaint typed data definition', () => {
       verifyingContract: REPUTATION_CONTRACT,
     });
     expect(thrownBy(() => complaintDomain(OPTIMISM, '0x1234')).code).toBe('INVALID_ADDRESS');
-    expect(thrownBy(() => complaintDigest(parseComplaint(sdkComplaint), OPTIMISM, 'not an address')).code).toBe('INVALID_ADDRESS');
+    expect(
+      thrownBy(() => complaintDigest(parseComplaint(sdkComplaint), OPTIMISM, 'not an address')).code,
+    ).toBe('INVALID_ADDRESS');
   });
 
   it('signs over the contract address and chain: either changes the digest', () => {
@@ -83,7 +87,13 @@ describe('Complaint typed data definition', () => {
     expect(complaintDigest(complaint, OPTIMISM, REPUTATION_CONTRACT.toLowerCase())).toBe(digest);
     expect(complaintDigest(complaint, OPTIMISM, '0x' + '11'.repeat(20))).not.toBe(digest);
     expect(complaintDigest(complaint, 11155420, REPUTATION_CONTRACT)).not.toBe(digest);
-    expect(digest).toBe(TypedDataEncoder.hash(complaintDomain(OPTIMISM, REPUTATION_CONTRACT), complaintTypedDataTypes(), sdkComplaint));
+    expect(digest).toBe(
+      TypedDataEncoder.hash(
+        complaintDomain(OPTIMISM, REPUTATION_CONTRACT),
+        complaintTypedDataTypes(),
+        sdkComplaint,
+      ),
+    );
   });
 });
 
@@ -98,8 +108,16 @@ describe('complaint schema', () => {
   });
 
   it.each([
-    ['srcAddress', 12345, 'complaint.srcAddress must be a decimal integer string (a JSON number cannot hold a uint256)'],
-    ['srcAddress', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', 'complaint.srcAddress must be a decimal integer string, got "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"'],
+    [
+      'srcAddress',
+      12345,
+      'complaint.srcAddress must be a decimal integer string (a JSON number cannot hold a uint256)',
+    ],
+    [
+      'srcAddress',
+      '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      'complaint.srcAddress must be a decimal integer string, got "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"',
+    ],
     ['dstAddress', (1n << 256n).toString(), 'complaint.dstAddress must be below 2^256'],
     ['srcChainId', (1n << 64n).toString(), 'complaint.srcChainId must be below 2^64'],
     ['expectedSingleStepTime', 60.5, 'complaint.expectedSingleStepTime must be an integer, got 60.5'],
@@ -135,7 +153,9 @@ const jsonComplaintArbitrary = fc.record({
   userSign: text,
   lpSign: text,
 });
-const contractArbitrary = fc.uint8Array({ minLength: 20, maxLength: 20 }).map((bytes) => '0x' + Buffer.from(bytes).toString('hex'));
+const contractArbitrary = fc
+  .uint8Array({ minLength: 20, maxLength: 20 })
+  .map((bytes) => '0x' + Buffer.from(bytes).toString('hex'));
 
 const backends: [string, Secp256k1Backend, number][] = [['js', jsSecp256k1Backend, 150]];
 if (nativeSecp256k1Backend) backends.unshift(['native', nativeSecp256k1Backend, 1500]);
@@ -166,7 +186,9 @@ describe.each(backends)('recoverComplainant (%s backend)', (_name, backend, numR
   }, 120_000);
 
   it('refuses a malformed signature with INVALID_SIGNATURE', () => {
-    const error = thrownBy(() => recoverComplainant(parseComplaint(sdkComplaint), '0x1234', OPTIMISM, REPUTATION_CONTRACT, backend));
+    const error = thrownBy(() =>
+      recoverComplainant(parseComplaint(sdkComplaint), '0x1234', OPTIMISM, REPUTATION_CONTRACT, backend),
+    );
     expect(error.code).toBe('INVALID_SIGNATURE');
   });
 });

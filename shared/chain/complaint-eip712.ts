@@ -7,7 +7,14 @@
 import type { TypedDataField } from 'ethers';
 import { z } from 'zod';
 import { parseChainId, type ChainIdInput } from './chain-id.js';
-import { domainSeparator, typeHash, typedDataDigest, WORD_BYTES, writeStringWord, writeUintWord } from './eip712-encoding.js';
+import {
+  domainSeparator,
+  typeHash,
+  typedDataDigest,
+  WORD_BYTES,
+  writeStringWord,
+  writeUintWord,
+} from './eip712-encoding.js';
 import { parseEvmAddress } from './evm-address.js';
 import { bytesToHex } from './hex.js';
 import { keccak256Bytes } from './keccak.js';
@@ -27,7 +34,10 @@ const text = eip712StringField();
 /** uint256 holding an address: the SDK sends it as a decimal string (a JSON number would be rounded). */
 const uint256AsDecimalString = z.unknown().transform((input, ctx): bigint => {
   if (typeof input === 'number') {
-    ctx.addIssue({ code: 'custom', message: 'must be a decimal integer string (a JSON number cannot hold a uint256)' });
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must be a decimal integer string (a JSON number cannot hold a uint256)',
+    });
     return z.NEVER;
   }
   const result = toUnsignedInteger(input, 256);
@@ -118,7 +128,12 @@ function cachedComplaintDomainSeparator(chainId: ChainIdInput, contractAddr: str
   if (separator === undefined) {
     const domain = complaintDomain(chainId, contractAddr);
     if (domainSeparatorCache.size >= DOMAIN_SEPARATOR_CACHE_LIMIT) domainSeparatorCache.clear();
-    separator = domainSeparator(domain.name, domain.version, domain.chainId, Buffer.from(domain.verifyingContract.slice(2), 'hex'));
+    separator = domainSeparator(
+      domain.name,
+      domain.version,
+      domain.chainId,
+      Buffer.from(domain.verifyingContract.slice(2), 'hex'),
+    );
     domainSeparatorCache.set(cacheKey, separator);
   }
   return separator;
@@ -137,7 +152,12 @@ function complaintStructHashBytes(complaint: Complaint): Uint8Array {
 }
 
 export function complaintDigest(complaint: Complaint, chainId: ChainIdInput, contractAddr: string): string {
-  return bytesToHex(typedDataDigest(cachedComplaintDomainSeparator(chainId, contractAddr), complaintStructHashBytes(complaint)));
+  return bytesToHex(
+    typedDataDigest(
+      cachedComplaintDomainSeparator(chainId, contractAddr),
+      complaintStructHashBytes(complaint),
+    ),
+  );
 }
 
 /**
@@ -151,6 +171,9 @@ export function recoverComplainant(
   contractAddr: string,
   backend?: Secp256k1Backend,
 ): string {
-  const digest = typedDataDigest(cachedComplaintDomainSeparator(chainId, contractAddr), complaintStructHashBytes(complaint));
+  const digest = typedDataDigest(
+    cachedComplaintDomainSeparator(chainId, contractAddr),
+    complaintStructHashBytes(complaint),
+  );
   return recoverAddressFromDigest(digest, signature, backend);
 }

@@ -17,7 +17,9 @@ function errorCodeOf(run: () => unknown): string | undefined {
 const ADDRESS_WITH_ZERO_FIRST_BYTE = '0x00000000219ab540356cBB839Cbe05303d7705Fa';
 
 describe('conversions vectors', () => {
-  it.each(relayVectors.conversions.map((vector) => [vector.input, vector.ethers5_BigNumber_toHexString] as const))(
+  it.each(
+    relayVectors.conversions.map((vector) => [vector.input, vector.ethers5_BigNumber_toHexString] as const),
+  )(
     '%s -> the same number as the original, always as a 20-byte checksummed address',
     (input, originalOutput) => {
       const address = toEvmAddress(input);
@@ -32,7 +34,9 @@ describe('conversions vectors', () => {
     expect(vector?.ethers5_BigNumber_toHexString).toBe('0x219ab540356cBB839Cbe05303d7705Fa'); // the defect: 16 bytes
     expect(toEvmAddress(ADDRESS_WITH_ZERO_FIRST_BYTE)).toBe(ADDRESS_WITH_ZERO_FIRST_BYTE);
     expect(toEvmAddress('0x219ab540356cBB839Cbe05303d7705Fa')).toBe(ADDRESS_WITH_ZERO_FIRST_BYTE);
-    expect(uint256ToAddress(BigInt(ADDRESS_WITH_ZERO_FIRST_BYTE).toString())).toBe(ADDRESS_WITH_ZERO_FIRST_BYTE);
+    expect(uint256ToAddress(BigInt(ADDRESS_WITH_ZERO_FIRST_BYTE).toString())).toBe(
+      ADDRESS_WITH_ZERO_FIRST_BYTE,
+    );
   });
 
   it('maps the native-coin forms "0", "0x0", "0x00" to the zero address (the original gave "0x00")', () => {
@@ -54,7 +58,9 @@ describe('conversions vectors', () => {
     const body = command.request['command_transfer_in_confirm'] as Record<string, string>;
     const calldata = command.v6_with_left_padding_would_give!;
     const receiverWord = calldata.slice(2 + 8 + 64, 2 + 8 + 128); // after the selector and the sender word
-    expect(receiverWord).toBe(toEvmAddress(body['user_receiver_address']!).slice(2).toLowerCase().padStart(64, '0'));
+    expect(receiverWord).toBe(
+      toEvmAddress(body['user_receiver_address']!).slice(2).toLowerCase().padStart(64, '0'),
+    );
   });
 });
 
@@ -62,9 +68,9 @@ describe('uint256ToAddress / addressToUint256', () => {
   it('round-trips every address, including those with leading zero bytes', () => {
     const addresses = fc.oneof(
       fc.uint8Array({ minLength: 20, maxLength: 20 }),
-      fc.tuple(fc.integer({ min: 1, max: 19 }), fc.uint8Array({ minLength: 20, maxLength: 20 })).map(([zeros, bytes]) =>
-        Uint8Array.from(bytes, (byte, index) => (index < zeros ? 0 : byte)),
-      ),
+      fc
+        .tuple(fc.integer({ min: 1, max: 19 }), fc.uint8Array({ minLength: 20, maxLength: 20 }))
+        .map(([zeros, bytes]) => Uint8Array.from(bytes, (byte, index) => (index < zeros ? 0 : byte))),
     );
     fc.assert(
       fc.property(addresses, (bytes) => {
@@ -80,17 +86,32 @@ describe('uint256ToAddress / addressToUint256', () => {
   });
 
   it('rejects values that do not fit 20 bytes, and non-decimal text', () => {
-    expect(uint256ToAddress(((1n << 160n) - 1n).toString())).toBe('0xFFfFfFffFFfffFFfFFfFFFFFffFFFffffFfFFFfF');
+    expect(uint256ToAddress(((1n << 160n) - 1n).toString())).toBe(
+      '0xFFfFfFffFFfffFFfFFfFFFFFffFFFffffFfFFFfF',
+    );
     expect(errorCodeOf(() => uint256ToAddress((1n << 160n).toString()))).toBe('INVALID_ADDRESS');
     expect(errorCodeOf(() => uint256ToAddress(-1n))).toBe('INVALID_ADDRESS');
-    for (const bad of ['', '-1', '1.5', '0x10', ' 1', '1e3']) expect(errorCodeOf(() => uint256ToAddress(bad))).toBe('INVALID_ADDRESS');
+    for (const bad of ['', '-1', '1.5', '0x10', ' 1', '1e3'])
+      expect(errorCodeOf(() => uint256ToAddress(bad))).toBe('INVALID_ADDRESS');
   });
 
   it('rejects malformed addresses and bad checksums', () => {
-    for (const bad of ['0x5FbDB2315678afecb367f032d93F642f64180aA3', '0x1234', 'hello', '0x' + '1'.repeat(41)]) {
+    for (const bad of [
+      '0x5FbDB2315678afecb367f032d93F642f64180aA3',
+      '0x1234',
+      'hello',
+      '0x' + '1'.repeat(41),
+    ]) {
       expect(errorCodeOf(() => addressToUint256(bad))).toBe('INVALID_ADDRESS');
     }
-    for (const bad of ['0x' + '1'.repeat(41), '0x', '', 'abc', '0x5FbDB2315678afecb367f032d93F642f64180aA3', '1'.repeat(80)]) {
+    for (const bad of [
+      '0x' + '1'.repeat(41),
+      '0x',
+      '',
+      'abc',
+      '0x5FbDB2315678afecb367f032d93F642f64180aA3',
+      '1'.repeat(80),
+    ]) {
       expect(errorCodeOf(() => toEvmAddress(bad))).toBe('INVALID_ADDRESS');
     }
   });

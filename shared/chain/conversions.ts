@@ -20,7 +20,11 @@ export function uint256ToAddress(value: string | bigint): string {
   let number: bigint;
   if (typeof value === 'bigint') number = value;
   else if (typeof value === 'string' && DECIMAL_DIGITS.test(value)) number = BigInt(value);
-  else throw new ChainInputError('INVALID_ADDRESS', `uint256 address must be a decimal integer string, got ${JSON.stringify(String(value).slice(0, 80))}`);
+  else
+    throw new ChainInputError(
+      'INVALID_ADDRESS',
+      `uint256 address must be a decimal integer string, got ${JSON.stringify(String(value).slice(0, 80))}`,
+    );
   if (number < 0n || number >> 160n !== 0n) {
     throw new ChainInputError('INVALID_ADDRESS', 'uint256 address must be below 2^160 to fit in 20 bytes');
   }

@@ -18,7 +18,9 @@ export function jsonUintArbitrary(bits: 64 | 256): fc.Arbitrary<number | string>
   const max = (1n << BigInt(bits)) - 1n;
   return fc
     .tuple(fc.oneof(fc.bigInt({ min: 0n, max: 10_000_000_000n }), fc.bigInt({ min: 0n, max })), fc.boolean())
-    .map(([value, asString]) => (!asString && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString(10)));
+    .map(([value, asString]) =>
+      !asString && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString(10),
+    );
 }
 
 /** Well-formed Unicode (any code point, surrogate pairs included), ASCII, and address-like text. */

@@ -17,7 +17,8 @@ const UINT64_MASK = (1n << 64n) - 1n;
  */
 export function writeUintWord(view: DataView, wordIndex: number, value: bigint): void {
   // Values reach here typed by a schema; a number or undefined would be a caller bug, not bad input.
-  if (typeof value !== 'bigint') throw new TypeError(`EIP-712 uint member must be a bigint, got ${typeof value}`);
+  if (typeof value !== 'bigint')
+    throw new TypeError(`EIP-712 uint member must be a bigint, got ${typeof value}`);
   const wordStart = wordIndex * WORD_BYTES;
   let rest = value;
   for (let limb = 3; limb >= 0 && rest !== 0n; limb--) {
@@ -27,7 +28,8 @@ export function writeUintWord(view: DataView, wordIndex: number, value: bigint):
 }
 
 export function writeStringWord(bytes: Uint8Array, wordIndex: number, text: string): void {
-  if (typeof text !== 'string') throw new TypeError(`EIP-712 string member must be a string, got ${typeof text}`);
+  if (typeof text !== 'string')
+    throw new TypeError(`EIP-712 string member must be a string, got ${typeof text}`);
   bytes.set(keccak256Utf8(text), wordIndex * WORD_BYTES);
 }
 
@@ -46,11 +48,19 @@ const EIP712_DOMAIN_NAME_VERSION_CHAIN_CONTRACT = typeHash(
 );
 
 /** Domain separator of `{name, version, chainId[, verifyingContract]}` (no salt). */
-export function domainSeparator(name: string, version: string, chainId: bigint, verifyingContract?: Uint8Array): Uint8Array {
+export function domainSeparator(
+  name: string,
+  version: string,
+  chainId: bigint,
+  verifyingContract?: Uint8Array,
+): Uint8Array {
   const words = verifyingContract ? 5 : 4;
   const encoded = new Uint8Array(words * WORD_BYTES);
   const view = new DataView(encoded.buffer);
-  encoded.set(verifyingContract ? EIP712_DOMAIN_NAME_VERSION_CHAIN_CONTRACT : EIP712_DOMAIN_NAME_VERSION_CHAIN, 0);
+  encoded.set(
+    verifyingContract ? EIP712_DOMAIN_NAME_VERSION_CHAIN_CONTRACT : EIP712_DOMAIN_NAME_VERSION_CHAIN,
+    0,
+  );
   writeStringWord(encoded, 1, name);
   writeStringWord(encoded, 2, version);
   writeUintWord(view, 3, chainId);

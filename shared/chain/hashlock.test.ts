@@ -45,9 +45,12 @@ describe('hashlock vectors', () => {
   });
 
   // The original answered HTTP 500 with ethers' message as plain text; we throw a typed error instead.
-  it.each(rejected.map((vector) => [String(vector.request.preimage)] as const))('rejects %s with INVALID_PREIMAGE', (preimage) => {
-    expectInvalidPreimage(preimage);
-  });
+  it.each(rejected.map((vector) => [String(vector.request.preimage)] as const))(
+    'rejects %s with INVALID_PREIMAGE',
+    (preimage) => {
+      expectInvalidPreimage(preimage);
+    },
+  );
 });
 
 describe('hashlock input validation', () => {

@@ -25,7 +25,10 @@ export function preimageBytes(preimage: unknown): Uint8Array {
   }
   if (Array.isArray(preimage)) {
     if (preimage.length === PREIMAGE_BYTES && preimage.every(isByteValue)) return Uint8Array.from(preimage);
-    throw new ChainInputError('INVALID_PREIMAGE', 'preimage array must hold exactly 32 integers from 0 to 255');
+    throw new ChainInputError(
+      'INVALID_PREIMAGE',
+      'preimage array must hold exactly 32 integers from 0 to 255',
+    );
   }
   throw new ChainInputError('INVALID_PREIMAGE', 'preimage must be 32 bytes of 0x-prefixed hex');
 }

@@ -15,7 +15,13 @@ import {
   signatureFormArbitrary,
 } from './eip712-arbitraries.test-support.js';
 import { ChainInputError } from './errors.js';
-import { parseSwapAgreement, recoverSwapSigner, swapDigest, swapTypedDataTypes, type SwapVariant } from './otmoic-swap-eip712.js';
+import {
+  parseSwapAgreement,
+  recoverSwapSigner,
+  swapDigest,
+  swapTypedDataTypes,
+  type SwapVariant,
+} from './otmoic-swap-eip712.js';
 import { jsSecp256k1Backend, nativeSecp256k1Backend, type Secp256k1Backend } from './secp256k1-backend.js';
 
 const uint256 = jsonUintArbitrary(256);
@@ -47,7 +53,12 @@ function jsonValueFor(agreement: Record<string, unknown>, variant: SwapVariant):
   return singleChain;
 }
 
-function ethersRecoverOrError(domain: object, variant: SwapVariant, value: Record<string, unknown>, signature: string): string {
+function ethersRecoverOrError(
+  domain: object,
+  variant: SwapVariant,
+  value: Record<string, unknown>,
+  signature: string,
+): string {
   try {
     return verifyTypedData(domain, swapTypedDataTypes(variant), value, signature);
   } catch {
@@ -55,7 +66,13 @@ function ethersRecoverOrError(domain: object, variant: SwapVariant, value: Recor
   }
 }
 
-function fastRecoverOrError(value: Record<string, unknown>, variant: SwapVariant, signature: string, chainId: bigint | number, backend: Secp256k1Backend): string {
+function fastRecoverOrError(
+  value: Record<string, unknown>,
+  variant: SwapVariant,
+  signature: string,
+  chainId: bigint | number,
+  backend: Secp256k1Backend,
+): string {
   try {
     return recoverSwapSigner(parseSwapAgreement(value, variant), signature, chainId, variant, backend);
   } catch (error) {
@@ -67,46 +84,55 @@ function fastRecoverOrError(value: Record<string, unknown>, variant: SwapVariant
 const backends: [string, Secp256k1Backend, number][] = [['js', jsSecp256k1Backend, 300]];
 if (nativeSecp256k1Backend) backends.unshift(['native', nativeSecp256k1Backend, 3000]);
 
-describe.each(backends)('recoverSwapSigner (%s backend) equals ethers.verifyTypedData', (_name, backend, numRuns) => {
-  it(`on ${numRuns} random signed agreements (15 and 13 members, 65/64-byte signatures, v 0/1/27/28)`, () => {
-    fc.assert(
-      fc.property(
-        jsonAgreementArbitrary,
-        variantArbitrary,
-        chainIdArbitrary,
-        privateKeyArbitrary,
-        signatureFormArbitrary,
-        (agreement, variant, chainId, key, form) => {
-          const value = jsonValueFor(agreement, variant);
-          const domain = { name: 'OtmoicSwap', version: '1', chainId };
-          const ethersDigest = TypedDataEncoder.hash(domain, swapTypedDataTypes(variant), value);
-          const signature = serializeSignature(key.sign(ethersDigest), form);
-          const parsed = parseSwapAgreement(value, variant);
+describe.each(backends)(
+  'recoverSwapSigner (%s backend) equals ethers.verifyTypedData',
+  (_name, backend, numRuns) => {
+    it(`on ${numRuns} random signed agreements (15 and 13 members, 65/64-byte signatures, v 0/1/27/28)`, () => {
+      fc.assert(
+        fc.property(
+          jsonAgreementArbitrary,
+          variantArbitrary,
+          chainIdArbitrary,
+          privateKeyArbitrary,
+          signatureFormArbitrary,
+          (agreement, variant, chainId, key, form) => {
+            const value = jsonValueFor(agreement, variant);
+            const domain = { name: 'OtmoicSwap', version: '1', chainId };
+            const ethersDigest = TypedDataEncoder.hash(domain, swapTypedDataTypes(variant), value);
+            const signature = serializeSignature(key.sign(ethersDigest), form);
+            const parsed = parseSwapAgreement(value, variant);
 
-          expect(swapDigest(parsed, chainId, variant)).toBe(ethersDigest);
-          const fast = recoverSwapSigner(parsed, signature, chainId, variant, backend);
-          expect(fast).toBe(verifyTypedData(domain, swapTypedDataTypes(variant), value, signature));
-          expect(fast).toBe(computeAddress(key.publicKey));
-        },
-      ),
-      { numRuns },
-    );
-  }, 120_000);
+            expect(swapDigest(parsed, chainId, variant)).toBe(ethersDigest);
+            const fast = recoverSwapSigner(parsed, signature, chainId, variant, backend);
+            expect(fast).toBe(verifyTypedData(domain, swapTypedDataTypes(variant), value, signature));
+            expect(fast).toBe(computeAddress(key.publicKey));
+          },
+        ),
+        { numRuns },
+      );
+    }, 120_000);
 
-  it('agrees with ethers on random (mostly invalid) signatures: same address, or both refuse', () => {
-    let recovered = 0;
-    fc.assert(
-      fc.property(jsonAgreementArbitrary, variantArbitrary, chainIdArbitrary, randomSignatureArbitrary, (agreement, variant, chainId, signature) => {
-        const value = jsonValueFor(agreement, variant);
-        const domain = { name: 'OtmoicSwap', version: '1', chainId };
-        const fast = fastRecoverOrError(value, variant, signature, chainId, backend);
-        expect(fast).toBe(ethersRecoverOrError(domain, variant, value, signature));
-        if (fast !== 'error') recovered++;
-      }),
-      { numRuns: Math.ceil(numRuns / 3) },
-    );
-    // Random r is an x coordinate about half the time: both outcomes must have been exercised.
-    expect(recovered).toBeGreaterThan(0);
-    expect(recovered).toBeLessThan(Math.ceil(numRuns / 3));
-  }, 120_000);
-});
+    it('agrees with ethers on random (mostly invalid) signatures: same address, or both refuse', () => {
+      let recovered = 0;
+      fc.assert(
+        fc.property(
+          jsonAgreementArbitrary,
+          variantArbitrary,
+          chainIdArbitrary,
+          randomSignatureArbitrary,
+          (agreement, variant, chainId, signature) => {
+            const value = jsonValueFor(agreement, variant);
+            const domain = { name: 'OtmoicSwap', version: '1', chainId };
+            const fast = fastRecoverOrError(value, variant, signature, chainId, backend);
+            expect(fast).toBe(ethersRecoverOrError(domain, variant, value, signature));
+            if (fast !== 'error') recovered++;
+          },
+        ),
+        { numRuns: Math.ceil(numRuns / 3) },
+      );
+      // Random r is an x coordinate about half the time: both outcomes must have been exercised.
+      expect(recovered).toBeGreaterThan(0);
+      expect(recovered).toBeLessThan(Math.ceil(numRuns / 3));
+    }, 120_000);
+  },
+);

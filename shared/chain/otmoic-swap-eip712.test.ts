@@ -53,28 +53,43 @@ describe('OtmoicSwap typed data definition', () => {
   });
 });
 
-describe.each(eip712.cases.map((c) => [c.chain_id, c] as const))('vector case on chain %i', (chainId, vector) => {
-  const value = parseSwapAgreement(vector.request.value, 'swap');
+describe.each(eip712.cases.map((c) => [c.chain_id, c] as const))(
+  'vector case on chain %i',
+  (chainId, vector) => {
+    const value = parseSwapAgreement(vector.request.value, 'swap');
 
-  it('gives the domain separator, struct hash and digest of the vector', () => {
-    expect(swapDomainSeparator(chainId)).toBe(vector.domain_separator);
-    expect(swapStructHash(value, 'swap')).toBe(vector.struct_hash);
-    expect(swapDigest(value, chainId, 'swap')).toBe(vector.digest);
-  });
+    it('gives the domain separator, struct hash and digest of the vector', () => {
+      expect(swapDomainSeparator(chainId)).toBe(vector.domain_separator);
+      expect(swapStructHash(value, 'swap')).toBe(vector.struct_hash);
+      expect(swapDigest(value, chainId, 'swap')).toBe(vector.digest);
+    });
 
-  it.each(backends)('recovers the signer from 65-byte, v 0/1 and EIP-2098 signatures (%s backend)', (_name, backend) => {
-    expect(recoverSwapSigner(value, vector.request.signature, chainId, 'swap', backend)).toBe(SIGNER);
-    expect(recoverSwapSigner(value, vector.signature_with_v_0_or_1, chainId, 'swap', backend)).toBe(SIGNER);
-    expect(recoverSwapSigner(value, vector.compact_eip2098_signature, chainId, 'swap', backend)).toBe(SIGNER);
-    expect(vector.response_for_compact_signature.address).toBe(SIGNER);
-  });
+    it.each(backends)(
+      'recovers the signer from 65-byte, v 0/1 and EIP-2098 signatures (%s backend)',
+      (_name, backend) => {
+        expect(recoverSwapSigner(value, vector.request.signature, chainId, 'swap', backend)).toBe(SIGNER);
+        expect(recoverSwapSigner(value, vector.signature_with_v_0_or_1, chainId, 'swap', backend)).toBe(
+          SIGNER,
+        );
+        expect(recoverSwapSigner(value, vector.compact_eip2098_signature, chainId, 'swap', backend)).toBe(
+          SIGNER,
+        );
+        expect(vector.response_for_compact_signature.address).toBe(SIGNER);
+      },
+    );
 
-  it.each(backends)('recovers the address of the vector under the other chain id (%s backend)', (_name, backend) => {
-    const other = vector.response_when_server_CHAIN_ID_is_other;
-    expect(recoverSwapSigner(value, vector.request.signature, other.server_chain_id, 'swap', backend)).toBe(other.address);
-    expect(other.address).not.toBe(SIGNER);
-  });
-});
+    it.each(backends)(
+      'recovers the address of the vector under the other chain id (%s backend)',
+      (_name, backend) => {
+        const other = vector.response_when_server_CHAIN_ID_is_other;
+        expect(
+          recoverSwapSigner(value, vector.request.signature, other.server_chain_id, 'swap', backend),
+        ).toBe(other.address);
+        expect(other.address).not.toBe(SIGNER);
+      },
+    );
+  },
+);
 
 describe('vector variants', () => {
   const variantByNote = (fragment: string) => {
@@ -88,20 +103,26 @@ describe('vector variants', () => {
     const fromStrings = parseSwapAgreement(variant.request.value, 'swap');
     const fromNumbers = parseSwapAgreement(eip712.cases[0]!.request.value, 'swap');
     expect(fromStrings).toEqual(fromNumbers);
-    expect(recoverSwapSigner(fromStrings, variant.request.signature, variant.server_chain_id, 'swap')).toBe(variant.response.address);
+    expect(recoverSwapSigner(fromStrings, variant.request.signature, variant.server_chain_id, 'swap')).toBe(
+      variant.response.address,
+    );
   });
 
   it('ignores an unknown extra key', () => {
     const variant = variantByNote('extra unknown key');
     const value = parseSwapAgreement(variant.request.value, 'swap');
     expect(value).not.toHaveProperty('bridge_name');
-    expect(recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap')).toBe(variant.response.address);
+    expect(recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap')).toBe(
+      variant.response.address,
+    );
   });
 
   it('recovers a different address for a tampered value (callers compare)', () => {
     const variant = variantByNote('tampered');
     const value = parseSwapAgreement(variant.request.value, 'swap');
-    expect(recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap')).toBe(variant.response.address);
+    expect(recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap')).toBe(
+      variant.response.address,
+    );
     expect(variant.response.address).not.toBe(SIGNER);
   });
 
@@ -117,7 +138,9 @@ describe('vector variants', () => {
   it('rejects a garbage signature with INVALID_SIGNATURE (original: address "0x0")', () => {
     const variant = variantByNote('garbage signature');
     const value = parseSwapAgreement(variant.request.value, 'swap');
-    const error = thrownBy(() => recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap'));
+    const error = thrownBy(() =>
+      recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap'),
+    );
     expect(error.code).toBe('INVALID_SIGNATURE');
     expect(error.message).toMatch(/65 bytes .* or 64 bytes/);
   });
@@ -133,16 +156,22 @@ describe('vector variants', () => {
   it('hashes the string "0" as "0": the signature made over "" recovers another address', () => {
     const variant = variantByNote('against the string "0"');
     const value = parseSwapAgreement(variant.request.value, 'swap');
-    expect(recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap')).toBe(variant.response.address);
+    expect(recoverSwapSigner(value, variant.request.signature, variant.server_chain_id, 'swap')).toBe(
+      variant.response.address,
+    );
     const signedOverEmpty = parseSwapAgreement({ ...variant.request.value, dst_native_amount: '' }, 'swap');
-    expect(recoverSwapSigner(signedOverEmpty, variant.request.signature, variant.server_chain_id, 'swap')).toBe(SIGNER);
+    expect(
+      recoverSwapSigner(signedOverEmpty, variant.request.signature, variant.server_chain_id, 'swap'),
+    ).toBe(SIGNER);
   });
 
   it('recovers the signer of the single-chain (13-member) vector', () => {
     const { request, server_chain_id, response } = eip712.single_swap;
     const value = parseSwapAgreement(request.value, 'single-chain');
     for (const [, backend] of backends) {
-      expect(recoverSwapSigner(value, request.signature, server_chain_id, 'single-chain', backend)).toBe(response.address);
+      expect(recoverSwapSigner(value, request.signature, server_chain_id, 'single-chain', backend)).toBe(
+        response.address,
+      );
     }
     // The same message under the 15-member type is a different digest.
     expect(() => parseSwapAgreement(request.value, 'swap')).toThrow(ChainInputError);
@@ -155,12 +184,17 @@ describe('swap agreement schema', () => {
     thrownBy(() => parseSwapAgreement({ ...valid, [field]: input }, 'swap')).message;
 
   it('turns numeric members into bigint, from JSON integers or decimal strings', () => {
-    const value = parseSwapAgreement({ ...valid, src_amount: '5', agreement_reached_time: '0001700000000' }, 'swap');
+    const value = parseSwapAgreement(
+      { ...valid, src_amount: '5', agreement_reached_time: '0001700000000' },
+      'swap',
+    );
     expect(value.agreement_reached_time).toBe(1700000000n);
     expect(value.src_chain_id).toBe(9006n);
     expect(value.src_amount).toBe('5');
     const max = ((1n << 256n) - 1n).toString();
-    expect(parseSwapAgreement({ ...valid, earliest_refund_time: max }, 'swap').earliest_refund_time).toBe(BigInt(max));
+    expect(parseSwapAgreement({ ...valid, earliest_refund_time: max }, 'swap').earliest_refund_time).toBe(
+      BigInt(max),
+    );
   });
 
   it.each([
@@ -172,7 +206,11 @@ describe('swap agreement schema', () => {
     ['an exponent string', '6e1', 'must be a decimal integer string, got "6e1"'],
     ['an empty string', '', 'must be a decimal integer string, got ""'],
     ['a padded string', ' 60', 'must be a decimal integer string, got " 60"'],
-    ['an unsafe JSON integer', 2 ** 60, 'is a JSON number above 2^53-1, which loses precision: send it as a decimal string'],
+    [
+      'an unsafe JSON integer',
+      2 ** 60,
+      'is a JSON number above 2^53-1, which loses precision: send it as a decimal string',
+    ],
     ['2^256', (1n << 256n).toString(), 'must be below 2^256'],
     ['a boolean', true, 'must be an integer or a decimal integer string'],
     ['null', null, 'is required'],
@@ -182,10 +220,14 @@ describe('swap agreement schema', () => {
 
   it('rejects non-strings and lone surrogates in string members, and lists every bad field', () => {
     expect(messageFor('lp_id', 7)).toBe('value.lp_id must be a string');
-    expect(messageFor('lp_id', 'lp-\uD800')).toBe('value.lp_id contains a lone UTF-16 surrogate (not valid UTF-8)');
+    expect(messageFor('lp_id', 'lp-\uD800')).toBe(
+      'value.lp_id contains a lone UTF-16 surrogate (not valid UTF-8)',
+    );
     expect(parseSwapAgreement({ ...valid, lp_id: 'lp-\uD83D\uDE00' }, 'swap').lp_id).toBe('lp-😀');
     const error = thrownBy(() => parseSwapAgreement({ ...valid, lp_id: 1, src_chain_id: 'x' }, 'swap'));
-    expect(error.message).toBe('value.src_chain_id must be a decimal integer string, got "x"; value.lp_id must be a string');
+    expect(error.message).toBe(
+      'value.src_chain_id must be a decimal integer string, got "x"; value.lp_id must be a string',
+    );
     expect(thrownBy(() => parseSwapAgreement('nope', 'swap')).code).toBe('INVALID_AGREEMENT');
   });
 });
@@ -211,7 +253,9 @@ describe('signature validation', () => {
     ['s = 0', '0x' + rs.slice(0, 64) + word(0n) + '1b'],
   ])('rejects %s with INVALID_SIGNATURE on every backend', (_label, signature) => {
     for (const [, backend] of backends) {
-      expect(thrownBy(() => recoverSwapSigner(value, signature, 97, 'swap', backend)).code).toBe('INVALID_SIGNATURE');
+      expect(thrownBy(() => recoverSwapSigner(value, signature, 97, 'swap', backend)).code).toBe(
+        'INVALID_SIGNATURE',
+      );
     }
     // ethers refuses these too (it also takes EIP-155 v values, which we do not).
     if (!_label.startsWith('v = 37')) {
@@ -220,6 +264,8 @@ describe('signature validation', () => {
   });
 
   it('accepts signature bytes as well as hex', () => {
-    expect(recoverSwapSigner(value, Buffer.from(vector.request.signature.slice(2), 'hex'), 97, 'swap')).toBe(SIGNER);
+    expect(recoverSwapSigner(value, Buffer.from(vector.request.signature.slice(2), 'hex'), 97, 'swap')).toBe(
+      SIGNER,
+    );
   });
 });

@@ -13,7 +13,14 @@
 import type { TypedDataField } from 'ethers';
 import { z } from 'zod';
 import { parseChainId, type ChainIdInput } from './chain-id.js';
-import { domainSeparator, typeHash, typedDataDigest, WORD_BYTES, writeStringWord, writeUintWord } from './eip712-encoding.js';
+import {
+  domainSeparator,
+  typeHash,
+  typedDataDigest,
+  WORD_BYTES,
+  writeStringWord,
+  writeUintWord,
+} from './eip712-encoding.js';
 import { bytesToHex } from './hex.js';
 import { keccak256Bytes } from './keccak.js';
 import { recoverAddressFromDigest } from './recover-address.js';
@@ -59,7 +66,9 @@ export const swapAgreementSchema = z.object({
 
 export type SingleChainSwapAgreement = z.output<typeof singleChainSwapAgreementSchema>;
 export type SwapAgreement = z.output<typeof swapAgreementSchema>;
-export type SwapAgreementOf<V extends SwapVariant> = V extends 'single-chain' ? SingleChainSwapAgreement : SwapAgreement;
+export type SwapAgreementOf<V extends SwapVariant> = V extends 'single-chain'
+  ? SingleChainSwapAgreement
+  : SwapAgreement;
 
 const MEMBER_TYPES: Record<keyof SwapAgreement, 'uint256' | 'string'> = {
   src_chain_id: 'uint256',
@@ -80,7 +89,9 @@ const MEMBER_TYPES: Record<keyof SwapAgreement, 'uint256' | 'string'> = {
 };
 
 const SWAP_MEMBERS = Object.keys(swapAgreementSchema.shape) as (keyof SwapAgreement)[];
-const SINGLE_CHAIN_MEMBERS = Object.keys(singleChainSwapAgreementSchema.shape) as (keyof SingleChainSwapAgreement)[];
+const SINGLE_CHAIN_MEMBERS = Object.keys(
+  singleChainSwapAgreementSchema.shape,
+) as (keyof SingleChainSwapAgreement)[];
 
 function membersOf(variant: SwapVariant): readonly (keyof SwapAgreement)[] {
   return variant === 'swap' ? SWAP_MEMBERS : SINGLE_CHAIN_MEMBERS;
@@ -140,7 +151,10 @@ export function swapDomainSeparator(chainId: ChainIdInput): string {
   return bytesToHex(cachedSwapDomainSeparator(parseChainId(chainId)));
 }
 
-function swapStructHashBytes(value: SingleChainSwapAgreement | SwapAgreement, variant: SwapVariant): Uint8Array {
+function swapStructHashBytes(
+  value: SingleChainSwapAgreement | SwapAgreement,
+  variant: SwapVariant,
+): Uint8Array {
   const members = membersOf(variant);
   const encoded = new Uint8Array((1 + members.length) * WORD_BYTES);
   const view = new DataView(encoded.buffer);
@@ -157,12 +171,23 @@ export function swapStructHash<V extends SwapVariant>(value: SwapAgreementOf<V>,
   return bytesToHex(swapStructHashBytes(value, variant));
 }
 
-function swapDigestBytes(value: SingleChainSwapAgreement | SwapAgreement, chainId: ChainIdInput, variant: SwapVariant): Uint8Array {
-  return typedDataDigest(cachedSwapDomainSeparator(parseChainId(chainId)), swapStructHashBytes(value, variant));
+function swapDigestBytes(
+  value: SingleChainSwapAgreement | SwapAgreement,
+  chainId: ChainIdInput,
+  variant: SwapVariant,
+): Uint8Array {
+  return typedDataDigest(
+    cachedSwapDomainSeparator(parseChainId(chainId)),
+    swapStructHashBytes(value, variant),
+  );
 }
 
 /** The EIP-712 digest the wallet signed, lowercase 0x-hex. */
-export function swapDigest<V extends SwapVariant>(value: SwapAgreementOf<V>, chainId: ChainIdInput, variant: V): string {
+export function swapDigest<V extends SwapVariant>(
+  value: SwapAgreementOf<V>,
+  chainId: ChainIdInput,
+  variant: V,
+): string {
   return bytesToHex(swapDigestBytes(value, chainId, variant));
 }
 

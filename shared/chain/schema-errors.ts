@@ -11,7 +11,9 @@ export function parseOrThrow<Schema extends z.ZodType>(
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const details = result.error.issues.map((issue) =>
-    issue.path.length === 0 ? `${label}: ${issue.message}` : `${label}.${issue.path.map(String).join('.')} ${issue.message}`,
+    issue.path.length === 0
+      ? `${label}: ${issue.message}`
+      : `${label}.${issue.path.map(String).join('.')} ${issue.message}`,
   );
   throw new ChainInputError(code, details.join('; '), { cause: result.error });
 }

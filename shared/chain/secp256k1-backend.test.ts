@@ -35,7 +35,8 @@ const SIGNATURE_RS = Buffer.from(
 describe('secp256k1 backend selection', () => {
   it('uses the native module by default, and it loads on linux-x64 from the package prebuilds', async () => {
     const backends = await freshBackendModule(undefined);
-    if (process.platform === 'linux' && process.arch === 'x64') expect(backends.nativeSecp256k1Backend).toBeDefined();
+    if (process.platform === 'linux' && process.arch === 'x64')
+      expect(backends.nativeSecp256k1Backend).toBeDefined();
     expect(backends.defaultSecp256k1Backend.name).toBe(backends.nativeSecp256k1Backend ? 'native' : 'js');
   });
 
@@ -44,7 +45,8 @@ describe('secp256k1 backend selection', () => {
     const fromJs = jsSecp256k1Backend.recoverPublicKey(DIGEST, SIGNATURE_RS, 0);
     expect(fromJs).toHaveLength(65);
     expect(fromJs[0]).toBe(4);
-    if (nativeSecp256k1Backend) expect(nativeSecp256k1Backend.recoverPublicKey(DIGEST, SIGNATURE_RS, 0)).toEqual(fromJs);
+    if (nativeSecp256k1Backend)
+      expect(nativeSecp256k1Backend.recoverPublicKey(DIGEST, SIGNATURE_RS, 0)).toEqual(fromJs);
   });
 
   it('OTMOIC_SECP256K1=js forces the JS backend', async () => {
@@ -59,11 +61,15 @@ describe('secp256k1 backend selection', () => {
     const { relayVectors } = await import('../../test/fixtures/otmoic-relay-vectors.js');
     const vector = relayVectors.eip712.cases[0]!;
     const value = parseSwapAgreement(vector.request.value, 'swap');
-    expect(recoverSwapSigner(value, vector.request.signature, vector.chain_id, 'swap')).toBe(relayVectors.eip712.expected_signer);
+    expect(recoverSwapSigner(value, vector.request.signature, vector.chain_id, 'swap')).toBe(
+      relayVectors.eip712.expected_signer,
+    );
   });
 
   it('OTMOIC_SECP256K1=native fails loudly when the native module cannot load', async () => {
-    await expect(freshBackendModule('native', false)).rejects.toThrow(/OTMOIC_SECP256K1=native but the native secp256k1 module did not load/);
+    await expect(freshBackendModule('native', false)).rejects.toThrow(
+      /OTMOIC_SECP256K1=native but the native secp256k1 module did not load/,
+    );
   });
 
   it('rejects an unknown OTMOIC_SECP256K1 value', async () => {

@@ -28,7 +28,12 @@ export interface Secp256k1Backend {
 
 /** The part of the `secp256k1` package's native API that we use. */
 interface NativeSecp256k1 {
-  ecdsaRecover(signature: Uint8Array, recoveryId: number, digest: Uint8Array, compressed: boolean): Uint8Array;
+  ecdsaRecover(
+    signature: Uint8Array,
+    recoveryId: number,
+    digest: Uint8Array,
+    compressed: boolean,
+  ): Uint8Array;
 }
 
 export const jsSecp256k1Backend: Secp256k1Backend = {
@@ -57,7 +62,12 @@ function loadNativeBackend(): { backend?: Secp256k1Backend; loadError?: unknown 
 }
 
 const requestedBackend = process.env['OTMOIC_SECP256K1'];
-if (requestedBackend !== undefined && requestedBackend !== '' && requestedBackend !== 'js' && requestedBackend !== 'native') {
+if (
+  requestedBackend !== undefined &&
+  requestedBackend !== '' &&
+  requestedBackend !== 'js' &&
+  requestedBackend !== 'native'
+) {
   throw new Error(`OTMOIC_SECP256K1 must be "native" or "js", got "${requestedBackend}"`);
 }
 

@@ -17,7 +17,10 @@ export interface ParsedSignature {
 export function parseSignature(signature: string | Uint8Array): ParsedSignature {
   const bytes = typeof signature === 'string' ? hexToBytesOrUndefined(signature) : signature;
   if (bytes === undefined) {
-    throw new ChainInputError('INVALID_SIGNATURE', 'signature must be 0x-prefixed hex of 65 bytes (r, s, v) or 64 bytes (EIP-2098)');
+    throw new ChainInputError(
+      'INVALID_SIGNATURE',
+      'signature must be 0x-prefixed hex of 65 bytes (r, s, v) or 64 bytes (EIP-2098)',
+    );
   }
   if (bytes.length === 65) return parseRsv(bytes);
   if (bytes.length === 64) return parseEip2098(bytes);
@@ -34,7 +37,8 @@ function parseRsv(bytes: Uint8Array): ParsedSignature {
   else if (v === 28 || v === 1) recoveryId = 1;
   else throw new ChainInputError('INVALID_SIGNATURE', `signature v must be 27, 28, 0 or 1, got ${String(v)}`);
   // ethers rejects this too: with the top bit set, s could be confused with an EIP-2098 parity bit.
-  if (((bytes[32] ?? 0) & 0x80) !== 0) throw new ChainInputError('INVALID_SIGNATURE', 'signature has a non-canonical s');
+  if (((bytes[32] ?? 0) & 0x80) !== 0)
+    throw new ChainInputError('INVALID_SIGNATURE', 'signature has a non-canonical s');
   return { compact: bytes.slice(0, 64), recoveryId };
 }
 

@@ -12,5 +12,7 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
 export function eip712StringField() {
   return z
     .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-    .refine((text) => !LONE_SURROGATE.test(text), { message: 'contains a lone UTF-16 surrogate (not valid UTF-8)' });
+    .refine((text) => !LONE_SURROGATE.test(text), {
+      message: 'contains a lone UTF-16 surrogate (not valid UTF-8)',
+    });
 }

@@ -55,7 +55,9 @@ describe('transferId', () => {
     const out = inputOf(vectors.out_erc20_chain97);
     expect(codeOf(() => transferId({ ...out, sender: '0x1234' }))).toBe('INVALID_ADDRESS');
     expect(codeOf(() => transferId({ ...out, hashlock: '0x1234' }))).toBe('INVALID_HASHLOCK');
-    expect(codeOf(() => transferId({ ...out, expectedSingleStepTime: (1n << 64n).toString() }))).toBe('INVALID_NUMBER');
+    expect(codeOf(() => transferId({ ...out, expectedSingleStepTime: (1n << 64n).toString() }))).toBe(
+      'INVALID_NUMBER',
+    );
     expect(codeOf(() => transferId({ ...out, tokenAmount: 1.5 }))).toBe('INVALID_NUMBER');
     expect(codeOf(() => transferId({ ...out, chainId: 0 }))).toBe('INVALID_CHAIN_ID');
   });

@@ -28,7 +28,20 @@ export interface TransferIdInput {
   chainId: ChainIdInput;
 }
 
-const PACKED_TYPES = ['address', 'address', 'bytes32', 'uint64', 'uint64', 'uint64', 'uint64', 'address', 'uint256', 'uint256', 'bool', 'uint256'];
+const PACKED_TYPES = [
+  'address',
+  'address',
+  'bytes32',
+  'uint64',
+  'uint64',
+  'uint64',
+  'uint64',
+  'address',
+  'uint256',
+  'uint256',
+  'bool',
+  'uint256',
+];
 
 /** Lowercase 0x-hex bytes32. */
 export function transferId(input: TransferIdInput): string {
