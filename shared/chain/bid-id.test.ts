@@ -3,7 +3,7 @@ import { keccak256, solidityPackedKeccak256, toUtf8Bytes } from 'ethers';
 import { describe, expect, it } from 'vitest';
 import { bidId, bidIdPreimage } from './bid-id.js';
 import { parseComplaint } from './complaint-eip712.js';
-import { eip712StringArbitrary, jsonUintArbitrary } from './eip712-arbitraries.test-support.js';
+import { eip712StringArbitrary, jsonUintArbitrary } from '../../test/fixtures/eip712-arbitraries.js';
 
 const complaint = parseComplaint({
   srcChainId: 9006,

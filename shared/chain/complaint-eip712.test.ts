@@ -16,7 +16,7 @@ import {
   privateKeyArbitrary,
   serializeSignature,
   signatureFormArbitrary,
-} from './eip712-arbitraries.test-support.js';
+} from '../../test/fixtures/eip712-arbitraries.js';
 import { ChainInputError } from './errors.js';
 import { jsSecp256k1Backend, nativeSecp256k1Backend, type Secp256k1Backend } from './secp256k1-backend.js';
 

@@ -13,7 +13,7 @@ import {
   randomSignatureArbitrary,
   serializeSignature,
   signatureFormArbitrary,
-} from './eip712-arbitraries.test-support.js';
+} from '../../test/fixtures/eip712-arbitraries.js';
 import { ChainInputError } from './errors.js';
 import {
   parseSwapAgreement,
