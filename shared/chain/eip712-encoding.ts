@@ -19,6 +19,8 @@ export function writeUintWord(view: DataView, wordIndex: number, value: bigint):
   // Values reach here typed by a schema; a number or undefined would be a caller bug, not bad input.
   if (typeof value !== 'bigint')
     throw new TypeError(`EIP-712 uint member must be a bigint, got ${typeof value}`);
+  // Never truncate silently: out-of-range values would otherwise wrap into a valid-looking word.
+  if (value < 0n || value >> 256n !== 0n) throw new RangeError('EIP-712 uint member must be in [0, 2^256)');
   const wordStart = wordIndex * WORD_BYTES;
   let rest = value;
   for (let limb = 3; limb >= 0 && rest !== 0n; limb--) {
