@@ -1,6 +1,7 @@
 // `npm run bench -- <name> [<name> …]`: runs the named benchmarks (all when none is named).
 const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   bus: () => import('./bus.js'),
+  crypto: () => import('./crypto.js'),
 };
 
 const asked = process.argv.slice(2);
