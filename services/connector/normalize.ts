@@ -74,12 +74,13 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
   const a = log.args;
   const dec = (v: unknown) => (v as bigint).toString(10);
   const lower = (v: unknown) => String(v).toLowerCase();
-  const times = {
+  // Only the two transfer events carry the agreement's times.
+  const times = () => ({
     expectedSingleStepTime: dec(a.expectedSingleStepTime),
     tolerantSingleStepTime: dec(a.tolerantSingleStepTime),
     earliestRefundTime: dec(a.earliestRefundTime),
     agreementReachedTime: dec(a.agreementReachedTime),
-  };
+  });
   switch (log.name) {
     case 'LogNewTransferOut':
       return {
@@ -91,7 +92,7 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
         token: a.token,
         amount: dec(a.amount),
         hashlock: lower(a.hashlock),
-        ...times,
+        ...times(),
         dstChainId: dec(a.dstChainId),
         dstAddress: dec(a.dstAddress),
         bidId: lower(a.bidId),
@@ -114,7 +115,7 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
         tokenAmount: dec(a.token_amount),
         ethAmount: dec(a.eth_amount),
         hashlock: lower(a.hashlock),
-        ...times,
+        ...times(),
         srcChainId: dec(a.srcChainId),
         srcTransferId: lower(a.srcTransferId),
       };

@@ -22,6 +22,14 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
   });
 
+  // Every error answers {code, message} with a matching HTTP status. Client errors (bad JSON, too large) keep
+  // fastify's status and message; anything unexpected is a 500 that says nothing internal and is logged.
+  app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
+    const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) request.log.error({ err: error.message, url: request.url }, 'request failed');
+    return reply.code(status).send({ code: status, message: status === 500 ? 'internal error' : error.message });
+  });
+
   app.get('/health', async (_request, reply) => {
     const started = Date.now();
     try {

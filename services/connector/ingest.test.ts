@@ -1,0 +1,199 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { createHttpServer } from '../../shared/runtime/http.js';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
+import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { allTopics, chainEvents, decode, topicSpec } from '../../topics/index.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { HeightStore } from './heights.js';
+import { Ingestor } from './ingest.js';
+import { connectorMigrations } from './migrations.js';
+import { registerCallbackRoutes } from './routes.js';
+
+const vectors = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'));
+const transferOutVector = vectors.events.find((v: { type?: string }) => v.type === 'TransferOut');
+const confirmOutVector = vectors.events.find((v: { type?: string }) => v.type === 'ConfirmOut');
+
+const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+const SENDER = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+
+/** A chain-client body in the original's exact shape, around a golden log. */
+function originalBody(vector: any, block: number, logIndex = 0, overrides: Record<string, unknown> = {}) {
+  const event = {
+    address: CONTRACT,
+    topics: [vector.topic0],
+    data: vector.log_data,
+    blockNumber: '0x' + block.toString(16),
+    transactionHash: '0x' + (block * 1000 + logIndex).toString(16).padStart(64, '0'),
+    transactionIndex: '0x0',
+    blockHash: '0x' + 'bb'.repeat(32),
+    logIndex: '0x' + logIndex.toString(16),
+    removed: false,
+  };
+  return {
+    event,
+    tx: { from: SENDER, to: CONTRACT, transactionHash: event.transactionHash, status: '0x1', logs: [event] },
+    eventParse: vector.event_parse,
+    block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_100 + block).toString(16), hash: event.blockHash },
+    type: vector.type,
+    transfer_info: JSON.stringify({}),
+    event_raw: JSON.stringify(event),
+    event_parse: vector.event_parse,
+    chain_id: '9006',
+    ...overrides,
+  };
+}
+
+describe('connector callbacks: original bodies in, chain.events out', () => {
+  let db: TestDatabase;
+  let bus: PostgresBus;
+  let app: FastifyInstance;
+  let heights: HeightStore;
+  const backfills: Array<[string, number, number]> = [];
+  const registry = new Registry();
+  const rejected = new Counter({ name: 'rejected', help: 'x', labelNames: ['reason'], registers: [registry] });
+
+  const post = (path: string, body: unknown) =>
+    app.inject({ method: 'POST', url: path, payload: body as object, headers: { 'content-type': 'application/json' } });
+  const published = async () => {
+    const { rows } = await db.pool.query<{ value: string }>(`SELECT value FROM bus_messages WHERE topic = 'chain.events' ORDER BY partition, "offset"`);
+    return rows.map((r) => decode(chainEvents, { topic: 'chain.events', partition: 0, offset: 0n, key: '', value: r.value, headers: {}, timestamp: new Date() }));
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase([connectorMigrations]);
+    const log = createLogger({ level: 'silent' });
+    bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
+    await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
+    heights = new HeightStore(db.pool);
+    const gauge = (name: string) => new Gauge({ name, help: 'x', labelNames: ['chain', 'stream'], registers: [registry] });
+    const ingestor = new Ingestor({
+      pool: db.pool,
+      bus,
+      archive: new PostgresArchive(db.pool),
+      heights,
+      chains: new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]),
+      log,
+      metrics: { height: gauge('h'), lag: gauge('l'), events: new Counter({ name: 'e', help: 'x', labelNames: ['chain', 'type'], registers: [registry] }), rejected },
+      blockTimestamp: async (_chain, height) => 1_700_000_100 + height,
+      requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
+    });
+    app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
+    registerCallbackRoutes(app, '/callback', ingestor, (reason) => rejected.inc({ reason }));
+    await app.ready();
+  });
+  beforeEach(async () => {
+    await db.pool.query(`DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents`);
+    await heights.init('9006', 'swap', 10);
+    backfills.length = 0;
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('accepts the original update_height body and publishes the golden event exactly', async () => {
+    const body = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12), originalBody(confirmOutVector, 14)] };
+    const reply = await post('/callback/9006/swap', body);
+    expect(reply.statusCode, reply.body).toBe(200);
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    const events = await published();
+    expect(events.map((e) => e.payload.kind)).toEqual(['TransferOut', 'ConfirmOut']);
+    const out = events[0]!.payload;
+    const golden = transferOutVector.event_parse;
+    expect(out).toMatchObject({
+      chainId: '9006',
+      blockNumber: 12,
+      blockTimestamp: 1_700_000_112,
+      transferId: golden.transferId,
+      sender: golden.sender,
+      receiver: golden.receiver,
+      token: golden.token,
+      amount: golden.amount,
+      hashlock: golden.hashlock,
+      dstChainId: golden.dstChainId,
+      dstAddress: golden.dstAddress,
+      bidId: golden.bidId,
+      tokenDst: golden.tokenDst,
+      amountDst: golden.amountDst,
+      agreementReachedTime: golden.agreementReachedTime,
+      earliestRefundTime: golden.earliestRefundTime,
+      requestor: golden.requestor,
+      lpId: golden.lpId,
+      txFrom: SENDER,
+    });
+    expect(events[0]!.id).toBe(`9006:${out.txHash}:0`);
+    expect(events[1]!.payload).toMatchObject({ kind: 'ConfirmOut', preimage: confirmOutVector.event_parse.preimage });
+    expect(await heights.get('9006', 'swap')).toBe(15);
+    // The raw body is archived as it came.
+    const { rows } = await db.pool.query(`SELECT document FROM archive_documents WHERE collection = 'chain-events' ORDER BY seq`);
+    expect(rows[0].document).toEqual(body.data[0]);
+    // A heartbeat height for the classifier's clock.
+    const { rows: heightRows } = await db.pool.query(`SELECT value FROM bus_messages WHERE topic = 'chain.heights'`);
+    expect(JSON.parse(heightRows[0].value).payload).toEqual({ chainId: '9006', height: 15, blockTimestamp: 1_700_000_115 });
+  });
+
+  it('is idempotent under the chain client retries: a repeated chunk publishes nothing more', async () => {
+    const body = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
+    expect((await post('/callback/9006/swap', body)).json().message).toBe('processed');
+    expect((await post('/callback/9006/swap', body)).json()).toEqual({ code: 200, message: 'already processed' });
+    expect(await published()).toHaveLength(1);
+  });
+
+  it('does not publish past a gap: it asks for history and keeps the height', async () => {
+    const reply = await post('/callback/9006/swap', { type: 'update_height', height: 30, data: [originalBody(transferOutVector, 28)] });
+    expect(reply.json()).toEqual({ code: 200, message: 'gap: backfill requested' });
+    expect(backfills).toEqual([['9006', 10, 30]]);
+    expect(await published()).toHaveLength(0);
+    expect(await heights.get('9006', 'swap')).toBe(10);
+    // Heartbeats (no data) advance the height when contiguous.
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15, data: [] })).json().message).toBe('processed');
+    expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
+  it('accepts a single event post (per-event callbacks) and skips one already processed', async () => {
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 11))).json().message).toBe('processed');
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 9))).json().message).toBe('already processed');
+    expect(await published()).toHaveLength(1);
+  });
+
+  const refused: Array<[string, () => unknown, RegExp, number?]> = [
+    ['a foreign contract', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12, 0, { event: { ...originalBody(transferOutVector, 12).event, address: '0x' + '12'.repeat(20) } })] }), /not a configured contract/],
+    ['another chain', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12, 0, { chain_id: '614' })] }), /event of chain 614 posted for chain 9006/],
+    ['a type that is not the log', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12, 0, { type: 'TransferIn' })] }), /type "TransferIn" but the log is LogNewTransferOut/],
+    ['undecodable data', () => ({ type: 'update_height', height: 15, data: [originalBody({ ...transferOutVector, log_data: '0x1234' }, 12)] }), /does not decode/],
+    ['an event outside its chunk', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 3)] }), /outside the chunk of height 15/],
+    ['a missing block', () => ({ type: 'update_height', height: 15, data: [{ ...originalBody(transferOutVector, 12), block: undefined }] }), /block/],
+    ['a negative height', () => ({ type: 'update_height', height: -5 }), /height/],
+    ['an unknown type', () => ({ type: 'delete_everything' }), /invalid event body/],
+    ['a body that is not an object', () => [1, 2, 3], /invalid event body/],
+  ];
+  for (const [what, body, message] of refused) {
+    it(`refuses ${what} with a 400 and a clear message, changing nothing`, async () => {
+      const reply = await post('/callback/9006/swap', body());
+      expect(reply.statusCode).toBe(400);
+      expect(reply.json().code).toBe(400);
+      expect(reply.json().message).toMatch(message);
+      expect(await published()).toHaveLength(0);
+      expect(await heights.get('9006', 'swap')).toBe(10);
+    });
+  }
+
+  it('answers malformed JSON with a 400 in the {code, message} shape', async () => {
+    const reply = await app.inject({ method: 'POST', url: '/callback/9006/swap', payload: '{"type":', headers: { 'content-type': 'application/json' } });
+    expect(reply.statusCode).toBe(400);
+    expect(reply.json()).toMatchObject({ code: 400, message: expect.stringMatching(/JSON/i) });
+  });
+
+  it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {
+    const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
+    expect(reply.statusCode).toBe(404);
+    const metrics = await registry.getSingleMetricAsString('rejected');
+    expect(metrics).toMatch(/reason="foreign_contract"} [1-9]/);
+    expect(metrics).toMatch(/reason="unknown_chain"} [1-9]/);
+  });
+});
