@@ -1,7 +1,7 @@
 import type { Counter, Gauge } from 'prom-client';
 import type { Archive } from '../../shared/archive/port.js';
 import type { EventBus } from '../../shared/bus/port.js';
-import { withTransaction, type Pool } from '../../shared/db/pool.js';
+import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { chainEventId, chainEvents, chainHeights, encode, envelope, type ChainEvent } from '../../topics/index.js';
@@ -110,11 +110,11 @@ export class Ingestor {
     }
     // A chunk may overlap what is stored (a history chunk ending at a non-multiple of 5): skip those blocks.
     const fresh = events.filter((e) => e.blockNumber > stored);
-    await this.archive(bodies, events);
     const timestamp = fresh.find((e) => e.blockNumber === height)?.blockTimestamp ?? (await this.options.blockTimestamp(chainId, height));
 
     await withTransaction(this.options.pool, async (tx) => {
       if (!(await heights.advance(tx, chainId, stream, stored, height))) throw new HeightConflictError(chainId, stream);
+      await this.archive(bodies, events, tx);
       if (fresh.length > 0) await this.options.bus.publish(chainEvents.name, fresh.map((e) => this.eventMessage(e)), { tx });
       if (timestamp !== undefined && stream === 'swap') {
         const heightEnvelope = envelope(chainHeights, { chainId, height, blockTimestamp: timestamp }, {
@@ -137,12 +137,13 @@ export class Ingestor {
   }
 
   /** Raw bodies as received, keyed like the events, for audit and re-normalisation. First write wins. */
-  private async archive(bodies: readonly EventBody[], events: readonly ChainEvent[]): Promise<void> {
+  private async archive(bodies: readonly EventBody[], events: readonly ChainEvent[], tx?: PoolClient): Promise<void> {
     const byKey = new Map(events.map((e) => [`${e.txHash}:${e.logIndex}`, chainEventId(e)]));
-    for (const body of bodies) {
+    const documents = bodies.flatMap((body) => {
       const id = byKey.get(`${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`);
-      if (id) await this.options.archive.put('chain-events', id, body);
-    }
+      return id ? [{ id, document: body }] : [];
+    });
+    await this.options.archive.putMany('chain-events', documents, { tx });
   }
 
   private serialized<T>(chainId: string, stream: Stream, work: () => Promise<T>): Promise<T> {

@@ -47,6 +47,12 @@ export class MongoArchive implements Archive {
     }
   }
 
+  async putMany(collection: string, documents: ReadonlyArray<{ id: string; document: unknown }>): Promise<number> {
+    let stored = 0;
+    for (const { id, document } of documents) if (await this.put(collection, id, document)) stored++;
+    return stored;
+  }
+
   async get<T>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined> {
     const doc = await this.collection(collection).findOne({ _id: id });
     return doc ? { id: doc._id, document: doc.document as T, storedAt: doc.storedAt } : undefined;

@@ -1,3 +1,5 @@
+import type { PoolClient } from '../db/pool.js';
+
 /**
  * The archive of raw chain documents (chain-client bodies, receipts, blocks) as they arrived, for audit and
  * re-normalisation. Adapters: postgres (JSONB, embedded profile) and MongoDB (production). Both pass
@@ -13,6 +15,15 @@ export interface Archive {
   readonly kind: 'postgres' | 'mongodb';
   /** Stores a document under (collection, id) unless one is there: the first write wins. Returns whether it was new. */
   put(collection: string, id: string, document: unknown): Promise<boolean>;
+  /**
+   * put() for many documents in one round trip; returns how many were new. `tx`: the postgres archive writes
+   * inside that transaction (atomic with the caller's other writes); MongoDB writes at once.
+   */
+  putMany(
+    collection: string,
+    documents: ReadonlyArray<{ id: string; document: unknown }>,
+    options?: { tx?: PoolClient },
+  ): Promise<number>;
   get<T = unknown>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined>;
   /** Documents of a collection in the order they were first stored, `after` an id returned before. */
   list<T = unknown>(collection: string, options?: { after?: string; limit?: number }): Promise<ArchivedDocument<T>[]>;

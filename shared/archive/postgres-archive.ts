@@ -1,4 +1,4 @@
-import type { Pool } from '../db/pool.js';
+import type { Pool, PoolClient } from '../db/pool.js';
 import type { Archive, ArchivedDocument } from './port.js';
 
 /** The embedded profile's archive: one JSONB table in the service database. */
@@ -13,6 +13,21 @@ export class PostgresArchive implements Archive {
       [collection, id, JSON.stringify(document)],
     );
     return result.rowCount === 1;
+  }
+
+  async putMany(
+    collection: string,
+    documents: ReadonlyArray<{ id: string; document: unknown }>,
+    options: { tx?: PoolClient } = {},
+  ): Promise<number> {
+    if (documents.length === 0) return 0;
+    const result = await (options.tx ?? this.pool).query(
+      `INSERT INTO archive_documents (collection, id, document)
+       SELECT $1, i, d::jsonb FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(i, d, n) ORDER BY n
+       ON CONFLICT DO NOTHING`,
+      [collection, documents.map((d) => d.id), documents.map((d) => JSON.stringify(d.document))],
+    );
+    return result.rowCount ?? 0;
   }
 
   async get<T>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined> {

@@ -53,6 +53,23 @@ export function archiveConformanceSuite(
       expect(await archive.count(other)).toBe(1);
     });
 
+    it('stores many documents at once, in order, first write winning', async () => {
+      const c = collection();
+      await archive.put(c, 'b', { v: 'first' });
+      const stored = await archive.putMany(c, [
+        { id: 'a', document: { v: 1 } },
+        { id: 'b', document: { v: 'second' } },
+        { id: 'c', document: { v: 3 } },
+      ]);
+      expect(stored).toBe(2);
+      expect((await archive.list(c)).map((d) => [d.id, d.document])).toEqual([
+        ['b', { v: 'first' }],
+        ['a', { v: 1 }],
+        ['c', { v: 3 }],
+      ]);
+      expect(await archive.putMany(c, [])).toBe(0);
+    });
+
     it('stores concurrent puts of distinct ids without loss', async () => {
       const c = collection();
       const results = await Promise.all(Array.from({ length: 50 }, (_, i) => archive.put(c, `id-${i}`, { i })));

@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { PostgresArchive } from '../shared/archive/postgres-archive.js';
+import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
+import { migrate } from '../shared/db/migrate.js';
+import { coreMigrations } from '../shared/db/migrations/core.js';
+import { createPool } from '../shared/db/pool.js';
+import { createLogger } from '../shared/logging/logger.js';
+import { createHttpServer } from '../shared/runtime/http.js';
+import { HeightStore } from '../services/connector/heights.js';
+import { Ingestor } from '../services/connector/ingest.js';
+import { connectorMigrations } from '../services/connector/migrations.js';
+import { registerCallbackRoutes } from '../services/connector/routes.js';
+import { allTopics, chainEvents, encode, envelope, topicSpec } from '../topics/index.js';
+import { normalizeEvent } from '../services/connector/normalize.js';
+import { benchDatabase, fmt, printTable, rate } from './support.js';
+
+const CALLBACKS = Number(process.env.BENCH_CALLBACKS ?? 1_000);
+const EVENTS_PER_CHUNK = 2;
+const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+const vectors = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../test/fixtures/otmoic-relay.json'), 'utf8'));
+const golden = vectors.events.filter((v: { log_data?: string }) => v.log_data);
+
+/** An original-shape update_height body of height `h` holding two golden events. */
+function chunk(h: number) {
+  const data = Array.from({ length: EVENTS_PER_CHUNK }, (_, i) => {
+    const v = golden[i % golden.length];
+    const block = h - 1;
+    const event = {
+      address: CONTRACT, topics: [v.topic0], data: v.log_data, blockNumber: '0x' + block.toString(16),
+      transactionHash: '0x' + randomBytes(32).toString('hex'), transactionIndex: '0x0', blockHash: '0x' + 'bb'.repeat(32),
+      logIndex: '0x' + i.toString(16), removed: false,
+    };
+    return {
+      event, tx: { from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', status: '0x1', logs: [event] }, eventParse: v.event_parse,
+      block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_000 + block).toString(16) }, type: v.type,
+      transfer_info: '{}', event_raw: JSON.stringify(event), event_parse: v.event_parse, chain_id: '9006',
+    };
+  });
+  return { type: 'update_height', height: h, data };
+}
+
+/**
+ * `npm run bench -- connector`: chain-client callbacks/s ingested over HTTP into chain.events (validate,
+ * decode, archive, publish, advance the height), beside the raw bus publish rate of the same messages on the
+ * same PostgreSQL, in one run.
+ */
+export async function run(): Promise<void> {
+  const database = await benchDatabase();
+  const name = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(database.url);
+  url.pathname = `/${name}`;
+  const pool = createPool(url.toString(), { max: 12 });
+  const log = createLogger({ level: 'warn' });
+  try {
+    await migrate(pool, [coreMigrations, connectorMigrations]);
+    const bus = new PostgresBus({ pool, connectionString: url.toString(), log });
+    await bus.ensureTopics([...allTopics.map((t) => topicSpec(t, 8)), { name: 'bench.raw', partitions: 8, retentionMs: null }]);
+    const registry = new Registry();
+    const gauge = (n: string) => new Gauge({ name: n, help: n, labelNames: ['chain', 'stream'], registers: [registry] });
+    const heights = new HeightStore(pool);
+    await heights.init('9006', 'swap', 0);
+    const chains = new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]);
+    const ingestor = new Ingestor({
+      pool, bus, archive: new PostgresArchive(pool), heights, chains, log,
+      metrics: {
+        height: gauge('h'), lag: gauge('l'),
+        events: new Counter({ name: 'e', help: 'e', labelNames: ['chain', 'type'], registers: [registry] }),
+        rejected: new Counter({ name: 'r', help: 'r', labelNames: ['reason'], registers: [registry] }),
+      },
+      blockTimestamp: async (_c, h) => 1_700_000_000 + h,
+      requestBackfill: () => undefined,
+    });
+    const app = createHttpServer({ service: 'connector', log, metrics: registry, db: pool });
+    registerCallbackRoutes(app, '/callback', ingestor, () => undefined);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+
+    const bodies = Array.from({ length: CALLBACKS }, (_, i) => JSON.stringify(chunk((i + 1) * 5)));
+    // Baseline: publishing the same normalised messages straight to the bus, one publish per chunk.
+    const messages = bodies.map((b) =>
+      (JSON.parse(b).data as any[]).map((body) => {
+        const event = normalizeEvent(body, chains.get('9006')!);
+        return encode(chainEvents, envelope(chainEvents, event, { occurredAt: event.blockTimestamp, source: 'bench' }));
+      }),
+    );
+    let start = performance.now();
+    for (const batch of messages) await bus.publish('bench.raw', batch);
+    const rawMs = performance.now() - start;
+
+    start = performance.now();
+    for (const body of bodies) {
+      const response = await fetch(`http://127.0.0.1:${port}/callback/9006/swap`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      if (response.status !== 200) throw new Error(`callback answered ${response.status}: ${await response.text()}`);
+    }
+    const ingestMs = performance.now() - start;
+    await app.close();
+    await bus.close();
+
+    const callbacks = rate(CALLBACKS, ingestMs);
+    const events = rate(CALLBACKS * EVENTS_PER_CHUNK, ingestMs);
+    const raw = rate(CALLBACKS * EVENTS_PER_CHUNK, rawMs);
+    printTable(`connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events, ${database.source})`, [
+      ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
+      ['connector: HTTP callback → validated, archived, published', `${fmt(callbacks)} callbacks/s = ${fmt(events)} events/s = ${(events / raw).toFixed(2)}x baseline`],
+    ]);
+  } finally {
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+    await database.stop();
+  }
+}
