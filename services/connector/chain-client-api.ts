@@ -29,9 +29,14 @@ async function post(url: string, body: unknown): Promise<z.infer<typeof reply>> 
 }
 
 /** Registers `callbackUrl` for merged update_height bodies. "Already registered" counts as success. */
-export async function register(client: ChainClientConfig, stream: Stream, callbackUrl: string): Promise<void> {
+export async function register(
+  client: ChainClientConfig,
+  stream: Stream,
+  callbackUrl: string,
+): Promise<'registered' | 'already registered'> {
   const result = await post(supportPaths(client, stream).register, { callback: { on_height_update: callbackUrl }, merge: true });
-  if (result.code === 200 || ALREADY_REGISTERED.test(result.message ?? '')) return;
+  if (result.code === 200) return 'registered';
+  if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
   throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
 }
 

@@ -30,6 +30,12 @@ export const connectorService: ServiceDefinition = {
       events: new Counter({ name: 'connector_events_total', help: 'Events published to chain.events', labelNames: ['chain', 'type'] as const, registers: [context.metrics] }),
       rejected: new Counter({ name: 'connector_rejected_bodies_total', help: 'Callback bodies refused', labelNames: ['reason'] as const, registers: [context.metrics] }),
     };
+    const registrations = new Counter({
+      name: 'connector_registrations_total',
+      help: 'Registration attempts at chain clients by outcome',
+      labelNames: ['chain', 'stream', 'outcome'] as const,
+      registers: [context.metrics],
+    });
 
     const chains = new Map<string, ChainContracts>(
       clients.map((c) => [c.chainId, { systemChainId: c.chainId, swap: c.contractAddr, reputation: c.reputationContractAddr }]),
@@ -83,10 +89,12 @@ export const connectorService: ServiceDefinition = {
     async function keepRegistered(client: ChainClientConfig, stream: Stream): Promise<void> {
       while (!stopController.signal.aborted) {
         try {
-          await register(client, stream, callbackFor(client.chainId, stream));
-          log.debug({ chain: client.chainId, stream }, 'registered at chain client');
+          const outcome = await register(client, stream, callbackFor(client.chainId, stream));
+          registrations.inc({ chain: client.chainId, stream, outcome });
+          log.debug({ chain: client.chainId, stream, outcome }, 'registered at chain client');
           await sleep(config.reregisterIntervalMs, stopController.signal);
         } catch (err) {
+          registrations.inc({ chain: client.chainId, stream, outcome: 'failed' });
           log.warn({ chain: client.chainId, stream, err: (err as Error).message }, 'registration failed; retrying');
           await sleep(Math.min(5_000, config.reregisterIntervalMs), stopController.signal);
         }

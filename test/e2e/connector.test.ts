@@ -9,6 +9,7 @@ import { connectorMigrations } from '../../services/connector/migrations.js';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
 import { runSwap, type ExecutedSwap, type SwapScenario } from '../../shared/devnet/swap-scenarios.js';
+import { fileComplaint } from '../../shared/devnet/complaints.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { freePort } from '../../shared/net/free-port.js';
 import { allTopics, chainEvents, decode, topicSpec, type Envelope, type ChainEvent } from '../../topics/index.js';
@@ -64,15 +65,15 @@ describe('connector end to end on the devnet', () => {
   }
 
   /** Mines past the next chunk boundary and waits until the connector stored that height on both chains. */
-  async function settle(timeoutMs = 60_000): Promise<void> {
+  async function settle(timeoutMs = 60_000, stream: 'swap' | 'reputation' = 'swap'): Promise<void> {
     for (const { evm, system } of CHAINS) {
       const c = chain(evm);
       await c.mine(10 - ((await c.provider.getBlockNumber()) % 5));
       const target = Math.floor((await c.provider.getBlockNumber()) / 5) * 5;
       await waitFor(async () => {
-        const { rows } = await db.pool.query<{ height: string }>(`SELECT height FROM connector_heights WHERE chain_id = $1 AND stream = 'swap'`, [system]);
+        const { rows } = await db.pool.query<{ height: string }>(`SELECT height FROM connector_heights WHERE chain_id = $1 AND stream = $2`, [system, stream]);
         return Number(rows[0]?.height ?? -1) >= target;
-      }, `chain ${system} processed up to ${target}`, timeoutMs);
+      }, `chain ${system} (${stream}) processed up to ${target}`, timeoutMs);
     }
   }
 
@@ -91,7 +92,7 @@ describe('connector end to end on the devnet', () => {
 
   function assertExactlyOnceInOrder(): void {
     const seen = new Set<string>();
-    const firstSeen = received.filter((e) => (seen.has(e.id) ? false : (seen.add(e.id), true)));
+    const firstSeen = received.filter((e) => e.payload.kind !== 'Complaint' && (seen.has(e.id) ? false : (seen.add(e.id), true)));
     for (const { system } of CHAINS) {
       const got = firstSeen.filter((e) => e.payload.chainId === system).map((e) => e.payload);
       const want = expectedByChain().get(system)!;
@@ -178,4 +179,27 @@ describe('connector end to end on the devnet', () => {
     expect(Number(rows[0]!.n)).toBeGreaterThan(0);
     expect(swaps.length).toBeGreaterThanOrEqual(50);
   }, 180_000);
+
+  it('publishes complaints from the reputation contract and shows heights, lag and counts on /metrics', async () => {
+    const opChain = chain(11155420);
+    const swap = swaps[0]!;
+    const filed = await fileComplaint(opChain, {
+      srcChainId: 9006, srcAddress: BigInt(swap.out.sender), srcToken: '0x0000000000000000000000000000000000000000',
+      dstChainId: 614, dstAddress: BigInt(swap.out.sender), dstToken: '0x0000000000000000000000000000000000000000',
+      srcAmount: swap.agreed.amountOut.toString(), dstAmount: swap.agreed.amountIn.toString(), dstNativeAmount: '0',
+      requestor: swap.out.sender, lpId: 'lp-1', expectedSingleStepTime: swap.times.E, tolerantSingleStepTime: swap.times.Tol,
+      earliestRefundTime: swap.times.R, agreementReachedTime: swap.times.T, userSign: '0xuser', lpSign: '0xlp',
+    }, { complainant: 1, domain: 'user.otmoic' });
+    await settle(60_000, 'reputation');
+    const complaint = received.find((e) => e.payload.kind === 'Complaint');
+    expect(complaint?.payload).toMatchObject({
+      kind: 'Complaint', chainId: '614', bidId: filed.bidId, complainant: 'user.otmoic', txHash: filed.receipt.hash.toLowerCase(),
+    });
+    expect(complaint?.payload.kind === 'Complaint' && complaint.payload.complaint.lpId).toBe('lp-1');
+
+    const metrics = await (await fetch(`http://127.0.0.1:${connectorPort}/metrics`)).text();
+    expect(metrics).toMatch(/connector_height\{chain="9006",stream="swap"\} [1-9]\d*/);
+    expect(metrics).toMatch(/connector_lag_blocks\{chain="614",stream="swap"\} \d+/);
+    expect(metrics).toMatch(/connector_events_total\{chain="614",type="Complaint"\} 1/);
+  }, 120_000);
 });
