@@ -34,6 +34,8 @@ describe('configuration', () => {
       nativeChainId: '11155420',
       registerPath: '/support/register',
       historyPath: '/support/history',
+      contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+      reputationContractAddr: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0',
     });
     expect(config.database).toEqual({
       mode: 'embedded',
@@ -77,7 +79,11 @@ describe('configuration', () => {
         ['chainClients'],
       ),
     );
-    expect(issues.map((i) => i.key).sort()).toEqual(['chainClients[0].chainId', 'chainClients[0].initBlockHeight']);
+    expect(issues.map((i) => i.key).sort()).toEqual([
+      'chainClients[0].chainId',
+      'chainClients[0].contractAddr',
+      'chainClients[0].initBlockHeight',
+    ]);
   });
 
   it('never echoes a secret in an error', () => {

@@ -44,6 +44,9 @@ chainId = "9006"
 nativeChainId = "97"
 registerPath = "/support/register"
 historyPath = "/support/history"
+contractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+[rpc-urls]
+97 = "http://127.0.0.1:8545"
 [database]
 dataDir = "${path.join(dir, 'pg')}"
 embeddedPort = ${ports.db}
