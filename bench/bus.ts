@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { applyOnce } from '../shared/bus/apply-once.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
-import { migrate } from '../shared/db/migrate.js';
-import { coreMigrations } from '../shared/db/migrations/core.js';
-import { createPool } from '../shared/db/pool.js';
 import { createLogger } from '../shared/logging/logger.js';
-import { benchDatabase, fmt, printTable, rate } from './support.js';
+import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
 const KEYS = 16;
@@ -19,16 +15,9 @@ const VALUE = JSON.stringify({ id: 'x', type: 'chain.event', version: 1, payload
  * beside the raw INSERT rate of the same PostgreSQL in the same run, with the ratios.
  */
 export async function run(): Promise<void> {
-  const database = await benchDatabase();
-  const name = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(database.url);
-  url.pathname = `/${name}`;
-  const pool = createPool(url.toString(), { max: 12 });
+  const database = await scratchDatabase();
+  const { pool, url } = database;
   try {
-    await migrate(pool, [coreMigrations]);
     await pool.query('CREATE TABLE raw_insert (id bigserial, key text, value text)');
     await pool.query('CREATE TABLE effects (event_id text, key text)');
 
@@ -49,7 +38,7 @@ export async function run(): Promise<void> {
     });
 
     const log = createLogger({ level: 'warn' });
-    const bus = new PostgresBus({ pool, connectionString: url.toString(), log });
+    const bus = new PostgresBus({ pool, connectionString: url, log });
     await bus.ensureTopics([
       { name: 'bench.plain', partitions: 8, retentionMs: null },
       { name: 'bench.e2e', partitions: 8, retentionMs: null },
@@ -91,10 +80,7 @@ export async function run(): Promise<void> {
       ['end to end with an exactly-once effect (applyOnce)', `${fmt(e2eOnce)} msg/s   = ${(e2eOnce / single).toFixed(2)}x A`],
     ]);
   } finally {
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-    await database.stop();
+    await database.dispose();
   }
 }
 

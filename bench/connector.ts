@@ -1,13 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { PostgresArchive } from '../shared/archive/postgres-archive.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
-import { migrate } from '../shared/db/migrate.js';
-import { coreMigrations } from '../shared/db/migrations/core.js';
-import { createPool } from '../shared/db/pool.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { createHttpServer } from '../shared/runtime/http.js';
 import { HeightStore } from '../services/connector/heights.js';
@@ -16,7 +12,7 @@ import { connectorMigrations } from '../services/connector/migrations.js';
 import { registerCallbackRoutes } from '../services/connector/routes.js';
 import { allTopics, chainEvents, encode, envelope, topicSpec } from '../topics/index.js';
 import { normalizeEvent } from '../services/connector/normalize.js';
-import { benchDatabase, fmt, printTable, rate } from './support.js';
+import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
 const CALLBACKS = Number(process.env.BENCH_CALLBACKS ?? 1_000);
 const EVENTS_PER_CHUNK = 2;
@@ -49,18 +45,11 @@ function chunk(h: number) {
  * same PostgreSQL, in one run.
  */
 export async function run(): Promise<void> {
-  const database = await benchDatabase();
-  const name = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(database.url);
-  url.pathname = `/${name}`;
-  const pool = createPool(url.toString(), { max: 12 });
+  const database = await scratchDatabase([connectorMigrations]);
+  const { pool, url } = database;
   const log = createLogger({ level: 'warn' });
   try {
-    await migrate(pool, [coreMigrations, connectorMigrations]);
-    const bus = new PostgresBus({ pool, connectionString: url.toString(), log });
+    const bus = new PostgresBus({ pool, connectionString: url, log });
     await bus.ensureTopics([...allTopics.map((t) => topicSpec(t, 8)), { name: 'bench.raw', partitions: 8, retentionMs: null }]);
     const registry = new Registry();
     const gauge = (n: string) => new Gauge({ name: n, help: n, labelNames: ['chain', 'stream'], registers: [registry] });
@@ -115,9 +104,6 @@ export async function run(): Promise<void> {
       ['connector: HTTP callback → validated, archived, published', `${fmt(callbacks)} callbacks/s = ${fmt(events)} events/s = ${(events / raw).toFixed(2)}x baseline`],
     ]);
   } finally {
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-    await database.stop();
+    await database.dispose();
   }
 }

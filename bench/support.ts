@@ -1,7 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { startEmbeddedPostgres } from '../shared/db/embedded.js';
+import { migrate, type MigrationSet } from '../shared/db/migrate.js';
+import { coreMigrations } from '../shared/db/migrations/core.js';
+import { createPool, type Pool } from '../shared/db/pool.js';
 import { freePort } from '../shared/net/free-port.js';
 
 /** A PostgreSQL for a benchmark: DATABASE_URL when set, else a throw-away embedded server. */
@@ -18,6 +23,35 @@ export async function benchDatabase(): Promise<{ url: string; source: string; st
     async stop() {
       await server.stop();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A throw-away database with the core migrations (and `extra`) applied, on benchDatabase()'s server. */
+export async function scratchDatabase(extra: readonly MigrationSet[] = []): Promise<{
+  url: string;
+  source: string;
+  pool: Pool;
+  dispose(): Promise<void>;
+}> {
+  const server = await benchDatabase();
+  const name = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(server.url);
+  url.pathname = `/${name}`;
+  const pool = createPool(url.toString(), { max: 12 });
+  await migrate(pool, [coreMigrations, ...extra]);
+  return {
+    url: url.toString(),
+    source: server.source,
+    pool,
+    async dispose() {
+      await pool.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+      await server.stop();
     },
   };
 }

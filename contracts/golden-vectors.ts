@@ -2,21 +2,9 @@
 // hand-out made with the original Otmoic contract and ethers 5) that the contract tests use.
 import { readFileSync } from 'node:fs';
 
-export interface TransferIdVector {
-  sender: string;
-  receiver: string;
-  hashlock: string;
-  token: string;
-  token_amount: string;
-  eth_amount: string;
-  is_out: boolean;
-  chainid: number;
-  agreement_reached_time: number;
-  expected_single_step_time: number;
-  tolerant_single_step_time: number;
-  earliest_refund_time: number;
-  transfer_id: string;
-}
+import type { TransferIdCase } from '../test/fixtures/otmoic-relay-vectors.js';
+
+export type TransferIdVector = TransferIdCase;
 
 export interface EventVector {
   type: string;

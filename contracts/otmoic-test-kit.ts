@@ -1,6 +1,7 @@
 // Test support for the Otmoic contract: swap terms, argument lists in ABI order, the transferId rule
 // computed independently in TypeScript, and "send at an exact block timestamp" with decoded reverts.
-import { Contract, keccak256, solidityPackedKeccak256 } from 'ethers';
+import { Contract, keccak256 } from 'ethers';
+import { transferId } from '../shared/chain/transfer-id.js';
 import type { ContractTransactionResponse, TransactionReceipt } from 'ethers';
 import { decodeRevert } from '../shared/devnet/revert-error.js';
 import type { DecodedRevert } from '../shared/devnet/revert-error.js';
@@ -37,38 +38,9 @@ export interface OutExtras {
   lpSign: string;
 }
 
-/** The §3 rule: keccak256(abi.encodePacked(sender, receiver, hashlock, T, E, Tol, R, token, amounts, is_out, chainid)). */
+/** The §3 transferId rule (shared/chain/transfer-id.ts), from a swap side. */
 export function computeTransferId(side: SwapSide, isOut: boolean, chainId: number | bigint): string {
-  return solidityPackedKeccak256(
-    [
-      'address',
-      'address',
-      'bytes32',
-      'uint64',
-      'uint64',
-      'uint64',
-      'uint64',
-      'address',
-      'uint256',
-      'uint256',
-      'bool',
-      'uint256',
-    ],
-    [
-      side.sender,
-      side.receiver,
-      side.hashlock,
-      side.agreementReachedTime,
-      side.expectedSingleStepTime,
-      side.tolerantSingleStepTime,
-      side.earliestRefundTime,
-      side.token,
-      side.tokenAmount,
-      side.ethAmount,
-      isOut,
-      chainId,
-    ],
-  );
+  return transferId({ ...side, isOut, chainId });
 }
 
 export function hashlockOf(preimage: string): string {

@@ -1,7 +1,11 @@
 import type { Counter } from 'prom-client';
 import type { Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { backoffMs, sleep } from '../../shared/bus/retry.js';
+import { backoffMs } from '../../shared/bus/retry.js';
+import { WakeSignal } from '../../shared/runtime/wake-signal.js';
+
+/** How long to wait when nothing is due (a retry's back-off may end meanwhile). */
+const PENDING_POLL_MS = 200;
 
 export interface DelivererOptions {
   pool: Pool;
@@ -21,8 +25,7 @@ export interface DelivererOptions {
 export class Deliverer {
   private readonly stopController = new AbortController();
   private running: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
-  private woken = false;
+  private readonly wakeSignal = new WakeSignal();
 
   constructor(private readonly options: DelivererOptions) {}
 
@@ -31,20 +34,18 @@ export class Deliverer {
   }
 
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.wakeSignal.wake();
   }
 
   async stop(): Promise<void> {
     this.stopController.abort();
-    this.wake();
     await this.running;
   }
 
   private async loop(): Promise<void> {
     const { pool, instance, log } = this.options;
     while (!this.stopController.signal.aborted) {
-      this.woken = false;
+      this.wakeSignal.reset();
       try {
         const { rows } = await pool.query<{ id: string; url: string; body: string; attempts: number; due: boolean }>(
           `SELECT DISTINCT ON (lane) id, url, body, attempts, next_attempt_at <= now() AS due
@@ -59,20 +60,8 @@ export class Deliverer {
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'delivery loop failed; retrying');
       }
-      await this.idle(rowsPendingWait);
+      await this.wakeSignal.sleep(PENDING_POLL_MS, this.stopController.signal);
     }
-  }
-
-  private idle(ms: number): Promise<void> {
-    if (this.woken || this.stopController.signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      this.wakeUp = done;
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-    }).finally(() => (this.wakeUp = undefined));
   }
 
   private async send(row: { id: string; url: string; body: string; attempts: number }): Promise<void> {
@@ -116,9 +105,6 @@ export class Deliverer {
     );
     outcomes?.inc({ instance, outcome: 'retried' });
     log.warn({ url: row.url, delivery: row.id, attempt, retryInMs: delay, err: error }, 'callback delivery failed');
-    await sleep(0);
   }
 }
 
-/** How long to wait when nothing is due (a retry's back-off may end meanwhile). */
-const rowsPendingWait = 200;

@@ -1,5 +1,5 @@
 import { getAddress, type LogDescription } from 'ethers';
-import { reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
+import { EVENT_TYPES, reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { EventBody } from './body-schema.js';
@@ -11,15 +11,6 @@ export interface ChainContracts {
   reputation?: string;
 }
 
-const EXPECTED_TYPE: Record<string, string> = {
-  LogNewTransferOut: 'TransferOut',
-  LogNewTransferIn: 'TransferIn',
-  LogTransferOutConfirmed: 'ConfirmOut',
-  LogTransferInConfirmed: 'ConfirmIn',
-  LogTransferOutRefunded: 'RefundOut',
-  LogTransferInRefunded: 'RefundIn',
-  SubmitComplaint: 'Reputation',
-};
 
 /** Why a body was refused; each is counted on /metrics. */
 export type RejectReason = 'foreign_contract' | 'wrong_chain' | 'undecodable' | 'type_mismatch';
@@ -54,8 +45,8 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
   } catch (err) {
     throw new RejectedEvent('undecodable', `log data does not decode: ${(err as Error).message.split('(')[0]}`);
   }
-  if (!log || EXPECTED_TYPE[log.name] === undefined) throw new RejectedEvent('undecodable', 'not an Otmoic event');
-  if (EXPECTED_TYPE[log.name] !== body.type) {
+  if (!log || !(log.name in EVENT_TYPES)) throw new RejectedEvent('undecodable', 'not an Otmoic event');
+  if (EVENT_TYPES[log.name as keyof typeof EVENT_TYPES] !== body.type) {
     throw new RejectedEvent('type_mismatch', `type "${body.type}" but the log is ${log.name}`);
   }
 

@@ -4,6 +4,7 @@ import type { Logger } from '../../logging/logger.js';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
 import { PartitionFencedError } from '../errors.js';
 import { deliver } from '../deliver.js';
+import { WakeSignal } from '../../runtime/wake-signal.js';
 import { deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
 import { BUS_CHANNEL } from './channel.js';
 import type { PostgresBus } from './postgres-bus.js';
@@ -170,8 +171,7 @@ class PartitionWorker {
   readonly id: string;
   private readonly stopController = new AbortController();
   private running: Promise<void> = Promise.resolve();
-  private wakeUp: (() => void) | undefined;
-  private woken = false;
+  private readonly wakeSignal = new WakeSignal();
 
   constructor(
     private readonly subscription: PostgresSubscription,
@@ -195,13 +195,11 @@ class PartitionWorker {
   }
 
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.wakeSignal.wake();
   }
 
   async stop(): Promise<void> {
     this.stopController.abort();
-    this.wake();
     await this.running;
   }
 
@@ -212,10 +210,10 @@ class PartitionWorker {
   private async loop(): Promise<void> {
     let committed = await this.loadCommitted();
     while (!this.stopping) {
-      this.woken = false;
+      this.wakeSignal.reset();
       const rows = await this.fetch(committed);
       if (rows.length === 0) {
-        await this.idle();
+        await this.wakeSignal.sleep(this.options.idlePollMs, this.stopController.signal);
         continue;
       }
       for (const message of rows) {
@@ -232,18 +230,6 @@ class PartitionWorker {
         }
       }
     }
-  }
-
-  private idle(): Promise<void> {
-    if (this.woken || this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, this.options.idlePollMs);
-      this.wakeUp = done;
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-    }).finally(() => (this.wakeUp = undefined));
   }
 
   private async loadCommitted(): Promise<bigint> {
