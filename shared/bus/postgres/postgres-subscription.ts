@@ -147,6 +147,9 @@ export class PostgresSubscription implements Subscription {
       }
       return;
     }
+    // Resolves once the new workers know their starting offsets, so that a `latest` group sees everything
+    // published after subscribe() returned.
+    const started: Promise<void>[] = [];
     // Start at a member-specific place so that members joining together try different partitions first.
     const startAt = parseInt(this.memberId.slice(0, 8), 16) % all.length;
     for (let i = 0; i < all.length && this.workers.size < share; i++) {
@@ -161,8 +164,9 @@ export class PostgresSubscription implements Subscription {
       if (this.stopController.signal.aborted || this.control !== control) return;
       const worker = new PartitionWorker(this, topic, partition, lockKey);
       this.workers.set(id, worker);
-      worker.start();
+      started.push(worker.start());
     }
+    await Promise.all(started);
   }
 }
 
@@ -188,10 +192,16 @@ class PartitionWorker {
     return this.subscription.options;
   }
 
-  start(): void {
-    this.running = this.loop().catch((err) => {
-      this.options.log.error({ err: (err as Error).message, partition: this.id }, 'partition worker failed');
-    });
+  /** Starts working the partition; resolves when its starting offset is known. */
+  start(): Promise<void> {
+    let positioned!: () => void;
+    const ready = new Promise<void>((resolve) => (positioned = resolve));
+    this.running = this.loop(positioned)
+      .catch((err) => {
+        this.options.log.error({ err: (err as Error).message, partition: this.id }, 'partition worker failed');
+      })
+      .finally(positioned);
+    return ready;
   }
 
   wake(): void {
@@ -207,8 +217,9 @@ class PartitionWorker {
     return this.stopController.signal.aborted;
   }
 
-  private async loop(): Promise<void> {
+  private async loop(positioned: () => void): Promise<void> {
     let committed = await this.loadCommitted();
+    positioned();
     while (!this.stopping) {
       this.wakeSignal.reset();
       const rows = await this.fetch(committed);
