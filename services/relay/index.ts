@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { Contract, JsonRpcProvider, Network, Wallet } from 'ethers';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { RelayConfig } from '../../shared/config/index.js';
@@ -39,7 +40,7 @@ export interface RelayContext extends Pick<ServiceContext, 'log' | 'metrics'> {
 export async function startRelay(
   context: RelayContext,
   config: RelayConfig,
-): Promise<RunningService & { port: number; submitter: Submitter; store: CommandStore }> {
+): Promise<RunningService & { port: number; app: FastifyInstance; submitter: Submitter; store: CommandStore }> {
   const log = context.log.child({ relay: config.systemChainId });
   const pollIntervalMs = Math.round(config.blockTimeSeconds * 1000);
   // No network probing: start-up must not fail while the RPC is down (the submitter retries, /status tells).
@@ -109,6 +110,7 @@ export async function startRelay(
   log.info({ wallet: wallet.address, contract: config.contractAddr, chainId: config.chainId }, 'relay started');
   const address = http.app.server.address();
   return {
+    app: http.app,
     port: typeof address === 'object' && address ? address.port : config.port,
     submitter,
     store,

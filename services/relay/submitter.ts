@@ -12,7 +12,7 @@
 import { Transaction, type JsonRpcProvider, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { swapInterface } from '../../shared/otmoic/abi.js';
+import { callDataOf } from './call-data.js';
 import { resolveGasPrice } from './gas-price.js';
 import { contractRevertOf } from './revert-reason.js';
 import type { CommandRow, CommandStore } from './store.js';
@@ -151,22 +151,6 @@ export class Submitter {
     return block.timestamp;
   }
 
-  private callData(row: CommandRow): string {
-    const c = row.command.call;
-    const times = [c.expectedSingleStepTime, c.tolerantSingleStepTime, c.earliestRefundTime] as const;
-    const head = [c.sender, c.receiver, c.token, BigInt(c.tokenAmount), BigInt(c.ethAmount), c.hashlock, ...times];
-    switch (row.action) {
-      case 'confirm_out':
-        return swapInterface.encodeFunctionData('confirmTransferOut', [...head, c.preimage!, c.agreementReachedTime]);
-      case 'confirm_in':
-        return swapInterface.encodeFunctionData('confirmTransferIn', [...head, c.preimage!, c.agreementReachedTime]);
-      case 'refund_out':
-        return swapInterface.encodeFunctionData('refundTransferOut', [...head, c.agreementReachedTime]);
-      case 'refund_in':
-        return swapInterface.encodeFunctionData('refundTransferIn', [...head, c.agreementReachedTime]);
-    }
-  }
-
   private async send(row: CommandRow): Promise<void> {
     const { provider, wallet, store, log } = this.options;
     const window = callWindow(row.action, row.command.call);
@@ -179,7 +163,7 @@ export class Submitter {
     }
     if (now + 1 < window.start) return; // not yet: the next block could still be before the window
 
-    const data = this.callData(row);
+    const data = callDataOf(row.action, row.command.call);
     const request = { from: wallet.address, to: this.options.contractAddr, data };
     let gas: bigint;
     try {
