@@ -2,6 +2,7 @@
 const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   bus: () => import('./bus.js'),
   crypto: () => import('./crypto.js'),
+  relay: () => import('./relay.js'),
 };
 
 const asked = process.argv.slice(2);

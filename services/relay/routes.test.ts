@@ -2,11 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { relayVectors } from '../../test/fixtures/otmoic-relay-vectors.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
+import { waitFor } from '../../test/support/wait.js';
 import { callDataOf } from './call-data.js';
 import { relayMigrations } from './migrations.js';
 import { relayTestConfig, startTestRelay } from './test-harness.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
+/** Hardhat account 4. */
+const OTHER_KEY = '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a';
 
 /**
  * The relay routes against every golden vector of the original relay (test/fixtures/otmoic-relay.json).
@@ -31,7 +34,8 @@ describe('relay routes: golden vectors and documented errors', () => {
     const chain = devnet.chain(97);
     relays.set(97, await startTestRelay(db, relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic })));
     relays.set(56, await startTestRelay(db, relayTestConfig({ chainId: 56, systemChainId: '9006' })));
-    unreachable = await startTestRelay(db, relayTestConfig({ systemChainId: '60', rpc: 'http://127.0.0.1:9' }));
+    // Another wallet: relays sharing chain and wallet take turns (one sender per nonce sequence).
+    unreachable = await startTestRelay(db, relayTestConfig({ systemChainId: '60', rpc: 'http://127.0.0.1:9', priv: OTHER_KEY }));
   });
   afterAll(async () => {
     for (const r of [...relays.values(), unreachable]) await r?.close();
@@ -69,6 +73,13 @@ describe('relay routes: golden vectors and documented errors', () => {
       expect(response.statusCode).toBe(502);
       expect(response.json()).toEqual({ code: 30206, message: 'fetch base_points_rate error' });
     });
+  });
+
+  it('starts without a reachable chain and says so on …/status', async () => {
+    await waitFor(async () => (await unreachable.get('/status')).body.submitter.lastError !== undefined, 'a submitter pass');
+    const status = (await unreachable.get('/status')).body;
+    expect(status).toMatchObject({ code: 200, chainId: 97, submitter: { chainOk: false, lastError: expect.stringMatching(/^chain unreachable/) } });
+    expect(JSON.stringify(status)).not.toContain(OTHER_KEY.slice(2));
   });
 
   describe('get_signer_from_eip712', () => {

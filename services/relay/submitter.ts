@@ -139,6 +139,9 @@ export class Submitter {
       this.state.chainOk = true;
       return true;
     } catch (error) {
+      // Logged when the chain goes down, not on every pass; /status shows it meanwhile.
+      if (this.state.chainOk || !this.chainChecked) this.options.log.warn({ err: (error as Error).message.slice(0, 200) }, 'relay chain unreachable; retrying');
+      this.chainChecked = true;
       this.state.chainOk = false;
       this.state.lastError = `chain unreachable: ${(error as Error).message.slice(0, 200)}`;
       return false;
