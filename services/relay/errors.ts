@@ -11,7 +11,7 @@ export const RELAY_ERRORS = {
   UNSUPPORTED_TRANSACTION_TYPE: { code: 30204, status: 400, meaning: 'transaction_type is not LOCAL_PADDING' },
   UNSUPPORTED_GAS_PRICE: { code: 30205, status: 400, meaning: 'gas.gas_price is not FAST, STANDARD, SAFELOW or a decimal wei amount within relay.maxGasPriceWei' },
   FEE_READ_FAILED: { code: 30206, status: 502, meaning: "fetch base_points_rate error: the contract's basisPointsRate() could not be read" },
-  RELAY_SERVER_URL_NOT_FOUND: { code: 30207, status: 400, meaning: 'relay_server_url not found (original code; register_relay is not served by this relay)' },
+  RELAY_SERVER_URL_NOT_FOUND: { code: 30207, status: 400, meaning: 'reserved: the original register_relay refusal (relay_server_url not found); this relay does not serve register_relay' },
   UNKNOWN_SENDER_WALLET: { code: 30208, status: 400, meaning: 'sender_wallet_name is not in relay.senderWallets' },
   COMMAND_NOT_FOUND: { code: 30210, status: 404, meaning: 'no command with this id' },
   STORE_UNAVAILABLE: { code: 30211, status: 503, meaning: 'the command store (PostgreSQL) or the bus is unavailable; nothing was stored, retry' },
