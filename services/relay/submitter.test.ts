@@ -153,6 +153,30 @@ describe('relay submitter on the devnet', () => {
     expect(await relayTxCount()).toBe(sentBefore);
   });
 
+  it('records a transaction that reverts on chain as failed, with the custom error decoded', async () => {
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const answer = await relay.post('/behalf/confirm_out', behalfBody(locked.out, 'command_transfer_confirm', locked.preimage));
+    await until(answer.body.command_id, 'scheduled');
+    // Someone else confirms out in the same block, ahead of the relay (higher gas price): the relay's
+    // transaction is mined after it and reverts.
+    await chain.provider.send('evm_setAutomine', [false]);
+    try {
+      await moveTo(T + 3 * E + 2 * Tol);
+      await until(answer.body.command_id, 'sent');
+      const other = new Contract(chain.contracts.otmoic, swapInterface, chain.wallet(5));
+      const c = locked.out;
+      await other.getFunction('confirmTransferOut')(c.sender, c.receiver, c.token, c.tokenAmount, c.ethAmount, c.hashlock, E, Tol, c.earliestRefundTime, locked.preimage, T, { gasLimit: 500_000n, gasPrice: 10n ** 12n });
+      await chain.mine();
+    } finally {
+      await chain.provider.send('evm_setAutomine', [true]);
+    }
+    const failed = await until(answer.body.command_id, 'failed');
+    expect(failed.reason).toMatch(/^reverted on chain: InvalidStatus: the transfer is not pending on chain .* \(tx 0x[0-9a-f]{64}\)$/);
+    expect(failed.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await statusOf(locked.out.transferId)).toBe(STATUS.confirmed);
+  });
+
   it('refunds a side after R on behalf of its sender', async () => {
     const locked = await lock();
     await moveTo(locked.times.R + 1);

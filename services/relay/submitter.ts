@@ -238,11 +238,12 @@ export class Submitter {
       log.info({ command: row.id, tx: receipt.hash, block: receipt.blockNumber }, 'relay command confirmed');
       return;
     }
-    // Replaying the call on the state before the block names the custom error in most cases.
+    // Replaying the call on the state at the end of its block (with that block's time) names the custom
+    // error: a window that closed, or a transfer someone else settled earlier in the block.
     let reason = 'reverted on chain';
     try {
       const tx = Transaction.from(row.rawTx!);
-      await provider.call({ from: tx.from!, to: tx.to!, data: tx.data, blockTag: receipt.blockNumber - 1 });
+      await provider.call({ from: tx.from!, to: tx.to!, data: tx.data, blockTag: receipt.blockNumber });
     } catch (error) {
       const revert = contractRevertOf(error);
       if (revert !== undefined) reason = `reverted on chain: ${revert.reason}`;
