@@ -177,6 +177,16 @@ describe('relay submitter on the devnet', () => {
     expect(await statusOf(locked.out.transferId)).toBe(STATUS.confirmed);
   });
 
+  it('lets one relay per wallet send; a second one stands by and takes over when the first stops', async () => {
+    const standby = await startTestRelay(db, relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic }));
+    await standby.submitter.tick();
+    expect(standby.submitter.state.active).toBe(false);
+    await relay.close();
+    relay = standby; // afterAll and the next test use the survivor
+    await relay.submitter.tick();
+    expect(relay.submitter.state.active).toBe(true);
+  });
+
   it('refunds a side after R on behalf of its sender', async () => {
     const locked = await lock();
     await moveTo(locked.times.R + 1);

@@ -48,6 +48,7 @@ export class Submitter {
   private wakeUp?: () => void;
   private lockClient?: PoolClient;
   private chainChecked = false;
+  private passes: Promise<void> = Promise.resolve();
   readonly state: SubmitterState = { chainOk: false, active: false };
 
   constructor(private readonly options: SubmitterOptions) {}
@@ -65,8 +66,7 @@ export class Submitter {
     this.stopped = true;
     this.wake();
     await this.running;
-    this.lockClient?.release();
-    this.lockClient = undefined;
+    this.dropLockClient();
   }
 
   private async loop(): Promise<void> {
@@ -88,8 +88,14 @@ export class Submitter {
     }
   }
 
-  /** One pass over the open commands. Exposed for tests that drive time by hand. */
-  async tick(): Promise<void> {
+  /** One pass over the open commands; passes never overlap (tests may call it beside the loop). */
+  tick(): Promise<void> {
+    const pass = this.passes.then(() => this.pass());
+    this.passes = pass.catch(() => undefined);
+    return pass;
+  }
+
+  private async pass(): Promise<void> {
     if (!(await this.holdWalletLock())) return;
     if (!(await this.checkChain())) return;
     for (const row of await this.options.store.open(this.options.systemChainId)) {
@@ -112,17 +118,30 @@ export class Submitter {
       const client = await this.options.pool.connect();
       client.on('error', () => {
         // The session (and with it the lock) is gone; take a new one on the next pass.
-        if (this.lockClient === client) this.lockClient = undefined;
-        this.state.active = false;
+        if (this.lockClient === client) this.dropLockClient();
       });
       this.lockClient = client;
     }
-    const { rows } = await this.lockClient.query<{ locked: boolean }>(
-      `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
-      [`otmoic:relay-wallet:${this.options.chainId}:${this.options.wallet.address}`],
-    );
-    this.state.active = rows[0]!.locked;
-    return this.state.active;
+    const client = this.lockClient;
+    try {
+      const { rows } = await client.query<{ locked: boolean }>(
+        `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
+        [`otmoic:relay-wallet:${this.options.chainId}:${this.options.wallet.address}`],
+      );
+      this.state.active = rows[0]!.locked;
+      return this.state.active;
+    } catch (error) {
+      this.dropLockClient();
+      throw error;
+    }
+  }
+
+  /** Closes the lock's connection (a session lock would outlive a plain release back to the pool). */
+  private dropLockClient(): void {
+    const client = this.lockClient;
+    this.lockClient = undefined;
+    this.state.active = false;
+    client?.release(true);
   }
 
   /** Signing for the wrong chain would be refused at best; the node must report the configured chain id. */
