@@ -8,6 +8,7 @@ import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
 import { relayCommands } from '../../topics/relay.commands.js';
 import { relayConsumerGroup, subscribeCommands } from './command-consumer.js';
+import { relayMetrics } from './metrics.js';
 import { relayMigrations } from './migrations.js';
 import { registerRelayRoutes } from './routes.js';
 import { CommandStore } from './store.js';
@@ -51,6 +52,7 @@ export async function startRelay(
   });
   const wallet = new Wallet(config.priv, provider);
   const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`);
+  const metrics = relayMetrics(context.metrics);
   const maxGasPriceWei = config.maxGasPriceWei === undefined ? undefined : BigInt(config.maxGasPriceWei);
   const submitter = new Submitter({
     pool: context.db,
@@ -62,6 +64,7 @@ export async function startRelay(
     systemChainId: config.systemChainId,
     pollIntervalMs,
     maxGasPriceWei,
+    onSettled: (action, outcome) => metrics.commands.inc({ action, outcome }),
     log,
   });
   const contract = new Contract(config.contractAddr, swapInterface, provider);
@@ -102,6 +105,7 @@ export async function startRelay(
         },
         store,
         readFee,
+        onCommand: (action, outcome) => metrics.commands.inc({ action, outcome }),
         status: () => ({ wallet: wallet.address, chainId: config.chainId, submitter: { ...submitter.state } }),
         log,
       }),

@@ -28,6 +28,7 @@ export interface RelayRoutesOptions {
   store: CommandStore;
   readFee: () => Promise<bigint>;
   status: () => Record<string, unknown>;
+  onCommand?: (action: RelayAction, outcome: 'accepted' | 'repeated') => void;
   log: Logger;
 }
 
@@ -108,6 +109,7 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
     if (accepted.created) {
       log.info({ command: accepted.id, action, transferId: parsed.command.transferId }, 'relay command accepted');
     }
+    options.onCommand?.(action, accepted.created ? 'accepted' : 'repeated');
     // The same command again gets the same answer.
     return { code: 200, message: 'Command received', command_id: accepted.id };
   };

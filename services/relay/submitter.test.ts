@@ -110,6 +110,10 @@ describe('relay submitter on the devnet', () => {
     await relay.submitter.tick();
     expect(await relayTxCount()).toBe(sentBefore + 2);
     expect(await command(a.body.command_id)).toMatchObject({ status: 'confirmed', tx_hash: confirmedIn.tx_hash });
+    const metrics = await relay.metrics.metrics();
+    expect(metrics).toContain('relay_commands_total{action="confirm_in",outcome="accepted"} 1');
+    expect(metrics).toContain('relay_commands_total{action="confirm_in",outcome="repeated"} 2');
+    expect(metrics).toContain('relay_commands_total{action="confirm_in",outcome="confirmed"} 1');
   });
 
   it('fails a command that arrives after its window, naming the window, and sends nothing', async () => {

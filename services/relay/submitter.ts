@@ -31,6 +31,8 @@ export interface SubmitterOptions {
   systemChainId: string;
   pollIntervalMs: number;
   maxGasPriceWei?: bigint;
+  /** Called when a command reaches its final status. */
+  onSettled?: (action: CommandRow['action'], outcome: 'confirmed' | 'failed') => void;
   log: Logger;
 }
 
@@ -179,7 +181,7 @@ export class Submitter {
     const now = await this.chainTime();
     // The next block is later than `now`: once `now` reached the end, no block can still be inside.
     if (window.end !== null && now >= window.end) {
-      await store.fail(row.id, `window closed: ${describeWindow(window)}; the chain is at block time ${now}`);
+      await this.fail(row, `window closed: ${describeWindow(window)}; the chain is at block time ${now}`);
       log.warn({ command: row.id, now, window }, 'relay command failed: window closed');
       return;
     }
@@ -195,7 +197,7 @@ export class Submitter {
       if (revert === undefined) throw error;
       // The node's pending block may still be just before the window: look again on the next pass.
       if ((revert.name === 'NotInOpWindow' || revert.name === 'NotUnlock') && now < window.start + 2) return;
-      await store.fail(row.id, `the contract refuses the call: ${revert.reason}`);
+      await this.fail(row, `the contract refuses the call: ${revert.reason}`);
       log.warn({ command: row.id, revert: revert.name }, 'relay command failed: contract refuses the call');
       return;
     }
@@ -235,7 +237,7 @@ export class Submitter {
       // The nonce is used but not by our transaction; ask once more in case the receipt was just not indexed.
       const again = await provider.getTransactionReceipt(row.txHash!);
       if (again !== null) return this.settle(row, again);
-      await store.fail(row.id, `nonce ${row.nonce} of the relay wallet was used by another transaction; ${row.txHash} was never mined`);
+      await this.fail(row, `nonce ${row.nonce} of the relay wallet was used by another transaction; ${row.txHash} was never mined`);
       log.error({ command: row.id, nonce: row.nonce }, 'relay command failed: its nonce was used elsewhere');
       return;
     }
@@ -250,10 +252,16 @@ export class Submitter {
     if (settled !== null) await this.settle(row, settled);
   }
 
+  private async fail(row: CommandRow, reason: string): Promise<void> {
+    await this.options.store.fail(row.id, reason);
+    this.options.onSettled?.(row.action, 'failed');
+  }
+
   private async settle(row: CommandRow, receipt: TransactionReceipt): Promise<void> {
     const { store, log, provider } = this.options;
     if (receipt.status === 1) {
       await store.settle(row.id, { status: 'confirmed', blockNumber: receipt.blockNumber });
+      this.options.onSettled?.(row.action, 'confirmed');
       log.info({ command: row.id, tx: receipt.hash, block: receipt.blockNumber }, 'relay command confirmed');
       return;
     }
@@ -268,6 +276,7 @@ export class Submitter {
       if (revert !== undefined) reason = `reverted on chain: ${revert.reason}`;
     }
     await store.settle(row.id, { status: 'failed', blockNumber: receipt.blockNumber, reason: `${reason} (tx ${receipt.hash})` });
+    this.options.onSettled?.(row.action, 'failed');
     log.warn({ command: row.id, tx: receipt.hash, reason }, 'relay command failed on chain');
   }
 }

@@ -29,12 +29,14 @@ export async function startTestRelay(db: { pool: Pool; url: string }, config: Re
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log, idlePollMs: 200, rebalanceMs: 200 });
   await bus.ensureTopics([topicSpec(relayCommands, 4)]);
-  const relay = await startRelay({ db: db.pool, bus, log, metrics: new Registry() }, config);
+  const metrics = new Registry();
+  const relay = await startRelay({ db: db.pool, bus, log, metrics }, config);
   const base = `http://127.0.0.1:${relay.port}/evm-client-${config.systemChainId}/relay`;
   return {
     ...relay,
     bus,
     base,
+    metrics,
     async post(path: string, body: unknown) {
       const response = await fetch(`${base}${path}`, {
         method: 'POST',
