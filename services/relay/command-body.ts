@@ -28,18 +28,25 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const DECIMAL = /^[0-9]{1,78}$/;
 
 /** A 20-byte address given as 0x-hex (up to 20 bytes, left-padded) or as a decimal uint256 string. */
-const evmAddress = z.string().max(100).transform((value, ctx) => {
-  try {
-    return toEvmAddress(value);
-  } catch (error) {
-    ctx.addIssue({ code: 'custom', message: isChainInputError(error) ? error.message : 'is not an address' });
-    return z.NEVER;
-  }
-});
+const evmAddress = z
+  .string()
+  .max(100)
+  .transform((value, ctx) => {
+    try {
+      return toEvmAddress(value);
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: isChainInputError(error) ? error.message : 'is not an address',
+      });
+      return z.NEVER;
+    }
+  });
 
 /** uint256 amount: a decimal string (or a JSON integer up to 2^53-1), kept as a canonical decimal string. */
 const amount = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const text = typeof value === 'number' ? (Number.isSafeInteger(value) && value >= 0 ? String(value) : '') : value;
+  const text =
+    typeof value === 'number' ? (Number.isSafeInteger(value) && value >= 0 ? String(value) : '') : value;
   if (!DECIMAL.test(text) || BigInt(text) >> 256n !== 0n) {
     ctx.addIssue({ code: 'custom', message: 'must be a decimal integer string below 2^256' });
     return z.NEVER;
@@ -49,7 +56,14 @@ const amount = z.union([z.string(), z.number()]).transform((value, ctx) => {
 
 /** Unix seconds or a duration in seconds: a JSON integer or a decimal string, at most 2^53-1. */
 const seconds = z.union([z.number(), z.string()]).transform((value, ctx) => {
-  const big = typeof value === 'number' ? (Number.isSafeInteger(value) ? BigInt(value) : -1n) : /^[0-9]{1,16}$/.test(value) ? BigInt(value) : -1n;
+  const big =
+    typeof value === 'number'
+      ? Number.isSafeInteger(value)
+        ? BigInt(value)
+        : -1n
+      : /^[0-9]{1,16}$/.test(value)
+        ? BigInt(value)
+        : -1n;
   if (big < 0n || big > MAX_SAFE) {
     ctx.addIssue({ code: 'custom', message: 'must be whole seconds: an integer from 0 to 2^53-1' });
     return z.NEVER;
@@ -110,7 +124,8 @@ export function parseCommandBody(action: RelayAction, body: unknown, context: Co
   const record = body as Record<string, unknown>;
   const outer = { transaction_type: record['transaction_type'], gas: record['gas'] };
 
-  if (outer.transaction_type === undefined) throw new RelayError('INVALID_BODY', 'transaction_type is required');
+  if (outer.transaction_type === undefined)
+    throw new RelayError('INVALID_BODY', 'transaction_type is required');
   if (!SUPPORTED_TRANSACTION_TYPES.includes(outer.transaction_type as never)) {
     throw new RelayError(
       'UNSUPPORTED_TRANSACTION_TYPE',
@@ -118,29 +133,40 @@ export function parseCommandBody(action: RelayAction, body: unknown, context: Co
     );
   }
   const gasPriceInput =
-    outer.gas !== null && typeof outer.gas === 'object' ? (outer.gas as Record<string, unknown>)['gas_price'] : undefined;
+    outer.gas !== null && typeof outer.gas === 'object'
+      ? (outer.gas as Record<string, unknown>)['gas_price']
+      : undefined;
   if (gasPriceInput === undefined) throw new RelayError('INVALID_BODY', 'gas.gas_price is required');
   const gasPrice = parseGasPrice(gasPriceInput, context.maxGasPriceWei);
 
   const present = COMMAND_KEYS[action].filter((key) => record[key] !== undefined);
   if (present.length === 0) {
-    throw new RelayError('INVALID_BODY', `${COMMAND_KEYS[action].join(' (or ')}${COMMAND_KEYS[action].length > 1 ? ')' : ''} is required`);
+    throw new RelayError(
+      'INVALID_BODY',
+      `${COMMAND_KEYS[action].join(' (or ')}${COMMAND_KEYS[action].length > 1 ? ')' : ''} is required`,
+    );
   }
-  if (present.length > 1) throw new RelayError('INVALID_BODY', `give the command once, not as both ${present.join(' and ')}`);
+  if (present.length > 1)
+    throw new RelayError('INVALID_BODY', `give the command once, not as both ${present.join(' and ')}`);
   const key = present[0]!;
 
   const isConfirm = action === 'confirm_out' || action === 'confirm_in';
   const parsed = (isConfirm ? confirmCommand : refundCommand).safeParse(record[key]);
   if (!parsed.success) {
     const details = parsed.error.issues.map((issue) =>
-      issue.path.length === 0 ? `${key}: ${issue.message}` : `${key}.${issue.path.map(String).join('.')} ${issue.message}`,
+      issue.path.length === 0
+        ? `${key}: ${issue.message}`
+        : `${key}.${issue.path.map(String).join('.')} ${issue.message}`,
     );
     throw new RelayError('INVALID_BODY', details.join('; '));
   }
   const fields = parsed.data as z.output<typeof confirmCommand> | z.output<typeof refundCommand>;
   const preimage = 'preimage' in fields ? fields.preimage : undefined;
   if (preimage !== undefined && hashlock(preimage) !== fields.hash_lock) {
-    throw new RelayError('INVALID_BODY', `${key}.preimage does not hash to hash_lock (keccak256 of the 32 preimage bytes)`);
+    throw new RelayError(
+      'INVALID_BODY',
+      `${key}.preimage does not hash to hash_lock (keccak256 of the 32 preimage bytes)`,
+    );
   }
 
   const sender = resolveSender(key, fields.sender, fields.sender_wallet_name, context.senderWallets);
@@ -189,14 +215,21 @@ function resolveSender(
   if (walletName !== undefined) {
     const address = Object.hasOwn(wallets, walletName) ? wallets[walletName] : undefined;
     if (address === undefined) {
-      throw new RelayError('UNKNOWN_SENDER_WALLET', `${key}.sender_wallet_name is not a wallet this relay knows (relay.senderWallets)`);
+      throw new RelayError(
+        'UNKNOWN_SENDER_WALLET',
+        `${key}.sender_wallet_name is not a wallet this relay knows (relay.senderWallets)`,
+      );
     }
     fromName = toEvmAddress(address);
   }
   if (sender !== undefined && fromName !== undefined && sender !== fromName) {
-    throw new RelayError('INVALID_BODY', `${key}.sender and ${key}.sender_wallet_name name different addresses`);
+    throw new RelayError(
+      'INVALID_BODY',
+      `${key}.sender and ${key}.sender_wallet_name name different addresses`,
+    );
   }
   const resolved = sender ?? fromName;
-  if (resolved === undefined) throw new RelayError('INVALID_BODY', `${key}.sender (or sender_wallet_name) is required`);
+  if (resolved === undefined)
+    throw new RelayError('INVALID_BODY', `${key}.sender (or sender_wallet_name) is required`);
   return resolved;
 }

@@ -28,13 +28,22 @@ describe('relay process killed between acceptance and receipt', () => {
   const relayAddress = new Wallet(RELAY_DEV_KEY).address;
 
   const start = async () => {
-    const relay = spawnTs('bin/start.ts', ['relay'], isolatedEnv({ DATABASE_URL: db.url, CONFIG_PATH: path.join(dir, 'config.toml'), LOG_LEVEL: 'info' }));
+    const relay = spawnTs(
+      'bin/start.ts',
+      ['relay'],
+      isolatedEnv({ DATABASE_URL: db.url, CONFIG_PATH: path.join(dir, 'config.toml'), LOG_LEVEL: 'info' }),
+    );
     processes.push(relay);
     await relay.waitFor(/"msg":"ready"/, 60_000);
     return relay;
   };
   const row = async (id: string) =>
-    (await db.pool.query<{ status: string; tx_hash: string | null; nonce: string | null }>('SELECT status, tx_hash, nonce FROM relay_commands WHERE id = $1', [id])).rows[0];
+    (
+      await db.pool.query<{ status: string; tx_hash: string | null; nonce: string | null }>(
+        'SELECT status, tx_hash, nonce FROM relay_commands WHERE id = $1',
+        [id],
+      )
+    ).rows[0];
 
   beforeAll(async () => {
     [db, devnet, dir, port] = await Promise.all([
@@ -105,7 +114,11 @@ describe('relay process killed between acceptance and receipt', () => {
     await chain.provider.send('evm_setAutomine', [false]);
     await chain.setNextBlockTimestamp(T + 3 * E + 2 * Tol);
     await chain.mine();
-    await waitFor(async () => (await row(accepted.command_id))?.status === 'sent', 'transaction broadcast', 20_000);
+    await waitFor(
+      async () => (await row(accepted.command_id))?.status === 'sent',
+      'transaction broadcast',
+      20_000,
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     const stored = (await row(accepted.command_id))!;
@@ -117,16 +130,26 @@ describe('relay process killed between acceptance and receipt', () => {
     const second = await start();
     // The same command again after the restart is still that one command.
     expect((await post()).command_id).toBe(accepted.command_id);
-    await waitFor(async () => (await chain.provider.getTransactionCount(relayAddress, 'pending')) === 1, 'the stored transaction re-broadcast', 20_000);
+    await waitFor(
+      async () => (await chain.provider.getTransactionCount(relayAddress, 'pending')) === 1,
+      'the stored transaction re-broadcast',
+      20_000,
+    );
     await chain.provider.send('evm_setAutomine', [true]);
     await chain.mine();
-    await waitFor(async () => (await row(accepted.command_id))?.status === 'confirmed', 'command confirmed', 20_000);
+    await waitFor(
+      async () => (await row(accepted.command_id))?.status === 'confirmed',
+      'command confirmed',
+      20_000,
+    );
 
     expect((await row(accepted.command_id))!.tx_hash).toBe(stored.tx_hash);
     expect(await chain.provider.getTransactionCount(relayAddress, 'latest')).toBe(1);
     const swap = new Contract(chain.contracts.otmoic, swapInterface, chain.provider);
     expect(((await swap.getFunction('swapStatus')(locked.out.transferId)) as [bigint])[0]).toBe(2n);
-    const status = (await (await fetch(`http://127.0.0.1:${port}/evm-client-9006/relay/behalf/commands/${accepted.command_id}`)).json()) as any;
+    const status = (await (
+      await fetch(`http://127.0.0.1:${port}/evm-client-9006/relay/behalf/commands/${accepted.command_id}`)
+    ).json()) as any;
     expect(status.command).toMatchObject({ status: 'confirmed', tx_hash: stored.tx_hash, nonce: 0 });
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);

@@ -37,12 +37,27 @@ function mutate(value: Json, path: string[], replacement: unknown, mode: 'set' |
 
 function paths(value: unknown, prefix: string[] = []): string[][] {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return [prefix];
-  return [prefix, ...Object.entries(value).flatMap(([k, v]) => paths(v, [...prefix, k]))].filter((p) => p.length > 0);
+  return [prefix, ...Object.entries(value).flatMap(([k, v]) => paths(v, [...prefix, k]))].filter(
+    (p) => p.length > 0,
+  );
 }
 
 const nasty = fc.oneof(
   fc.anything({ maxDepth: 2 }),
-  fc.constantFrom('', '0x', '0x0', '-1', '1e3', '1.5', 'NaN', ' 1', '0x' + 'g'.repeat(64), '9'.repeat(120), '__proto__', 'constructor'),
+  fc.constantFrom(
+    '',
+    '0x',
+    '0x0',
+    '-1',
+    '1e3',
+    '1.5',
+    'NaN',
+    ' 1',
+    '0x' + 'g'.repeat(64),
+    '9'.repeat(120),
+    '__proto__',
+    'constructor',
+  ),
   fc.double(),
   fc.bigInt({ min: -(1n << 300n), max: 1n << 300n }).map(String),
   fc.string({ unit: 'binary', maxLength: 50 }),
@@ -50,7 +65,12 @@ const nasty = fc.oneof(
 
 const mutatedBody = fc.constantFrom(...seeds).chain(([route, seed]) =>
   fc
-    .tuple(fc.constantFrom(...paths(seed), ['added_key']), nasty, fc.constantFrom<'set' | 'delete'>('set', 'set', 'delete'), fc.option(fc.tuple(fc.string({ maxLength: 20 }), nasty)))
+    .tuple(
+      fc.constantFrom(...paths(seed), ['added_key']),
+      nasty,
+      fc.constantFrom<'set' | 'delete'>('set', 'set', 'delete'),
+      fc.option(fc.tuple(fc.string({ maxLength: 20 }), nasty)),
+    )
     .map(([path, replacement, mode, extra]) => {
       const body = mutate(seed, path, replacement, mode);
       return { route, payload: JSON.stringify(extra ? { ...body, [extra[0]]: extra[1] } : body) };
@@ -58,7 +78,11 @@ const mutatedBody = fc.constantFrom(...seeds).chain(([route, seed]) =>
 );
 const anyBody = fc.record({
   route: fc.constantFrom(...seeds.map(([r]) => r)),
-  payload: fc.oneof(fc.json({ maxDepth: 3 }), fc.string({ maxLength: 200 }), fc.constantFrom('{', '[]', 'null', '{"__proto__":{}}', '{"constructor":{"prototype":{}}}')),
+  payload: fc.oneof(
+    fc.json({ maxDepth: 3 }),
+    fc.string({ maxLength: 200 }),
+    fc.constantFrom('{', '[]', 'null', '{"__proto__":{}}', '{"constructor":{"prototype":{}}}'),
+  ),
 });
 
 /**
@@ -86,7 +110,12 @@ describe('relay routes under fuzzed bodies', () => {
 
   const check = async ({ route, payload }: { route: string; payload: string }) => {
     const before = await counts();
-    const response = await relay.app.inject({ method: 'POST', url: `${PREFIX}${route}`, payload, headers: { 'content-type': 'application/json' } });
+    const response = await relay.app.inject({
+      method: 'POST',
+      url: `${PREFIX}${route}`,
+      payload,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(response.statusCode).toBeLessThan(500 + (route === '/get_system_fee' ? 3 : 0)); // 502 = 30206: the fuzz relay has no chain
     const body = response.json() as { code: unknown; message?: unknown };
     expect(typeof body.code).toBe('number');

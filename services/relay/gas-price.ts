@@ -18,7 +18,10 @@ export function parseGasPrice(input: unknown, maxWei?: bigint): GasPrice {
   if (typeof input === 'string' && (GAS_LEVELS as readonly string[]).includes(input)) return input;
   if (typeof input === 'string' && WEI.test(input)) {
     if (maxWei !== undefined && BigInt(input) > maxWei) {
-      throw new RelayError('UNSUPPORTED_GAS_PRICE', `gas.gas_price ${input} wei is above this relay's maximum of ${maxWei} wei`);
+      throw new RelayError(
+        'UNSUPPORTED_GAS_PRICE',
+        `gas.gas_price ${input} wei is above this relay's maximum of ${maxWei} wei`,
+      );
     }
     return input;
   }

@@ -41,7 +41,9 @@ export interface RelayContext extends Pick<ServiceContext, 'log' | 'metrics'> {
 export async function startRelay(
   context: RelayContext,
   config: RelayConfig,
-): Promise<RunningService & { port: number; app: FastifyInstance; submitter: Submitter; store: CommandStore }> {
+): Promise<
+  RunningService & { port: number; app: FastifyInstance; submitter: Submitter; store: CommandStore }
+> {
   const log = context.log.child({ relay: config.systemChainId });
   const pollIntervalMs = Math.round(config.blockTimeSeconds * 1000);
   // No network probing: start-up must not fail while the RPC is down (the submitter retries, /status tells).
@@ -106,12 +108,19 @@ export async function startRelay(
         store,
         readFee,
         onCommand: (action, outcome) => metrics.commands.inc({ action, outcome }),
-        status: () => ({ wallet: wallet.address, chainId: config.chainId, submitter: { ...submitter.state } }),
+        status: () => ({
+          wallet: wallet.address,
+          chainId: config.chainId,
+          submitter: { ...submitter.state },
+        }),
         log,
       }),
   );
   submitter.start();
-  log.info({ wallet: wallet.address, contract: config.contractAddr, chainId: config.chainId }, 'relay started');
+  log.info(
+    { wallet: wallet.address, contract: config.contractAddr, chainId: config.chainId },
+    'relay started',
+  );
   const address = http.app.server.address();
   return {
     app: http.app,

@@ -16,7 +16,8 @@ export function contractRevertOf(error: unknown): ContractRevert | undefined {
     NotInOpWindow: `NotInOpWindow: ${a[0]} is allowed from block time ${a[1]} to ${a[2]}`,
     ExpiredOp: `ExpiredOp: ${a[0]} expired at block time ${a[1]}`,
     NotUnlock: `NotUnlock: ${a[0]} is locked until block time ${a[1]}`,
-    InvalidStatus: 'InvalidStatus: the transfer is not pending on chain (never locked with these terms, or already confirmed or refunded)',
+    InvalidStatus:
+      'InvalidStatus: the transfer is not pending on chain (never locked with these terms, or already confirmed or refunded)',
     InvalidHashlock: 'InvalidHashlock: the preimage does not open the hashlock',
     InvalidSender: 'InvalidSender: the contract refused the caller',
     InvalidAmount: 'InvalidAmount: the amounts do not match the lock',

@@ -41,10 +41,13 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
   const { store, log } = options;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (isRelayError(error)) return reply.code(error.status).send({ code: error.code, message: error.message });
+    if (isRelayError(error))
+      return reply.code(error.status).send({ code: error.code, message: error.message });
     const kind = frameworkErrorKind(error);
     if (kind !== undefined) {
-      return reply.code(RELAY_ERRORS[kind].status).send({ code: RELAY_ERRORS[kind].code, message: publicMessage(kind, error) });
+      return reply
+        .code(RELAY_ERRORS[kind].status)
+        .send({ code: RELAY_ERRORS[kind].code, message: publicMessage(kind, error) });
     }
     log.error({ err: error.message, url: request.url }, 'relay route failed');
     return reply.code(500).send({ code: RELAY_ERRORS.INTERNAL.code, message: 'internal error' });
@@ -83,13 +86,15 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
   const signer = (variant: SwapVariant) => async (request: { body: unknown }) => {
     const body = objectBody(request.body);
     if (body['signature'] === undefined) throw new RelayError('INVALID_BODY', 'signature is required');
-    if (typeof body['signature'] !== 'string') throw new RelayError('INVALID_SIGNATURE', 'signature must be a 0x-hex string');
+    if (typeof body['signature'] !== 'string')
+      throw new RelayError('INVALID_SIGNATURE', 'signature must be a 0x-hex string');
     if (body['value'] === undefined) throw new RelayError('INVALID_BODY', 'value is required');
     try {
       const value = parseSwapAgreement(body['value'], variant);
       return { code: 200, address: recoverSwapSigner(value, body['signature'], options.chainId, variant) };
     } catch (error) {
-      if (isChainInputError(error, 'INVALID_AGREEMENT')) throw new RelayError('INVALID_AGREEMENT', error.message);
+      if (isChainInputError(error, 'INVALID_AGREEMENT'))
+        throw new RelayError('INVALID_AGREEMENT', error.message);
       if (isChainInputError(error)) throw new RelayError('INVALID_SIGNATURE', error.message);
       throw error;
     }
@@ -104,10 +109,16 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
       accepted = await store.accept(parsed);
     } catch (error) {
       log.error({ err: (error as Error).message.slice(0, 300), action }, 'storing a relay command failed');
-      throw new RelayError('STORE_UNAVAILABLE', 'the command could not be stored; nothing was accepted, send it again');
+      throw new RelayError(
+        'STORE_UNAVAILABLE',
+        'the command could not be stored; nothing was accepted, send it again',
+      );
     }
     if (accepted.created) {
-      log.info({ command: accepted.id, action, transferId: parsed.command.transferId }, 'relay command accepted');
+      log.info(
+        { command: accepted.id, action, transferId: parsed.command.transferId },
+        'relay command accepted',
+      );
     }
     options.onCommand?.(action, accepted.created ? 'accepted' : 'repeated');
     // The same command again gets the same answer.

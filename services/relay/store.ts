@@ -101,7 +101,10 @@ export class CommandStore {
   async accept(parsed: ParsedCommand): Promise<{ id: string; created: boolean }> {
     const { command, metadata } = parsed;
     return withTransaction(this.pool, async (tx) => {
-      const inserted = await tx.query(`${INSERT} ON CONFLICT (id) DO NOTHING`, insertParams(command, metadata, 'accepted'));
+      const inserted = await tx.query(
+        `${INSERT} ON CONFLICT (id) DO NOTHING`,
+        insertParams(command, metadata, 'accepted'),
+      );
       if (inserted.rowCount === 1) {
         const message = envelope(relayCommands, command, {
           id: command.commandId,
@@ -163,7 +166,10 @@ export class CommandStore {
     );
   }
 
-  async settle(id: string, outcome: { status: 'confirmed' | 'failed'; blockNumber: number; reason?: string }): Promise<void> {
+  async settle(
+    id: string,
+    outcome: { status: 'confirmed' | 'failed'; blockNumber: number; reason?: string },
+  ): Promise<void> {
     await this.pool.query(
       `UPDATE relay_commands SET status = $2, block_number = $3, reason = $4, updated_at = now()
        WHERE id = $1 AND status IN ('signed', 'sent')`,

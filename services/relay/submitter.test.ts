@@ -13,7 +13,12 @@ const RELAY_ADDRESS = new Wallet(RELAY_DEV_KEY).address;
 const STATUS = { pending: 1n, confirmed: 2n };
 
 /** A behalf body in the original clients' form, from a locked side of a swap. */
-function behalfBody(side: LockedSwap['out'], key: string, preimage?: string, extra: Record<string, unknown> = {}) {
+function behalfBody(
+  side: LockedSwap['out'],
+  key: string,
+  preimage?: string,
+  extra: Record<string, unknown> = {},
+) {
   return {
     transaction_type: 'LOCAL_PADDING',
     gas: { gas_price: 'STANDARD' },
@@ -45,7 +50,8 @@ describe('relay submitter on the devnet', () => {
   let relay: Relay;
   let swap: Contract;
   const relayTxCount = () => chain.provider.getTransactionCount(RELAY_ADDRESS);
-  const statusOf = async (transferId: string) => ((await swap.getFunction('swapStatus')(transferId)) as [bigint])[0];
+  const statusOf = async (transferId: string) =>
+    ((await swap.getFunction('swapStatus')(transferId)) as [bigint])[0];
   const command = async (id: string) => (await relay.get(`/behalf/commands/${id}`)).body.command;
   const until = async (id: string, status: string) => {
     await waitFor(async () => (await command(id)).status === status, `command ${id} ${status}`, 20_000);
@@ -58,10 +64,16 @@ describe('relay submitter on the devnet', () => {
   const lock = () => lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
 
   beforeAll(async () => {
-    [db, devnet] = await Promise.all([createTestDatabase([relayMigrations]), startDevnet({ chains: [{ chainId: 97 }] })]);
+    [db, devnet] = await Promise.all([
+      createTestDatabase([relayMigrations]),
+      startDevnet({ chains: [{ chainId: 97 }] }),
+    ]);
     chain = devnet.chain(97);
     swap = new Contract(chain.contracts.otmoic, swapInterface, chain.provider);
-    relay = await startTestRelay(db, relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic }));
+    relay = await startTestRelay(
+      db,
+      relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic }),
+    );
   });
   afterAll(async () => {
     await relay?.close();
@@ -76,10 +88,19 @@ describe('relay submitter on the devnet', () => {
 
     // Sent twice at once and once more later: one command, one id.
     const confirmIn = behalfBody(locked.in, 'command_transfer_in_confirm', locked.preimage);
-    const [a, b] = await Promise.all([relay.post('/behalf/confirm_in', confirmIn), relay.post('/behalf/confirm_in', confirmIn)]);
-    expect(a).toEqual({ status: 200, body: { code: 200, message: 'Command received', command_id: expect.any(String) } });
+    const [a, b] = await Promise.all([
+      relay.post('/behalf/confirm_in', confirmIn),
+      relay.post('/behalf/confirm_in', confirmIn),
+    ]);
+    expect(a).toEqual({
+      status: 200,
+      body: { code: 200, message: 'Command received', command_id: expect.any(String) },
+    });
     expect(b).toEqual(a);
-    const confirmOut = await relay.post('/behalf/confirm_out', behalfBody(locked.out, 'command_transfer_confirm', locked.preimage));
+    const confirmOut = await relay.post(
+      '/behalf/confirm_out',
+      behalfBody(locked.out, 'command_transfer_confirm', locked.preimage),
+    );
     expect(confirmOut.status).toBe(200);
 
     // Before the windows nothing is sent, however often the submitter looks.
@@ -109,7 +130,10 @@ describe('relay submitter on the devnet', () => {
     expect(await relay.post('/behalf/confirm_in', confirmIn)).toEqual(a);
     await relay.submitter.tick();
     expect(await relayTxCount()).toBe(sentBefore + 2);
-    expect(await command(a.body.command_id)).toMatchObject({ status: 'confirmed', tx_hash: confirmedIn.tx_hash });
+    expect(await command(a.body.command_id)).toMatchObject({
+      status: 'confirmed',
+      tx_hash: confirmedIn.tx_hash,
+    });
     const metrics = await relay.metrics.metrics();
     expect(metrics).toContain('relay_commands_total{action="confirm_in",outcome="accepted"} 1');
     expect(metrics).toContain('relay_commands_total{action="confirm_in",outcome="repeated"} 2');
@@ -121,7 +145,10 @@ describe('relay submitter on the devnet', () => {
     const { T, E, Tol } = locked.times;
     await moveTo(T + 3 * E + 3 * Tol + 1);
     const sentBefore = await relayTxCount();
-    const late = await relay.post('/behalf/confirm_out', behalfBody(locked.out, 'command_transfer_confirm', locked.preimage));
+    const late = await relay.post(
+      '/behalf/confirm_out',
+      behalfBody(locked.out, 'command_transfer_confirm', locked.preimage),
+    );
     const failed = await until(late.body.command_id, 'failed');
     expect(failed.reason).toBe(
       `window closed: non-user confirm out is allowed from block time ${T + 3 * E + 2 * Tol} to ${T + 3 * E + 3 * Tol}; the chain is at block time ${T + 3 * E + 3 * Tol + 1}`,
@@ -151,16 +178,24 @@ describe('relay submitter on the devnet', () => {
       transferId: '0x',
     };
     const sentBefore = await relayTxCount();
-    const answer = await relay.post('/behalf/confirm_in', behalfBody(never, 'command_transfer_confirm', preimage));
+    const answer = await relay.post(
+      '/behalf/confirm_in',
+      behalfBody(never, 'command_transfer_confirm', preimage),
+    );
     const failed = await until(answer.body.command_id, 'failed');
-    expect(failed.reason).toMatch(/^the contract refuses the call: InvalidStatus: the transfer is not pending on chain/);
+    expect(failed.reason).toMatch(
+      /^the contract refuses the call: InvalidStatus: the transfer is not pending on chain/,
+    );
     expect(await relayTxCount()).toBe(sentBefore);
   });
 
   it('records a transaction that reverts on chain as failed, with the custom error decoded', async () => {
     const locked = await lock();
     const { T, E, Tol } = locked.times;
-    const answer = await relay.post('/behalf/confirm_out', behalfBody(locked.out, 'command_transfer_confirm', locked.preimage));
+    const answer = await relay.post(
+      '/behalf/confirm_out',
+      behalfBody(locked.out, 'command_transfer_confirm', locked.preimage),
+    );
     await until(answer.body.command_id, 'scheduled');
     // Someone else confirms out in the same block, ahead of the relay (higher gas price): the relay's
     // transaction is mined after it and reverts.
@@ -170,19 +205,37 @@ describe('relay submitter on the devnet', () => {
       await until(answer.body.command_id, 'sent');
       const other = new Contract(chain.contracts.otmoic, swapInterface, chain.wallet(5));
       const c = locked.out;
-      await other.getFunction('confirmTransferOut')(c.sender, c.receiver, c.token, c.tokenAmount, c.ethAmount, c.hashlock, E, Tol, c.earliestRefundTime, locked.preimage, T, { gasLimit: 500_000n, gasPrice: 10n ** 12n });
+      await other.getFunction('confirmTransferOut')(
+        c.sender,
+        c.receiver,
+        c.token,
+        c.tokenAmount,
+        c.ethAmount,
+        c.hashlock,
+        E,
+        Tol,
+        c.earliestRefundTime,
+        locked.preimage,
+        T,
+        { gasLimit: 500_000n, gasPrice: 10n ** 12n },
+      );
       await chain.mine();
     } finally {
       await chain.provider.send('evm_setAutomine', [true]);
     }
     const failed = await until(answer.body.command_id, 'failed');
-    expect(failed.reason).toMatch(/^reverted on chain: InvalidStatus: the transfer is not pending on chain .* \(tx 0x[0-9a-f]{64}\)$/);
+    expect(failed.reason).toMatch(
+      /^reverted on chain: InvalidStatus: the transfer is not pending on chain .* \(tx 0x[0-9a-f]{64}\)$/,
+    );
     expect(failed.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await statusOf(locked.out.transferId)).toBe(STATUS.confirmed);
   });
 
   it('lets one relay per wallet send; a second one stands by and takes over when the first stops', async () => {
-    const standby = await startTestRelay(db, relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic }));
+    const standby = await startTestRelay(
+      db,
+      relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic }),
+    );
     await standby.submitter.tick();
     expect(standby.submitter.state.active).toBe(false);
     await relay.close();

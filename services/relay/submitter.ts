@@ -68,6 +68,8 @@ export class Submitter {
     this.stopped = true;
     this.wake();
     await this.running;
+    // Unlock explicitly: the server notices a closed connection a little later, and a standby should not wait.
+    await this.lockClient?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
     this.dropLockClient();
   }
 
@@ -161,7 +163,11 @@ export class Submitter {
       return true;
     } catch (error) {
       // Logged when the chain goes down, not on every pass; /status shows it meanwhile.
-      if (this.state.chainOk || !this.chainChecked) this.options.log.warn({ err: (error as Error).message.slice(0, 200) }, 'relay chain unreachable; retrying');
+      if (this.state.chainOk || !this.chainChecked)
+        this.options.log.warn(
+          { err: (error as Error).message.slice(0, 200) },
+          'relay chain unreachable; retrying',
+        );
       this.chainChecked = true;
       this.state.chainOk = false;
       this.state.lastError = `chain unreachable: ${(error as Error).message.slice(0, 200)}`;
@@ -222,8 +228,17 @@ export class Submitter {
       },
     );
     if (signed === undefined) return;
-    log.info({ command: row.id, nonce: signed.nonce, tx: signed.hash, gasPrice: gasPrice.toString() }, 'relay transaction signed');
-    await this.follow({ ...row, status: 'signed', nonce: signed.nonce, rawTx: signed.raw, txHash: signed.hash });
+    log.info(
+      { command: row.id, nonce: signed.nonce, tx: signed.hash, gasPrice: gasPrice.toString() },
+      'relay transaction signed',
+    );
+    await this.follow({
+      ...row,
+      status: 'signed',
+      nonce: signed.nonce,
+      rawTx: signed.raw,
+      txHash: signed.hash,
+    });
   }
 
   /** A stored transaction: settle it from its receipt, or broadcast it (again) while its nonce is unused. */
@@ -237,7 +252,10 @@ export class Submitter {
       // The nonce is used but not by our transaction; ask once more in case the receipt was just not indexed.
       const again = await provider.getTransactionReceipt(row.txHash!);
       if (again !== null) return this.settle(row, again);
-      await this.fail(row, `nonce ${row.nonce} of the relay wallet was used by another transaction; ${row.txHash} was never mined`);
+      await this.fail(
+        row,
+        `nonce ${row.nonce} of the relay wallet was used by another transaction; ${row.txHash} was never mined`,
+      );
       log.error({ command: row.id, nonce: row.nonce }, 'relay command failed: its nonce was used elsewhere');
       return;
     }
@@ -245,7 +263,10 @@ export class Submitter {
       await provider.broadcastTransaction(row.rawTx!);
     } catch (error) {
       // "already known" and "nonce too low" mean it is in the pool or mined: the receipt decides next pass.
-      log.debug({ command: row.id, err: (error as Error).message.slice(0, 200) }, 'broadcast answered with an error');
+      log.debug(
+        { command: row.id, err: (error as Error).message.slice(0, 200) },
+        'broadcast answered with an error',
+      );
     }
     if (row.status === 'signed') await store.markSent(row.id);
     const settled = await provider.getTransactionReceipt(row.txHash!);
@@ -275,7 +296,11 @@ export class Submitter {
       const revert = contractRevertOf(error);
       if (revert !== undefined) reason = `reverted on chain: ${revert.reason}`;
     }
-    await store.settle(row.id, { status: 'failed', blockNumber: receipt.blockNumber, reason: `${reason} (tx ${receipt.hash})` });
+    await store.settle(row.id, {
+      status: 'failed',
+      blockNumber: receipt.blockNumber,
+      reason: `${reason} (tx ${receipt.hash})`,
+    });
     this.options.onSettled?.(row.action, 'failed');
     log.warn({ command: row.id, tx: receipt.hash, reason }, 'relay command failed on chain');
   }

@@ -27,7 +27,13 @@ export function relayTestConfig(overrides: Partial<RelayConfig> = {}): RelayConf
 
 export async function startTestRelay(db: { pool: Pool; url: string }, config: RelayConfig) {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log, idlePollMs: 200, rebalanceMs: 200 });
+  const bus = new PostgresBus({
+    pool: db.pool,
+    connectionString: db.url,
+    log,
+    idlePollMs: 200,
+    rebalanceMs: 200,
+  });
   await bus.ensureTopics([topicSpec(relayCommands, 4)]);
   const metrics = new Registry();
   const relay = await startRelay({ db: db.pool, bus, log, metrics }, config);

@@ -89,7 +89,10 @@ export const relaySection = z.strictObject({
   /** Typical seconds between blocks: how often the submitter looks at the chain's time. */
   blockTimeSeconds: z.number().positive().max(600).default(3),
   /** Upper bound of the gas price the relay pays, in wei (decimal string); a command asking more is refused. */
-  maxGasPriceWei: z.string().regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount').optional(),
+  maxGasPriceWei: z
+    .string()
+    .regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount')
+    .optional(),
 });
 
 export const databaseSection = z.strictObject({
