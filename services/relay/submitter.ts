@@ -263,10 +263,12 @@ export class Submitter {
       await provider.broadcastTransaction(row.rawTx!);
     } catch (error) {
       // "already known" and "nonce too low" mean it is in the pool or mined: the receipt decides next pass.
-      log.debug(
-        { command: row.id, err: (error as Error).message.slice(0, 200) },
-        'broadcast answered with an error',
-      );
+      // Anything else (no funds, price refused) is shown on the command; it is re-broadcast on every pass.
+      const message = (error as Error).message.slice(0, 300);
+      if (!/already known|known transaction|nonce too low|nonce has already been used/i.test(message)) {
+        await store.noteAttempt(row.id, `broadcast refused, retrying: ${message}`);
+        log.warn({ command: row.id, err: message }, 'relay transaction broadcast refused');
+      }
     }
     if (row.status === 'signed') await store.markSent(row.id);
     const settled = await provider.getTransactionReceipt(row.txHash!);
