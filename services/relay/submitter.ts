@@ -207,8 +207,9 @@ export class Submitter {
       log.warn({ command: row.id, revert: revert.name }, 'relay command failed: contract refuses the call');
       return;
     }
-    const fee = await provider.getFeeData();
-    const gasPrice = resolveGasPrice(row.command.gasPrice, fee.gasPrice ?? 0n, this.options.maxGasPriceWei);
+    const nodeGasPrice = (await provider.getFeeData()).gasPrice;
+    if (nodeGasPrice === null) throw new Error('the node reported no gas price (eth_gasPrice)');
+    const gasPrice = resolveGasPrice(row.command.gasPrice, nodeGasPrice, this.options.maxGasPriceWei);
     const chainPending = await provider.getTransactionCount(wallet.address, 'pending');
     const signed = await store.signWithNextNonce(
       row.id,
