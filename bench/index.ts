@@ -3,6 +3,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   bus: () => import('./bus.js'),
   crypto: () => import('./crypto.js'),
   connector: () => import('./connector.js'),
+  relay: () => import('./relay.js'),
 };
 
 const asked = process.argv.slice(2);

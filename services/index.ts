@@ -3,6 +3,7 @@ import { agentService } from './agent/index.js';
 import { chainClientService } from './chain-client/index.js';
 import { connectorService } from './connector/index.js';
 import { pointsService } from './points/index.js';
+import { relayService } from './relay/index.js';
 
 /** Every service this build has, in start order (producers before consumers). */
-export const services: readonly ServiceDefinition[] = [chainClientService, connectorService, pointsService, agentService];
+export const services: readonly ServiceDefinition[] = [chainClientService, connectorService, pointsService, agentService, relayService];

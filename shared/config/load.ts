@@ -16,6 +16,7 @@ import {
   type ConnectorConfig,
   type AgentConfig,
   type PointConfig,
+  type RelayConfig,
   type SectionName,
 } from './schema.js';
 
@@ -35,6 +36,7 @@ export interface AppConfig {
   rpcUrls?: Record<string, string>;
   chainClients?: ChainClientConfig[];
   chainClient?: ChainClientInstanceConfig[];
+  relay?: RelayConfig;
   database: DatabaseTarget;
   bus: z.infer<typeof busSection> & { kafkaBrokers?: string[] };
   archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };

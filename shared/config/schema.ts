@@ -71,6 +71,30 @@ export const chainClientInstance = z.strictObject({
   deliveryAttempts: z.number().int().min(1).max(100).default(10),
 });
 
+/** The relay interface of one EVM chain deployment (services/relay). */
+export const relaySection = z.strictObject({
+  port,
+  /** Otmoic system chain id: the `{id}` of the `/evm-client-{id}/relay/…` routes. */
+  systemChainId: chainIdString,
+  /** EVM chain id of the OtmoicSwap EIP-712 domain and of the transactions the relay signs. */
+  chainId: z.number().int().positive(),
+  /** JSON-RPC endpoint of the chain. */
+  rpc: httpUrl,
+  /** The Otmoic swap contract the behalf commands call. */
+  contractAddr: evmAddress,
+  /** Private key of the relay wallet that pays gas for behalf commands (secret). */
+  priv: privateKey,
+  /** `sender_wallet_name` of confirm_in / refund_in bodies → the address it stands for (the LP's wallet). */
+  senderWallets: z.record(z.string().min(1), evmAddress).default({}),
+  /** Typical seconds between blocks: how often the submitter looks at the chain's time. */
+  blockTimeSeconds: z.number().positive().max(600).default(3),
+  /** Upper bound of the gas price the relay pays, in wei (decimal string); a command asking more is refused. */
+  maxGasPriceWei: z
+    .string()
+    .regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount')
+    .optional(),
+});
+
 export const databaseSection = z.strictObject({
   /** Where the embedded profile keeps PostgreSQL's files (ignored when DATABASE_URL or DBHOST is set). */
   dataDir: z.string().min(1).default('data/postgres'),
@@ -107,6 +131,7 @@ export const configFileSchema = z.looseObject({
   'rpc-urls': z.unknown().optional(),
   chainClients: z.unknown().optional(),
   chainClient: z.unknown().optional(),
+  relay: z.unknown().optional(),
   database: z.unknown().optional(),
   bus: z.unknown().optional(),
   archive: z.unknown().optional(),
@@ -121,6 +146,7 @@ export const sectionSchemas = {
   'rpc-urls': rpcUrlsSection,
   chainClients: z.array(chainClientEntry).min(1),
   chainClient: z.array(chainClientInstance).min(1),
+  relay: relaySection,
 } as const;
 
 export type SectionName = keyof typeof sectionSchemas;
@@ -130,6 +156,7 @@ export type AgentConfig = z.infer<typeof agentSection>;
 export type ConnectorConfig = z.infer<typeof connectorSection>;
 export type ChainClientConfig = z.infer<typeof chainClientEntry>;
 export type ChainClientInstanceConfig = z.infer<typeof chainClientInstance>;
+export type RelayConfig = z.infer<typeof relaySection>;
 export type DatabaseConfig = z.infer<typeof databaseSection>;
 export type BusConfig = z.infer<typeof busSection>;
 export type ArchiveConfig = z.infer<typeof archiveSection>;

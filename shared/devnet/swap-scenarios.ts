@@ -146,3 +146,67 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
     steps,
   };
 }
+
+export interface LockedSwap {
+  preimage: string;
+  hashlock: string;
+  /** The user's lock on `src` and the LP's lock on `dst`, with their transfer ids. */
+  out: SwapSide & { transferId: string };
+  in: SwapSide & { transferId: string };
+  times: { T: number; E: number; Tol: number; R: number };
+  steps: SwapStep[];
+}
+
+/**
+ * Both sides locked (transferOut by the user, transferIn by the LP) and then nobody confirms: the start of
+ * "the user never confirms out" and "the LP never confirms in", which the relay finishes with behalf
+ * commands. `src` and `dst` may be the same chain (the two locks have different transfer ids).
+ */
+export async function lockSwap(options: ScenarioOptions): Promise<LockedSwap> {
+  const { src, dst } = options;
+  const parties = options.parties ?? { user: 1, lp: 2 };
+  const E = options.E ?? 60;
+  const Tol = options.Tol ?? 120;
+  const amountOut = options.amountOut ?? 10n ** 18n;
+  const amountIn = options.amountIn ?? (amountOut * 99n) / 100n;
+  const user = src.accounts[parties.user]!.address;
+  const lp = src.accounts[parties.lp]!.address;
+  const preimage = hexlify(randomBytes(32));
+  const hashlock = hashlockOf(preimage);
+  const T = Math.max(await src.latestTimestamp(), await dst.latestTimestamp()) + 10;
+  const R = T + 3 * E + 3 * Tol + 60;
+  const times = { agreementReachedTime: T, expectedSingleStepTime: E, tolerantSingleStepTime: Tol, earliestRefundTime: R };
+  const outSide: SwapSide = {
+    sender: user,
+    receiver: lp,
+    token: '0x0000000000000000000000000000000000000000',
+    tokenAmount: amountOut,
+    ethAmount: 0n,
+    hashlock,
+    ...times,
+  };
+  const inSide: SwapSide = { ...outSide, sender: lp, receiver: user, tokenAmount: amountIn };
+  const outId = computeTransferId(outSide, true, src.chainId);
+  const inId = computeTransferId(inSide, false, dst.chainId);
+  const steps: SwapStep[] = [];
+  const lock = async (step: SwapStep['step'], chain: DevnetChain, account: number, at: number, method: string, args: unknown[], value: bigint) => {
+    const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
+    const attempt = await callAt(chain, at, contract, method, args, value);
+    if (!attempt.ok) throw new Error(`lockSwap: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
+    steps.push({ step, chainId: chain.chainId, txHash: attempt.receipt.hash, blockNumber: attempt.receipt.blockNumber, timestamp: attempt.timestamp, from: chain.accounts[account]!.address });
+  };
+  await lock('transferOut', src, parties.user, T + 1, 'transferOut', transferOutArgs(outSide, {
+    dstChainId: options.dstSystemChainId,
+    dstAddress: BigInt(user),
+    bidId: hexlify(randomBytes(32)),
+    tokenDst: 0n,
+    amountDst: amountIn,
+    nativeAmountDst: 0n,
+    requestor: user,
+    lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
+    userSign: '0x',
+    lpSign: '0x',
+  }), amountOut);
+  await lock('transferIn', dst, parties.lp, T + 2, 'transferIn', transferInArgs(inSide, options.srcSystemChainId, outId), amountIn);
+  return { preimage, hashlock, out: { ...outSide, transferId: outId }, in: { ...inSide, transferId: inId }, times: { T, E, Tol, R }, steps };
+}

@@ -1,0 +1,119 @@
+/**
+ * `npm run bench -- relay`: requests/s of the relay's get_signer_from_eip712 and get_hashlock over real HTTP
+ * (keep-alive, 16 in flight) beside a bare fastify route in the same server, then signer recoveries/s of
+ * our recovery path beside ethers' verifyTypedData (bench/crypto.ts, reused).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { relayVectors } from '../test/fixtures/otmoic-relay-vectors.js';
+import { registerRelayRoutes } from '../services/relay/routes.js';
+import type { CommandStore } from '../services/relay/store.js';
+import { createLogger } from '../shared/logging/logger.js';
+import { fmt, printTable } from './support.js';
+
+const CONCURRENCY = 16;
+const WARM_UP_MS = 500;
+const BUDGET_MS = Number(process.env.BENCH_RELAY_MS ?? 3_000);
+
+/** Requests/s of POST `path` with `body`, `CONCURRENCY` keep-alive connections, checking every answer. */
+async function measure(
+  port: number,
+  path: string,
+  body: string,
+  ms: number,
+  expect: string,
+): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const request = http.request(
+        {
+          port,
+          path,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk) => (text += chunk));
+          response.on('end', () =>
+            text.includes(expect) ? resolve() : reject(new Error(`${path}: unexpected answer ${text}`)),
+          );
+        },
+      );
+      request.on('error', reject);
+      request.end(body);
+    });
+  let done = 0;
+  const started = performance.now();
+  const deadline = started + ms;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline) {
+        await one();
+        done++;
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  agent.destroy();
+  return (done * 1000) / elapsed;
+}
+
+export async function run(): Promise<void> {
+  const app = Fastify({ loggerInstance: createLogger({ level: 'silent' }) as FastifyBaseLogger });
+  registerRelayRoutes(app, {
+    systemChainId: '9006',
+    chainId: 97,
+    commandContext: { systemChainId: '9006', chainId: 97, senderWallets: {} },
+    store: undefined as unknown as CommandStore, // the measured routes never touch the store
+    readFee: async () => 30n,
+    status: () => ({}),
+    log: createLogger({ level: 'silent' }),
+  });
+  app.post('/bare', async () => ({ code: 200, bare: true }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+
+  const signer = relayVectors.eip712.cases[0]!;
+  const cases: Array<[string, string, string, string]> = [
+    ['bare fastify route', '/bare', '{}', '"bare":true'],
+    [
+      'get_hashlock',
+      '/evm-client-9006/relay/get_hashlock',
+      JSON.stringify(relayVectors.hashlock[0]!.request),
+      relayVectors.hashlock[0]!.response.hashlock!,
+    ],
+    [
+      'get_signer_from_eip712',
+      '/evm-client-9006/relay/get_signer_from_eip712',
+      JSON.stringify(signer.request),
+      signer.response_when_server_CHAIN_ID_is_this.address,
+    ],
+  ];
+  console.log(
+    `relay routes over HTTP: ${CONCURRENCY} keep-alive requests in flight, ${BUDGET_MS} ms per route (node ${process.version})`,
+  );
+  for (const [, path, body, expect] of cases) await measure(port, path, body, WARM_UP_MS, expect);
+  // Two rounds, interleaved, so a load change on the shared machine hits every route alike.
+  const totals = cases.map(() => 0);
+  for (let round = 0; round < 2; round++) {
+    for (const [index, [, path, body, expect]] of cases.entries())
+      totals[index]! += await measure(port, path, body, BUDGET_MS / 2, expect);
+  }
+  const rates = totals.map((t) => t / 2);
+  printTable(
+    'requests/s (same server, same client)',
+    cases.map(([label], i) => [
+      label,
+      `${fmt(rates[i]!).padStart(7)} req/s${i === 0 ? '' : ` = ${((rates[i]! / rates[0]!) * 100).toFixed(0)} % of the bare route`}`,
+    ]),
+  );
+  await app.close();
+
+  console.log('\nsigner recovery (bench/crypto.ts):');
+  await (await import('./crypto.js')).run();
+}

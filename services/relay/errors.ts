@@ -1,0 +1,90 @@
+/**
+ * Every answer of the relay that is not a success: a JSON body `{code, message}` with a matching HTTP
+ * status (DESIGN §5.7). 30206 and 30207 are the original chain client's codes; the others are ours, in the
+ * same 30xxx family. The table is the single source of the README and OpenAPI error lists.
+ */
+export const RELAY_ERRORS = {
+  INTERNAL: {
+    code: 30200,
+    status: 500,
+    meaning: 'unexpected server error (a bug; the body never holds internals)',
+  },
+  INVALID_BODY: {
+    code: 30201,
+    status: 400,
+    meaning: 'the body is not JSON, or a field is missing or malformed (the message names each one)',
+  },
+  INVALID_SIGNATURE: {
+    code: 30202,
+    status: 400,
+    meaning: 'signature is not 65 bytes (v 27/28/0/1) or 64 bytes (EIP-2098) of 0x-hex',
+  },
+  INVALID_AGREEMENT: {
+    code: 30203,
+    status: 400,
+    meaning: 'value is not a valid OtmoicSwap Message (the message names each bad field)',
+  },
+  UNSUPPORTED_TRANSACTION_TYPE: {
+    code: 30204,
+    status: 400,
+    meaning: 'transaction_type is not LOCAL_PADDING',
+  },
+  UNSUPPORTED_GAS_PRICE: {
+    code: 30205,
+    status: 400,
+    meaning:
+      'gas.gas_price is not FAST, STANDARD, SAFELOW or a decimal wei amount within relay.maxGasPriceWei',
+  },
+  FEE_READ_FAILED: {
+    code: 30206,
+    status: 502,
+    meaning: "fetch base_points_rate error: the contract's basisPointsRate() could not be read",
+  },
+  RELAY_SERVER_URL_NOT_FOUND: {
+    code: 30207,
+    status: 400,
+    meaning:
+      'reserved: the original register_relay refusal (relay_server_url not found); this relay does not serve register_relay',
+  },
+  UNKNOWN_SENDER_WALLET: {
+    code: 30208,
+    status: 400,
+    meaning: 'sender_wallet_name is not in relay.senderWallets',
+  },
+  COMMAND_NOT_FOUND: { code: 30210, status: 404, meaning: 'no command with this id' },
+  STORE_UNAVAILABLE: {
+    code: 30211,
+    status: 503,
+    meaning: 'the command store (PostgreSQL) or the bus is unavailable; nothing was stored, retry',
+  },
+  ROUTE_NOT_FOUND: {
+    code: 30212,
+    status: 404,
+    meaning: 'no such route (or the system chain id in the path is not this deployment)',
+  },
+  BODY_TOO_LARGE: { code: 30213, status: 413, meaning: 'the body is larger than the relay accepts' },
+  UNSUPPORTED_MEDIA_TYPE: { code: 30214, status: 415, meaning: 'the body is not application/json' },
+} as const;
+
+export type RelayErrorName = keyof typeof RELAY_ERRORS;
+
+/** Thrown by handlers; the error handler turns it into `{code, message}` with the table's HTTP status. */
+export class RelayError extends Error {
+  override readonly name = 'RelayError';
+  readonly code: number;
+  readonly status: number;
+
+  constructor(
+    readonly kind: RelayErrorName,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.code = RELAY_ERRORS[kind].code;
+    this.status = RELAY_ERRORS[kind].status;
+  }
+}
+
+export function isRelayError(error: unknown): error is RelayError {
+  return error instanceof RelayError;
+}
