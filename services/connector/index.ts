@@ -87,15 +87,18 @@ export const connectorService: ServiceDefinition = {
     const stopController = new AbortController();
     const registering = clients.flatMap((client) => STREAMS.map((stream) => keepRegistered(client, stream)));
     async function keepRegistered(client: ChainClientConfig, stream: Stream): Promise<void> {
+      let failing = false; // log changes of state, not every retry (the counter has every attempt)
       while (!stopController.signal.aborted) {
         try {
           const outcome = await register(client, stream, callbackFor(client.chainId, stream));
           registrations.inc({ chain: client.chainId, stream, outcome });
-          log.debug({ chain: client.chainId, stream, outcome }, 'registered at chain client');
+          log[failing ? 'info' : 'debug']({ chain: client.chainId, stream, outcome }, 'registered at chain client');
+          failing = false;
           await sleep(config.reregisterIntervalMs, stopController.signal);
         } catch (err) {
           registrations.inc({ chain: client.chainId, stream, outcome: 'failed' });
-          log.warn({ chain: client.chainId, stream, err: (err as Error).message }, 'registration failed; retrying');
+          log[failing ? 'debug' : 'warn']({ chain: client.chainId, stream, err: (err as Error).message }, 'registration failed; retrying');
+          failing = true;
           await sleep(Math.min(5_000, config.reregisterIntervalMs), stopController.signal);
         }
       }
