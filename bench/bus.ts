@@ -8,7 +8,12 @@ const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
 const KEYS = 16;
 const PUBLISH_BATCH = 100;
 /** A value the size of a typical chain.events envelope. */
-const VALUE = JSON.stringify({ id: 'x', type: 'chain.event', version: 1, payload: randomBytes(300).toString('hex') });
+const VALUE = JSON.stringify({
+  id: 'x',
+  type: 'chain.event',
+  version: 1,
+  payload: randomBytes(300).toString('hex'),
+});
 
 /**
  * `npm run bench -- bus`: messages/s through the postgres log end to end (publish → handled and committed),
@@ -24,7 +29,8 @@ export async function run(): Promise<void> {
     // Baselines: what this PostgreSQL does with plain INSERTs, one commit each and batched like the publisher.
     const rawSingle = await time(async () => {
       const n = Math.min(MESSAGES, 3_000);
-      for (let i = 0; i < n; i++) await pool.query('INSERT INTO raw_insert (key, value) VALUES ($1, $2)', [`k${i % KEYS}`, VALUE]);
+      for (let i = 0; i < n; i++)
+        await pool.query('INSERT INTO raw_insert (key, value) VALUES ($1, $2)', [`k${i % KEYS}`, VALUE]);
       return n;
     });
     const rawBatched = await time(async () => {
@@ -58,7 +64,10 @@ export async function run(): Promise<void> {
         'bench.once',
         async (message, context) => {
           await applyOnce(pool, 'bench', `${message.partition}:${message.offset}`, context, async (tx) => {
-            await tx.query('INSERT INTO effects (event_id, key) VALUES ($1, $2)', [String(message.offset), message.key]);
+            await tx.query('INSERT INTO effects (event_id, key) VALUES ($1, $2)', [
+              String(message.offset),
+              message.key,
+            ]);
           });
         },
         true,
@@ -74,10 +83,19 @@ export async function run(): Promise<void> {
     printTable(`bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`, [
       ['raw INSERT, 1 row per commit', `${fmt(single)} rows/s   (baseline A)`],
       ['raw INSERT, 100 rows per statement', `${fmt(batched)} rows/s   (baseline B)`],
-      ['postgres log: publish, batches of 100', `${fmt(rate(publishOnly.count, publishOnly.ms))} msg/s   = ${(rate(publishOnly.count, publishOnly.ms) / batched).toFixed(2)}x B`],
-      ['postgres log: consume a backlog, commit each', `${fmt(consumed)} msg/s   = ${(consumed / single).toFixed(2)}x A`],
+      [
+        'postgres log: publish, batches of 100',
+        `${fmt(rate(publishOnly.count, publishOnly.ms))} msg/s   = ${(rate(publishOnly.count, publishOnly.ms) / batched).toFixed(2)}x B`,
+      ],
+      [
+        'postgres log: consume a backlog, commit each',
+        `${fmt(consumed)} msg/s   = ${(consumed / single).toFixed(2)}x A`,
+      ],
       ['postgres log end to end: publish → handled', `${fmt(e2e)} msg/s   = ${(e2e / single).toFixed(2)}x A`],
-      ['end to end with an exactly-once effect (applyOnce)', `${fmt(e2eOnce)} msg/s   = ${(e2eOnce / single).toFixed(2)}x A`],
+      [
+        'end to end with an exactly-once effect (applyOnce)',
+        `${fmt(e2eOnce)} msg/s   = ${(e2eOnce / single).toFixed(2)}x A`,
+      ],
     ]);
   } finally {
     await database.dispose();

@@ -17,7 +17,9 @@ import { fmt, printTable, rate, scratchDatabase } from './support.js';
 const CALLBACKS = Number(process.env.BENCH_CALLBACKS ?? 1_000);
 const EVENTS_PER_CHUNK = 2;
 const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
-const vectors = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../test/fixtures/otmoic-relay.json'), 'utf8'));
+const vectors = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, '../test/fixtures/otmoic-relay.json'), 'utf8'),
+);
 const golden = vectors.events.filter((v: { log_data?: string }) => v.log_data);
 
 /** An original-shape update_height body of height `h` holding two golden events. */
@@ -26,14 +28,26 @@ function chunk(h: number) {
     const v = golden[i % golden.length];
     const block = h - 1;
     const event = {
-      address: CONTRACT, topics: [v.topic0], data: v.log_data, blockNumber: '0x' + block.toString(16),
-      transactionHash: '0x' + randomBytes(32).toString('hex'), transactionIndex: '0x0', blockHash: '0x' + 'bb'.repeat(32),
-      logIndex: '0x' + i.toString(16), removed: false,
+      address: CONTRACT,
+      topics: [v.topic0],
+      data: v.log_data,
+      blockNumber: '0x' + block.toString(16),
+      transactionHash: '0x' + randomBytes(32).toString('hex'),
+      transactionIndex: '0x0',
+      blockHash: '0x' + 'bb'.repeat(32),
+      logIndex: '0x' + i.toString(16),
+      removed: false,
     };
     return {
-      event, tx: { from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', status: '0x1', logs: [event] }, eventParse: v.event_parse,
-      block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_000 + block).toString(16) }, type: v.type,
-      transfer_info: '{}', event_raw: JSON.stringify(event), event_parse: v.event_parse, chain_id: '9006',
+      event,
+      tx: { from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', status: '0x1', logs: [event] },
+      eventParse: v.event_parse,
+      block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_000 + block).toString(16) },
+      type: v.type,
+      transfer_info: '{}',
+      event_raw: JSON.stringify(event),
+      event_parse: v.event_parse,
+      chain_id: '9006',
     };
   });
   return { type: 'update_height', height: h, data };
@@ -50,16 +64,26 @@ export async function run(): Promise<void> {
   const log = createLogger({ level: 'warn' });
   try {
     const bus = new PostgresBus({ pool, connectionString: url, log });
-    await bus.ensureTopics([...allTopics.map((t) => topicSpec(t, 8)), { name: 'bench.raw', partitions: 8, retentionMs: null }]);
+    await bus.ensureTopics([
+      ...allTopics.map((t) => topicSpec(t, 8)),
+      { name: 'bench.raw', partitions: 8, retentionMs: null },
+    ]);
     const registry = new Registry();
-    const gauge = (n: string) => new Gauge({ name: n, help: n, labelNames: ['chain', 'stream'], registers: [registry] });
+    const gauge = (n: string) =>
+      new Gauge({ name: n, help: n, labelNames: ['chain', 'stream'], registers: [registry] });
     const heights = new HeightStore(pool);
     await heights.init('9006', 'swap', 0);
     const chains = new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]);
     const ingestor = new Ingestor({
-      pool, bus, archive: new PostgresArchive(pool), heights, chains, log,
+      pool,
+      bus,
+      archive: new PostgresArchive(pool),
+      heights,
+      chains,
+      log,
       metrics: {
-        height: gauge('h'), lag: gauge('l'),
+        height: gauge('h'),
+        lag: gauge('l'),
         events: new Counter({ name: 'e', help: 'e', labelNames: ['chain', 'type'], registers: [registry] }),
         rejected: new Counter({ name: 'r', help: 'r', labelNames: ['reason'], registers: [registry] }),
       },
@@ -76,7 +100,10 @@ export async function run(): Promise<void> {
     const messages = bodies.map((b) =>
       (JSON.parse(b).data as any[]).map((body) => {
         const event = normalizeEvent(body, chains.get('9006')!);
-        return encode(chainEvents, envelope(chainEvents, event, { occurredAt: event.blockTimestamp, source: 'bench' }));
+        return encode(
+          chainEvents,
+          envelope(chainEvents, event, { occurredAt: event.blockTimestamp, source: 'bench' }),
+        );
       }),
     );
     let start = performance.now();
@@ -90,7 +117,8 @@ export async function run(): Promise<void> {
         headers: { 'content-type': 'application/json' },
         body,
       });
-      if (response.status !== 200) throw new Error(`callback answered ${response.status}: ${await response.text()}`);
+      if (response.status !== 200)
+        throw new Error(`callback answered ${response.status}: ${await response.text()}`);
     }
     const ingestMs = performance.now() - start;
     await app.close();
@@ -99,10 +127,16 @@ export async function run(): Promise<void> {
     const callbacks = rate(CALLBACKS, ingestMs);
     const events = rate(CALLBACKS * EVENTS_PER_CHUNK, ingestMs);
     const raw = rate(CALLBACKS * EVENTS_PER_CHUNK, rawMs);
-    printTable(`connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events, ${database.source})`, [
-      ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
-      ['connector: HTTP callback → validated, archived, published', `${fmt(callbacks)} callbacks/s = ${fmt(events)} events/s = ${(events / raw).toFixed(2)}x baseline`],
-    ]);
+    printTable(
+      `connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events, ${database.source})`,
+      [
+        ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
+        [
+          'connector: HTTP callback → validated, archived, published',
+          `${fmt(callbacks)} callbacks/s = ${fmt(events)} events/s = ${(events / raw).toFixed(2)}x baseline`,
+        ],
+      ],
+    );
   } finally {
     await database.dispose();
   }

@@ -16,7 +16,11 @@ export async function benchDatabase(): Promise<{ url: string; source: string; st
   }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-bench-'));
   await chmod(dir, 0o755);
-  const server = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: 'bench' });
+  const server = await startEmbeddedPostgres({
+    dataDir: path.join(dir, 'pg'),
+    port: await freePort(),
+    database: 'bench',
+  });
   return {
     url: server.url,
     source: 'embedded PostgreSQL 17',

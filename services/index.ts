@@ -6,4 +6,10 @@ import { pointsService } from './points/index.js';
 import { relayService } from './relay/index.js';
 
 /** Every service this build has, in start order (producers before consumers). */
-export const services: readonly ServiceDefinition[] = [chainClientService, connectorService, pointsService, agentService, relayService];
+export const services: readonly ServiceDefinition[] = [
+  chainClientService,
+  connectorService,
+  pointsService,
+  agentService,
+  relayService,
+];

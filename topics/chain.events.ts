@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { address, decimalString, hex32, systemChainId, txHash, unixSeconds } from '../shared/schema/primitives.js';
+import {
+  address,
+  decimalString,
+  hex32,
+  systemChainId,
+  txHash,
+  unixSeconds,
+} from '../shared/schema/primitives.js';
 import { defineTopic } from './envelope.js';
 
 /** Where an event sits on its chain; with the block timestamp it is all a window decision needs. */

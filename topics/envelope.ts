@@ -82,7 +82,8 @@ export function decode<P>(topic: TopicDefinition<P>, message: BusMessage): Envel
     throw new PoisonMessageError(`${topic.name}: message is not JSON`);
   }
   const outer = envelopeShape.safeParse(json);
-  if (!outer.success) throw new PoisonMessageError(`${topic.name}: not an envelope: ${z.prettifyError(outer.error)}`);
+  if (!outer.success)
+    throw new PoisonMessageError(`${topic.name}: not an envelope: ${z.prettifyError(outer.error)}`);
   if (outer.data.type !== topic.type || outer.data.version !== topic.version) {
     throw new PoisonMessageError(
       `${topic.name}: unsupported envelope ${outer.data.type} v${outer.data.version} (expected ${topic.type} v${topic.version})`,
@@ -96,5 +97,9 @@ export function decode<P>(topic: TopicDefinition<P>, message: BusMessage): Envel
 }
 
 export function topicSpec(topic: TopicDefinition<unknown>, defaultPartitions: number): TopicSpec {
-  return { name: topic.name, partitions: topic.partitions ?? defaultPartitions, retentionMs: topic.retentionMs };
+  return {
+    name: topic.name,
+    partitions: topic.partitions ?? defaultPartitions,
+    retentionMs: topic.retentionMs,
+  };
 }

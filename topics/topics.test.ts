@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { PoisonMessageError, type BusMessage } from '../shared/bus/index.js';
-import { allTopics, chainEventId, chainEvents, decode, encode, envelope, relayCommands, violations } from './index.js';
+import {
+  allTopics,
+  chainEventId,
+  chainEvents,
+  decode,
+  encode,
+  envelope,
+  relayCommands,
+  violations,
+} from './index.js';
 
 const asMessage = (topic: string, value: string): BusMessage => ({
   topic,
@@ -46,13 +55,24 @@ const transferOut = {
 describe('topics', () => {
   it('has one definition per topic of the design, each with a distinct name and a retention decision', () => {
     expect(allTopics.map((t) => t.name).sort()).toEqual(
-      ['chain.events', 'chain.heights', 'complaint.commands', 'relay.commands', 'swap.verdicts', 'violations'].sort(),
+      [
+        'chain.events',
+        'chain.heights',
+        'complaint.commands',
+        'relay.commands',
+        'swap.verdicts',
+        'violations',
+      ].sort(),
     );
     for (const t of allTopics) expect(t.retentionMs === null || t.retentionMs > 0).toBe(true);
   });
 
   it('round-trips a chain event through encode and decode, keyed by chain, hex normalised', () => {
-    const env = envelope(chainEvents, transferOut, { occurredAt: 1_700_000_123, source: 'connector', id: chainEventId(transferOut) });
+    const env = envelope(chainEvents, transferOut, {
+      occurredAt: 1_700_000_123,
+      source: 'connector',
+      id: chainEventId(transferOut),
+    });
     const message = encode(chainEvents, env);
     expect(message.key).toBe('9006');
     expect(message.headers).toEqual({ type: 'chain.event', version: '1' });
@@ -67,9 +87,23 @@ describe('topics', () => {
   });
 
   it('turns anything that is not a valid envelope of the topic into a poison message', () => {
-    const valid = encode(violations, envelope(violations, {
-      party: 'lp', subject: 'lp-1', case: 3, bidId: null, chainId: '614', txHashes: [], blockTime: 5, rule: 'case 3',
-    }, { occurredAt: 5, source: 't' })).value;
+    const valid = encode(
+      violations,
+      envelope(
+        violations,
+        {
+          party: 'lp',
+          subject: 'lp-1',
+          case: 3,
+          bidId: null,
+          chainId: '614',
+          txHashes: [],
+          blockTime: 5,
+          rule: 'case 3',
+        },
+        { occurredAt: 5, source: 't' },
+      ),
+    ).value;
     expect(decode(violations, asMessage('violations', valid)).payload.case).toBe(3);
 
     const cases: Array<[string, RegExp]> = [
@@ -88,16 +122,28 @@ describe('topics', () => {
 
   it('keys relay commands by transfer so commands for one transfer stay in order', () => {
     const command = {
-      commandId: 'c1', action: 'confirm_out' as const, systemChainId: '9006', transactionType: 'LOCAL_PADDING',
-      gasPrice: 'STANDARD' as const, transferId: '0x' + '44'.repeat(32),
+      commandId: 'c1',
+      action: 'confirm_out' as const,
+      systemChainId: '9006',
+      transactionType: 'LOCAL_PADDING',
+      gasPrice: 'STANDARD' as const,
+      transferId: '0x' + '44'.repeat(32),
       call: {
-        sender: transferOut.sender, receiver: transferOut.receiver, token: transferOut.token, tokenAmount: '1',
-        ethAmount: '0', hashlock: transferOut.hashlock, expectedSingleStepTime: 60, tolerantSingleStepTime: 120,
-        earliestRefundTime: 1_700_001_000, agreementReachedTime: 1_700_000_000, preimage: '0x' + '55'.repeat(32),
+        sender: transferOut.sender,
+        receiver: transferOut.receiver,
+        token: transferOut.token,
+        tokenAmount: '1',
+        ethAmount: '0',
+        hashlock: transferOut.hashlock,
+        expectedSingleStepTime: 60,
+        tolerantSingleStepTime: 120,
+        earliestRefundTime: 1_700_001_000,
+        agreementReachedTime: 1_700_000_000,
+        preimage: '0x' + '55'.repeat(32),
       },
     };
-    expect(encode(relayCommands, envelope(relayCommands, command, { occurredAt: 1, source: 'relay' })).key).toBe(
-      command.transferId,
-    );
+    expect(
+      encode(relayCommands, envelope(relayCommands, command, { occurredAt: 1, source: 'relay' })).key,
+    ).toBe(command.transferId);
   });
 });

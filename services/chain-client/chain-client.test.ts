@@ -61,7 +61,9 @@ describe('our EVM chain client on the devnet', () => {
   /** Every event delivered to one system chain's per-event callbacks, in arrival order. */
   const perEvent = (system: string) =>
     recorder.posts
-      .filter((p) => p.path.startsWith(`/${system}/`) && !p.path.endsWith('/height') && !p.path.endsWith('/merged'))
+      .filter(
+        (p) => p.path.startsWith(`/${system}/`) && !p.path.endsWith('/height') && !p.path.endsWith('/merged'),
+      )
       .map((p) => p.body);
   const merged = (system: string) => recorder.at(`/${system}/merged`);
   const mergedEvents = (system: string) => merged(system).flatMap((b) => b.data);
@@ -91,14 +93,23 @@ describe('our EVM chain client on the devnet', () => {
     await start(src, SRC_SYSTEM);
     await start(dst, DST_SYSTEM);
     for (const system of [SRC_SYSTEM, DST_SYSTEM]) {
-      expect((await support(system, '/support/register', { callback: perEventCallback(system) })).body).toEqual({
+      expect(
+        (await support(system, '/support/register', { callback: perEventCallback(system) })).body,
+      ).toEqual({
         code: 200,
         message: 'register succeed',
       });
       const mergedCallback = { on_height_update: recorder.url(`/${system}/merged`) };
-      expect((await support(system, '/support/register', { callback: mergedCallback, merge: true })).body.code).toBe(200);
+      expect(
+        (await support(system, '/support/register', { callback: mergedCallback, merge: true })).body.code,
+      ).toBe(200);
     }
-    const scenarios: SwapScenario[] = ['honest', 'short_amount', 'wrong_receiver', 'confirm_in_without_confirm_out'];
+    const scenarios: SwapScenario[] = [
+      'honest',
+      'short_amount',
+      'wrong_receiver',
+      'confirm_in_without_confirm_out',
+    ];
     for (const scenario of scenarios) {
       swaps.push(await runSwap(scenario, { src, dst, srcSystemChainId: 9006, dstSystemChainId: 614 }));
     }
@@ -114,10 +125,14 @@ describe('our EVM chain client on the devnet', () => {
 
   it('delivers the honest swap and the three cheats as the exact event sequence per chain', () => {
     const expectedSrc = swaps.flatMap((s) =>
-      s.steps.filter((step) => step.chainId === 97).map((step) => ({ type: step.step === 'transferOut' ? 'TransferOut' : 'ConfirmOut', swap: s, step })),
+      s.steps
+        .filter((step) => step.chainId === 97)
+        .map((step) => ({ type: step.step === 'transferOut' ? 'TransferOut' : 'ConfirmOut', swap: s, step })),
     );
     const expectedDst = swaps.flatMap((s) =>
-      s.steps.filter((step) => step.chainId === 11155420).map((step) => ({ type: step.step === 'transferIn' ? 'TransferIn' : 'ConfirmIn', swap: s, step })),
+      s.steps
+        .filter((step) => step.chainId === 11155420)
+        .map((step) => ({ type: step.step === 'transferIn' ? 'TransferIn' : 'ConfirmIn', swap: s, step })),
     );
     for (const [system, expected] of [
       [SRC_SYSTEM, expectedSrc],
@@ -127,7 +142,17 @@ describe('our EVM chain client on the devnet', () => {
       expect(got.map((b) => b.type)).toEqual(expected.map((e) => e.type));
       got.forEach((body, i) => {
         const { swap, step } = expected[i]!;
-        expect(Object.keys(body)).toEqual(['event', 'tx', 'eventParse', 'block', 'type', 'transfer_info', 'event_raw', 'event_parse', 'chain_id']);
+        expect(Object.keys(body)).toEqual([
+          'event',
+          'tx',
+          'eventParse',
+          'block',
+          'type',
+          'transfer_info',
+          'event_raw',
+          'event_parse',
+          'chain_id',
+        ]);
         expect(body.chain_id).toBe(system);
         expect(body.event.transactionHash).toBe(step.txHash);
         expect(Number(body.event.blockNumber)).toBe(step.blockNumber);
@@ -142,7 +167,8 @@ describe('our EVM chain client on the devnet', () => {
   });
 
   it('shows each cheat in the event_parse fields', () => {
-    const outOf = (s: ExecutedSwap) => perEvent(SRC_SYSTEM).find((b) => b.type === 'TransferOut' && b.event_parse.bid_id === s.bidId)!;
+    const outOf = (s: ExecutedSwap) =>
+      perEvent(SRC_SYSTEM).find((b) => b.type === 'TransferOut' && b.event_parse.bid_id === s.bidId)!;
     const [honest, short, wrong, cheat] = swaps;
     expect(outOf(honest!).event_parse.amount).toBe(honest!.agreed.amountOut.toString());
     expect(outOf(honest!).event_parse.receiver).toBe(honest!.agreed.lpReceiverOnSrc);
@@ -150,8 +176,14 @@ describe('our EVM chain client on the devnet', () => {
     expect(outOf(wrong!).event_parse.receiver).toBe(wrong!.out.sender);
     expect(outOf(wrong!).event_parse.hash_lock).toBe(wrong!.hashlock);
     // The cheat: no ConfirmOut on the source chain; ConfirmIn sent by the user, not the LP, with the preimage.
-    expect(perEvent(SRC_SYSTEM).some((b) => b.type === 'ConfirmOut' && b.event_parse.transfer_id === cheat!.out.transferId)).toBe(false);
-    const confirmIn = perEvent(DST_SYSTEM).find((b) => b.type === 'ConfirmIn' && b.event_parse.transfer_id === cheat!.in.transferId)!;
+    expect(
+      perEvent(SRC_SYSTEM).some(
+        (b) => b.type === 'ConfirmOut' && b.event_parse.transfer_id === cheat!.out.transferId,
+      ),
+    ).toBe(false);
+    const confirmIn = perEvent(DST_SYSTEM).find(
+      (b) => b.type === 'ConfirmIn' && b.event_parse.transfer_id === cheat!.in.transferId,
+    )!;
     expect(confirmIn.tx.from.toLowerCase()).toBe(cheat!.out.sender.toLowerCase());
     expect(confirmIn.event_parse.preimage).toBe(cheat!.preimage);
     expect(Number(confirmIn.block.timestamp)).toBe(cheat!.times.T + 3 * cheat!.times.E + cheat!.times.Tol);
@@ -168,7 +200,9 @@ describe('our EVM chain client on the devnet', () => {
         expect(Object.keys(body)).toEqual(['type', 'height', 'data']);
         for (const e of body.data) expect(Number(e.event.blockNumber)).toBeLessThanOrEqual(body.height);
       }
-      expect(mergedEvents(system).map((e) => e.event.transactionHash)).toEqual(perEvent(system).map((e) => e.event.transactionHash));
+      expect(mergedEvents(system).map((e) => e.event.transactionHash)).toEqual(
+        perEvent(system).map((e) => e.event.transactionHash),
+      );
     }
   });
 
@@ -194,14 +228,36 @@ describe('our EVM chain client on the devnet', () => {
     const foreignAddress = (await foreign.getAddress()).toLowerCase();
     const now = (await src.latestTimestamp()) + 5;
     const side = {
-      sender: src.accounts[4]!.address, receiver: src.accounts[5]!.address, token: '0x0000000000000000000000000000000000000000',
-      tokenAmount: 1000n, ethAmount: 0n, hashlock: hashlockOf('0x' + '07'.repeat(32)),
-      agreementReachedTime: now, expectedSingleStepTime: 60, tolerantSingleStepTime: 60, earliestRefundTime: now + 1000,
+      sender: src.accounts[4]!.address,
+      receiver: src.accounts[5]!.address,
+      token: '0x0000000000000000000000000000000000000000',
+      tokenAmount: 1000n,
+      ethAmount: 0n,
+      hashlock: hashlockOf('0x' + '07'.repeat(32)),
+      agreementReachedTime: now,
+      expectedSingleStepTime: 60,
+      tolerantSingleStepTime: 60,
+      earliestRefundTime: now + 1000,
     };
-    const attempt = await callAt(src, now + 1, new Contract(foreignAddress, OTMOIC_SWAP_ABI as unknown as string[], src.wallet(4)), 'transferOut', transferOutArgs(side, {
-      dstChainId: 614, dstAddress: 1n, bidId: '0x' + '09'.repeat(32), tokenDst: 0n, amountDst: 1n, nativeAmountDst: 0n,
-      requestor: 'x', lpId: 'y', userSign: '', lpSign: '',
-    }), 1000n);
+    const attempt = await callAt(
+      src,
+      now + 1,
+      new Contract(foreignAddress, OTMOIC_SWAP_ABI as unknown as string[], src.wallet(4)),
+      'transferOut',
+      transferOutArgs(side, {
+        dstChainId: 614,
+        dstAddress: 1n,
+        bidId: '0x' + '09'.repeat(32),
+        tokenDst: 0n,
+        amountDst: 1n,
+        nativeAmountDst: 0n,
+        requestor: 'x',
+        lpId: 'y',
+        userSign: '',
+        lpSign: '',
+      }),
+      1000n,
+    );
     expect(attempt.ok).toBe(true);
     await settle();
     const all = [...perEvent(SRC_SYSTEM), ...mergedEvents(SRC_SYSTEM)];
@@ -218,7 +274,9 @@ describe('our EVM chain client on the devnet', () => {
     await settle();
     const after = perEvent(SRC_SYSTEM).slice(before);
     expect(after.map((b) => `${b.type}:${b.event.transactionHash}`)).toEqual(
-      whileDown.steps.filter((s) => s.chainId === 97).map((s) => `${s.step === 'transferOut' ? 'TransferOut' : 'ConfirmOut'}:${s.txHash}`),
+      whileDown.steps
+        .filter((s) => s.chainId === 97)
+        .map((s) => `${s.step === 'transferOut' ? 'TransferOut' : 'ConfirmOut'}:${s.txHash}`),
     );
     const heights = merged(SRC_SYSTEM).map((b) => b.height);
     heights.forEach((h, i) => expect(h).toBe(heights[0]! + i * 5));
@@ -227,30 +285,43 @@ describe('our EVM chain client on the devnet', () => {
   it('retries a failing receiver with back-off and keeps its order', async () => {
     const flaky = await startCallbackRecorder({ failFirst: () => true }); // every body fails once
     try {
-      const reply = await support(DST_SYSTEM, '/support/register', { callback: { on_height_update: flaky.url('/flaky') }, merge: true });
+      const reply = await support(DST_SYSTEM, '/support/register', {
+        callback: { on_height_update: flaky.url('/flaky') },
+        merge: true,
+      });
       expect(reply.body.code).toBe(200);
       await settle();
       const target = maxHeight(DST_SYSTEM);
-      await waitFor(() => flaky.at('/flaky').some((b) => b.height === target), 'flaky receiver caught up', 30_000);
+      await waitFor(
+        () => flaky.at('/flaky').some((b) => b.height === target),
+        'flaky receiver caught up',
+        30_000,
+      );
       const heights = flaky.at('/flaky').map((b) => b.height);
       // A new registration starts at the current height; from there every chunk arrives once, in order.
       heights.forEach((h, i) => expect(h).toBe(heights[0] + i * 5));
       // Each of those bodies was refused once, then delivered on its second attempt (the receiver records a
       // post a moment before the chain client marks it delivered).
-      await waitFor(async () => {
-        const { rows } = await db.pool.query<{ n: string }>(
-          `SELECT count(*) AS n FROM chain_client_deliveries WHERE url = $1 AND attempts >= 2 AND status = 'delivered'`,
-          [flaky.url('/flaky')],
-        );
-        return Number(rows[0]!.n) >= heights.length;
-      }, 'second-attempt deliveries recorded', 5_000);
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM chain_client_deliveries WHERE url = $1 AND attempts >= 2 AND status = 'delivered'`,
+            [flaky.url('/flaky')],
+          );
+          return Number(rows[0]!.n) >= heights.length;
+        },
+        'second-attempt deliveries recorded',
+        5_000,
+      );
     } finally {
       await flaky.close();
     }
   });
 
   it('answers a repeated registration and bad bodies as the original does', async () => {
-    expect((await support(SRC_SYSTEM, '/support/register', { callback: perEventCallback(SRC_SYSTEM) })).body).toEqual({
+    expect(
+      (await support(SRC_SYSTEM, '/support/register', { callback: perEventCallback(SRC_SYSTEM) })).body,
+    ).toEqual({
       code: 30209,
       message: 'callbackUrl is already registered',
     });
@@ -258,16 +329,31 @@ describe('our EVM chain client on the devnet', () => {
       status: 400,
       body: { code: 30209, message: 'callbackUrl is a required parameter ' },
     });
-    expect((await support(SRC_SYSTEM, '/support/history', { end: 5, callback: {} })).body.message).toBe('start is a required parameter ');
-    expect((await support(SRC_SYSTEM, '/support/history', { start: 5, callback: {} })).body.message).toBe('endBlock is a required parameter ');
-    const badUrl = await support(SRC_SYSTEM, '/support/register', { callback: { on_transfer_out: 'ftp://x' } });
+    expect((await support(SRC_SYSTEM, '/support/history', { end: 5, callback: {} })).body.message).toBe(
+      'start is a required parameter ',
+    );
+    expect((await support(SRC_SYSTEM, '/support/history', { start: 5, callback: {} })).body.message).toBe(
+      'endBlock is a required parameter ',
+    );
+    const badUrl = await support(SRC_SYSTEM, '/support/register', {
+      callback: { on_transfer_out: 'ftp://x' },
+    });
     expect(badUrl.status).toBe(400);
     expect(badUrl.body.message).toMatch(/http\(s\) URL/);
-    const unknownKey = await support(SRC_SYSTEM, '/support/register', { callback: { on_everything: 'http://x' } });
+    const unknownKey = await support(SRC_SYSTEM, '/support/register', {
+      callback: { on_everything: 'http://x' },
+    });
     expect(unknownKey.body.message).toMatch(/callback keys must be among/);
-    const beyond = await support(SRC_SYSTEM, '/support/history', { start: 0, end: 10_000_000, callback: { on_height_update: 'http://x' } });
+    const beyond = await support(SRC_SYSTEM, '/support/history', {
+      start: 0,
+      end: 10_000_000,
+      callback: { on_height_update: 'http://x' },
+    });
     expect(beyond.body.message).toMatch(/beyond the confirmed head/);
-    const reputation = await support(SRC_SYSTEM, '/support/register_reputation', { callback: { on_reputation: recorder.url('/rep') }, merge: false });
+    const reputation = await support(SRC_SYSTEM, '/support/register_reputation', {
+      callback: { on_reputation: recorder.url('/rep') },
+      merge: false,
+    });
     expect(reputation.body).toEqual({ code: 200, message: 'register succeed' });
   });
 });

@@ -42,7 +42,9 @@ export class ChainReader {
     const allowed = new Set(this.addresses.map((a) => a.toLowerCase()));
     return logs
       .filter((l) => allowed.has(l.address.toLowerCase()) && !l.removed)
-      .sort((a, b) => Number(a.blockNumber) - Number(b.blockNumber) || Number(a.logIndex) - Number(b.logIndex));
+      .sort(
+        (a, b) => Number(a.blockNumber) - Number(b.blockNumber) || Number(a.logIndex) - Number(b.logIndex),
+      );
   }
 
   block(n: number): Promise<RawBlock> {

@@ -47,7 +47,13 @@ export class Deliverer {
     while (!this.stopController.signal.aborted) {
       this.wakeSignal.reset();
       try {
-        const { rows } = await pool.query<{ id: string; url: string; body: string; attempts: number; due: boolean }>(
+        const { rows } = await pool.query<{
+          id: string;
+          url: string;
+          body: string;
+          attempts: number;
+          due: boolean;
+        }>(
           `SELECT DISTINCT ON (lane) id, url, body, attempts, next_attempt_at <= now() AS due
            FROM chain_client_deliveries WHERE instance = $1 AND status = 'pending' ORDER BY lane, id`,
           [instance],
@@ -94,7 +100,10 @@ export class Deliverer {
         [row.id, attempt, error],
       );
       outcomes?.inc({ instance, outcome: 'failed' });
-      log.error({ url: row.url, delivery: row.id, attempts: attempt, err: error }, 'callback delivery given up');
+      log.error(
+        { url: row.url, delivery: row.id, attempts: attempt, err: error },
+        'callback delivery given up',
+      );
       return;
     }
     const delay = backoffMs(attempt, 200, 30_000);
@@ -104,7 +113,9 @@ export class Deliverer {
       [row.id, attempt, error, delay],
     );
     outcomes?.inc({ instance, outcome: 'retried' });
-    log.warn({ url: row.url, delivery: row.id, attempt, retryInMs: delay, err: error }, 'callback delivery failed');
+    log.warn(
+      { url: row.url, delivery: row.id, attempt, retryInMs: delay, err: error },
+      'callback delivery failed',
+    );
   }
 }
-

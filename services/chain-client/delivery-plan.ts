@@ -32,7 +32,7 @@ export interface Chunk {
 /** Splits [from, to] into chunks ending at multiples of 5 (the last one may end at `to`), events sorted in. */
 export function chunksOf(from: number, to: number, events: readonly EventBody[]): Chunk[] {
   const chunks: Chunk[] = [];
-  for (let start = from; start <= to; ) {
+  for (let start = from; start <= to;) {
     const end = Math.min(chunkEnd(start), to);
     chunks.push({
       from: start,
@@ -57,7 +57,13 @@ export function planChunk(registration: Registration, chunk: Chunk): PlannedDeli
   const events = chunk.events.filter((e) => (kind === 'reputation') === (e.type === 'Reputation'));
   const heightUrl = callback.on_height_update;
   if (registration.merge && heightUrl) {
-    return [{ lane: registration.lane, url: heightUrl, body: JSON.stringify({ type: 'update_height', height: chunk.to, data: events }) }];
+    return [
+      {
+        lane: registration.lane,
+        url: heightUrl,
+        body: JSON.stringify({ type: 'update_height', height: chunk.to, data: events }),
+      },
+    ];
   }
   const planned: PlannedDelivery[] = [];
   for (const event of events) {
@@ -65,7 +71,11 @@ export function planChunk(registration: Registration, chunk: Chunk): PlannedDeli
     if (url) planned.push({ lane: registration.lane, url, body: JSON.stringify(event) });
   }
   if (heightUrl) {
-    planned.push({ lane: registration.lane, url: heightUrl, body: JSON.stringify({ type: 'update_height', height: chunk.to }) });
+    planned.push({
+      lane: registration.lane,
+      url: heightUrl,
+      body: JSON.stringify({ type: 'update_height', height: chunk.to }),
+    });
   }
   return planned;
 }

@@ -1,5 +1,10 @@
 import type { Interface } from 'ethers';
-import { EVENT_TYPES, reputationInterface, swapInterface, type ChainEventType } from '../../shared/otmoic/abi.js';
+import {
+  EVENT_TYPES,
+  reputationInterface,
+  swapInterface,
+  type ChainEventType,
+} from '../../shared/otmoic/abi.js';
 import type { ChainReader, RawBlock, RawLog, RawReceipt } from './chain-reader.js';
 import { eventParse, type EventParse } from './event-parse.js';
 
@@ -39,9 +44,12 @@ export async function buildEventBodies(
     if (!description || !(description.name in EVENT_TYPES)) continue; // admin events (fees, owner) are not swap facts
     const type = EVENT_TYPES[description.name as keyof typeof EVENT_TYPES];
     if (!blocks.has(log.blockNumber)) blocks.set(log.blockNumber, reader.block(Number(log.blockNumber)));
-    if (!receipts.has(log.transactionHash)) receipts.set(log.transactionHash, reader.receipt(log.transactionHash));
+    if (!receipts.has(log.transactionHash))
+      receipts.set(log.transactionHash, reader.receipt(log.transactionHash));
     const parse = eventParse(description);
-    const named = Object.fromEntries(description.fragment.inputs.map((input) => [input.name, parse[input.name]]));
+    const named = Object.fromEntries(
+      description.fragment.inputs.map((input) => [input.name, parse[input.name]]),
+    );
     bodies.push({
       event: log,
       tx: await receipts.get(log.transactionHash)!,

@@ -30,6 +30,7 @@ describe('event_parse in the original chain client shape', () => {
 
   it('has the golden topic0 for every swap event', () => {
     const topics = vectors.find((v) => v.topics)!.topics!;
-    for (const [name, topic0] of Object.entries(topics)) expect(swapInterface.getEvent(name)!.topicHash).toBe(topic0);
+    for (const [name, topic0] of Object.entries(topics))
+      expect(swapInterface.getEvent(name)!.topicHash).toBe(topic0);
   });
 });

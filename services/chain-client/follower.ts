@@ -2,7 +2,13 @@ import type { Logger } from '../../shared/logging/logger.js';
 import { sleep } from '../../shared/bus/retry.js';
 import type { ChainReader } from './chain-reader.js';
 import { buildEventBodies, type ContractAddresses } from './event-body.js';
-import { CHUNK_BLOCKS, chunksOf, planChunk, type PlannedDelivery, type Registration } from './delivery-plan.js';
+import {
+  CHUNK_BLOCKS,
+  chunksOf,
+  planChunk,
+  type PlannedDelivery,
+  type Registration,
+} from './delivery-plan.js';
 import type { ChainClientStore } from './store.js';
 
 /** Blocks read per eth_getLogs call (a multiple of the chunk size). */
@@ -88,7 +94,7 @@ export class Follower {
 
   /** Replays blocks [start, end] to one callback (its own lane), in ranges, queueing deliveries as it goes. */
   async history(start: number, end: number, registration: Registration): Promise<void> {
-    for (let from = start; from <= end && !this.stopController.signal.aborted; ) {
+    for (let from = start; from <= end && !this.stopController.signal.aborted;) {
       const to = Math.min(end, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
       const deliveries = await this.plan(from, to, [registration]);
       await this.options.store.queueOnly(deliveries);

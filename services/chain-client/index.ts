@@ -23,7 +23,8 @@ export const chainClientService: ServiceDefinition = {
   async start(context) {
     const instances: RunningService[] = [];
     try {
-      for (const config of context.config.chainClient!) instances.push(await startChainClient(context, config));
+      for (const config of context.config.chainClient!)
+        instances.push(await startChainClient(context, config));
     } catch (err) {
       await Promise.all(instances.map((i) => i.stop()));
       throw err;
@@ -42,7 +43,12 @@ function metricsOf(registry: Registry): ChainClientMetrics {
   let metrics = metricsByRegistry.get(registry);
   if (!metrics) {
     metrics = {
-      height: new Gauge({ name: 'chain_client_height', help: 'Last block delivered', labelNames: ['instance'], registers: [registry] }),
+      height: new Gauge({
+        name: 'chain_client_height',
+        help: 'Last block delivered',
+        labelNames: ['instance'],
+        registers: [registry],
+      }),
       deliveries: new Counter({
         name: 'chain_client_deliveries_total',
         help: 'Callback posts by outcome',
@@ -62,7 +68,10 @@ export async function startChainClient(
   const log = context.log.child({ chainClient: config.systemChainId });
   const { height, deliveries } = metricsOf(context.metrics);
   const contracts = { swap: config.contractAddr, reputation: config.reputationContractAddr };
-  const reader = new ChainReader(config.rpc, [contracts.swap, ...(contracts.reputation ? [contracts.reputation] : [])]);
+  const reader = new ChainReader(config.rpc, [
+    contracts.swap,
+    ...(contracts.reputation ? [contracts.reputation] : []),
+  ]);
   const store = new ChainClientStore(context.db as Pool, config.systemChainId);
   const deliverer = new Deliverer({
     pool: context.db as Pool,

@@ -10,7 +10,15 @@ import type { ChainClientStore } from './store.js';
 export const SUPPORT_ERROR = 30_209;
 
 const CALLBACK_KEYS = {
-  swap: ['on_transfer_out', 'on_transfer_in', 'on_confirm_out', 'on_confirm_in', 'on_refunded_out', 'on_refunded_in', 'on_height_update'],
+  swap: [
+    'on_transfer_out',
+    'on_transfer_in',
+    'on_confirm_out',
+    'on_confirm_in',
+    'on_refunded_out',
+    'on_refunded_in',
+    'on_height_update',
+  ],
   reputation: ['on_reputation', 'on_height_update'],
 } as const;
 
@@ -58,17 +66,26 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     if (body.callback === undefined) return refuse(reply, 'callbackUrl is a required parameter ');
     const start = block.safeParse(body.start);
     const end = block.safeParse(body.end);
-    if (!start.success || !end.success) return refuse(reply, 'start and end must be block numbers (integers >= 0)');
+    if (!start.success || !end.success)
+      return refuse(reply, 'start and end must be block numbers (integers >= 0)');
     if (start.data > end.data) return refuse(reply, `start (${start.data}) is after end (${end.data})`);
     const callback = callbackSchema(kind).safeParse(body.callback);
     if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
     const confirmed = await follower.confirmedHead();
-    if (end.data > confirmed) return refuse(reply, `end (${end.data}) is beyond the confirmed head (${confirmed})`);
+    if (end.data > confirmed)
+      return refuse(reply, `end (${end.data}) is beyond the confirmed head (${confirmed})`);
     const merge = body.merge === true;
     void follower
-      .history(start.data, end.data, { lane: `history:${randomUUID()}`, kind, callback: callback.data, merge })
+      .history(start.data, end.data, {
+        lane: `history:${randomUUID()}`,
+        kind,
+        callback: callback.data,
+        merge,
+      })
       .then(() => log.info({ kind, start: start.data, end: end.data }, 'history task queued'))
-      .catch((err) => log.error({ err: (err as Error).message, start: start.data, end: end.data }, 'history task failed'));
+      .catch((err) =>
+        log.error({ err: (err as Error).message, start: start.data, end: end.data }, 'history task failed'),
+      );
     return { code: 200, message: 'history task started' };
   };
 

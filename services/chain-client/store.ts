@@ -39,7 +39,11 @@ export class ChainClientStore {
    * Queues the deliveries of blocks (`expected`, `to`] and moves progress to `to`, atomically. A concurrent
    * writer (a second process on the same instance) makes this fail instead of queueing twice.
    */
-  async commitRange(expected: number | undefined, to: number, deliveries: readonly PlannedDelivery[]): Promise<void> {
+  async commitRange(
+    expected: number | undefined,
+    to: number,
+    deliveries: readonly PlannedDelivery[],
+  ): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
       await this.queue(tx, deliveries);
       const moved =
@@ -52,7 +56,8 @@ export class ChainClientStore {
               `UPDATE chain_client_progress SET last_block = $2, updated_at = now() WHERE instance = $1 AND last_block = $3`,
               [this.instance, to, expected],
             );
-      if (moved.rowCount !== 1) throw new Error(`chain client ${this.instance}: progress moved by someone else`);
+      if (moved.rowCount !== 1)
+        throw new Error(`chain client ${this.instance}: progress moved by someone else`);
     });
   }
 
@@ -66,7 +71,12 @@ export class ChainClientStore {
     await tx.query(
       `INSERT INTO chain_client_deliveries (instance, lane, url, body)
        SELECT $1, l, u, b FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(l, u, b, i) ORDER BY i`,
-      [this.instance, deliveries.map((d) => d.lane), deliveries.map((d) => d.url), deliveries.map((d) => d.body)],
+      [
+        this.instance,
+        deliveries.map((d) => d.lane),
+        deliveries.map((d) => d.url),
+        deliveries.map((d) => d.body),
+      ],
     );
   }
 }

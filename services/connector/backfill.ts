@@ -22,12 +22,21 @@ export class Backfiller {
     const key = `${chainId}/${stream}`;
     const start = stored + 1;
     const current = this.pending.get(key);
-    if (current && current.start === start && current.end >= height && Date.now() - current.at < this.options.retryMs) return;
+    if (
+      current &&
+      current.start === start &&
+      current.end >= height &&
+      Date.now() - current.at < this.options.retryMs
+    )
+      return;
     this.pending.set(key, { start, end: height, at: Date.now() });
     this.options.log.info({ chain: chainId, stream, start, end: height }, 'gap detected; requesting history');
     this.options.request(chainId, stream, start, height).catch((err) => {
       this.pending.delete(key);
-      this.options.log.warn({ chain: chainId, stream, start, end: height, err: (err as Error).message }, 'history request failed');
+      this.options.log.warn(
+        { chain: chainId, stream, start, end: height, err: (err as Error).message },
+        'history request failed',
+      );
     });
   }
 }

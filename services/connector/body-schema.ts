@@ -20,7 +20,15 @@ export const eventBodySchema = z.looseObject({
   }),
   tx: z.looseObject({ from: addressText }),
   block: z.looseObject({ timestamp: hexQuantity, number: hexQuantity }),
-  type: z.enum(['TransferOut', 'TransferIn', 'ConfirmOut', 'ConfirmIn', 'RefundOut', 'RefundIn', 'Reputation']),
+  type: z.enum([
+    'TransferOut',
+    'TransferIn',
+    'ConfirmOut',
+    'ConfirmIn',
+    'RefundOut',
+    'RefundIn',
+    'Reputation',
+  ]),
   event_parse: z.record(z.string(), z.unknown()).optional(),
   chain_id: z.union([z.string(), z.number()]).transform(String),
 });

@@ -34,7 +34,10 @@ export async function register(
   stream: Stream,
   callbackUrl: string,
 ): Promise<'registered' | 'already registered'> {
-  const result = await post(supportPaths(client, stream).register, { callback: { on_height_update: callbackUrl }, merge: true });
+  const result = await post(supportPaths(client, stream).register, {
+    callback: { on_height_update: callbackUrl },
+    merge: true,
+  });
   if (result.code === 200) return 'registered';
   if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
   throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);

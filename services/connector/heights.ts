@@ -25,7 +25,13 @@ export class HeightStore {
   }
 
   /** Moves the height from `expected` to `next` inside `tx`; false when another writer moved it first. */
-  async advance(tx: PoolClient, chainId: string, stream: Stream, expected: number, next: number): Promise<boolean> {
+  async advance(
+    tx: PoolClient,
+    chainId: string,
+    stream: Stream,
+    expected: number,
+    next: number,
+  ): Promise<boolean> {
     const result = await tx.query(
       `UPDATE connector_heights SET height = $4, updated_at = now() WHERE chain_id = $1 AND stream = $2 AND height = $3`,
       [chainId, stream, expected, next],

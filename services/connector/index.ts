@@ -25,10 +25,30 @@ export const connectorService: ServiceDefinition = {
     const clients = context.config.chainClients!;
     const log = context.log;
     const metrics = {
-      height: new Gauge({ name: 'connector_height', help: 'Last processed block', labelNames: ['chain', 'stream'] as const, registers: [context.metrics] }),
-      lag: new Gauge({ name: 'connector_lag_blocks', help: 'Blocks reported by the chain client but not yet processed', labelNames: ['chain', 'stream'] as const, registers: [context.metrics] }),
-      events: new Counter({ name: 'connector_events_total', help: 'Events published to chain.events', labelNames: ['chain', 'type'] as const, registers: [context.metrics] }),
-      rejected: new Counter({ name: 'connector_rejected_bodies_total', help: 'Callback bodies refused', labelNames: ['reason'] as const, registers: [context.metrics] }),
+      height: new Gauge({
+        name: 'connector_height',
+        help: 'Last processed block',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+      }),
+      lag: new Gauge({
+        name: 'connector_lag_blocks',
+        help: 'Blocks reported by the chain client but not yet processed',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+      }),
+      events: new Counter({
+        name: 'connector_events_total',
+        help: 'Events published to chain.events',
+        labelNames: ['chain', 'type'] as const,
+        registers: [context.metrics],
+      }),
+      rejected: new Counter({
+        name: 'connector_rejected_bodies_total',
+        help: 'Callback bodies refused',
+        labelNames: ['reason'] as const,
+        registers: [context.metrics],
+      }),
     };
     const registrations = new Counter({
       name: 'connector_registrations_total',
@@ -38,7 +58,10 @@ export const connectorService: ServiceDefinition = {
     });
 
     const chains = new Map<string, ChainContracts>(
-      clients.map((c) => [c.chainId, { systemChainId: c.chainId, swap: c.contractAddr, reputation: c.reputationContractAddr }]),
+      clients.map((c) => [
+        c.chainId,
+        { systemChainId: c.chainId, swap: c.contractAddr, reputation: c.reputationContractAddr },
+      ]),
     );
     const byChain = new Map(clients.map((c) => [c.chainId, c]));
     const heights = new HeightStore(context.db);
@@ -50,18 +73,24 @@ export const connectorService: ServiceDefinition = {
       }
     }
 
-    const callbackFor = (chainId: string, stream: Stream) => `${config.callbackUrl.replace(/\/$/, '')}/${chainId}/${stream}`;
+    const callbackFor = (chainId: string, stream: Stream) =>
+      `${config.callbackUrl.replace(/\/$/, '')}/${chainId}/${stream}`;
     const providers = new Map<string, JsonRpcProvider>();
     for (const client of clients) {
       const rpc = context.config.rpcUrls?.[client.nativeChainId] ?? context.config.rpcUrls?.[client.chainId];
       if (rpc) providers.set(client.chainId, new JsonRpcProvider(rpc, undefined, { staticNetwork: true }));
-      else log.warn({ chain: client.chainId }, 'no rpc-urls entry: heights of empty chunks carry no timestamp and are not published');
+      else
+        log.warn(
+          { chain: client.chainId },
+          'no rpc-urls entry: heights of empty chunks carry no timestamp and are not published',
+        );
     }
 
     const backfiller = new Backfiller({
       retryMs: config.backfillRetryMs,
       log,
-      request: (chainId, stream, start, end) => requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
+      request: (chainId, stream, start, end) =>
+        requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
     });
     const ingestor = new Ingestor({
       pool: context.db,
@@ -71,7 +100,8 @@ export const connectorService: ServiceDefinition = {
       chains,
       log,
       metrics,
-      requestBackfill: (chainId, stream, stored, height) => backfiller.report(chainId, stream, stored, height),
+      requestBackfill: (chainId, stream, stored, height) =>
+        backfiller.report(chainId, stream, stored, height),
       async blockTimestamp(chainId, height) {
         const block = await providers.get(chainId)?.getBlock(height);
         return block?.timestamp;
@@ -92,12 +122,18 @@ export const connectorService: ServiceDefinition = {
         try {
           const outcome = await register(client, stream, callbackFor(client.chainId, stream));
           registrations.inc({ chain: client.chainId, stream, outcome });
-          log[failing ? 'info' : 'debug']({ chain: client.chainId, stream, outcome }, 'registered at chain client');
+          log[failing ? 'info' : 'debug'](
+            { chain: client.chainId, stream, outcome },
+            'registered at chain client',
+          );
           failing = false;
           await sleep(config.reregisterIntervalMs, stopController.signal);
         } catch (err) {
           registrations.inc({ chain: client.chainId, stream, outcome: 'failed' });
-          log[failing ? 'debug' : 'warn']({ chain: client.chainId, stream, err: (err as Error).message }, 'registration failed; retrying');
+          log[failing ? 'debug' : 'warn'](
+            { chain: client.chainId, stream, err: (err as Error).message },
+            'registration failed; retrying',
+          );
           failing = true;
           await sleep(Math.min(5_000, config.reregisterIntervalMs), stopController.signal);
         }

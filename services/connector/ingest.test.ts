@@ -14,7 +14,9 @@ import { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
 import { registerCallbackRoutes } from './routes.js';
 
-const vectors = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'));
+const vectors = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
+);
 const transferOutVector = vectors.events.find((v: { type?: string }) => v.type === 'TransferOut');
 const confirmOutVector = vectors.events.find((v: { type?: string }) => v.type === 'ConfirmOut');
 
@@ -38,7 +40,11 @@ function originalBody(vector: any, block: number, logIndex = 0, overrides: Recor
     event,
     tx: { from: SENDER, to: CONTRACT, transactionHash: event.transactionHash, status: '0x1', logs: [event] },
     eventParse: vector.event_parse,
-    block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_100 + block).toString(16), hash: event.blockHash },
+    block: {
+      number: event.blockNumber,
+      timestamp: '0x' + (1_700_000_100 + block).toString(16),
+      hash: event.blockHash,
+    },
     type: vector.type,
     transfer_info: JSON.stringify({}),
     event_raw: JSON.stringify(event),
@@ -55,13 +61,35 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   let heights: HeightStore;
   const backfills: Array<[string, number, number]> = [];
   const registry = new Registry();
-  const rejected = new Counter({ name: 'rejected', help: 'x', labelNames: ['reason'], registers: [registry] });
+  const rejected = new Counter({
+    name: 'rejected',
+    help: 'x',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
 
   const post = (path: string, body: unknown) =>
-    app.inject({ method: 'POST', url: path, payload: body as object, headers: { 'content-type': 'application/json' } });
+    app.inject({
+      method: 'POST',
+      url: path,
+      payload: body as object,
+      headers: { 'content-type': 'application/json' },
+    });
   const published = async () => {
-    const { rows } = await db.pool.query<{ value: string }>(`SELECT value FROM bus_messages WHERE topic = 'chain.events' ORDER BY partition, "offset"`);
-    return rows.map((r) => decode(chainEvents, { topic: 'chain.events', partition: 0, offset: 0n, key: '', value: r.value, headers: {}, timestamp: new Date() }));
+    const { rows } = await db.pool.query<{ value: string }>(
+      `SELECT value FROM bus_messages WHERE topic = 'chain.events' ORDER BY partition, "offset"`,
+    );
+    return rows.map((r) =>
+      decode(chainEvents, {
+        topic: 'chain.events',
+        partition: 0,
+        offset: 0n,
+        key: '',
+        value: r.value,
+        headers: {},
+        timestamp: new Date(),
+      }),
+    );
   };
 
   beforeAll(async () => {
@@ -70,7 +98,8 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
     heights = new HeightStore(db.pool);
-    const gauge = (name: string) => new Gauge({ name, help: 'x', labelNames: ['chain', 'stream'], registers: [registry] });
+    const gauge = (name: string) =>
+      new Gauge({ name, help: 'x', labelNames: ['chain', 'stream'], registers: [registry] });
     const ingestor = new Ingestor({
       pool: db.pool,
       bus,
@@ -78,7 +107,12 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
       heights,
       chains: new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]),
       log,
-      metrics: { height: gauge('h'), lag: gauge('l'), events: new Counter({ name: 'e', help: 'x', labelNames: ['chain', 'type'], registers: [registry] }), rejected },
+      metrics: {
+        height: gauge('h'),
+        lag: gauge('l'),
+        events: new Counter({ name: 'e', help: 'x', labelNames: ['chain', 'type'], registers: [registry] }),
+        rejected,
+      },
       blockTimestamp: async (_chain, height) => 1_700_000_100 + height,
       requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
     });
@@ -87,7 +121,9 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     await app.ready();
   });
   beforeEach(async () => {
-    await db.pool.query(`DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents`);
+    await db.pool.query(
+      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents`,
+    );
     await heights.init('9006', 'swap', 10);
     backfills.length = 0;
   });
@@ -97,7 +133,11 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   });
 
   it('accepts the original update_height body and publishes the golden event exactly', async () => {
-    const body = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12), originalBody(confirmOutVector, 14)] };
+    const body = {
+      type: 'update_height',
+      height: 15,
+      data: [originalBody(transferOutVector, 12), originalBody(confirmOutVector, 14)],
+    };
     const reply = await post('/callback/9006/swap', body);
     expect(reply.statusCode, reply.body).toBe(200);
     expect(reply.json()).toEqual({ code: 200, message: 'processed' });
@@ -127,47 +167,119 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
       txFrom: SENDER,
     });
     expect(events[0]!.id).toBe(`9006:${out.txHash}:0`);
-    expect(events[1]!.payload).toMatchObject({ kind: 'ConfirmOut', preimage: confirmOutVector.event_parse.preimage });
+    expect(events[1]!.payload).toMatchObject({
+      kind: 'ConfirmOut',
+      preimage: confirmOutVector.event_parse.preimage,
+    });
     expect(await heights.get('9006', 'swap')).toBe(15);
     // The raw body is archived as it came.
-    const { rows } = await db.pool.query(`SELECT document FROM archive_documents WHERE collection = 'chain-events' ORDER BY seq`);
+    const { rows } = await db.pool.query(
+      `SELECT document FROM archive_documents WHERE collection = 'chain-events' ORDER BY seq`,
+    );
     expect(rows[0].document).toEqual(body.data[0]);
     // A heartbeat height for the classifier's clock.
-    const { rows: heightRows } = await db.pool.query(`SELECT value FROM bus_messages WHERE topic = 'chain.heights'`);
-    expect(JSON.parse(heightRows[0].value).payload).toEqual({ chainId: '9006', height: 15, blockTimestamp: 1_700_000_115 });
+    const { rows: heightRows } = await db.pool.query(
+      `SELECT value FROM bus_messages WHERE topic = 'chain.heights'`,
+    );
+    expect(JSON.parse(heightRows[0].value).payload).toEqual({
+      chainId: '9006',
+      height: 15,
+      blockTimestamp: 1_700_000_115,
+    });
   });
 
   it('is idempotent under the chain client retries: a repeated chunk publishes nothing more', async () => {
     const body = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
     expect((await post('/callback/9006/swap', body)).json().message).toBe('processed');
-    expect((await post('/callback/9006/swap', body)).json()).toEqual({ code: 200, message: 'already processed' });
+    expect((await post('/callback/9006/swap', body)).json()).toEqual({
+      code: 200,
+      message: 'already processed',
+    });
     expect(await published()).toHaveLength(1);
   });
 
   it('does not publish past a gap: it asks for history and keeps the height', async () => {
-    const reply = await post('/callback/9006/swap', { type: 'update_height', height: 30, data: [originalBody(transferOutVector, 28)] });
+    const reply = await post('/callback/9006/swap', {
+      type: 'update_height',
+      height: 30,
+      data: [originalBody(transferOutVector, 28)],
+    });
     expect(reply.json()).toEqual({ code: 200, message: 'gap: backfill requested' });
     expect(backfills).toEqual([['9006', 10, 30]]);
     expect(await published()).toHaveLength(0);
     expect(await heights.get('9006', 'swap')).toBe(10);
     // Heartbeats (no data) advance the height when contiguous.
-    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15, data: [] })).json().message).toBe('processed');
+    expect(
+      (await post('/callback/9006/swap', { type: 'update_height', height: 15, data: [] })).json().message,
+    ).toBe('processed');
     expect(await heights.get('9006', 'swap')).toBe(15);
   });
 
   it('accepts a single event post (per-event callbacks) and skips one already processed', async () => {
-    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 11))).json().message).toBe('processed');
-    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 9))).json().message).toBe('already processed');
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 11))).json().message).toBe(
+      'processed',
+    );
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 9))).json().message).toBe(
+      'already processed',
+    );
     expect(await published()).toHaveLength(1);
   });
 
   const refused: Array<[string, () => unknown, RegExp, number?]> = [
-    ['a foreign contract', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12, 0, { event: { ...originalBody(transferOutVector, 12).event, address: '0x' + '12'.repeat(20) } })] }), /not a configured contract/],
-    ['another chain', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12, 0, { chain_id: '614' })] }), /event of chain 614 posted for chain 9006/],
-    ['a type that is not the log', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12, 0, { type: 'TransferIn' })] }), /type "TransferIn" but the log is LogNewTransferOut/],
-    ['undecodable data', () => ({ type: 'update_height', height: 15, data: [originalBody({ ...transferOutVector, log_data: '0x1234' }, 12)] }), /does not decode/],
-    ['an event outside its chunk', () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 3)] }), /outside the chunk of height 15/],
-    ['a missing block', () => ({ type: 'update_height', height: 15, data: [{ ...originalBody(transferOutVector, 12), block: undefined }] }), /block/],
+    [
+      'a foreign contract',
+      () => ({
+        type: 'update_height',
+        height: 15,
+        data: [
+          originalBody(transferOutVector, 12, 0, {
+            event: { ...originalBody(transferOutVector, 12).event, address: '0x' + '12'.repeat(20) },
+          }),
+        ],
+      }),
+      /not a configured contract/,
+    ],
+    [
+      'another chain',
+      () => ({
+        type: 'update_height',
+        height: 15,
+        data: [originalBody(transferOutVector, 12, 0, { chain_id: '614' })],
+      }),
+      /event of chain 614 posted for chain 9006/,
+    ],
+    [
+      'a type that is not the log',
+      () => ({
+        type: 'update_height',
+        height: 15,
+        data: [originalBody(transferOutVector, 12, 0, { type: 'TransferIn' })],
+      }),
+      /type "TransferIn" but the log is LogNewTransferOut/,
+    ],
+    [
+      'undecodable data',
+      () => ({
+        type: 'update_height',
+        height: 15,
+        data: [originalBody({ ...transferOutVector, log_data: '0x1234' }, 12)],
+      }),
+      /does not decode/,
+    ],
+    [
+      'an event outside its chunk',
+      () => ({ type: 'update_height', height: 15, data: [originalBody(transferOutVector, 3)] }),
+      /outside the chunk of height 15/,
+    ],
+    [
+      'a missing block',
+      () => ({
+        type: 'update_height',
+        height: 15,
+        data: [{ ...originalBody(transferOutVector, 12), block: undefined }],
+      }),
+      /block/,
+    ],
     ['a negative height', () => ({ type: 'update_height', height: -5 }), /height/],
     ['an unknown type', () => ({ type: 'delete_everything' }), /invalid event body/],
     ['a body that is not an object', () => [1, 2, 3], /invalid event body/],
@@ -184,7 +296,12 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   }
 
   it('answers malformed JSON with a 400 in the {code, message} shape', async () => {
-    const reply = await app.inject({ method: 'POST', url: '/callback/9006/swap', payload: '{"type":', headers: { 'content-type': 'application/json' } });
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/callback/9006/swap',
+      payload: '{"type":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(reply.statusCode).toBe(400);
     expect(reply.json()).toMatchObject({ code: 400, message: expect.stringMatching(/JSON/i) });
   });

@@ -4,7 +4,14 @@ import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { chainEventId, chainEvents, chainHeights, encode, envelope, type ChainEvent } from '../../topics/index.js';
+import {
+  chainEventId,
+  chainEvents,
+  chainHeights,
+  encode,
+  envelope,
+  type ChainEvent,
+} from '../../topics/index.js';
 import type { EventBody, HeightUpdate } from './body-schema.js';
 import { chunkStart, type HeightStore, type Stream } from './heights.js';
 import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
@@ -74,10 +81,15 @@ export class Ingestor {
     for (const e of events) {
       if (e.blockNumber > body.height || e.blockNumber < chunkStart(body.height)) {
         this.options.metrics.rejected.inc({ reason: 'outside_chunk' });
-        throw new RejectedEvent('undecodable', `event in block ${e.blockNumber} is outside the chunk of height ${body.height}`);
+        throw new RejectedEvent(
+          'undecodable',
+          `event in block ${e.blockNumber} is outside the chunk of height ${body.height}`,
+        );
       }
     }
-    return this.serialized(chainId, stream, () => this.processChunk(chainId, stream, body.height, body.data ?? [], events));
+    return this.serialized(chainId, stream, () =>
+      this.processChunk(chainId, stream, body.height, body.data ?? [], events),
+    );
   }
 
   /** A single event posted to a per-event callback: published unless its block is already processed. */
@@ -110,34 +122,58 @@ export class Ingestor {
     }
     // A chunk may overlap what is stored (a history chunk ending at a non-multiple of 5): skip those blocks.
     const fresh = events.filter((e) => e.blockNumber > stored);
-    const timestamp = fresh.find((e) => e.blockNumber === height)?.blockTimestamp ?? (await this.options.blockTimestamp(chainId, height));
+    const timestamp =
+      fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
+      (await this.options.blockTimestamp(chainId, height));
 
     await withTransaction(this.options.pool, async (tx) => {
-      if (!(await heights.advance(tx, chainId, stream, stored, height))) throw new HeightConflictError(chainId, stream);
+      if (!(await heights.advance(tx, chainId, stream, stored, height)))
+        throw new HeightConflictError(chainId, stream);
       await this.archive(bodies, events, tx);
-      if (fresh.length > 0) await this.options.bus.publish(chainEvents.name, fresh.map((e) => this.eventMessage(e)), { tx });
+      if (fresh.length > 0)
+        await this.options.bus.publish(
+          chainEvents.name,
+          fresh.map((e) => this.eventMessage(e)),
+          { tx },
+        );
       if (timestamp !== undefined && stream === 'swap') {
-        const heightEnvelope = envelope(chainHeights, { chainId, height, blockTimestamp: timestamp }, {
-          occurredAt: timestamp,
-          source: 'connector',
-          id: `${chainId}:height:${height}`,
-        });
+        const heightEnvelope = envelope(
+          chainHeights,
+          { chainId, height, blockTimestamp: timestamp },
+          {
+            occurredAt: timestamp,
+            source: 'connector',
+            id: `${chainId}:height:${height}`,
+          },
+        );
         await this.options.bus.publish(chainHeights.name, [encode(chainHeights, heightEnvelope)], { tx });
       }
     });
     for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
     metrics.height.set({ chain: chainId, stream }, height);
     metrics.lag.set({ chain: chainId, stream }, 0);
-    if (fresh.length > 0) log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
+    if (fresh.length > 0)
+      log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
     return 'processed';
   }
 
   private eventMessage(event: ChainEvent) {
-    return encode(chainEvents, envelope(chainEvents, event, { occurredAt: event.blockTimestamp, source: 'connector', id: chainEventId(event) }));
+    return encode(
+      chainEvents,
+      envelope(chainEvents, event, {
+        occurredAt: event.blockTimestamp,
+        source: 'connector',
+        id: chainEventId(event),
+      }),
+    );
   }
 
   /** Raw bodies as received, keyed like the events, for audit and re-normalisation. First write wins. */
-  private async archive(bodies: readonly EventBody[], events: readonly ChainEvent[], tx?: PoolClient): Promise<void> {
+  private async archive(
+    bodies: readonly EventBody[],
+    events: readonly ChainEvent[],
+    tx?: PoolClient,
+  ): Promise<void> {
     const byKey = new Map(events.map((e) => [`${e.txHash}:${e.logIndex}`, chainEventId(e)]));
     const documents = bodies.flatMap((body) => {
       const id = byKey.get(`${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`);

@@ -11,7 +11,6 @@ export interface ChainContracts {
   reputation?: string;
 }
 
-
 /** Why a body was refused; each is counted on /metrics. */
 export type RejectReason = 'foreign_contract' | 'wrong_chain' | 'undecodable' | 'type_mismatch';
 
@@ -32,18 +31,30 @@ export class RejectedEvent extends CodedError {
 export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEvent {
   const address = body.event.address.toLowerCase();
   if (body.chain_id !== chain.systemChainId) {
-    throw new RejectedEvent('wrong_chain', `event of chain ${body.chain_id} posted for chain ${chain.systemChainId}`);
+    throw new RejectedEvent(
+      'wrong_chain',
+      `event of chain ${body.chain_id} posted for chain ${chain.systemChainId}`,
+    );
   }
   const isSwap = address === chain.swap.toLowerCase();
   const isReputation = chain.reputation !== undefined && address === chain.reputation.toLowerCase();
   if (!isSwap && !isReputation) {
-    throw new RejectedEvent('foreign_contract', `event from ${body.event.address}, not a configured contract of chain ${chain.systemChainId}`);
+    throw new RejectedEvent(
+      'foreign_contract',
+      `event from ${body.event.address}, not a configured contract of chain ${chain.systemChainId}`,
+    );
   }
   let log: LogDescription | null;
   try {
-    log = (isSwap ? swapInterface : reputationInterface).parseLog({ topics: body.event.topics, data: body.event.data });
+    log = (isSwap ? swapInterface : reputationInterface).parseLog({
+      topics: body.event.topics,
+      data: body.event.data,
+    });
   } catch (err) {
-    throw new RejectedEvent('undecodable', `log data does not decode: ${(err as Error).message.split('(')[0]}`);
+    throw new RejectedEvent(
+      'undecodable',
+      `log data does not decode: ${(err as Error).message.split('(')[0]}`,
+    );
   }
   if (!log || !(log.name in EVENT_TYPES)) throw new RejectedEvent('undecodable', 'not an Otmoic event');
   if (EVENT_TYPES[log.name as keyof typeof EVENT_TYPES] !== body.type) {
@@ -60,7 +71,10 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
     txFrom: getAddress(body.tx.from),
   };
   if (Number(body.block.number) !== position.blockNumber) {
-    throw new RejectedEvent('undecodable', `block ${Number(body.block.number)} does not hold the log's block ${position.blockNumber}`);
+    throw new RejectedEvent(
+      'undecodable',
+      `block ${Number(body.block.number)} does not hold the log's block ${position.blockNumber}`,
+    );
   }
   const a = log.args;
   const dec = (v: unknown) => (v as bigint).toString(10);
@@ -120,7 +134,11 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
       };
     case 'LogTransferOutRefunded':
     case 'LogTransferInRefunded':
-      return { kind: log.name === 'LogTransferOutRefunded' ? 'RefundOut' : 'RefundIn', ...position, transferId: lower(a.transferId) };
+      return {
+        kind: log.name === 'LogTransferOutRefunded' ? 'RefundOut' : 'RefundIn',
+        ...position,
+        transferId: lower(a.transferId),
+      };
     default: {
       const complaint = a.complaint as Record<string, unknown> & { toObject(): Record<string, unknown> };
       return {
@@ -129,7 +147,10 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
         bidId: lower(a.bidId),
         complainant: a.complainant,
         complaint: Object.fromEntries(
-          Object.entries(complaint.toObject()).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString(10) : String(v)]),
+          Object.entries(complaint.toObject()).map(([k, v]) => [
+            k,
+            typeof v === 'bigint' ? v.toString(10) : String(v),
+          ]),
         ),
       };
     }

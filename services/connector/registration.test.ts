@@ -18,12 +18,19 @@ async function forgetfulChainClient() {
       const n = calls.filter((c) => c.path === req.url).length;
       calls.push({ path: req.url!, body: JSON.parse(data), at: Date.now() });
       if (n === 0) return res.writeHead(500).end('boom');
-      const body = n === 1 ? { code: 30209, message: 'callbackUrl is already registered' } : { code: 200, message: 'register succeed' };
+      const body =
+        n === 1
+          ? { code: 30209, message: 'callbackUrl is already registered' }
+          : { code: 200, message: 'register succeed' };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, close: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
 describe('connector registration at chain clients', () => {
@@ -44,21 +51,40 @@ registerPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAd
     );
     const service = await connectorService.start(context);
     try {
-      await waitFor(() => client.calls.filter((c) => c.path === '/support/register').length >= 4, '4 swap registrations', 15_000);
+      await waitFor(
+        () => client.calls.filter((c) => c.path === '/support/register').length >= 4,
+        '4 swap registrations',
+        15_000,
+      );
       const swap = client.calls.filter((c) => c.path === '/support/register');
-      expect(swap[0]!.body).toEqual({ callback: { on_height_update: `http://127.0.0.1:${port}/callback/9006/swap` }, merge: true });
+      expect(swap[0]!.body).toEqual({
+        callback: { on_height_update: `http://127.0.0.1:${port}/callback/9006/swap` },
+        merge: true,
+      });
       // After the 500: retried; after the 30209 and the 200: renewed on the interval, not hammered.
       const gaps = swap.slice(1).map((c, i) => c.at - swap[i]!.at);
       for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(900);
       const reputation = client.calls.filter((c) => c.path === '/support/register_reputation');
-      expect(reputation[0]!.body).toEqual({ callback: { on_height_update: `http://127.0.0.1:${port}/callback/9006/reputation` }, merge: true });
+      expect(reputation[0]!.body).toEqual({
+        callback: { on_height_update: `http://127.0.0.1:${port}/callback/9006/reputation` },
+        merge: true,
+      });
       const counted = await context.metrics.getSingleMetricAsString('connector_registrations_total');
-      expect(counted).toContain('connector_registrations_total{chain="9006",stream="swap",outcome="failed"} 1');
-      expect(counted).toContain('connector_registrations_total{chain="9006",stream="swap",outcome="already registered"} 1');
-      expect(counted).toMatch(/connector_registrations_total\{chain="9006",stream="swap",outcome="registered"\} [1-9]/);
+      expect(counted).toContain(
+        'connector_registrations_total{chain="9006",stream="swap",outcome="failed"} 1',
+      );
+      expect(counted).toContain(
+        'connector_registrations_total{chain="9006",stream="swap",outcome="already registered"} 1',
+      );
+      expect(counted).toMatch(
+        /connector_registrations_total\{chain="9006",stream="swap",outcome="registered"\} [1-9]/,
+      );
       // The stored height starts at initBlockHeight.
       const { rows } = await db.pool.query(`SELECT stream, height FROM connector_heights ORDER BY stream`);
-      expect(rows).toEqual([{ stream: 'reputation', height: '42' }, { stream: 'swap', height: '42' }]);
+      expect(rows).toEqual([
+        { stream: 'reputation', height: '42' },
+        { stream: 'swap', height: '42' },
+      ]);
     } finally {
       await service.stop();
       await context.close();

@@ -39,7 +39,12 @@ export class MongoArchive implements Archive {
       .collection<{ _id: string; seq: number }>('archive.counters')
       .findOneAndUpdate({ _id: collection }, { $inc: { seq: 1 } }, { upsert: true, returnDocument: 'after' });
     try {
-      await this.collection(collection).insertOne({ _id: id, seq: counter!.seq, document, storedAt: new Date() });
+      await this.collection(collection).insertOne({
+        _id: id,
+        seq: counter!.seq,
+        document,
+        storedAt: new Date(),
+      });
       return true;
     } catch (err) {
       if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) return false;
@@ -47,7 +52,10 @@ export class MongoArchive implements Archive {
     }
   }
 
-  async putMany(collection: string, documents: ReadonlyArray<{ id: string; document: unknown }>): Promise<number> {
+  async putMany(
+    collection: string,
+    documents: ReadonlyArray<{ id: string; document: unknown }>,
+  ): Promise<number> {
     let stored = 0;
     for (const { id, document } of documents) if (await this.put(collection, id, document)) stored++;
     return stored;
@@ -58,7 +66,10 @@ export class MongoArchive implements Archive {
     return doc ? { id: doc._id, document: doc.document as T, storedAt: doc.storedAt } : undefined;
   }
 
-  async list<T>(collection: string, options: { after?: string; limit?: number } = {}): Promise<ArchivedDocument<T>[]> {
+  async list<T>(
+    collection: string,
+    options: { after?: string; limit?: number } = {},
+  ): Promise<ArchivedDocument<T>[]> {
     const after = options.after ? await this.collection(collection).findOne({ _id: options.after }) : null;
     const docs = await this.collection(collection)
       .find(after ? { seq: { $gt: after.seq } } : {})

@@ -26,7 +26,10 @@ export interface Archive {
   ): Promise<number>;
   get<T = unknown>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined>;
   /** Documents of a collection in the order they were first stored, `after` an id returned before. */
-  list<T = unknown>(collection: string, options?: { after?: string; limit?: number }): Promise<ArchivedDocument<T>[]>;
+  list<T = unknown>(
+    collection: string,
+    options?: { after?: string; limit?: number },
+  ): Promise<ArchivedDocument<T>[]>;
   count(collection: string): Promise<number>;
   close(): Promise<void>;
 }

@@ -39,7 +39,10 @@ export class PostgresArchive implements Archive {
     return row && { id: row.id, document: row.document, storedAt: row.stored_at };
   }
 
-  async list<T>(collection: string, options: { after?: string; limit?: number } = {}): Promise<ArchivedDocument<T>[]> {
+  async list<T>(
+    collection: string,
+    options: { after?: string; limit?: number } = {},
+  ): Promise<ArchivedDocument<T>[]> {
     const { rows } = await this.pool.query<{ id: string; document: T; stored_at: Date }>(
       `SELECT id, document, stored_at FROM archive_documents
        WHERE collection = $1

@@ -44,13 +44,25 @@ export async function deliver(message: BusMessage, options: DeliveryOptions): Pr
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
         await options.deadLetter(deadLetterMessage(message, error, attempt, options.group));
         options.log.error(
-          { topic: message.topic, partition: message.partition, offset: String(message.offset), attempt, err: error.message },
+          {
+            topic: message.topic,
+            partition: message.partition,
+            offset: String(message.offset),
+            attempt,
+            err: error.message,
+          },
           'message moved to the dead-letter topic',
         );
         return 'done';
       }
       options.log.warn(
-        { topic: message.topic, partition: message.partition, offset: String(message.offset), attempt, err: error.message },
+        {
+          topic: message.topic,
+          partition: message.partition,
+          offset: String(message.offset),
+          attempt,
+          err: error.message,
+        },
         'handler failed; will retry',
       );
       await sleep(backoffMs(attempt), options.signal);
@@ -59,7 +71,12 @@ export async function deliver(message: BusMessage, options: DeliveryOptions): Pr
   }
 }
 
-function deadLetterMessage(message: BusMessage, err: Error, attempts: number, group: string): OutgoingMessage {
+function deadLetterMessage(
+  message: BusMessage,
+  err: Error,
+  attempts: number,
+  group: string,
+): OutgoingMessage {
   return {
     key: message.key,
     value: message.value,

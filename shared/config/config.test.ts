@@ -49,20 +49,32 @@ describe('configuration', () => {
   });
 
   it('validates only the sections asked for: a file with one section starts that service', () => {
-    const config = load('[point]\nport = 1\nrelayAdminUrl = "http://a"\ndidSupportUrl = "http://b"\nrefreshInterval = 5', {}, [
-      'point',
-    ]);
+    const config = load(
+      '[point]\nport = 1\nrelayAdminUrl = "http://a"\ndidSupportUrl = "http://b"\nrefreshInterval = 5',
+      {},
+      ['point'],
+    );
     expect(config.point?.port).toBe(1);
     expect([...config.present]).toEqual(['point']);
     // A broken section nobody asked for does not stop it.
-    expect(() => load('[agent]\nport = "x"\n[point]\nport=1\nrelayAdminUrl="http://a"\ndidSupportUrl="http://b"\nrefreshInterval=5', {}, ['point'])).not.toThrow();
+    expect(() =>
+      load(
+        '[agent]\nport = "x"\n[point]\nport=1\nrelayAdminUrl="http://a"\ndidSupportUrl="http://b"\nrefreshInterval=5',
+        {},
+        ['point'],
+      ),
+    ).not.toThrow();
   });
 
   it('names the key of a missing key, a wrong type and a bad URL, one issue each', () => {
     const issues = issuesOf(() =>
       load('[point]\nport = "9100"\nrelayAdminUrl = "not a url"\nrefreshInterval = 1000', {}, ['point']),
     );
-    expect(issues.map((i) => i.key).sort()).toEqual(['point.didSupportUrl', 'point.port', 'point.relayAdminUrl']);
+    expect(issues.map((i) => i.key).sort()).toEqual([
+      'point.didSupportUrl',
+      'point.port',
+      'point.relayAdminUrl',
+    ]);
     expect(issues.find((i) => i.key === 'point.didSupportUrl')?.problem).toBe('is required but missing');
     expect(issues.find((i) => i.key === 'point.port')?.problem).toMatch(/number/);
     expect(issues.find((i) => i.key === 'point.relayAdminUrl')?.problem).toMatch(/URL/);
@@ -89,7 +101,11 @@ describe('configuration', () => {
   it('never echoes a secret in an error', () => {
     const secret = '0xnot-a-key-but-secret-material';
     const issues = issuesOf(() =>
-      load(`[agent]\nport=1\nrpc="http://a"\npriv="${secret}"\ncontractAddr="0x0000000000000000000000000000000000000001"`, {}, ['agent']),
+      load(
+        `[agent]\nport=1\nrpc="http://a"\npriv="${secret}"\ncontractAddr="0x0000000000000000000000000000000000000001"`,
+        {},
+        ['agent'],
+      ),
     );
     expect(issues).toEqual([{ key: 'agent.priv', problem: 'must be a 32-byte 0x-prefixed hex private key' }]);
     expect(JSON.stringify(issues)).not.toContain('secret-material');
@@ -107,9 +123,17 @@ describe('configuration', () => {
   });
 
   it('switches to Kafka and MongoDB when their variables are set', () => {
-    const config = load('', { KAFKA_BROKERS: 'k1:9092,k2:9092', MONGO_HOST: 'mongo', MONGO_USER: 'u', MONGO_PASS: 'p' });
+    const config = load('', {
+      KAFKA_BROKERS: 'k1:9092,k2:9092',
+      MONGO_HOST: 'mongo',
+      MONGO_USER: 'u',
+      MONGO_PASS: 'p',
+    });
     expect(config.bus).toMatchObject({ adapter: 'kafka', kafkaBrokers: ['k1:9092', 'k2:9092'] });
-    expect(config.archive).toMatchObject({ adapter: 'mongodb', mongo: { host: 'mongo', port: 27_017, db: 'otmoic' } });
+    expect(config.archive).toMatchObject({
+      adapter: 'mongodb',
+      mongo: { host: 'mongo', port: 27_017, db: 'otmoic' },
+    });
     expect(issuesOf(() => load('[bus]\nadapter = "kafka"'))[0]?.key).toBe('bus.adapter');
     expect(issuesOf(() => load('', { KAFKA_BROKERS: 'no-port' }))[0]?.key).toBe('env.KAFKA_BROKERS');
   });

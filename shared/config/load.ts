@@ -71,10 +71,12 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   const issues: ConfigIssue[] = [];
 
   const envResult = envSchema.safeParse(options.env ?? process.env);
-  if (!envResult.success) throw new ConfigError('environment', toIssues(envResult.error, 'env', options.env ?? process.env));
+  if (!envResult.success)
+    throw new ConfigError('environment', toIssues(envResult.error, 'env', options.env ?? process.env));
   const env = envResult.data;
 
-  const source = options.text !== undefined ? '<inline>' : path.resolve(root, env.CONFIG_PATH ?? 'config.toml');
+  const source =
+    options.text !== undefined ? '<inline>' : path.resolve(root, env.CONFIG_PATH ?? 'config.toml');
   const raw = readToml(source, options.text);
 
   const file = configFileSchema.safeParse(raw);
@@ -111,11 +113,15 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
     ? { ...bus!, adapter: 'kafka', kafkaBrokers: env.KAFKA_BROKERS.split(',') }
     : bus!;
   if (config.bus.adapter === 'kafka' && !config.bus.kafkaBrokers) {
-    throw new ConfigError(source, [{ key: 'bus.adapter', problem: 'is "kafka" but KAFKA_BROKERS is not set' }]);
+    throw new ConfigError(source, [
+      { key: 'bus.adapter', problem: 'is "kafka" but KAFKA_BROKERS is not set' },
+    ]);
   }
   config.archive = env.MONGO_HOST ? { ...archive!, adapter: 'mongodb', mongo: mongoTarget(env) } : archive!;
   if (config.archive.adapter === 'mongodb' && !config.archive.mongo) {
-    throw new ConfigError(source, [{ key: 'archive.adapter', problem: 'is "mongodb" but MONGO_HOST is not set' }]);
+    throw new ConfigError(source, [
+      { key: 'archive.adapter', problem: 'is "mongodb" but MONGO_HOST is not set' },
+    ]);
   }
   config.log = env.LOG_LEVEL ? { level: env.LOG_LEVEL } : log!;
   return config as AppConfig;
@@ -197,7 +203,10 @@ function mongoTarget(env: Env): MongoTarget {
 function toIssues(error: z.ZodError, prefix?: string, input?: unknown): ConfigIssue[] {
   return error.issues.map((issue) => {
     const parts = [...(prefix ? [prefix] : []), ...issue.path.map(String)];
-    const key = parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+    const key = parts.reduce(
+      (acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
+      '',
+    );
     const missing = issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined;
     return { key: key || '(root)', problem: missing ? 'is required but missing' : issue.message };
   });

@@ -55,9 +55,20 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     await pgCtl(['-m', 'fast', '-w', 'stop']);
   }
   const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200 -c fsync=on`;
-  const started = await pgCtl(['-w', '-t', '60', '-l', path.join(dataDir, 'server.log'), '-o', flags, 'start']);
+  const started = await pgCtl([
+    '-w',
+    '-t',
+    '60',
+    '-l',
+    path.join(dataDir, 'server.log'),
+    '-o',
+    flags,
+    'start',
+  ]);
   if (started.code !== 0) {
-    throw new Error(`embedded PostgreSQL did not start (see ${path.join(dataDir, 'server.log')}): ${started.output.trim().slice(-500)}`);
+    throw new Error(
+      `embedded PostgreSQL did not start (see ${path.join(dataDir, 'server.log')}): ${started.output.trim().slice(-500)}`,
+    );
   }
 
   const adminUrl = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
@@ -99,7 +110,9 @@ async function platformBinaries(): Promise<Binaries> {
   try {
     return (await import(name)) as Binaries;
   } catch {
-    throw new Error(`embedded PostgreSQL binaries are not installed for this platform (${name}); set DATABASE_URL instead`);
+    throw new Error(
+      `embedded PostgreSQL binaries are not installed for this platform (${name}); set DATABASE_URL instead`,
+    );
   }
 }
 
@@ -132,13 +145,20 @@ async function initCluster(initdb: string, dataDir: string, password: string): P
 }
 
 async function ensurePostgresUser(): Promise<void> {
-  if (readFileSync('/etc/passwd', 'utf8').split('\n').some((l) => l.startsWith(`${USER}:`))) return;
+  if (
+    readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .some((l) => l.startsWith(`${USER}:`))
+  )
+    return;
   const result = await new Promise<number>((resolve) =>
-    spawn('/bin/sh', ['-c', `groupadd -f ${USER} && useradd -r -g ${USER} ${USER}`], { stdio: 'ignore' }).on('close', (c) =>
-      resolve(c ?? 1),
+    spawn('/bin/sh', ['-c', `groupadd -f ${USER} && useradd -r -g ${USER} ${USER}`], { stdio: 'ignore' }).on(
+      'close',
+      (c) => resolve(c ?? 1),
     ),
   );
-  if (result !== 0) throw new Error(`could not create the "${USER}" OS user needed to run PostgreSQL as root`);
+  if (result !== 0)
+    throw new Error(`could not create the "${USER}" OS user needed to run PostgreSQL as root`);
 }
 
 function runAsPostgres(bin: string, args: string[]): Promise<{ code: number; output: string }> {

@@ -39,7 +39,9 @@ export async function migrate(pool: pg.Pool, sets: readonly MigrationSet[], log?
         const previous = known.get(m.version);
         if (previous !== undefined) {
           if (previous !== checksum) {
-            throw new Error(`migration ${set.namespace}/${m.version} (${m.name}) changed after it was applied`);
+            throw new Error(
+              `migration ${set.namespace}/${m.version} (${m.name}) changed after it was applied`,
+            );
           }
           continue;
         }
@@ -53,14 +55,18 @@ export async function migrate(pool: pg.Pool, sets: readonly MigrationSet[], log?
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK');
-          throw new Error(`migration ${set.namespace}/${m.version} (${m.name}) failed: ${(err as Error).message}`);
+          throw new Error(
+            `migration ${set.namespace}/${m.version} (${m.name}) failed: ${(err as Error).message}`,
+          );
         }
         applied++;
         log?.info({ namespace: set.namespace, version: m.version, name: m.name }, 'migration applied');
       }
     }
   } finally {
-    await client.query(`SELECT pg_advisory_unlock(hashtextextended('otmoic:migrations', 0))`).catch(() => undefined);
+    await client
+      .query(`SELECT pg_advisory_unlock(hashtextextended('otmoic:migrations', 0))`)
+      .catch(() => undefined);
     client.release();
   }
   return applied;

@@ -10,7 +10,10 @@ export type Queryable = Pick<pg.Pool, 'query'>;
 // int8 (bigint) columns come back as JS bigint-safe strings by default; offsets and heights are parsed by the
 // code that reads them, never through floats.
 
-export function createPool(url: string, options: { max?: number; log?: Logger; application?: string } = {}): pg.Pool {
+export function createPool(
+  url: string,
+  options: { max?: number; log?: Logger; application?: string } = {},
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
@@ -19,12 +22,17 @@ export function createPool(url: string, options: { max?: number; log?: Logger; a
     connectionTimeoutMillis: 10_000,
   });
   // An idle client's error (server restart, network) must not crash the process; the next query reconnects.
-  pool.on('error', (err) => options.log?.warn({ err: err.message, db: redactUrl(url) }, 'idle database client error'));
+  pool.on('error', (err) =>
+    options.log?.warn({ err: err.message, db: redactUrl(url) }, 'idle database client error'),
+  );
   return pool;
 }
 
 /** Runs `fn` in a transaction on one client; commits on success, rolls back on any error. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');

@@ -36,17 +36,37 @@ export async function fileComplaint(
   complaint: ComplaintFields,
   options: { complainant: number; domain: string; payer?: number },
 ): Promise<FiledComplaint> {
-  const owner = new Contract(chain.contracts.reputation, ['function setDomainOwner(string domain, address owner)'], chain.wallet(0));
-  await (await owner.getFunction('setDomainOwner')(options.domain, chain.accounts[options.complainant]!.address)).wait();
+  const owner = new Contract(
+    chain.contracts.reputation,
+    ['function setDomainOwner(string domain, address owner)'],
+    chain.wallet(0),
+  );
+  await (
+    await owner.getFunction('setDomainOwner')(options.domain, chain.accounts[options.complainant]!.address)
+  ).wait();
   const signature = await chain
     .wallet(options.complainant)
-    .signTypedData(complaintDomain(chain.chainId, chain.contracts.reputation), complaintTypedDataTypes(), complaint);
-  const reputation = new Contract(chain.contracts.reputation, OTMOIC_REPUTATION_ABI as unknown as string[], chain.wallet(options.payer ?? 0));
+    .signTypedData(
+      complaintDomain(chain.chainId, chain.contracts.reputation),
+      complaintTypedDataTypes(),
+      complaint,
+    );
+  const reputation = new Contract(
+    chain.contracts.reputation,
+    OTMOIC_REPUTATION_ABI as unknown as string[],
+    chain.wallet(options.payer ?? 0),
+  );
   const tx = await reputation.getFunction('submitComplaint')(complaint, signature, options.domain);
   const receipt = (await tx.wait()) as TransactionReceipt;
   return {
     // The complaint as the SDK sends it (uint256 addresses as decimal strings), through our own parser.
-    bidId: bidId(parseComplaint({ ...complaint, srcAddress: complaint.srcAddress.toString(), dstAddress: complaint.dstAddress.toString() })),
+    bidId: bidId(
+      parseComplaint({
+        ...complaint,
+        srcAddress: complaint.srcAddress.toString(),
+        dstAddress: complaint.dstAddress.toString(),
+      }),
+    ),
     signature,
     receipt,
   };

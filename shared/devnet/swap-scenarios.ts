@@ -2,7 +2,14 @@
 // Every step is mined at an exact block timestamp, so tests know each event's block time.
 import { Contract, hexlify, randomBytes } from 'ethers';
 import { OTMOIC_SWAP_ABI } from '../otmoic/abi.js';
-import { callAt, computeTransferId, confirmArgs, hashlockOf, transferInArgs, transferOutArgs } from '../../contracts/otmoic-test-kit.js';
+import {
+  callAt,
+  computeTransferId,
+  confirmArgs,
+  hashlockOf,
+  transferInArgs,
+  transferOutArgs,
+} from '../../contracts/otmoic-test-kit.js';
 import type { SwapSide } from '../../contracts/otmoic-test-kit.js';
 import type { DevnetChain } from './devnet.js';
 
@@ -73,7 +80,12 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
 
   const T = Math.max(await src.latestTimestamp(), await dst.latestTimestamp()) + 10;
   const R = T + 3 * E + 3 * Tol + 60;
-  const times = { agreementReachedTime: T, expectedSingleStepTime: E, tolerantSingleStepTime: Tol, earliestRefundTime: R };
+  const times = {
+    agreementReachedTime: T,
+    expectedSingleStepTime: E,
+    tolerantSingleStepTime: Tol,
+    earliestRefundTime: R,
+  };
 
   const lockedOut = scenario === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
   const outSide: SwapSide = {
@@ -101,7 +113,8 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
   ) => {
     const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
     const attempt = await callAt(chain, at, contract, method, args, value);
-    if (!attempt.ok) throw new Error(`${scenario}: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
+    if (!attempt.ok)
+      throw new Error(`${scenario}: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
     steps.push({
       step,
       chainId: chain.chainId,
@@ -112,23 +125,46 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
     });
   };
 
-  await send('transferOut', src, parties.user, T + 1, 'transferOut', transferOutArgs(outSide, {
-    dstChainId: options.dstSystemChainId,
-    dstAddress: BigInt(user),
-    bidId,
-    tokenDst: 0n,
-    amountDst: amountIn,
-    nativeAmountDst: 0n,
-    requestor: user,
-    lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
-    userSign: '0x',
-    lpSign: '0x',
-  }), lockedOut);
-  await send('transferIn', dst, parties.lp, T + 2, 'transferIn', transferInArgs(inSide, options.srcSystemChainId, outId), amountIn);
+  await send(
+    'transferOut',
+    src,
+    parties.user,
+    T + 1,
+    'transferOut',
+    transferOutArgs(outSide, {
+      dstChainId: options.dstSystemChainId,
+      dstAddress: BigInt(user),
+      bidId,
+      tokenDst: 0n,
+      amountDst: amountIn,
+      nativeAmountDst: 0n,
+      requestor: user,
+      lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
+      userSign: '0x',
+      lpSign: '0x',
+    }),
+    lockedOut,
+  );
+  await send(
+    'transferIn',
+    dst,
+    parties.lp,
+    T + 2,
+    'transferIn',
+    transferInArgs(inSide, options.srcSystemChainId, outId),
+    amountIn,
+  );
 
   if (scenario === 'confirm_in_without_confirm_out') {
     // The LP's own window ends at T+3E+Tol; from then on anyone else may confirm in with the preimage.
-    await send('confirmIn', dst, parties.user, T + 3 * E + Tol, 'confirmTransferIn', confirmArgs(inSide, preimage));
+    await send(
+      'confirmIn',
+      dst,
+      parties.user,
+      T + 3 * E + Tol,
+      'confirmTransferIn',
+      confirmArgs(inSide, preimage),
+    );
   } else {
     await send('confirmOut', src, parties.user, T + 3, 'confirmTransferOut', confirmArgs(outSide, preimage));
     await send('confirmIn', dst, parties.lp, T + 4, 'confirmTransferIn', confirmArgs(inSide, preimage));
@@ -175,7 +211,12 @@ export async function lockSwap(options: ScenarioOptions): Promise<LockedSwap> {
   const hashlock = hashlockOf(preimage);
   const T = Math.max(await src.latestTimestamp(), await dst.latestTimestamp()) + 10;
   const R = T + 3 * E + 3 * Tol + 60;
-  const times = { agreementReachedTime: T, expectedSingleStepTime: E, tolerantSingleStepTime: Tol, earliestRefundTime: R };
+  const times = {
+    agreementReachedTime: T,
+    expectedSingleStepTime: E,
+    tolerantSingleStepTime: Tol,
+    earliestRefundTime: R,
+  };
   const outSide: SwapSide = {
     sender: user,
     receiver: lp,
@@ -189,24 +230,63 @@ export async function lockSwap(options: ScenarioOptions): Promise<LockedSwap> {
   const outId = computeTransferId(outSide, true, src.chainId);
   const inId = computeTransferId(inSide, false, dst.chainId);
   const steps: SwapStep[] = [];
-  const lock = async (step: SwapStep['step'], chain: DevnetChain, account: number, at: number, method: string, args: unknown[], value: bigint) => {
+  const lock = async (
+    step: SwapStep['step'],
+    chain: DevnetChain,
+    account: number,
+    at: number,
+    method: string,
+    args: unknown[],
+    value: bigint,
+  ) => {
     const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
     const attempt = await callAt(chain, at, contract, method, args, value);
-    if (!attempt.ok) throw new Error(`lockSwap: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
-    steps.push({ step, chainId: chain.chainId, txHash: attempt.receipt.hash, blockNumber: attempt.receipt.blockNumber, timestamp: attempt.timestamp, from: chain.accounts[account]!.address });
+    if (!attempt.ok)
+      throw new Error(`lockSwap: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
+    steps.push({
+      step,
+      chainId: chain.chainId,
+      txHash: attempt.receipt.hash,
+      blockNumber: attempt.receipt.blockNumber,
+      timestamp: attempt.timestamp,
+      from: chain.accounts[account]!.address,
+    });
   };
-  await lock('transferOut', src, parties.user, T + 1, 'transferOut', transferOutArgs(outSide, {
-    dstChainId: options.dstSystemChainId,
-    dstAddress: BigInt(user),
-    bidId: hexlify(randomBytes(32)),
-    tokenDst: 0n,
-    amountDst: amountIn,
-    nativeAmountDst: 0n,
-    requestor: user,
-    lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
-    userSign: '0x',
-    lpSign: '0x',
-  }), amountOut);
-  await lock('transferIn', dst, parties.lp, T + 2, 'transferIn', transferInArgs(inSide, options.srcSystemChainId, outId), amountIn);
-  return { preimage, hashlock, out: { ...outSide, transferId: outId }, in: { ...inSide, transferId: inId }, times: { T, E, Tol, R }, steps };
+  await lock(
+    'transferOut',
+    src,
+    parties.user,
+    T + 1,
+    'transferOut',
+    transferOutArgs(outSide, {
+      dstChainId: options.dstSystemChainId,
+      dstAddress: BigInt(user),
+      bidId: hexlify(randomBytes(32)),
+      tokenDst: 0n,
+      amountDst: amountIn,
+      nativeAmountDst: 0n,
+      requestor: user,
+      lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
+      userSign: '0x',
+      lpSign: '0x',
+    }),
+    amountOut,
+  );
+  await lock(
+    'transferIn',
+    dst,
+    parties.lp,
+    T + 2,
+    'transferIn',
+    transferInArgs(inSide, options.srcSystemChainId, outId),
+    amountIn,
+  );
+  return {
+    preimage,
+    hashlock,
+    out: { ...outSide, transferId: outId },
+    in: { ...inSide, transferId: inId },
+    times: { T, E, Tol, R },
+    steps,
+  };
 }

@@ -17,11 +17,15 @@ describe('Otmoic ABI fragments vs our compiled contracts', () => {
       expected.forEachFunction((f) => {
         const actual = compiled.getFunction(f.selector);
         expect(actual?.format('sighash'), f.format('sighash')).toBe(f.format('sighash'));
-        expect(actual?.outputs.map((o) => o.format('sighash'))).toEqual(f.outputs.map((o) => o.format('sighash')));
+        expect(actual?.outputs.map((o) => o.format('sighash'))).toEqual(
+          f.outputs.map((o) => o.format('sighash')),
+        );
         expect(actual?.constant).toBe(f.constant); // view and pure are both static calls to a client
         expect(actual?.payable).toBe(f.payable);
       });
-      expected.forEachEvent((e) => expect(compiled.getEvent(e.topicHash)?.format('sighash')).toBe(e.format('sighash')));
+      expected.forEachEvent((e) =>
+        expect(compiled.getEvent(e.topicHash)?.format('sighash')).toBe(e.format('sighash')),
+      );
       for (const fragment of expected.fragments.filter((f) => f.type === 'error')) {
         const sighash = (fragment as { format(f: 'sighash'): string }).format('sighash');
         expect(compiled.getError(sighash)?.format('sighash')).toBe(sighash);

@@ -25,9 +25,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Every error answers {code, message} with a matching HTTP status. Client errors (bad JSON, too large) keep
   // fastify's status and message; anything unexpected is a 500 that says nothing internal and is logged.
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
-    const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    const status =
+      error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status === 500) request.log.error({ err: error.message, url: request.url }, 'request failed');
-    return reply.code(status).send({ code: status, message: status === 500 ? 'internal error' : error.message });
+    return reply
+      .code(status)
+      .send({ code: status, message: status === 500 ? 'internal error' : error.message });
   });
 
   app.get('/health', async (_request, reply) => {
@@ -37,7 +40,11 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         options.db.query('SELECT 1'),
         new Promise((_, reject) => setTimeout(() => reject(new Error('database check timed out')), 2_000)),
       ]);
-      return { status: 'ok', service: options.service, checks: { database: { ok: true, ms: Date.now() - started } } };
+      return {
+        status: 'ok',
+        service: options.service,
+        checks: { database: { ok: true, ms: Date.now() - started } },
+      };
     } catch (err) {
       return reply.code(503).send({
         status: 'unavailable',

@@ -58,7 +58,12 @@ export async function startInfrastructure(
         maxAttempts: config.bus.maxAttempts,
       });
     } else {
-      const postgresBus = new PostgresBus({ pool: db, connectionString: dbUrl, log, maxAttempts: config.bus.maxAttempts });
+      const postgresBus = new PostgresBus({
+        pool: db,
+        connectionString: dbUrl,
+        log,
+        maxAttempts: config.bus.maxAttempts,
+      });
       // Kafka enforces retention itself; the postgres log deletes expired messages on a timer.
       const pruner = setInterval(() => {
         postgresBus
@@ -81,7 +86,10 @@ export async function startInfrastructure(
       archive = new PostgresArchive(db);
     }
     closers.push(() => archive.close());
-    log.info({ bus: bus.kind, archive: archive.kind, database: config.database.mode }, 'infrastructure ready');
+    log.info(
+      { bus: bus.kind, archive: archive.kind, database: config.database.mode },
+      'infrastructure ready',
+    );
 
     return {
       db,
@@ -89,7 +97,8 @@ export async function startInfrastructure(
       bus,
       archive,
       async close() {
-        for (const close of closers.reverse()) await close().catch((err) => log.warn({ err: err.message }, 'close failed'));
+        for (const close of closers.reverse())
+          await close().catch((err) => log.warn({ err: err.message }, 'close failed'));
         await db.end().catch(() => undefined);
         await embedded?.stop();
       },

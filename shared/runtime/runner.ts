@@ -21,7 +21,10 @@ export interface RunOptions {
  * SIGTERM: stop taking work, finish in-flight work, close the bus, the archive, the pool, then the embedded
  * database.
  */
-export async function runServices(available: readonly ServiceDefinition[], options: RunOptions): Promise<void> {
+export async function runServices(
+  available: readonly ServiceDefinition[],
+  options: RunOptions,
+): Promise<void> {
   let log = createLogger({ name: 'otmoic' });
   let config: AppConfig;
   let chosen: ServiceDefinition[];
@@ -47,7 +50,9 @@ export async function runServices(available: readonly ServiceDefinition[], optio
         process.exit(1);
       }, SHUTDOWN_DEADLINE_MS);
       for (const { name, service } of running.reverse()) {
-        await service.stop().catch((err) => log.error({ service: name, err: (err as Error).message }, 'stop failed'));
+        await service
+          .stop()
+          .catch((err) => log.error({ service: name, err: (err as Error).message }, 'stop failed'));
       }
       await infra?.close();
       clearTimeout(deadline);
@@ -70,7 +75,11 @@ export async function runServices(available: readonly ServiceDefinition[], optio
   }
 
   try {
-    infra = await startInfrastructure(config, log, chosen.flatMap((s) => s.migrations ?? []));
+    infra = await startInfrastructure(
+      config,
+      log,
+      chosen.flatMap((s) => s.migrations ?? []),
+    );
     const metrics = createMetrics(() => infra?.bus, log);
     for (const definition of chosen) {
       if (stopping) return;
@@ -98,12 +107,16 @@ function selectAndLoad(
   available: readonly ServiceDefinition[],
   options: RunOptions,
 ): { config: AppConfig; chosen: ServiceDefinition[] } {
-  const load = (require: readonly SectionName[]) => loadConfig({ require, env: options.env, root: options.root });
+  const load = (require: readonly SectionName[]) =>
+    loadConfig({ require, env: options.env, root: options.root });
   if (options.names.length > 0) {
     const unknown = options.names.filter((n) => !available.some((s) => s.name === n));
     if (unknown.length > 0) {
       throw new ConfigError('command line', [
-        { key: 'service', problem: `unknown service "${unknown.join('", "')}" (known: ${available.map((s) => s.name).join(', ')})` },
+        {
+          key: 'service',
+          problem: `unknown service "${unknown.join('", "')}" (known: ${available.map((s) => s.name).join(', ')})`,
+        },
       ]);
     }
     const chosen = available.filter((s) => options.names.includes(s.name));

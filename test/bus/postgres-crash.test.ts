@@ -26,7 +26,9 @@ describe('postgres log under hard kills', () => {
     bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log, rebalanceMs: 200 });
     await bus.ensureTopics([{ name: topic, partitions: 8, retentionMs: null }]);
     for (const table of ['projection', 'replay']) {
-      await db.pool.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, key text NOT NULL, seq int NOT NULL, event_id text NOT NULL)`);
+      await db.pool.query(
+        `CREATE TABLE ${table} (id bigserial PRIMARY KEY, key text NOT NULL, seq int NOT NULL, event_id text NOT NULL)`,
+      );
     }
   });
   afterAll(async () => {

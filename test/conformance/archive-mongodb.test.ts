@@ -9,7 +9,10 @@ if (mongo.skipReason) announceSkip('Archive conformance: mongodb', mongo.skipRea
 archiveConformanceSuite(
   `mongodb${mongo.skipReason ? ` (skipped: ${mongo.skipReason})` : ''}`,
   async () => {
-    const archive = await MongoArchive.connect({ ...mongo.target!, db: `conformance_${randomBytes(4).toString('hex')}` });
+    const archive = await MongoArchive.connect({
+      ...mongo.target!,
+      db: `conformance_${randomBytes(4).toString('hex')}`,
+    });
     return {
       archive,
       async cleanup() {

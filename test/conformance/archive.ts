@@ -20,7 +20,12 @@ export function archiveConformanceSuite(
       const doc = {
         type: 'update_height',
         height: 1_234_565,
-        data: [{ event: { blockNumber: '0x12d687', topics: ['0xabc'] }, amount: '115792089237316195423570985008687907853269984665640564039457584007913129639935' }],
+        data: [
+          {
+            event: { blockNumber: '0x12d687', topics: ['0xabc'] },
+            amount: '115792089237316195423570985008687907853269984665640564039457584007913129639935',
+          },
+        ],
         nested: { unicode: 'Ωmoic ✓', empty: [], nil: null, flag: false },
       };
       expect(await archive.put(c, 'doc-1', doc)).toBe(true);
@@ -72,7 +77,9 @@ export function archiveConformanceSuite(
 
     it('stores concurrent puts of distinct ids without loss', async () => {
       const c = collection();
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => archive.put(c, `id-${i}`, { i })));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => archive.put(c, `id-${i}`, { i })),
+      );
       expect(results.every(Boolean)).toBe(true);
       expect(await archive.count(c)).toBe(50);
     });

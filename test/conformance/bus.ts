@@ -23,7 +23,11 @@ export interface BusUnderTest {
  * The contract every EventBus adapter must meet. Each test uses its own topics and groups, so the suite
  * can share one broker or database.
  */
-export function busConformanceSuite(name: string, make: () => Promise<BusUnderTest>, options: { skip?: string } = {}) {
+export function busConformanceSuite(
+  name: string,
+  make: () => Promise<BusUnderTest>,
+  options: { skip?: string } = {},
+) {
   const suite = options.skip ? describe.skip : describe;
   suite(`EventBus conformance: ${name}`, () => {
     let t: BusUnderTest;
@@ -31,7 +35,9 @@ export function busConformanceSuite(name: string, make: () => Promise<BusUnderTe
 
     beforeAll(async () => {
       t = await make();
-      await t.pool.query('CREATE TABLE IF NOT EXISTS conformance_effects (id bigserial, event_id text, key text)');
+      await t.pool.query(
+        'CREATE TABLE IF NOT EXISTS conformance_effects (id bigserial, event_id text, key text)',
+      );
     });
     afterAll(async () => {
       await Promise.all(subscriptions.map((s) => s.stop()));
@@ -135,7 +141,10 @@ export function busConformanceSuite(name: string, make: () => Promise<BusUnderTe
       await new Promise((r) => setTimeout(r, 1_100));
       const middle = new Date();
       await new Promise((r) => setTimeout(r, 50));
-      await t.bus.publish(name, [3, 4].map((seq) => ({ key: 'k', value: JSON.stringify({ key: 'k', seq }) })));
+      await t.bus.publish(
+        name,
+        [3, 4].map((seq) => ({ key: 'k', value: JSON.stringify({ key: 'k', seq }) })),
+      );
 
       const all = await collect(name, group);
       await waitFor(() => all.seen.length >= 5, 'all 5');
@@ -207,7 +216,11 @@ export function busConformanceSuite(name: string, make: () => Promise<BusUnderTe
       const name = await topic(2);
       const consumer = fresh('c');
       const ids = Array.from({ length: 20 }, (_, i) => `event-${consumer}-${i}`);
-      const send = () => t.bus.publish(name, ids.map((id) => ({ key: id, value: id })));
+      const send = () =>
+        t.bus.publish(
+          name,
+          ids.map((id) => ({ key: id, value: id })),
+        );
       await send();
       await send(); // an at-least-once producer resent everything
       let crashedAfterEffect = 0;
@@ -217,7 +230,10 @@ export function busConformanceSuite(name: string, make: () => Promise<BusUnderTe
         topics: [name],
         handler: async (m, ctx) => {
           await applyOnce(t.pool, consumer, m.value, ctx, async (tx) => {
-            await tx.query('INSERT INTO conformance_effects (event_id, key) VALUES ($1, $2)', [m.value, m.key]);
+            await tx.query('INSERT INTO conformance_effects (event_id, key) VALUES ($1, $2)', [
+              m.value,
+              m.key,
+            ]);
           });
           handled.push(m.value);
           // Fail after the effect committed: the redelivery must be a no-op.

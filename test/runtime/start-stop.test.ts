@@ -17,7 +17,12 @@ describe('service runner on the embedded profile', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-start-'));
     await chmod(dir, 0o755);
-    ports = { point: await freePort(), agent: await freePort(), connector: await freePort(), db: await freePort() };
+    ports = {
+      point: await freePort(),
+      agent: await freePort(),
+      connector: await freePort(),
+      db: await freePort(),
+    };
     configPath = path.join(dir, 'config.toml');
     await writeFile(
       configPath,

@@ -7,7 +7,12 @@ import { createLogger } from '../../shared/logging/logger.js';
 
 const { DB_URL, TOPIC, GROUP, TABLE } = process.env as Record<string, string>;
 const pool = createPool(DB_URL!, { max: 12 });
-const bus = new PostgresBus({ pool, connectionString: DB_URL!, log: createLogger({ level: 'warn' }), rebalanceMs: 200 });
+const bus = new PostgresBus({
+  pool,
+  connectionString: DB_URL!,
+  log: createLogger({ level: 'warn' }),
+  rebalanceMs: 200,
+});
 
 await bus.subscribe({
   group: GROUP!,

@@ -26,9 +26,14 @@ export function containerRuntimeProblem(): Promise<string | undefined> {
 }
 
 export async function kafkaForTests(): Promise<External<{ brokers: string[] }>> {
-  if (process.env.KAFKA_BROKERS) return { target: { brokers: process.env.KAFKA_BROKERS.split(',') }, stop: async () => undefined };
+  if (process.env.KAFKA_BROKERS)
+    return { target: { brokers: process.env.KAFKA_BROKERS.split(',') }, stop: async () => undefined };
   const problem = await containerRuntimeProblem();
-  if (problem) return { skipReason: `no KAFKA_BROKERS and no container runtime (${problem})`, stop: async () => undefined };
+  if (problem)
+    return {
+      skipReason: `no KAFKA_BROKERS and no container runtime (${problem})`,
+      stop: async () => undefined,
+    };
   const { KafkaContainer } = await import('@testcontainers/kafka');
   const container = await new KafkaContainer('confluentinc/cp-kafka:7.6.1').withKraft().start();
   return {
@@ -37,7 +42,9 @@ export async function kafkaForTests(): Promise<External<{ brokers: string[] }>> 
   };
 }
 
-export async function mongoForTests(): Promise<External<{ host: string; port: number; user?: string; pass?: string }>> {
+export async function mongoForTests(): Promise<
+  External<{ host: string; port: number; user?: string; pass?: string }>
+> {
   if (process.env.MONGO_HOST) {
     return {
       target: {
@@ -50,7 +57,8 @@ export async function mongoForTests(): Promise<External<{ host: string; port: nu
     };
   }
   const problem = await containerRuntimeProblem();
-  if (problem) return { skipReason: `no MONGO_HOST and no container runtime (${problem})`, stop: async () => undefined };
+  if (problem)
+    return { skipReason: `no MONGO_HOST and no container runtime (${problem})`, stop: async () => undefined };
   const { MongoDBContainer } = await import('@testcontainers/mongodb');
   const container = await new MongoDBContainer('mongo:7').start();
   return {

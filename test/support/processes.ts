@@ -65,7 +65,16 @@ export function spawnTs(entry: string, args: string[], env: NodeJS.ProcessEnv): 
 /** The environment without the variables that would redirect a child to external servers. */
 export function isolatedEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const key of ['DATABASE_URL', 'DBHOST', 'DBPORT', 'DBUSER', 'DBPASS', 'KAFKA_BROKERS', 'MONGO_HOST', 'CONFIG_PATH']) {
+  for (const key of [
+    'DATABASE_URL',
+    'DBHOST',
+    'DBPORT',
+    'DBUSER',
+    'DBPASS',
+    'KAFKA_BROKERS',
+    'MONGO_HOST',
+    'CONFIG_PATH',
+  ]) {
     delete env[key];
   }
   return { ...env, ...extra };

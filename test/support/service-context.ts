@@ -8,7 +8,11 @@ import { allTopics, topicSpec } from '../../topics/index.js';
 import type { TestDatabase } from './database.js';
 
 /** What the runner would hand a service, on a test database, from inline TOML. */
-export async function serviceContext(db: TestDatabase, toml: string, require: readonly SectionName[]): Promise<ServiceContext & { close(): Promise<void> }> {
+export async function serviceContext(
+  db: TestDatabase,
+  toml: string,
+  require: readonly SectionName[],
+): Promise<ServiceContext & { close(): Promise<void> }> {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ text: toml, require, env: { DATABASE_URL: db.url } });
   const bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });

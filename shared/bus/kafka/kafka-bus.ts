@@ -39,7 +39,8 @@ export class KafkaBus implements EventBus {
       clientId: options.clientId,
       brokers: options.brokers,
       logLevel: logLevel.WARN,
-      logCreator: () => (entry) => log.warn({ kafka: entry.log.message, namespace: entry.namespace }, 'kafka'),
+      logCreator: () => (entry) =>
+        log.warn({ kafka: entry.log.message, namespace: entry.namespace }, 'kafka'),
     });
     // Idempotent producer, acks from all in-sync replicas: a retried send is not a duplicate in the log.
     this.producer = this.kafka.producer({
@@ -162,7 +163,10 @@ class KafkaSubscription implements Subscription {
   async start(): Promise<void> {
     const { consumer, options } = this;
     await consumer.connect();
-    await consumer.subscribe({ topics: [...options.topics], fromBeginning: (options.startFrom ?? 'earliest') === 'earliest' });
+    await consumer.subscribe({
+      topics: [...options.topics],
+      fromBeginning: (options.startFrom ?? 'earliest') === 'earliest',
+    });
     await consumer.run({
       autoCommit: false,
       // Partitions are worked one message at a time each: per-key order holds.
@@ -174,7 +178,10 @@ class KafkaSubscription implements Subscription {
           key: message.key?.toString() ?? '',
           value: message.value?.toString() ?? '',
           headers: Object.fromEntries(
-            Object.entries(message.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v ?? '')]),
+            Object.entries(message.headers ?? {}).map(([k, v]) => [
+              k,
+              Array.isArray(v) ? String(v[0]) : String(v ?? ''),
+            ]),
           ),
           timestamp: new Date(Number(message.timestamp)),
         };

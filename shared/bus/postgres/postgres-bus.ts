@@ -16,7 +16,6 @@ import {
 import { BUS_CHANNEL } from './channel.js';
 import { PostgresSubscription } from './postgres-subscription.js';
 
-
 export interface PostgresBusOptions {
   pool: pg.Pool;
   /** How the subscription opens its dedicated LISTEN / advisory-lock connection. */
@@ -74,15 +73,20 @@ export class PostgresBus implements EventBus {
   async partitionCount(topic: string, client: Pick<pg.Pool, 'query'> = this.options.pool): Promise<number> {
     const known = this.partitions.get(topic);
     if (known !== undefined) return known;
-    const { rows } = await client.query<{ partitions: number }>('SELECT partitions FROM bus_topics WHERE topic = $1', [
-      topic,
-    ]);
+    const { rows } = await client.query<{ partitions: number }>(
+      'SELECT partitions FROM bus_topics WHERE topic = $1',
+      [topic],
+    );
     if (rows.length === 0) throw new Error(`topic "${topic}" does not exist (ensureTopics first)`);
     this.partitions.set(topic, rows[0]!.partitions);
     return rows[0]!.partitions;
   }
 
-  async publish(topic: string, messages: readonly OutgoingMessage[], options: PublishOptions = {}): Promise<void> {
+  async publish(
+    topic: string,
+    messages: readonly OutgoingMessage[],
+    options: PublishOptions = {},
+  ): Promise<void> {
     if (messages.length === 0) return;
     const count = await this.partitionCount(topic);
     const byPartition = new Map<number, OutgoingMessage[]>();

@@ -55,7 +55,9 @@ export class PostgresSubscription implements Subscription {
     await this.connectControl();
     await this.rebalance();
     this.timer = setInterval(() => {
-      this.rebalancing = this.rebalancing.then(() => this.rebalance()).catch((err) => this.onRebalanceError(err));
+      this.rebalancing = this.rebalancing
+        .then(() => this.rebalance())
+        .catch((err) => this.onRebalanceError(err));
     }, this.options.rebalanceMs);
   }
 
@@ -74,7 +76,10 @@ export class PostgresSubscription implements Subscription {
     this.control = undefined;
     if (control) {
       await control
-        .query('DELETE FROM bus_group_members WHERE group_id = $1 AND member_id = $2', [this.group, this.memberId])
+        .query('DELETE FROM bus_group_members WHERE group_id = $1 AND member_id = $2', [
+          this.group,
+          this.memberId,
+        ])
         .catch(() => undefined);
       // Ending the session releases its advisory locks.
       await control.end().catch(() => undefined);
@@ -84,7 +89,10 @@ export class PostgresSubscription implements Subscription {
   }
 
   private async connectControl(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.connectionString, application_name: 'otmoic-bus' });
+    const client = new pg.Client({
+      connectionString: this.options.connectionString,
+      application_name: 'otmoic-bus',
+    });
     client.on('error', (err) => this.onControlLost(client, err));
     client.on('end', () => this.onControlLost(client));
     await client.connect();
@@ -127,9 +135,10 @@ export class PostgresSubscription implements Subscription {
          SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.pid AND a.backend_start = m.backend_start)`,
       [this.group],
     );
-    const live = await control.query<{ n: string }>('SELECT count(*) AS n FROM bus_group_members WHERE group_id = $1', [
-      this.group,
-    ]);
+    const live = await control.query<{ n: string }>(
+      'SELECT count(*) AS n FROM bus_group_members WHERE group_id = $1',
+      [this.group],
+    );
     const members = Math.max(1, Number(live.rows[0]!.n));
     const all: Array<{ topic: string; partition: number }> = [];
     for (const topic of this.options.topics) {
@@ -157,9 +166,10 @@ export class PostgresSubscription implements Subscription {
       const id = `${topic}/${partition}`;
       if (this.workers.has(id)) continue;
       const lockKey = `${this.group}/${id}`;
-      const got = await control.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [
-        lockKey,
-      ]);
+      const got = await control.query<{ ok: boolean }>(
+        'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
+        [lockKey],
+      );
       if (!got.rows[0]!.ok) continue;
       if (this.stopController.signal.aborted || this.control !== control) return;
       const worker = new PartitionWorker(this, topic, partition, lockKey);
@@ -198,7 +208,10 @@ class PartitionWorker {
     const ready = new Promise<void>((resolve) => (positioned = resolve));
     this.running = this.loop(positioned)
       .catch((err) => {
-        this.options.log.error({ err: (err as Error).message, partition: this.id }, 'partition worker failed');
+        this.options.log.error(
+          { err: (err as Error).message, partition: this.id },
+          'partition worker failed',
+        );
       })
       .finally(positioned);
     return ready;

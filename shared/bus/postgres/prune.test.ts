@@ -8,7 +8,11 @@ describe('postgres log retention', () => {
   let bus: PostgresBus;
   beforeAll(async () => {
     db = await createTestDatabase();
-    bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log: createLogger({ level: 'silent' }) });
+    bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
     await bus.ensureTopics([
       { name: 'short', partitions: 2, retentionMs: 60_000 },
       { name: 'forever', partitions: 2, retentionMs: null },
@@ -17,7 +21,10 @@ describe('postgres log retention', () => {
   afterAll(async () => db.drop());
 
   it('deletes only messages older than their topic retention; null keeps them for ever', async () => {
-    await bus.publish('short', [{ key: 'a', value: 'old' }, { key: 'b', value: 'old' }]);
+    await bus.publish('short', [
+      { key: 'a', value: 'old' },
+      { key: 'b', value: 'old' },
+    ]);
     await bus.publish('forever', [{ key: 'a', value: 'old' }]);
     await db.pool.query(`UPDATE bus_messages SET created_at = now() - interval '2 minutes'`);
     await bus.publish('short', [{ key: 'a', value: 'new' }]);
@@ -40,7 +47,9 @@ describe('postgres log retention', () => {
   it('keeps the partition count of an existing topic and refuses unknown topics', async () => {
     await bus.ensureTopics([{ name: 'short', partitions: 5, retentionMs: 60_000 }]);
     expect(await bus.partitionCount('short')).toBe(2);
-    await expect(bus.publish('nope', [{ key: 'a', value: 'x' }])).rejects.toThrow(/topic "nope" does not exist/);
+    await expect(bus.publish('nope', [{ key: 'a', value: 'x' }])).rejects.toThrow(
+      /topic "nope" does not exist/,
+    );
     // Every topic gets its dead-letter topic.
     expect(await bus.partitionCount('short.dlq')).toBe(2);
   });
