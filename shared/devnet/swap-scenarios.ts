@@ -30,18 +30,7 @@ export interface SwapStep {
   from: string;
 }
 
-export interface ExecutedSwap {
-  scenario: SwapScenario;
-  bidId: string;
-  preimage: string;
-  hashlock: string;
-  /** The agreement the parties signed (what a complaint and the classifier compare against). */
-  agreed: { amountOut: bigint; amountIn: bigint; lpReceiverOnSrc: string; userReceiverOnDst: string };
-  out: SwapSide & { transferId: string };
-  in: SwapSide & { transferId: string };
-  times: { T: number; E: number; Tol: number; R: number };
-  steps: SwapStep[];
-}
+export type ExecutedSwap = LockedSwap & { scenario: SwapScenario };
 
 export interface ScenarioOptions {
   src: DevnetChain;
@@ -59,13 +48,29 @@ export interface ScenarioOptions {
 
 const SWAP = OTMOIC_SWAP_ABI as unknown as string[];
 
+/** The user's cheats that happen while locking (the rest of the swap is then honest). */
+export type LockingCheat = 'short_amount' | 'wrong_receiver';
+
+export interface LockedSwap {
+  bidId: string;
+  preimage: string;
+  hashlock: string;
+  /** The agreement the parties signed (what a complaint and the classifier compare against). */
+  agreed: { amountOut: bigint; amountIn: bigint; lpReceiverOnSrc: string; userReceiverOnDst: string };
+  /** The user's lock on `src` and the LP's lock on `dst`, with their transfer ids. */
+  out: SwapSide & { transferId: string };
+  in: SwapSide & { transferId: string };
+  times: { T: number; E: number; Tol: number; R: number };
+  steps: SwapStep[];
+}
+
 /**
- * Runs one swap of the given kind. Honest: transferOut, transferIn, confirmOut (user), confirmIn (LP).
- * short_amount: the user locks 80 % of the agreed amount. wrong_receiver: the user locks to their own address.
- * confirm_in_without_confirm_out: the user never confirms out and, once the LP's window has passed, confirms
- * the LP's transferIn as a non-LP with the preimage (the known cheat).
+ * Both sides locked (transferOut by the user at T+1, transferIn by the LP at T+2) and then nobody confirms:
+ * the start of every scenario, and of "the user never confirms out" / "the LP never confirms in", which the
+ * relay finishes with behalf commands. `src` and `dst` may be the same chain (the locks have different ids).
+ * short_amount: the user locks 80 % of the agreed amount; wrong_receiver: the user locks to their own address.
  */
-export async function runSwap(scenario: SwapScenario, options: ScenarioOptions): Promise<ExecutedSwap> {
+export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): Promise<LockedSwap> {
   const { src, dst } = options;
   const parties = options.parties ?? { user: 1, lp: 2 };
   const E = options.E ?? 60;
@@ -86,11 +91,10 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
     tolerantSingleStepTime: Tol,
     earliestRefundTime: R,
   };
-
-  const lockedOut = scenario === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
+  const lockedOut = cheat === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
   const outSide: SwapSide = {
     sender: user,
-    receiver: scenario === 'wrong_receiver' ? user : lp,
+    receiver: cheat === 'wrong_receiver' ? user : lp,
     token: '0x0000000000000000000000000000000000000000',
     tokenAmount: lockedOut,
     ethAmount: 0n,
@@ -102,50 +106,30 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
   const inId = computeTransferId(inSide, false, dst.chainId);
 
   const steps: SwapStep[] = [];
-  const send = async (
-    step: SwapStep['step'],
-    chain: DevnetChain,
-    account: number,
-    at: number,
-    method: string,
-    args: unknown[],
-    value = 0n,
-  ) => {
-    const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
-    const attempt = await callAt(chain, at, contract, method, args, value);
-    if (!attempt.ok)
-      throw new Error(`${scenario}: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
-    steps.push({
-      step,
-      chainId: chain.chainId,
-      txHash: attempt.receipt.hash,
-      blockNumber: attempt.receipt.blockNumber,
-      timestamp: attempt.timestamp,
-      from: chain.accounts[account]!.address,
-    });
+  const outExtras = {
+    dstChainId: options.dstSystemChainId,
+    dstAddress: BigInt(user),
+    bidId,
+    tokenDst: 0n,
+    amountDst: amountIn,
+    nativeAmountDst: 0n,
+    requestor: user,
+    lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
+    userSign: '0x',
+    lpSign: '0x',
   };
-
-  await send(
+  await sendStep(
+    steps,
     'transferOut',
     src,
     parties.user,
     T + 1,
     'transferOut',
-    transferOutArgs(outSide, {
-      dstChainId: options.dstSystemChainId,
-      dstAddress: BigInt(user),
-      bidId,
-      tokenDst: 0n,
-      amountDst: amountIn,
-      nativeAmountDst: 0n,
-      requestor: user,
-      lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
-      userSign: '0x',
-      lpSign: '0x',
-    }),
+    transferOutArgs(outSide, outExtras),
     lockedOut,
   );
-  await send(
+  await sendStep(
+    steps,
     'transferIn',
     dst,
     parties.lp,
@@ -154,24 +138,7 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
     transferInArgs(inSide, options.srcSystemChainId, outId),
     amountIn,
   );
-
-  if (scenario === 'confirm_in_without_confirm_out') {
-    // The LP's own window ends at T+3E+Tol; from then on anyone else may confirm in with the preimage.
-    await send(
-      'confirmIn',
-      dst,
-      parties.user,
-      T + 3 * E + Tol,
-      'confirmTransferIn',
-      confirmArgs(inSide, preimage),
-    );
-  } else {
-    await send('confirmOut', src, parties.user, T + 3, 'confirmTransferOut', confirmArgs(outSide, preimage));
-    await send('confirmIn', dst, parties.lp, T + 4, 'confirmTransferIn', confirmArgs(inSide, preimage));
-  }
-
   return {
-    scenario,
     bidId,
     preimage,
     hashlock,
@@ -183,110 +150,74 @@ export async function runSwap(scenario: SwapScenario, options: ScenarioOptions):
   };
 }
 
-export interface LockedSwap {
-  preimage: string;
-  hashlock: string;
-  /** The user's lock on `src` and the LP's lock on `dst`, with their transfer ids. */
-  out: SwapSide & { transferId: string };
-  in: SwapSide & { transferId: string };
-  times: { T: number; E: number; Tol: number; R: number };
-  steps: SwapStep[];
+/**
+ * Runs one swap of the given kind. Honest: transferOut, transferIn, confirmOut (user), confirmIn (LP).
+ * short_amount / wrong_receiver: a cheat while locking (see lockSwap), then confirmed as usual.
+ * confirm_in_without_confirm_out: the user never confirms out and, once the LP's window has passed, confirms
+ * the LP's transferIn as a non-LP with the preimage (the known cheat).
+ */
+export async function runSwap(scenario: SwapScenario, options: ScenarioOptions): Promise<ExecutedSwap> {
+  const parties = options.parties ?? { user: 1, lp: 2 };
+  const cheat = scenario === 'short_amount' || scenario === 'wrong_receiver' ? scenario : undefined;
+  const locked = await lockSwap(options, cheat);
+  const { src, dst } = options;
+  const { T, E, Tol } = locked.times;
+  const { steps, preimage } = locked;
+  if (scenario === 'confirm_in_without_confirm_out') {
+    // The LP's own window ends at T+3E+Tol; from then on anyone else may confirm in with the preimage.
+    await sendStep(
+      steps,
+      'confirmIn',
+      dst,
+      parties.user,
+      T + 3 * E + Tol,
+      'confirmTransferIn',
+      confirmArgs(locked.in, preimage),
+    );
+  } else {
+    await sendStep(
+      steps,
+      'confirmOut',
+      src,
+      parties.user,
+      T + 3,
+      'confirmTransferOut',
+      confirmArgs(locked.out, preimage),
+    );
+    await sendStep(
+      steps,
+      'confirmIn',
+      dst,
+      parties.lp,
+      T + 4,
+      'confirmTransferIn',
+      confirmArgs(locked.in, preimage),
+    );
+  }
+  return { scenario, ...locked };
 }
 
-/**
- * Both sides locked (transferOut by the user, transferIn by the LP) and then nobody confirms: the start of
- * "the user never confirms out" and "the LP never confirms in", which the relay finishes with behalf
- * commands. `src` and `dst` may be the same chain (the two locks have different transfer ids).
- */
-export async function lockSwap(options: ScenarioOptions): Promise<LockedSwap> {
-  const { src, dst } = options;
-  const parties = options.parties ?? { user: 1, lp: 2 };
-  const E = options.E ?? 60;
-  const Tol = options.Tol ?? 120;
-  const amountOut = options.amountOut ?? 10n ** 18n;
-  const amountIn = options.amountIn ?? (amountOut * 99n) / 100n;
-  const user = src.accounts[parties.user]!.address;
-  const lp = src.accounts[parties.lp]!.address;
-  const preimage = hexlify(randomBytes(32));
-  const hashlock = hashlockOf(preimage);
-  const T = Math.max(await src.latestTimestamp(), await dst.latestTimestamp()) + 10;
-  const R = T + 3 * E + 3 * Tol + 60;
-  const times = {
-    agreementReachedTime: T,
-    expectedSingleStepTime: E,
-    tolerantSingleStepTime: Tol,
-    earliestRefundTime: R,
-  };
-  const outSide: SwapSide = {
-    sender: user,
-    receiver: lp,
-    token: '0x0000000000000000000000000000000000000000',
-    tokenAmount: amountOut,
-    ethAmount: 0n,
-    hashlock,
-    ...times,
-  };
-  const inSide: SwapSide = { ...outSide, sender: lp, receiver: user, tokenAmount: amountIn };
-  const outId = computeTransferId(outSide, true, src.chainId);
-  const inId = computeTransferId(inSide, false, dst.chainId);
-  const steps: SwapStep[] = [];
-  const lock = async (
-    step: SwapStep['step'],
-    chain: DevnetChain,
-    account: number,
-    at: number,
-    method: string,
-    args: unknown[],
-    value: bigint,
-  ) => {
-    const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
-    const attempt = await callAt(chain, at, contract, method, args, value);
-    if (!attempt.ok)
-      throw new Error(`lockSwap: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
-    steps.push({
-      step,
-      chainId: chain.chainId,
-      txHash: attempt.receipt.hash,
-      blockNumber: attempt.receipt.blockNumber,
-      timestamp: attempt.timestamp,
-      from: chain.accounts[account]!.address,
-    });
-  };
-  await lock(
-    'transferOut',
-    src,
-    parties.user,
-    T + 1,
-    'transferOut',
-    transferOutArgs(outSide, {
-      dstChainId: options.dstSystemChainId,
-      dstAddress: BigInt(user),
-      bidId: hexlify(randomBytes(32)),
-      tokenDst: 0n,
-      amountDst: amountIn,
-      nativeAmountDst: 0n,
-      requestor: user,
-      lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
-      userSign: '0x',
-      lpSign: '0x',
-    }),
-    amountOut,
-  );
-  await lock(
-    'transferIn',
-    dst,
-    parties.lp,
-    T + 2,
-    'transferIn',
-    transferInArgs(inSide, options.srcSystemChainId, outId),
-    amountIn,
-  );
-  return {
-    preimage,
-    hashlock,
-    out: { ...outSide, transferId: outId },
-    in: { ...inSide, transferId: inId },
-    times: { T, E, Tol, R },
-    steps,
-  };
+/** Sends one swap step at an exact block timestamp and records it; a revert is an error naming the step. */
+async function sendStep(
+  steps: SwapStep[],
+  step: SwapStep['step'],
+  chain: DevnetChain,
+  account: number,
+  at: number,
+  method: string,
+  args: unknown[],
+  value = 0n,
+): Promise<void> {
+  const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
+  const attempt = await callAt(chain, at, contract, method, args, value);
+  if (!attempt.ok)
+    throw new Error(`${step}: ${method} failed: ${attempt.revert?.name ?? String(attempt.error)}`);
+  steps.push({
+    step,
+    chainId: chain.chainId,
+    txHash: attempt.receipt.hash,
+    blockNumber: attempt.receipt.blockNumber,
+    timestamp: attempt.timestamp,
+    from: chain.accounts[account]!.address,
+  });
 }
