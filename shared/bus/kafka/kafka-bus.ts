@@ -84,6 +84,8 @@ export class KafkaBus implements EventBus {
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     await this.connect();
+    if ((options.startFrom ?? 'earliest') === 'latest')
+      await this.pinNewGroupAtEnd(options.group, options.topics);
     const consumer = this.kafka.consumer({ groupId: options.group });
     const subscription = new KafkaSubscription(this, consumer, {
       ...options,
@@ -93,6 +95,19 @@ export class KafkaBus implements EventBus {
     this.consumers.add(subscription);
     await subscription.start();
     return subscription;
+  }
+
+  /**
+   * A new group starting at `latest` gets its offsets set to the current ends before it joins, so that, as on
+   * the postgres log, nothing published after subscribe() resolved is skipped (kafkajs would otherwise fix
+   * "latest" only at its first fetch). A group with committed offsets keeps them.
+   */
+  private async pinNewGroupAtEnd(group: string, topics: readonly string[]): Promise<void> {
+    const committed = await this.admin.fetchOffsets({ groupId: group, topics: [...topics] });
+    for (const { topic, partitions } of committed) {
+      if (partitions.every((p) => p.offset === '-1'))
+        await this.admin.resetOffsets({ groupId: group, topic, earliest: false });
+    }
   }
 
   forget(subscription: KafkaSubscription): void {
@@ -160,8 +175,20 @@ class KafkaSubscription implements Subscription {
     this.group = options.group;
   }
 
+  /** Resolves once the consumer joined its group (partitions assigned), or fails after 60 s. */
   async start(): Promise<void> {
     const { consumer, options } = this;
+    let removeListener: (() => void) | undefined;
+    const joined = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`group ${options.group} did not join within 60 s`)),
+        60_000,
+      );
+      removeListener = consumer.on(consumer.events.GROUP_JOIN, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     await consumer.connect();
     await consumer.subscribe({
       topics: [...options.topics],
@@ -204,6 +231,11 @@ class KafkaSubscription implements Subscription {
         if (outcome === 'stopped') throw new Error('consumer stopping');
       },
     });
+    try {
+      await joined;
+    } finally {
+      removeListener?.();
+    }
   }
 
   stop(): Promise<void> {
