@@ -8,6 +8,7 @@ import type { CompiledContracts } from './compile.js';
 import { startDevnet } from '../shared/devnet/devnet.js';
 import type { Devnet, DevnetChain } from '../shared/devnet/devnet.js';
 import { decodeRevert } from '../shared/devnet/revert-error.js';
+import type { ComplaintFields } from '../shared/devnet/complaints.js';
 
 const CHAIN_ID = 11155420;
 const OWNER = 0;
@@ -15,25 +16,8 @@ const COMPLAINANT = 2;
 const OTHER = 4;
 const AGENT = 6;
 
-interface Complaint {
-  srcChainId: number;
-  srcAddress: bigint;
-  srcToken: string;
-  dstChainId: number;
-  dstAddress: bigint;
-  dstToken: string;
-  srcAmount: string;
-  dstAmount: string;
-  dstNativeAmount: string;
-  requestor: string;
-  lpId: string;
-  expectedSingleStepTime: number;
-  tolerantSingleStepTime: number;
-  earliestRefundTime: number;
-  agreementReachedTime: number;
-  userSign: string;
-  lpSign: string;
-}
+/** The struct as ethers encodes it (uint256 addresses as bigint). */
+type Complaint = ComplaintFields;
 
 const COMPLAINT_TYPES = {
   Complaint: [
