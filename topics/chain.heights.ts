@@ -7,6 +7,13 @@ export const chainHeightPayload = z.strictObject({
   height: z.number().int().nonnegative(),
   /** Timestamp of the block at `height`: the chain's "now" for window decisions (DESIGN §5.1). */
   blockTimestamp: unixSeconds,
+  /**
+   * Envelope id of the last swap-contract event of this chain published at or below `height` (null: none
+   * yet). chain.events and chain.heights are separate topics, so a consumer may see a height before the
+   * events of its chunk; it must not take `blockTimestamp` as the chain's "now" until it has handled this
+   * event (events of one chain are in order on their partition), or it would judge a window on missing facts.
+   */
+  lastEventId: z.string().min(1).nullable().default(null),
 });
 export type ChainHeight = z.infer<typeof chainHeightPayload>;
 
@@ -17,5 +24,6 @@ export const chainHeights = defineTopic<ChainHeight>({
   keyDoc: 'system chain id: heights of one chain stay in order',
   key: (p) => p.chainId,
   payload: chainHeightPayload,
-  retentionMs: 7 * 24 * 3_600_000,
+  // As long as chain.events: a replay of the classifier needs the heights (the chains' clocks) too.
+  retentionMs: null,
 });

@@ -11,8 +11,8 @@ export { chainEvents, chainEventId, type ChainEvent } from './chain.events.js';
 export { chainHeights, type ChainHeight } from './chain.heights.js';
 export { complaintCommands, type ComplaintCommand } from './complaint.commands.js';
 export { relayCommands, type RelayCommand } from './relay.commands.js';
-export { swapVerdicts, type SwapVerdict } from './swap.verdicts.js';
-export { violations, type Violation } from './violations.js';
+export { swapVerdicts, verdictId, type SwapVerdict, type SwapTransaction } from './swap.verdicts.js';
+export { violations, violationId, type Violation } from './violations.js';
 
 /** Every topic of the pipeline; each also has a dead-letter topic `<name>.dlq`. */
 export const allTopics: readonly TopicDefinition<any>[] = [

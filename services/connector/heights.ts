@@ -24,19 +24,35 @@ export class HeightStore {
     return Number(rows[0].height);
   }
 
-  /** Moves the height from `expected` to `next` inside `tx`; false when another writer moved it first. */
+  /** A single event published ahead of its height update (non-merged delivery) becomes the stream's last. */
+  async recordLastEvent(tx: PoolClient, chainId: string, stream: Stream, lastEventId: string): Promise<void> {
+    await tx.query('UPDATE connector_heights SET last_event_id = $3 WHERE chain_id = $1 AND stream = $2', [
+      chainId,
+      stream,
+      lastEventId,
+    ]);
+  }
+
+  /**
+   * Moves the height from `expected` to `next` inside `tx`, recording `lastEventId` when the chunk published
+   * events. Returns the stream's last published event id (null: none ever), or false when another writer
+   * moved the height first.
+   */
   async advance(
     tx: PoolClient,
     chainId: string,
     stream: Stream,
     expected: number,
     next: number,
-  ): Promise<boolean> {
-    const result = await tx.query(
-      `UPDATE connector_heights SET height = $4, updated_at = now() WHERE chain_id = $1 AND stream = $2 AND height = $3`,
-      [chainId, stream, expected, next],
+    lastEventId: string | null,
+  ): Promise<{ lastEventId: string | null } | false> {
+    const result = await tx.query<{ last_event_id: string | null }>(
+      `UPDATE connector_heights SET height = $4, last_event_id = COALESCE($5, last_event_id), updated_at = now()
+        WHERE chain_id = $1 AND stream = $2 AND height = $3
+        RETURNING last_event_id`,
+      [chainId, stream, expected, next, lastEventId],
     );
-    return result.rowCount === 1;
+    return result.rows[0] ? { lastEventId: result.rows[0].last_event_id } : false;
   }
 }
 

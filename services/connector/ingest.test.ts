@@ -185,6 +185,8 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
       chainId: '9006',
       height: 15,
       blockTimestamp: 1_700_000_115,
+      // The last event of the chunk: a consumer takes this height as the chain's clock only after it.
+      lastEventId: events[1]!.id,
     });
   });
 

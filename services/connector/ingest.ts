@@ -98,8 +98,11 @@ export class Ingestor {
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return 'already processed';
-      await this.archive([body], [event!]);
-      await this.options.bus.publish(chainEvents.name, [this.eventMessage(event!)]);
+      await withTransaction(this.options.pool, async (tx) => {
+        await this.archive([body], [event!], tx);
+        await this.options.bus.publish(chainEvents.name, [this.eventMessage(event!)], { tx });
+        await this.options.heights.recordLastEvent(tx, chainId, stream, chainEventId(event!));
+      });
       this.options.metrics.events.inc({ chain: chainId, type: event!.kind });
       return 'processed';
     });
@@ -127,8 +130,16 @@ export class Ingestor {
       (await this.options.blockTimestamp(chainId, height));
 
     await withTransaction(this.options.pool, async (tx) => {
-      if (!(await heights.advance(tx, chainId, stream, stored, height)))
-        throw new HeightConflictError(chainId, stream);
+      const last = fresh.at(-1);
+      const advanced = await heights.advance(
+        tx,
+        chainId,
+        stream,
+        stored,
+        height,
+        last ? chainEventId(last) : null,
+      );
+      if (!advanced) throw new HeightConflictError(chainId, stream);
       await this.archive(bodies, events, tx);
       if (fresh.length > 0)
         await this.options.bus.publish(
@@ -139,7 +150,7 @@ export class Ingestor {
       if (timestamp !== undefined && stream === 'swap') {
         const heightEnvelope = envelope(
           chainHeights,
-          { chainId, height, blockTimestamp: timestamp },
+          { chainId, height, blockTimestamp: timestamp, lastEventId: advanced.lastEventId },
           {
             occurredAt: timestamp,
             source: 'connector',

@@ -18,5 +18,15 @@ export const connectorMigrations: MigrationSet = {
         );
       `,
     },
+    {
+      version: 2,
+      name: 'last published event per chain and stream',
+      sql: `
+        -- Envelope id of the last chain.events message published for the stream: each chain.heights message
+        -- names it, so a consumer can tell when it has seen every event of the chunk (topics are not ordered
+        -- with each other).
+        ALTER TABLE connector_heights ADD COLUMN last_event_id text;
+      `,
+    },
   ],
 };
