@@ -67,7 +67,8 @@ export class HttpDidSource implements DidNames {
     });
     if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
     const parsed = answerSchema.safeParse(await response.json());
-    if (!parsed.success) throw new Error(`DID support answered an unexpected body: ${z.prettifyError(parsed.error)}`);
+    if (!parsed.success)
+      throw new Error(`DID support answered an unexpected body: ${z.prettifyError(parsed.error)}`);
     return parsed.data.data.map((entry) => entry.name);
   }
 
@@ -82,7 +83,10 @@ export class HttpDidSource implements DidNames {
       this.options.onFailure?.(address, message);
       if (this.stopped) return;
       if (backoffMs === MIN_BACKOFF_MS)
-        this.options.log.warn({ address, err: message, didSupportUrl: redactUrl(this.options.url) }, 'DID lookup failed; the swaps that need it wait');
+        this.options.log.warn(
+          { address, err: message, didSupportUrl: redactUrl(this.options.url) },
+          'DID lookup failed; the swaps that need it wait',
+        );
       const timer = setTimeout(() => {
         this.timers.delete(timer);
         void this.fetchWithRetry(address, Math.min(backoffMs * 2, MAX_BACKOFF_MS));

@@ -67,7 +67,12 @@ export class ClassifierEngine {
       const bid = await this.route(tx, id, event);
       if (bid !== null) await this.evaluate(tx, bid, clocks);
       // Heights that waited for this event may now move their chain's clock.
-      const released = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
+      const released = await tx.query<{
+        chain_id: string;
+        stream: Stream;
+        height: string;
+        block_time: string;
+      }>(
         `DELETE FROM ${this.o.tables.pendingHeights} WHERE last_event_id = $1 RETURNING chain_id, stream, height, block_time`,
         [id],
       );
@@ -91,7 +96,14 @@ export class ClassifierEngine {
           ])
         ).rowCount === 1;
       if (seen) {
-        await this.advanceClock(tx, clocks, height.chainId, height.stream, height.height, height.blockTimestamp);
+        await this.advanceClock(
+          tx,
+          clocks,
+          height.chainId,
+          height.stream,
+          height.height,
+          height.blockTimestamp,
+        );
       } else {
         await tx.query(
           `INSERT INTO ${this.o.tables.pendingHeights} (chain_id, stream, height, block_time, last_event_id)
@@ -200,11 +212,10 @@ export class ClassifierEngine {
   private async route(tx: PoolClient, id: string, event: ChainEvent): Promise<string | null> {
     const t = this.o.tables;
     const orphan = async (ref: string) => {
-      await tx.query(`INSERT INTO ${t.orphans} (event_id, ref, event) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
-        id,
-        ref,
-        JSON.stringify(event),
-      ]);
+      await tx.query(
+        `INSERT INTO ${t.orphans} (event_id, ref, event) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+        [id, ref, JSON.stringify(event)],
+      );
       return null;
     };
     const bySwapOut = async (transferId: string) =>
@@ -226,7 +237,10 @@ export class ClassifierEngine {
           return null;
         }
         await this.saveFacts(tx, addFact(existing ?? emptyFacts(event.bidId), event), existing === null);
-        await tx.query(`UPDATE ${t.swaps} SET out_transfer_id = $2 WHERE bid_id = $1`, [event.bidId, event.transferId]);
+        await tx.query(`UPDATE ${t.swaps} SET out_transfer_id = $2 WHERE bid_id = $1`, [
+          event.bidId,
+          event.transferId,
+        ]);
         await this.adopt(tx, event.bidId, event.transferId);
         return event.bidId;
       }
@@ -246,9 +260,10 @@ export class ClassifierEngine {
       }
       case 'ConfirmIn':
       case 'RefundIn': {
-        const link = await tx.query<{ bid_id: string }>(`SELECT bid_id FROM ${t.inLinks} WHERE in_transfer_id = $1`, [
-          event.transferId,
-        ]);
+        const link = await tx.query<{ bid_id: string }>(
+          `SELECT bid_id FROM ${t.inLinks} WHERE in_transfer_id = $1`,
+          [event.transferId],
+        );
         const bid = link.rows[0]?.bid_id;
         if (bid === undefined) return orphan(event.transferId);
         await this.addToSwap(tx, bid, event);
@@ -283,10 +298,10 @@ export class ClassifierEngine {
   }
 
   private async linkIn(tx: PoolClient, bid: string, inTransferId: string): Promise<void> {
-    await tx.query(`INSERT INTO ${this.o.tables.inLinks} (in_transfer_id, bid_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
-      inTransferId,
-      bid,
-    ]);
+    await tx.query(
+      `INSERT INTO ${this.o.tables.inLinks} (in_transfer_id, bid_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+      [inTransferId, bid],
+    );
     await this.adoptIn(tx, bid, inTransferId);
   }
 
@@ -306,9 +321,10 @@ export class ClassifierEngine {
   }
 
   private async loadFacts(tx: PoolClient, bid: string): Promise<SwapFacts | null> {
-    const { rows } = await tx.query<{ facts: SwapFacts }>(`SELECT facts FROM ${this.o.tables.swaps} WHERE bid_id = $1`, [
-      bid,
-    ]);
+    const { rows } = await tx.query<{ facts: SwapFacts }>(
+      `SELECT facts FROM ${this.o.tables.swaps} WHERE bid_id = $1`,
+      [bid],
+    );
     return rows[0]?.facts ?? null;
   }
 
@@ -320,7 +336,10 @@ export class ClassifierEngine {
         JSON.stringify(facts),
       ]);
     } else {
-      await tx.query(`UPDATE ${t.swaps} SET facts = $2 WHERE bid_id = $1`, [facts.bidId, JSON.stringify(facts)]);
+      await tx.query(`UPDATE ${t.swaps} SET facts = $2 WHERE bid_id = $1`, [
+        facts.bidId,
+        JSON.stringify(facts),
+      ]);
     }
   }
 
@@ -357,7 +376,10 @@ export class ClassifierEngine {
               wait_address = NULL, waiting_for = NULL, decided_at = now() WHERE bid_id = $1`,
       [bid],
     );
-    await tx.query(`INSERT INTO ${t.verdicts} (bid_id, verdict) VALUES ($1, $2)`, [bid, JSON.stringify(verdict)]);
+    await tx.query(`INSERT INTO ${t.verdicts} (bid_id, verdict) VALUES ($1, $2)`, [
+      bid,
+      JSON.stringify(verdict),
+    ]);
     const violation = violationOf(verdict);
     if (violation) {
       await tx.query(`INSERT INTO ${t.violations} (bid_id, violation) VALUES ($1, $2)`, [
@@ -369,13 +391,27 @@ export class ClassifierEngine {
       const source = 'classifier';
       await this.o.bus.publish(
         swapVerdicts.name,
-        [encode(swapVerdicts, envelope(swapVerdicts, verdict, { id: verdictId(bid), occurredAt: verdict.blockTime, source }))],
+        [
+          encode(
+            swapVerdicts,
+            envelope(swapVerdicts, verdict, { id: verdictId(bid), occurredAt: verdict.blockTime, source }),
+          ),
+        ],
         { tx },
       );
       if (violation) {
         await this.o.bus.publish(
           violations.name,
-          [encode(violations, envelope(violations, violation, { id: violationId(bid), occurredAt: violation.blockTime, source }))],
+          [
+            encode(
+              violations,
+              envelope(violations, violation, {
+                id: violationId(bid),
+                occurredAt: violation.blockTime,
+                source,
+              }),
+            ),
+          ],
           { tx },
         );
       }
@@ -386,7 +422,8 @@ export class ClassifierEngine {
 
 /** The deduction-worthy part of a verdict: cases 1–7 (case 0 and unknown deduct nothing). */
 export function violationOf(v: SwapVerdict): Violation | null {
-  if (v.outcome !== 'violation' || v.party === null || v.subject === null || v.case === null || v.case < 1) return null;
+  if (v.outcome !== 'violation' || v.party === null || v.subject === null || v.case === null || v.case < 1)
+    return null;
   return {
     party: v.party,
     subject: v.subject,

@@ -18,7 +18,9 @@ import {
  * The reference model: the arbitration rules read straight off the complete timeline, as if every window had
  * closed (DESIGN §7, spec §3, windows of spec/otmoic.md §3). No clocks, no arrival order, no waiting.
  */
-function model(spec: TimelineSpec): Pick<SwapVerdict, 'outcome' | 'case' | 'party' | 'subject' | 'blockTime'> {
+function model(
+  spec: TimelineSpec,
+): Pick<SwapVerdict, 'outcome' | 'case' | 'party' | 'subject' | 'blockTime'> {
   const { T, E, Tol } = spec;
   const user = USER.address.toLowerCase();
   const violation = (party: 'user' | 'lp', n: number, blockTime: number) => ({
@@ -71,60 +73,65 @@ const timelineSpec: fc.Arbitrary<TimelineSpec> = fc
             at: between(outAt, T + 2 * E),
           }),
         );
-        return fc.record({
-          in: base.outKind === 'none' ? fc.constant({ kind: 'none' as const }) : lockIn,
-          griefIn: fc.option(fc.record({ at: between(outAt, T + 2 * E) }), { nil: undefined }),
-          confirmOut: fc.option(
-            fc.oneof(
-              fc.record({ by: fc.constant('user' as const), at: between(outAt, T + 3 * E) }),
-              fc.record({
-                by: fc.constant('relay' as const),
-                at: between(T + 3 * E + 2 * Tol, T + 3 * E + 3 * Tol),
-              }),
+        return fc
+          .record({
+            in: base.outKind === 'none' ? fc.constant({ kind: 'none' as const }) : lockIn,
+            griefIn: fc.option(fc.record({ at: between(outAt, T + 2 * E) }), { nil: undefined }),
+            confirmOut: fc.option(
+              fc.oneof(
+                fc.record({ by: fc.constant('user' as const), at: between(outAt, T + 3 * E) }),
+                fc.record({
+                  by: fc.constant('relay' as const),
+                  at: between(T + 3 * E + 2 * Tol, T + 3 * E + 3 * Tol),
+                }),
+              ),
+              { nil: undefined },
             ),
-            { nil: undefined },
-          ),
-          confirmInBy: fc.constantFrom('lp', 'lp', 'user', 'relay', 'none'),
-          confirmInLate: between(T + 3 * E + Tol, T + 3 * E + 2 * Tol),
-          complaint: fc.option(
-            fc.record({
+            confirmInBy: fc.constantFrom('lp', 'lp', 'user', 'relay', 'none'),
+            confirmInLate: between(T + 3 * E + Tol, T + 3 * E + 2 * Tol),
+            complaint: fc.option(
+              fc.record({
+                by: fc.constantFrom('lp', 'user', 'stranger'),
+                at: between(T, T + 3 * E + 3 * Tol + 5),
+              }),
+              { nil: base.outKind === 'none' ? undefined : undefined },
+            ),
+            complaintForced: fc.record({
               by: fc.constantFrom('lp', 'user', 'stranger'),
               at: between(T, T + 3 * E + 3 * Tol + 5),
             }),
-            { nil: base.outKind === 'none' ? undefined : undefined },
-          ),
-          complaintForced: fc.record({
-            by: fc.constantFrom('lp', 'user', 'stranger'),
-            at: between(T, T + 3 * E + 3 * Tol + 5),
-          }),
-          lpConfirmFraction: fc.integer({ min: 0, max: 100 }),
-        }).map((rest): TimelineSpec => {
-          const lockedIn = rest.in;
-          let confirmIn: TimelineSpec['confirmIn'];
-          if (lockedIn.kind !== 'none' && rest.confirmInBy !== 'none') {
-            if (rest.confirmInBy === 'lp') {
-              const lo = lockedIn.at;
-              const hi = T + 3 * E + Tol;
-              confirmIn = { by: 'lp', at: lo + Math.floor(((hi - lo) * rest.lpConfirmFraction) / 100) };
-            } else {
-              confirmIn = { by: rest.confirmInBy as 'user' | 'relay', at: Math.max(lockedIn.at, rest.confirmInLate) };
+            lpConfirmFraction: fc.integer({ min: 0, max: 100 }),
+          })
+          .map((rest): TimelineSpec => {
+            const lockedIn = rest.in;
+            let confirmIn: TimelineSpec['confirmIn'];
+            if (lockedIn.kind !== 'none' && rest.confirmInBy !== 'none') {
+              if (rest.confirmInBy === 'lp') {
+                const lo = lockedIn.at;
+                const hi = T + 3 * E + Tol;
+                confirmIn = { by: 'lp', at: lo + Math.floor(((hi - lo) * rest.lpConfirmFraction) / 100) };
+              } else {
+                confirmIn = {
+                  by: rest.confirmInBy as 'user' | 'relay',
+                  at: Math.max(lockedIn.at, rest.confirmInLate),
+                };
+              }
             }
-          }
-          return {
-            T,
-            E,
-            Tol,
-            lpSign: base.lpSign as TimelineSpec['lpSign'],
-            userSign: base.userSign as TimelineSpec['userSign'],
-            out: base.outKind === 'none' ? { kind: 'none' } : { kind: base.outKind as 'ok', at: outAt },
-            in: lockedIn as TimelineSpec['in'],
-            griefIn: base.outKind === 'none' ? undefined : rest.griefIn,
-            confirmOut: base.outKind === 'none' ? undefined : rest.confirmOut,
-            confirmIn,
-            // A swap without a TransferOut exists only through its complaint.
-            complaint: base.outKind === 'none' ? rest.complaintForced : rest.complaint,
-          };
-        });
+            return {
+              T,
+              E,
+              Tol,
+              lpSign: base.lpSign as TimelineSpec['lpSign'],
+              userSign: base.userSign as TimelineSpec['userSign'],
+              out: base.outKind === 'none' ? { kind: 'none' } : { kind: base.outKind as 'ok', at: outAt },
+              in: lockedIn as TimelineSpec['in'],
+              griefIn: base.outKind === 'none' ? undefined : rest.griefIn,
+              confirmOut: base.outKind === 'none' ? undefined : rest.confirmOut,
+              confirmIn,
+              // A swap without a TransferOut exists only through its complaint.
+              complaint: base.outKind === 'none' ? rest.complaintForced : rest.complaint,
+            };
+          });
       });
   });
 
@@ -139,7 +146,8 @@ function streamMessages(events: ChainEvent[], stream: string, ticks: number[], f
   const times = [...new Set([...ticks, final])].sort((a, b) => a - b);
   let i = 0;
   for (const tick of times) {
-    while (i < events.length && events[i]!.blockTimestamp <= tick) messages.push({ stream, event: events[i++] });
+    while (i < events.length && events[i]!.blockTimestamp <= tick)
+      messages.push({ stream, event: events[i++] });
     messages.push({ stream, tick });
   }
   return messages;
@@ -194,10 +202,14 @@ describe('judge (pure decision) against the reference model', () => {
           }).toEqual(expected);
           // A complaint counts for a swap with a TransferOut only when filed by the verdict's block time.
           if (spec.out.kind !== 'none') {
-            const counted = spec.complaint !== undefined && spec.complaint.at <= Math.max(expected.blockTime, spec.out.at);
+            const counted =
+              spec.complaint !== undefined && spec.complaint.at <= Math.max(expected.blockTime, spec.out.at);
             expect(first.complaint !== null).toBe(counted);
           }
-          if (first.outcome === 'normal') expect(first.responseTimeSeconds).toBe((spec.in as { at: number }).at - (spec.out as { at: number }).at);
+          if (first.outcome === 'normal')
+            expect(first.responseTimeSeconds).toBe(
+              (spec.in as { at: number }).at - (spec.out as { at: number }).at,
+            );
         },
       ),
       { numRuns: 400 },

@@ -12,15 +12,19 @@
  * with a TransferOut is still judged on the chain (otherwise anyone could shield a cheat by filing a bogus
  * complaint first, since the contract takes one complaint per bid).
  */
-import { AgreementFieldError, agreementOfComplaint, agreementOfTransferOut, differingTerms } from '../../shared/otmoic/agreement.js';
+import {
+  AgreementFieldError,
+  agreementOfComplaint,
+  agreementOfTransferOut,
+  differingTerms,
+} from '../../shared/otmoic/agreement.js';
 import type { SignedAgreement } from '../../shared/otmoic/agreement.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/index.js';
 import { candidateSigners, userConsents } from './consent.js';
 import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait } from './facts.js';
 
 export type Judgement =
-  | { status: 'pending'; wait: Wait; reason: string }
-  | { status: 'decided'; verdict: SwapVerdict };
+  { status: 'pending'; wait: Wait; reason: string } | { status: 'decided'; verdict: SwapVerdict };
 
 /** Thrown inside the decision when a fact it needs is not settled yet; becomes a pending judgement. */
 class Waiting {
@@ -57,7 +61,10 @@ export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
   const clock = (chainId: string, until: number, why: string): number => {
     const now = env.now(chainId);
     if (now === undefined || now < until)
-      throw new Waiting({ kind: 'clock', chainId, until }, `chain ${chainId} block time to reach ${until}: ${why}`);
+      throw new Waiting(
+        { kind: 'clock', chainId, until },
+        `chain ${chainId} block time to reach ${until}: ${why}`,
+      );
     return now;
   };
   try {
@@ -72,11 +79,7 @@ type DidNames = (address: string) => readonly string[];
 type Clock = (chainId: string, until: number, why: string) => number;
 
 /** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
-function lpSignerOf(
-  agreement: SignedAgreement,
-  evmChainId: number,
-  didNames: DidNames,
-): string | null {
+function lpSignerOf(agreement: SignedAgreement, evmChainId: number, didNames: DidNames): string | null {
   for (const candidate of candidateSigners(agreement, agreement.lpSign, evmChainId)) {
     if (didNames(candidate).includes(agreement.lpId)) return candidate;
   }
@@ -151,7 +154,9 @@ function decide(
     userConsent,
     lpConsent: lpConsentKnown ? lpSigner !== null : null,
     lpSigner,
-    didNames: Object.fromEntries([...didUsed.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, [...v]])),
+    didNames: Object.fromEntries(
+      [...didUsed.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, [...v]]),
+    ),
   });
   const complaintField = (c: ComplaintReading | null): SwapVerdict['complaint'] =>
     c === null
@@ -173,7 +178,9 @@ function decide(
     if (event === undefined) throw new Error(`swap ${facts.bidId} has no facts`);
     const c = readComplaint(event, env, didNames);
     const a = c.agreement;
-    const verdictOf = (fields: Omit<SwapVerdict, keyof typeof base | 'transactions' | 'complaint' | 'evidence'>) => ({
+    const verdictOf = (
+      fields: Omit<SwapVerdict, keyof typeof base | 'transactions' | 'complaint' | 'evidence'>,
+    ) => ({
       ...base,
       ...fields,
       transactions: complaintTx(c),
@@ -238,13 +245,25 @@ function decide(
 }
 
 interface Builders {
-  base: { bidId: string; transferOutId: string | null; transferInId: string | null; responseTimeSeconds: number | null };
-  evidence(userConsent: boolean | null, lpSigner: string | null, lpConsentKnown: boolean): SwapVerdict['evidence'];
+  base: {
+    bidId: string;
+    transferOutId: string | null;
+    transferInId: string | null;
+    responseTimeSeconds: number | null;
+  };
+  evidence(
+    userConsent: boolean | null,
+    lpSigner: string | null,
+    lpConsentKnown: boolean,
+  ): SwapVerdict['evidence'];
   complaintField(c: ComplaintReading | null): SwapVerdict['complaint'];
   complaintTx(c: ComplaintReading | null): SwapTransaction[];
 }
 
-function tx(step: SwapTransaction['step'], e: { chainId: string; txHash: string; blockTimestamp: number }): SwapTransaction {
+function tx(
+  step: SwapTransaction['step'],
+  e: { chainId: string; txHash: string; blockTimestamp: number },
+): SwapTransaction {
   return { step, chainId: e.chainId, txHash: e.txHash, blockTime: e.blockTimestamp };
 }
 
@@ -258,7 +277,11 @@ export function transferInMismatches(out: TransferOut, tin: TransferIn): string[
   check('token amount', out.amountDst, tin.tokenAmount);
   check('native amount', out.nativeAmountDst, tin.ethAmount);
   check('token', BigInt(out.tokenDst) >> 160n === 0n ? asAddress(out.tokenDst) : out.tokenDst, tin.token);
-  check('receiver', BigInt(out.dstAddress) >> 160n === 0n ? asAddress(out.dstAddress) : out.dstAddress, tin.receiver);
+  check(
+    'receiver',
+    BigInt(out.dstAddress) >> 160n === 0n ? asAddress(out.dstAddress) : out.dstAddress,
+    tin.receiver,
+  );
   check('hashlock', out.hashlock, tin.hashlock);
   check('agreement time', out.agreementReachedTime, tin.agreementReachedTime);
   check('expected step time', out.expectedSingleStepTime, tin.expectedSingleStepTime);
@@ -292,15 +315,22 @@ function decideTransferOut(
     if (tin) list.push(tx('transferIn', tin));
     const co = facts.confirmOuts[0];
     if (co) list.push(tx('confirmOut', co));
-    const ci = tin ? facts.confirmIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId) : undefined;
+    const ci = tin
+      ? facts.confirmIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId)
+      : undefined;
     if (ci) list.push(tx('confirmIn', ci));
     const ro = facts.refundOuts[0];
     if (ro) list.push(tx('refundOut', ro));
-    const ri = tin ? facts.refundIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId) : undefined;
+    const ri = tin
+      ? facts.refundIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId)
+      : undefined;
     if (ri) list.push(tx('refundIn', ri));
     return [...list.filter((t) => t.blockTime <= settled), ...build.complaintTx(counted)];
   };
-  type Outcome = Pick<SwapVerdict, 'outcome' | 'case' | 'party' | 'subject' | 'rule' | 'blockTime' | 'decidedOn'> & {
+  type Outcome = Pick<
+    SwapVerdict,
+    'outcome' | 'case' | 'party' | 'subject' | 'rule' | 'blockTime' | 'decidedOn'
+  > & {
     responseTimeSeconds?: number;
   };
   /**
@@ -310,7 +340,8 @@ function decideTransferOut(
   const finish = (o: Outcome, watched: readonly string[] = [S, D]): SwapVerdict => {
     const settledAt = Math.max(o.blockTime, out.blockTimestamp);
     // The verdict lists the swap's transactions up to its block time: all of them must have been seen.
-    for (const chainId of watched) clock(chainId, settledAt, 'the transactions up to the verdict must be known');
+    for (const chainId of watched)
+      clock(chainId, settledAt, 'the transactions up to the verdict must be known');
     settled = settledAt;
     const seen = env.complaintsSeenThrough();
     if (seen === undefined || seen < settledAt) {
@@ -363,8 +394,16 @@ function decideTransferOut(
       blockTime,
       decidedOn,
     });
-  const unknown = (rule: string, blockTime: number, decidedOn: string, watched?: readonly string[]): SwapVerdict =>
-    finish({ outcome: 'unknown', case: null, party: null, subject: null, rule, blockTime, decidedOn }, watched);
+  const unknown = (
+    rule: string,
+    blockTime: number,
+    decidedOn: string,
+    watched?: readonly string[],
+  ): SwapVerdict =>
+    finish(
+      { outcome: 'unknown', case: null, party: null, subject: null, rule, blockTime, decidedOn },
+      watched,
+    );
 
   let agreement: SignedAgreement;
   try {
@@ -399,8 +438,7 @@ function decideTransferOut(
     );
   }
   const lp = lpSigner;
-  const isLp = (address: string): boolean =>
-    lower(address) === lp || didNames(address).includes(out.lpId);
+  const isLp = (address: string): boolean => lower(address) === lp || didNames(address).includes(out.lpId);
   if (!isLp(out.receiver)) {
     return violation(
       'user',
@@ -435,7 +473,13 @@ function decideTransferOut(
         D,
       );
     }
-    return violation('lp', 3, `case 3: no TransferIn by the LP on chain ${D} by T+2E = ${transferInEnd}`, transferInEnd, D);
+    return violation(
+      'lp',
+      3,
+      `case 3: no TransferIn by the LP on chain ${D} by T+2E = ${transferInEnd}`,
+      transferInEnd,
+      D,
+    );
   }
   const answer = tin;
   const isLpTx = (address: string) => lower(address) === lower(answer.sender) || isLp(address);
@@ -444,7 +488,8 @@ function decideTransferOut(
 
   // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
   if (confirmIn && !isLpTx(confirmIn.txFrom)) {
-    const confirmedOutBefore = () => confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
+    const confirmedOutBefore = () =>
+      confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
     if (!confirmedOutBefore()) {
       clock(S, confirmIn.blockTimestamp, 'a ConfirmOut before the ConfirmIn would be seen by then');
       if (!confirmedOutBefore()) {
@@ -461,11 +506,14 @@ function decideTransferOut(
     // Settled once no ConfirmIn can come before the ConfirmOut, or none can come at all.
     const nowD = env.now(D);
     const settled =
-      nowD !== undefined && ((confirmOut !== undefined && nowD >= confirmOut.blockTimestamp) || nowD > thirdPartyConfirmInEnd);
+      nowD !== undefined &&
+      ((confirmOut !== undefined && nowD >= confirmOut.blockTimestamp) || nowD > thirdPartyConfirmInEnd);
     if (!settled) {
       clock(
         D,
-        confirmOut ? Math.min(confirmOut.blockTimestamp, thirdPartyConfirmInEnd + 1) : thirdPartyConfirmInEnd + 1,
+        confirmOut
+          ? Math.min(confirmOut.blockTimestamp, thirdPartyConfirmInEnd + 1)
+          : thirdPartyConfirmInEnd + 1,
         'a ConfirmIn before any ConfirmOut would be case 7',
       );
     }
@@ -473,17 +521,32 @@ function decideTransferOut(
 
   // Case 5: the user did not confirm out by T+3E.
   const userConfirmedOut =
-    confirmOut !== undefined && confirmOut.blockTimestamp <= userConfirmEnd && lower(confirmOut.txFrom) === user;
+    confirmOut !== undefined &&
+    confirmOut.blockTimestamp <= userConfirmEnd &&
+    lower(confirmOut.txFrom) === user;
   if (!userConfirmedOut) {
     clock(S, userConfirmEnd + 1, 'the user may confirm out until T+3E');
-    return violation('user', 5, `case 5: the user did not confirm out on chain ${S} by T+3E = ${userConfirmEnd}`, userConfirmEnd, S);
+    return violation(
+      'user',
+      5,
+      `case 5: the user did not confirm out on chain ${S} by T+3E = ${userConfirmEnd}`,
+      userConfirmEnd,
+      S,
+    );
   }
 
   // Case 6: the LP did not confirm in by T+3E+Tol.
-  const lpConfirmedIn = confirmIn !== undefined && confirmIn.blockTimestamp <= lpConfirmEnd && isLpTx(confirmIn.txFrom);
+  const lpConfirmedIn =
+    confirmIn !== undefined && confirmIn.blockTimestamp <= lpConfirmEnd && isLpTx(confirmIn.txFrom);
   if (!lpConfirmedIn) {
     clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
-    return violation('lp', 6, `case 6: the LP did not confirm in on chain ${D} by T+3E+Tol = ${lpConfirmEnd}`, lpConfirmEnd, D);
+    return violation(
+      'lp',
+      6,
+      `case 6: the LP did not confirm in on chain ${D} by T+3E+Tol = ${lpConfirmEnd}`,
+      lpConfirmEnd,
+      D,
+    );
   }
 
   // Normal: all four steps, in time, by the right parties, in order.

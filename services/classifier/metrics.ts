@@ -11,7 +11,11 @@ export interface ClassifierMetrics {
 }
 
 /** What an operator watches: verdicts by outcome and case, pending swaps and their age, decision lag, DID. */
-export function classifierMetrics(registry: Registry, pool: Pool, tables: ClassifierTables): ClassifierMetrics {
+export function classifierMetrics(
+  registry: Registry,
+  pool: Pool,
+  tables: ClassifierTables,
+): ClassifierMetrics {
   const verdicts = new Counter({
     name: 'classifier_verdicts_total',
     help: 'Verdicts published, by outcome and arbitration case',
@@ -67,7 +71,8 @@ export function classifierMetrics(registry: Registry, pool: Pool, tables: Classi
     didLookups,
     decided(verdict, deciderNow) {
       verdicts.inc({ outcome: verdict.outcome, case: verdict.case === null ? 'none' : String(verdict.case) });
-      if (deciderNow !== undefined) lag.observe({ chain: verdict.decidedOn }, Math.max(0, deciderNow - verdict.blockTime));
+      if (deciderNow !== undefined)
+        lag.observe({ chain: verdict.decidedOn }, Math.max(0, deciderNow - verdict.blockTime));
     },
   };
 }

@@ -198,7 +198,12 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
   const preimage = '0x' + '01'.repeat(32);
   if (spec.confirmIn && inId) {
     const from = { lp: LP, user: USER, relay: RELAY }[spec.confirmIn.by].address;
-    dst.push({ kind: 'ConfirmIn', ...position(DST.chainId, spec.confirmIn.at, from), transferId: inId, preimage });
+    dst.push({
+      kind: 'ConfirmIn',
+      ...position(DST.chainId, spec.confirmIn.at, from),
+      transferId: inId,
+      preimage,
+    });
   }
   if (spec.confirmOut && spec.out.kind !== 'none') {
     const from = (spec.confirmOut.by === 'user' ? USER : RELAY).address;

@@ -3,7 +3,12 @@
 // over the Complaint form of the signed agreement, as the LP node computes it.
 import { Contract, SigningKey } from 'ethers';
 import { bidId, parseComplaint, swapDigest } from '../chain/index.js';
-import { complaintOfAgreement, swapMessage, type Agreement, type SignedAgreement } from '../otmoic/agreement.js';
+import {
+  complaintOfAgreement,
+  swapMessage,
+  type Agreement,
+  type SignedAgreement,
+} from '../otmoic/agreement.js';
 import type { DevnetChain } from './devnet.js';
 
 /** Signs the agreement as both parties would; returns it with userSign and lpSign. */
@@ -40,7 +45,10 @@ const REGISTRY_ABI = [
  * Registers DID domains in the devnet's DID registry (the Reputation contract of `chain`; its owner, account
  * 0, sends). A domain that already has this owner costs nothing.
  */
-export async function registerDids(chain: DevnetChain, owners: Readonly<Record<string, string>>): Promise<void> {
+export async function registerDids(
+  chain: DevnetChain,
+  owners: Readonly<Record<string, string>>,
+): Promise<void> {
   const registry = new Contract(chain.contracts.reputation, REGISTRY_ABI, chain.wallet(0));
   for (const [domain, owner] of Object.entries(owners)) {
     const current = (await registry.getFunction('ownerOfDomain')(domain)) as string;

@@ -85,7 +85,9 @@ export async function startDidSupport(options: DidSupportOptions): Promise<DidSu
 
   app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
     const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 502;
-    return reply.code(status).send({ code: status, message: status === 502 ? 'registry unreachable' : error.message });
+    return reply
+      .code(status)
+      .send({ code: status, message: status === 502 ? 'registry unreachable' : error.message });
   });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ code: 404, message: `no route ${request.method} ${request.url.split('?')[0]}` }),
