@@ -6,6 +6,7 @@ import { createClassifier, subscribeEngine, watchedChains } from '../../services
 import { classifierMigrations } from '../../services/classifier/migrations.js';
 import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
 import { ClassifierEngine } from '../../services/classifier/engine.js';
+import { replayClassifier } from '../../services/classifier/replay.js';
 import { connectorService } from '../../services/connector/index.js';
 import { connectorMigrations } from '../../services/connector/migrations.js';
 import { startDidSupport, type DidSupport } from '../../services/stand-ins/did-support/index.js';
@@ -236,6 +237,8 @@ describe('classifier end to end on the devnet', () => {
     const end = swap.times.T + 2 * E;
     await moveExactlyTo(end);
     await clockReached(DST.system, end);
+    // The destination chain is at T+2E exactly: the LP could still have answered in that block.
+    await waitFor(async () => /T\+2E/.test((await pending(swap.bidId)) ?? ''), 'the swap to wait for T+2E');
     expect(await pending(swap.bidId)).toMatch(/T\+2E/);
     await moveTo(end + 1);
     expect(await verdictOf(swap.bidId)).toMatchObject({
@@ -330,7 +333,10 @@ describe('classifier end to end on the devnet', () => {
     await moveExactlyTo(T + E);
     await clockReached(SRC.system, T + E);
     // Seen, its DID names answered, and waiting for the source chain to pass T+E.
-    await waitFor(async () => /T\+E/.test((await pending(filed.bidId)) ?? ''), 'the complaint to wait for T+E');
+    await waitFor(
+      async () => /T\+E/.test((await pending(filed.bidId)) ?? ''),
+      'the complaint to wait for T+E',
+    );
     await moveTo(T + E + 1);
     const verdict = await verdictOf(filed.bidId);
     expect(verdict).toMatchObject({ case: 1, party: 'user', subject: agreement.requestor.toLowerCase() });
@@ -418,5 +424,53 @@ describe('classifier end to end on the devnet', () => {
     const byBid = new Map(replayed.rows.map((r) => [r.bid_id, r.verdict]));
     for (const { bid_id, verdict } of live.rows) expect(byBid.get(bid_id)).toEqual(verdict);
     expect(replayed.rows.length).toBe(live.rows.length);
+  }, 120_000);
+
+  it('sends a malformed or unknown event to the dead-letter topic with the reason, and keeps flowing', async () => {
+    const good = JSON.parse(
+      (
+        await db.pool.query<{ value: string }>(
+          `SELECT value FROM bus_messages WHERE topic = 'chain.events' ORDER BY "offset" LIMIT 1`,
+        )
+      ).rows[0]!.value,
+    );
+    const poison = [
+      { ...good, id: 'poison:1', payload: { ...good.payload, kind: 'TransferSideways' } },
+      { ...good, id: 'poison:2', payload: { ...good.payload, blockTimestamp: 'yesterday' } },
+    ];
+    await ctx.bus.publish(
+      chainEvents.name,
+      poison.map((p) => ({ key: SRC.system, value: JSON.stringify(p) })),
+    );
+    await waitFor(
+      async () =>
+        (await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = 'chain.events.dlq'`)).rowCount === 2,
+      'two dead letters',
+    );
+    const { rows } = await db.pool.query<{ headers: Record<string, string> }>(
+      `SELECT headers FROM bus_messages WHERE topic = 'chain.events.dlq' ORDER BY "offset"`,
+    );
+    expect(rows[0]!.headers['x-dlq-error']).toMatch(/invalid payload/);
+    expect(rows[1]!.headers['x-dlq-error']).toMatch(/blockTimestamp/);
+    // The chain's partition keeps flowing: the next swap is judged.
+    const swap = await runSwap('honest', options());
+    await moveTo(swap.times.T + 10);
+    expect((await verdictOf(swap.bidId)).outcome).toBe('normal');
+  }, 120_000);
+
+  it('replays chain.events and chain.heights into fresh tables with identical verdicts and violations', async () => {
+    const report = await replayClassifier({
+      pool: db.pool,
+      bus: ctx.bus,
+      chainClients: ctx.config.chainClients!,
+      didSupportUrl: did.url,
+      log: ctx.log,
+    });
+    expect(report.verdicts.live).toBeGreaterThanOrEqual(15);
+    expect(report.verdicts).toMatchObject({ identical: true, different: [], onlyLive: [], onlyReplay: [] });
+    expect(report.violations.identical).toBe(true);
+    // 2 + 2 (cases 2, 4) and one each of 1, 3, 5, 6, 7.
+    expect(report.violations.live).toBe(9);
+    expect(report.identical).toBe(true);
   }, 120_000);
 });
