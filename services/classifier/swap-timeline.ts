@@ -35,6 +35,8 @@ export const DID_NAMES: Readonly<Record<string, readonly string[]>> = {
 };
 
 export interface TimelineSpec {
+  /** Makes the agreement (and so its bid) unique among many swaps with the same times. */
+  id?: number;
   T: number;
   E: number;
   Tol: number;
@@ -60,7 +62,7 @@ export interface Timeline {
 }
 
 const NATIVE = '0x0000000000000000000000000000000000000000';
-const AMOUNT_OUT = 1_000_000n;
+const BASE_AMOUNT_OUT = 1_000_000n;
 const AMOUNT_IN = 990_000n;
 
 let txCounter = 0;
@@ -69,6 +71,7 @@ const txHash = () => '0x' + (++txCounter).toString(16).padStart(64, '0');
 export function buildTimeline(spec: TimelineSpec): Timeline {
   const { T, E, Tol } = spec;
   const R = T + 3 * E + 3 * Tol + 60;
+  const AMOUNT_OUT = BASE_AMOUNT_OUT + BigInt(spec.id ?? 0);
   const agreementTerms = {
     srcChainId: BigInt(SRC.chainId),
     srcAddress: USER.address,
