@@ -227,9 +227,7 @@ export class ClassifierEngine {
         [value],
       );
       const row = rows[0];
-      return row
-        ? { facts: addFact(row.facts, event), decided: row.status === 'decided' }
-        : null;
+      return row ? { facts: addFact(row.facts, event), decided: row.status === 'decided' } : null;
     };
 
     switch (event.kind) {
