@@ -8,7 +8,10 @@ describe('DID support stand-in over the devnet registry', () => {
   let did: DidSupport;
   const get = async (path: string) => {
     const response = await fetch(did.url + path);
-    return { status: response.status, body: await response.json() };
+    return {
+      status: response.status,
+      body: (await response.json()) as { code: number; data?: unknown[]; message?: string },
+    };
   };
 
   beforeAll(async () => {
