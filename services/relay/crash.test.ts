@@ -10,7 +10,7 @@ import { swapInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { isolatedEnv, spawnTs, type Spawned } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
-import { relayMigrations } from './migrations.js';
+import { relayMigrationSets } from './migrations.js';
 import { RELAY_DEV_KEY } from './test-harness.js';
 
 /**
@@ -47,7 +47,7 @@ describe('relay process killed between acceptance and receipt', () => {
 
   beforeAll(async () => {
     [db, devnet, dir, port] = await Promise.all([
-      createTestDatabase([relayMigrations]),
+      createTestDatabase(relayMigrationSets),
       startDevnet({ chains: [{ chainId: 97 }] }),
       mkdtemp(path.join(os.tmpdir(), 'relay-crash-')),
       freePort(),

@@ -4,7 +4,7 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
 import { waitFor } from '../../test/support/wait.js';
 import { callDataOf } from './call-data.js';
-import { relayMigrations } from './migrations.js';
+import { relayMigrationSets } from './migrations.js';
 import { relayTestConfig, startTestRelay } from './test-harness.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
@@ -36,7 +36,7 @@ describe('relay routes: golden vectors and documented errors', () => {
 
   beforeAll(async () => {
     [db, devnet] = await Promise.all([
-      createTestDatabase([relayMigrations]),
+      createTestDatabase(relayMigrationSets),
       startDevnet({ chains: [{ chainId: 97 }] }),
     ]);
     const chain = devnet.chain(97);
@@ -206,6 +206,7 @@ describe('relay routes: golden vectors and documented errors', () => {
             code: 200,
             message: 'Command received',
             command_id: expect.stringMatching(/^[0-9a-f]{64}$/),
+            status: expect.stringMatching(/^(accepted|scheduled)$/),
           },
         });
         const stored = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
@@ -219,8 +220,9 @@ describe('relay routes: golden vectors and documented errors', () => {
       const added = seen.has(answer.body.command_id) ? 0 : 1;
       seen.add(answer.body.command_id);
       expect(await commandCount()).toBe(before + added);
-      // The same command again: the same answer, still one command.
-      expect(await inject(`/behalf/${action}`, v.request)).toEqual(answer);
+      // The same command again: the same command, still one.
+      const again = await inject(`/behalf/${action}`, v.request);
+      expect([again.status, again.body.code, again.body.command_id]).toEqual([200, 200, answer.body.command_id]);
       expect(await commandCount()).toBe(before + added);
     });
 
@@ -261,12 +263,32 @@ describe('relay routes: golden vectors and documented errors', () => {
       expect(
         (await inject('/behalf/confirm_out', { ...base, gas: { gas_price: '2000000000' } })).status,
       ).toBe(200);
-      expect(await commandCount()).toBe(before + 1);
+      expect(await commandCount()).toBe(before);
     });
-    it('a different gas strategy is a different command', async () => {
-      const a = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'FAST' } });
-      const b = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'SAFELOW' } });
-      expect(a.body.command_id).not.toBe(b.body.command_id);
+    it('a different gas strategy updates the one pending command of the transfer', async () => {
+      // On the relay whose chain is unreachable the command stays pending (scheduled).
+      const a = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'FAST' } }, 56);
+      const before = await commandCount();
+      const b = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'SAFELOW' } }, 56);
+      expect(a.body.command_id).toBe(b.body.command_id);
+      expect(b.body.status).toMatch(/^(accepted|scheduled)$/);
+      expect(await commandCount()).toBe(before);
+      const stored = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [a.body.command_id]);
+      expect(stored.rows[0].command.gasPrice).toBe('SAFELOW');
+    });
+    it('refuses a transfer_id that is not the one of the terms', async () => {
+      const before = await commandCount();
+      const wrong = {
+        ...base,
+        command_transfer_out_confirm: { ...command, transfer_id: '0x' + '11'.repeat(32) },
+      };
+      const answer = await inject('/behalf/confirm_out', wrong);
+      expect(answer.status).toBe(400);
+      expect(answer.body).toEqual({
+        code: 30221,
+        message: expect.stringMatching(/transfer_id is not the transferId of these terms \(0x[0-9a-f]{64}\)/),
+      });
+      expect(await commandCount()).toBe(before);
     });
     it('resolves sender_wallet_name through relay.senderWallets and refuses unknown names', async () => {
       const refund = vectors.find((v) => v.name.startsWith('refund_in'))!.request as Record<string, any>;

@@ -5,7 +5,7 @@ import { lockSwap, type LockedSwap } from '../../shared/devnet/swap-scenarios.js
 import { swapInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
-import { relayMigrations } from './migrations.js';
+import { relayMigrationSets } from './migrations.js';
 import { RELAY_DEV_KEY, relayTestConfig, startTestRelay } from './test-harness.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
@@ -65,7 +65,7 @@ describe('relay submitter on the devnet', () => {
 
   beforeAll(async () => {
     [db, devnet] = await Promise.all([
-      createTestDatabase([relayMigrations]),
+      createTestDatabase(relayMigrationSets),
       startDevnet({ chains: [{ chainId: 97 }] }),
     ]);
     chain = devnet.chain(97);
