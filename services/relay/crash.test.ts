@@ -64,6 +64,7 @@ describe('relay process killed between acceptance and receipt', () => {
         `contractAddr = "${chain.contracts.otmoic}"`,
         `priv = "${RELAY_DEV_KEY}"`,
         'blockTimeSeconds = 0.2',
+        'confirmations = 1',
         '[log]',
         'level = "info"',
       ].join('\n'),

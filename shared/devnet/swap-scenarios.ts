@@ -44,6 +44,8 @@ export interface ScenarioOptions {
   amountIn?: bigint;
   E?: number;
   Tol?: number;
+  /** Who receives the user's lock on `src` (default the LP; a contract in gas tests). */
+  outReceiver?: string;
 }
 
 const SWAP = OTMOIC_SWAP_ABI as unknown as string[];
@@ -94,7 +96,7 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
   const lockedOut = cheat === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
   const outSide: SwapSide = {
     sender: user,
-    receiver: cheat === 'wrong_receiver' ? user : lp,
+    receiver: cheat === 'wrong_receiver' ? user : (options.outReceiver ?? lp),
     token: '0x0000000000000000000000000000000000000000',
     tokenAmount: lockedOut,
     ethAmount: 0n,
