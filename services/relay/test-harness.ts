@@ -81,3 +81,42 @@ export async function startTestRelay(
     },
   };
 }
+
+/** A behalf body in the original clients' form, from a locked side of a swap. */
+export function behalfBody(
+  side: {
+    sender: string;
+    receiver: string;
+    token: string;
+    tokenAmount: bigint;
+    ethAmount: bigint;
+    hashlock: string;
+    agreementReachedTime: number;
+    expectedSingleStepTime: number;
+    tolerantSingleStepTime: number;
+    earliestRefundTime: number;
+  },
+  key: string,
+  preimage?: string,
+  extra: Record<string, unknown> = {},
+  gasPrice = 'STANDARD',
+) {
+  return {
+    transaction_type: 'LOCAL_PADDING',
+    gas: { gas_price: gasPrice },
+    [key]: {
+      sender: side.sender,
+      user_receiver_address: side.receiver,
+      token: side.token,
+      token_amount: side.tokenAmount.toString(),
+      eth_amount: side.ethAmount.toString(),
+      hash_lock: side.hashlock,
+      agreement_reached_time: side.agreementReachedTime,
+      expected_single_step_time: side.expectedSingleStepTime,
+      tolerant_single_step_time: side.tolerantSingleStepTime,
+      earliest_refund_time: side.earliestRefundTime,
+      ...(preimage ? { preimage } : {}),
+      ...extra,
+    },
+  };
+}

@@ -7,7 +7,10 @@ export type BroadcastOutcome =
   | 'known'
   /** A replacement's fee is not high enough (or the pool is full of better ones): bump later. */
   | 'underpriced'
-  /** The endpoint or the wallet's balance: retried as is, never given up on its own. */
+  /**
+   * The endpoint, the wallet's balance, or an earlier nonce not yet in the pool (Hardhat's automine does not
+   * queue one): retried as is, never given up on its own.
+   */
   | 'transient'
   /** The node will not take this transaction: counted; after `maxRefusals` its nonce is freed. */
   | 'refused';
@@ -22,7 +25,9 @@ export function classifyBroadcastError(message: string): BroadcastOutcome {
   if (/underpriced|fee too low|replacement|txpool is full|too low for the next block/i.test(message))
     return 'underpriced';
   if (
-    /timed? ?out|ECONN|socket|fetch failed|network|insufficient funds|rate limit|429|503|502/i.test(message)
+    /nonce too high|timed? ?out|ECONN|socket|fetch failed|network|insufficient funds|rate limit|429|503|502/i.test(
+      message,
+    )
   )
     return 'transient';
   return 'refused';

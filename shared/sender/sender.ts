@@ -273,16 +273,31 @@ export class Sender {
     }
     if (now + 1 < job.window.start) return; // not yet: the next block could still be before the window
 
-    const request = { from: wallet.address, to: job.call.to, data: job.call.data, value: job.call.value };
+    // Estimated within the cap: a call that needs more fails here, and a gas-burning callee cannot make the
+    // node search up to the block gas limit on every pass.
+    const request = {
+      from: wallet.address,
+      to: job.call.to,
+      data: job.call.data,
+      value: job.call.value,
+      gasLimit: caps.maxGasLimit,
+    };
     let estimate: bigint;
     try {
       estimate = await rpc.read((p) => p.estimateGas(request));
     } catch (error) {
       const original = (error as { original?: unknown }).original ?? error;
       const revert = this.options.decodeRevert?.(original);
-      if (revert === undefined) throw error;
-      if (this.options.notYet?.(revert.name, now, job)) return;
-      return this.fail(job, `the contract refuses the call: ${revert.reason}`);
+      if (revert !== undefined && this.options.notYet?.(revert.name, now, job)) return;
+      const within = `within the cap of ${caps.maxGasLimit} gas per transaction`;
+      if (revert !== undefined)
+        return this.fail(job, `the contract refuses the call ${within}: ${revert.reason}; nothing was sent`);
+      if ((original as { code?: unknown })?.code === 'CALL_EXCEPTION')
+        return this.fail(
+          job,
+          `the call fails ${within} (out of gas, or a revert without data); nothing was sent`,
+        );
+      throw error;
     }
     if (estimate > caps.maxGasLimit) {
       return this.fail(
