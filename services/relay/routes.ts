@@ -85,18 +85,18 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   // Per client (valid API key, else IP), on every relay route: a flood from one client is answered 429
   // before its body is parsed, and never uses another client's budget.
   await app.register(rateLimit, {
-    global: false,
+    // One budget per client across every relay route (a per-route budget would multiply it).
+    global: true,
     max: options.rateLimit.max,
     timeWindow: options.rateLimit.windowMs,
     keyGenerator: (request) => guard.clientKey(request.ip, request.headers['x-api-key']),
     errorResponseBuilder: (_request, context) =>
       new RelayError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(context.ttl / 1000)} s`),
   });
-  const limited = { config: { rateLimit: {} } };
   const restricted = async (request: FastifyRequest) => guard.check(request.ip, request.headers['x-api-key']);
-  const post = { bodyLimit: RELAY_BODY_LIMIT, ...limited };
+  const post = { bodyLimit: RELAY_BODY_LIMIT };
   const guarded = { ...post, onRequest: restricted };
-  const readGuard = options.access.restrictReads ? { ...limited, onRequest: restricted } : limited;
+  const readGuard = options.access.restrictReads ? { onRequest: restricted } : {};
   // /metrics belongs to the shared HTTP server: restricted here by URL when reads are.
   if (options.access.restrictReads) {
     app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
@@ -274,7 +274,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   );
 
   const document = openApiDocument(options.systemChainId);
-  app.get(`${prefix}/openapi.json`, limited, async () => document);
+  app.get(`${prefix}/openapi.json`, async () => document);
 }
 
 const CALLBACKS = [
