@@ -223,7 +223,11 @@ describe('relay routes: golden vectors and documented errors', () => {
       expect(await commandCount()).toBe(before + added);
       // The same command again: the same command, still one.
       const again = await inject(`/behalf/${action}`, v.request);
-      expect([again.status, again.body.code, again.body.command_id]).toEqual([200, 200, answer.body.command_id]);
+      expect([again.status, again.body.code, again.body.command_id]).toEqual([
+        200,
+        200,
+        answer.body.command_id,
+      ]);
       expect(await commandCount()).toBe(before + added);
     });
 
@@ -274,7 +278,9 @@ describe('relay routes: golden vectors and documented errors', () => {
       expect(a.body.command_id).toBe(b.body.command_id);
       expect(b.body.status).toMatch(/^(accepted|scheduled)$/);
       expect(await commandCount()).toBe(before);
-      const stored = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [a.body.command_id]);
+      const stored = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
+        a.body.command_id,
+      ]);
       expect(stored.rows[0].command.gasPrice).toBe('SAFELOW');
     });
     it('refuses a transfer_id that is not the one of the terms', async () => {
@@ -365,6 +371,55 @@ describe('relay routes: golden vectors and documented errors', () => {
     });
   });
 
+  describe('register_relay', () => {
+    const vector = (relayVectors as unknown as { push_api: { register_relay: any } }).push_api.register_relay;
+    it('answers the golden vector and stores the callbacks; a missing relay_server_url is 30207', async () => {
+      expect(await inject('/register_relay', vector.request)).toEqual({ status: 200, body: vector.response });
+      expect(await relay().store.registration('9006')).toEqual(vector.request.relay_server_url);
+      for (const bad of [
+        {},
+        { relay_server_url: 'http://x' },
+        { relay_server_url: { on_transfer_out: 'ftp://x' } },
+      ]) {
+        expect(await inject('/register_relay', bad)).toEqual({ status: 400, body: vector.response_missing });
+      }
+    });
+  });
+
+  describe('compatibility switch errorsAsHttp200', () => {
+    it('answers refusals with HTTP 200 and the code in the body; successes unchanged', async () => {
+      const compat = await startTestRelay(
+        db,
+        relayTestConfig({ systemChainId: '61', errorsAsHttp200: true, priv: OTHER_KEY }),
+      );
+      try {
+        const post = (path: string, payload: string) =>
+          compat.app.inject({
+            method: 'POST',
+            url: `/evm-client-61/relay${path}`,
+            payload,
+            headers: { 'content-type': 'application/json' },
+          });
+        const refused = await post('/get_hashlock', '{}');
+        expect([refused.statusCode, refused.json()]).toEqual([
+          200,
+          { code: 30201, message: 'preimage is required' },
+        ]);
+        const badJson = await post('/get_hashlock', '{');
+        expect([badJson.statusCode, badJson.json().code]).toEqual([200, 30201]);
+        const missing = await post('/register_relay', '{}');
+        expect([missing.statusCode, missing.json()]).toEqual([
+          200,
+          { code: 30207, message: 'relay_server_url not found' },
+        ]);
+        const ok = await post('/get_hashlock', JSON.stringify(relayVectors.hashlock[0]!.request));
+        expect([ok.statusCode, ok.json().code]).toEqual([200, 200]);
+      } finally {
+        await compat.close();
+      }
+    });
+  });
+
   describe('framework refusals are JSON too', () => {
     it('bad JSON, wrong content type, unknown route, wrong system chain id, huge body', async () => {
       const r = relay();
@@ -392,7 +447,12 @@ describe('relay routes: golden vectors and documented errors', () => {
       const doc = response.json();
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths)).toContain('/evm-client-9006/relay/behalf/confirm_in');
-      for (const code of [30201, 30202, 30203, 30204, 30205, 30206, 30208, 30210, 30211, 30212])
+      expect(Object.keys(doc.paths)).toContain('/evm-client-9006/relay/register_relay');
+      expect(Object.keys(doc.paths)).toContain('/evm-client-9006/relay/behalf/commands');
+      for (const code of [
+        30201, 30202, 30203, 30204, 30205, 30206, 30207, 30208, 30210, 30211, 30212, 30215, 30216, 30217,
+        30218, 30219, 30220, 30221, 30222, 30223,
+      ])
         expect(doc.info.description).toContain(`| ${code} |`);
     });
   });
