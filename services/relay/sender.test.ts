@@ -350,4 +350,49 @@ describe('relay sender on the devnet', () => {
     expect(done.transfer_id).toBe(locked.in.transferId);
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
+
+  it('confirms only N blocks deep, and follows the nonce again when a reorg drops the receipt', async () => {
+    const r = await start(13, { confirmations: 3 });
+    const address = chain.accounts[13]!.address;
+    const locked = await lock();
+    const nonce = await chain.provider.getTransactionCount(address);
+    const minedBlock = async (id: string) =>
+      (await db.pool.query('SELECT mined_block FROM relay_commands WHERE id = $1', [id])).rows[0].mined_block;
+    const accepted = await r.post('/behalf/refund_out', behalfBody(locked.out, 'command_transfer_refund'));
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    const beforeMining = await chain.snapshot();
+    await moveTo(locked.times.R + 1);
+    // Mined (automine) but 1 block deep: still `sent`, however often the sender looks.
+    await waitFor(async () => (await chain.provider.getTransactionCount(address)) === nonce + 1, 'mined');
+    await r.submitter.tick();
+    await r.submitter.tick();
+    expect((await command(id)).status).toBe('sent');
+    const firstBlock = await minedBlock(id);
+    expect(firstBlock).not.toBeNull();
+    // The block is reorged away (the transaction with it); the sender sees no receipt and broadcasts again.
+    await automine(false);
+    await chain.revert(beforeMining);
+    await chain.setNextBlockTimestamp(locked.times.R + 5);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce);
+    await waitFor(async () => (await minedBlock(id)) === null, 'the reorged receipt forgotten');
+    await waitFor(
+      async () => (await chain.provider.getTransactionCount(address, 'pending')) === nonce + 1,
+      'the stored transaction broadcast again',
+    );
+    await chain.mine();
+    await automine(true);
+    await waitFor(
+      async () => (await chain.provider.getTransactionCount(address)) === nonce + 1,
+      'mined again',
+    );
+    await r.submitter.tick();
+    expect((await command(id)).status).toBe('sent');
+    await chain.mine(2);
+    const done = await until(id, 'confirmed');
+    const block = (await chain.provider.getBlockNumber()) - done.block_number + 1;
+    expect(block).toBeGreaterThanOrEqual(3);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+    expect(await statusOf(locked.out.transferId)).toBe(3n);
+  });
 });
