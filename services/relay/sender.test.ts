@@ -100,7 +100,13 @@ describe('relay sender on the devnet', () => {
     await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
     await chain.mine();
     expect(await chain.provider.getTransactionReceipt(sent.tx_hash)).toBeNull();
-    await waitFor(async () => (await command(id)).transactions.length >= 2, 'a speed-up');
+    await waitFor(async () => {
+      const { transactions } = await command(id);
+      return (
+        transactions.length >= 2 &&
+        (await chain.provider.getTransaction(transactions.at(-1).tx_hash)) !== null
+      );
+    }, 'a speed-up in the pool');
     await chain.mine();
     await automine(true);
 
