@@ -96,7 +96,7 @@ export const relaySection = z.strictObject({
     .string()
     .regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount')
     .default('200000000000'),
-  /** Most gas one transaction may use: an Otmoic confirm / refund takes ~60 000–90 000. */
+  /** Most gas one transaction may use: an Otmoic confirm / refund estimates ~40 000–50 000. */
   maxGasLimit: z.number().int().min(21_000).max(30_000_000).default(300_000),
   /** More JSON-RPC endpoints of the same chain, tried in order when `rpc` fails (and all get broadcasts). */
   rpcFallbacks: z.array(httpUrl).max(8).default([]),
