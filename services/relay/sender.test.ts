@@ -401,4 +401,46 @@ describe('relay sender on the devnet', () => {
     expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
     expect(await statusOf(locked.out.transferId)).toBe(3n);
   });
+
+  it('frees the nonce of a call still unmined when its window is about to close (window missed)', async () => {
+    const r = await start(14, { bumpAfterBlocks: 1_000, windowMarginSeconds: 30 });
+    const address = chain.accounts[14]!.address;
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const nonce = await chain.provider.getTransactionCount(address);
+    const accepted = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    await automine(false);
+    await moveTo(T + 3 * E + Tol);
+    const sent = await until(id, 'sent');
+    const call = (await chain.provider.getTransaction(sent.tx_hash))!;
+    // Priced out (and never sped up: bumpAfterBlocks is large) until 30 s before the window's end.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(call.maxFeePerGas! * 4n)]);
+    await moveTo(T + 3 * E + 2 * Tol - 30);
+    expect(await chain.provider.getTransactionReceipt(sent.tx_hash)).toBeNull();
+    await waitFor(async () => {
+      const c = await command(id);
+      return (
+        c.status === 'cancelling' &&
+        (await chain.provider.getTransaction(c.transactions.at(-1).tx_hash)) !== null
+      );
+    }, 'a self-transfer in the pool');
+    await chain.mine();
+    await automine(true);
+    const failed = await until(id, 'failed');
+    expect(failed.reason).toMatch(
+      new RegExp(
+        `^nonce ${nonce} freed by a 0-value self-transfer: window closing: non-lp confirm in is allowed from block time ${T + 3 * E + Tol} to ${T + 3 * E + 2 * Tol}; the chain is at block time \\d+; the self-transfer 0x[0-9a-f]{64} used the nonce$`,
+      ),
+    );
+    const cancel = (await chain.provider.getTransaction(failed.tx_hash))!;
+    expect([cancel.to, cancel.value, cancel.nonce]).toEqual([address, 0n, nonce]);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+    expect(await statusOf(locked.in.transferId)).toBe(1n);
+    expect(await r.metrics.metrics()).toContain('relay_windows_missed_total{action="confirm_in"} 1');
+  });
 });
