@@ -63,6 +63,7 @@ describe('[relay] configuration', () => {
     );
     const printed = JSON.stringify(redactConfig(load(withSecrets)));
     expect(load(withSecrets).relay!.apiKeys).toEqual(['api-secret-0123456789abcdef']);
-    for (const secret of ['rpc-secret', 'fallback-secret', 'api-secret']) expect(printed).not.toContain(secret);
+    for (const secret of ['rpc-secret', 'fallback-secret', 'api-secret'])
+      expect(printed).not.toContain(secret);
   });
 });

@@ -34,13 +34,11 @@ describe('sender fees', () => {
 
   it('a replacement raises both fee fields by at least 10 % (node rule), within the cap, or is not made', () => {
     const fee = fc.oneof(
-      fc
-        .tuple(wei, wei)
-        .map(([a, b]): Fee => ({
-          type: 2,
-          maxFeePerGas: a > b ? a : b,
-          maxPriorityFeePerGas: a > b ? b : a,
-        })),
+      fc.tuple(wei, wei).map(([a, b]): Fee => ({
+        type: 2,
+        maxFeePerGas: a > b ? a : b,
+        maxPriorityFeePerGas: a > b ? b : a,
+      })),
       wei.map((g): Fee => ({ type: 0, gasPrice: g })),
     );
     fc.assert(
