@@ -47,6 +47,8 @@ export interface ScenarioOptions {
   amountIn?: bigint;
   E?: number;
   Tol?: number;
+  /** Who receives the user's lock on `src` (default the LP; a contract in gas tests). */
+  outReceiver?: string;
   /**
    * The chain whose Reputation contract is the DID registry: the LP's lpId and the user's DID name are
    * registered there before the swap (the classifier proves LP consent through it).
@@ -140,7 +142,7 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
   const lockedOut = cheat === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
   const outSide: SwapSide = {
     sender: user,
-    receiver: cheat === 'wrong_receiver' ? user : lp,
+    receiver: cheat === 'wrong_receiver' ? user : (options.outReceiver ?? lp),
     token: native,
     tokenAmount: lockedOut,
     ethAmount: 0n,
