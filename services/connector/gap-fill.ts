@@ -63,8 +63,16 @@ export class GapFiller {
   private readonly gaps = new Map<string, Gap>();
   private readonly running = new Set<Promise<void>>();
   private readonly stopController = new AbortController();
+  /** Looks at every open gap each tick for the stuck signals, whatever its fill is waiting on. */
+  private readonly watch: NodeJS.Timeout;
 
-  constructor(private readonly options: GapFillOptions) {}
+  constructor(private readonly options: GapFillOptions) {
+    this.watch = setInterval(() => {
+      const now = Date.now();
+      for (const gap of this.gaps.values()) this.signal(gap, now);
+    }, options.tickMs ?? 200);
+    this.watch.unref();
+  }
 
   /** Blocks after `stored` up to `height` are missing (called for every chunk that does not follow). */
   report(chainId: string, stream: Stream, stored: number, height: number): void {
@@ -107,8 +115,23 @@ export class GapFiller {
     return stuck.length > 0 ? { status: 'degraded', stuck } : { status: 'ok' };
   }
 
+  /** Sets the gap gauges of every open gap to now (called on each /metrics scrape, and every tick). */
+  updateMetrics(): void {
+    const now = Date.now();
+    for (const gap of this.gaps.values()) {
+      const labels = { chain: gap.chainId, stream: gap.stream };
+      this.options.metrics.stuck.set(
+        labels,
+        this.isStuck(gap, now) ? Math.floor((now - gap.lastProgressAt) / 1000) : 0,
+      );
+      this.options.metrics.gapFrom.set(labels, gap.stored + 1);
+      this.options.metrics.gapTo.set(labels, gap.target);
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopController.abort();
+    clearInterval(this.watch);
     // An RPC read in flight ends with its timeout; its chunks are transactions, so not waiting is safe.
     await Promise.race([Promise.all(this.running), sleep(2_000)]);
   }
@@ -141,7 +164,6 @@ export class GapFiller {
           );
         }
         if (now - gap.requestedAt >= retryMs && now - gap.lastProgressAt >= retryMs) this.request(gap);
-        this.signal(gap, now);
         if (gap.source === 'rpc') {
           try {
             await this.options.fillFromRpc(gap.chainId, gap.stream, gap.target);
@@ -213,11 +235,8 @@ export class GapFiller {
 
   /** Metrics every tick; a log line when the stuck state changes and every reportIntervalMs while stuck. */
   private signal(gap: Gap, now: number): void {
-    const labels = { chain: gap.chainId, stream: gap.stream };
     const stuck = this.isStuck(gap, now);
-    this.options.metrics.stuck.set(labels, stuck ? Math.floor((now - gap.lastProgressAt) / 1000) : 0);
-    this.options.metrics.gapFrom.set(labels, gap.stored + 1);
-    this.options.metrics.gapTo.set(labels, gap.target);
+    this.updateMetrics();
     const { log, reportIntervalMs } = this.options;
     if (stuck && (!gap.stuck || now - gap.reportedAt >= reportIntervalMs)) {
       log.warn(this.describe(gap, now), gap.stuck ? 'stream still stuck' : 'stream stuck');

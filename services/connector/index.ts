@@ -79,7 +79,8 @@ export const connectorService: ServiceDefinition = {
     for (const client of clients) {
       const key = context.config.rpcUrls?.[client.nativeChainId] ? client.nativeChainId : client.chainId;
       const rpc = context.config.rpcUrls?.[key];
-      if (rpc) readers.set(client.chainId, new RpcReader(rpc, `rpc-urls.${key}`));
+      if (rpc)
+        readers.set(client.chainId, new RpcReader(rpc, Number(client.nativeChainId), `rpc-urls.${key}`));
       else
         log.warn(
           { chain: client.chainId },
@@ -93,23 +94,26 @@ export const connectorService: ServiceDefinition = {
         help: 'Seconds a stream has waited for a gap without progress, once stuck (2 x historyTimeoutMs); 0 otherwise',
         labelNames: ['chain', 'stream'] as const,
         registers: [context.metrics],
+        collect: () => gapFiller?.updateMetrics(),
       }),
       gapFrom: new Gauge({
         name: 'connector_gap_from_block',
         help: 'First block of the gap a stream waits for (0: no gap)',
         labelNames: ['chain', 'stream'] as const,
         registers: [context.metrics],
+        collect: () => gapFiller?.updateMetrics(),
       }),
       gapTo: new Gauge({
         name: 'connector_gap_to_block',
         help: 'Last block of the gap a stream waits for (0: no gap)',
         labelNames: ['chain', 'stream'] as const,
         registers: [context.metrics],
+        collect: () => gapFiller?.updateMetrics(),
       }),
     };
     // Assigned below: the gap filler calls it only after the ingestor reported a gap.
     let ingestor: Ingestor;
-    const gapFiller = new GapFiller({
+    const gapFiller: GapFiller = new GapFiller({
       log,
       metrics: gapMetrics,
       retryMs: config.backfillRetryMs,

@@ -1,4 +1,4 @@
-import { FetchRequest, JsonRpcProvider, toQuantity } from 'ethers';
+import { FetchRequest, JsonRpcProvider, Network, toQuantity } from 'ethers';
 import { z } from 'zod';
 import type { RawBlock, RawLog, RawReceipt } from '../../services/chain-client/chain-reader.js';
 
@@ -35,13 +35,16 @@ export class RpcReader {
 
   constructor(
     private readonly rpcUrl: string,
+    /** EVM chain id of the RPC (`nativeChainId`): given, so the provider never probes the network. */
+    chainId: number,
     /** How the URL is named in errors and logs, e.g. `rpc-urls.97`. */
     private readonly label: string,
     timeoutMs = 10_000,
   ) {
     const request = new FetchRequest(rpcUrl);
     request.timeout = timeoutMs;
-    this.provider = new JsonRpcProvider(request, undefined, { staticNetwork: true, batchMaxCount: 20 });
+    const network = Network.from(chainId);
+    this.provider = new JsonRpcProvider(request, network, { staticNetwork: network, batchMaxCount: 20 });
   }
 
   async head(): Promise<number> {
