@@ -18,9 +18,8 @@ import { buildEventBodies, type ContractAddresses } from '../../services/chain-c
  *   after it (its history monitor throws before posting and retries forever). `releaseHeld()` delivers them
  *   late.
  * - `doubled`: delivers every history range twice, each time with neighbouring chunks swapped (2, 1, 4, 3, …).
- * - `refusing`: answers every history request with `{code:30209}`.
  */
-export type HistoryBehaviour = 'broken' | 'doubled' | 'refusing';
+export type HistoryBehaviour = 'broken' | 'doubled';
 
 export interface FakeChainClientOptions {
   rpcUrl: string;
@@ -154,7 +153,6 @@ export async function startFakeChainClient(options: FakeChainClientOptions): Pro
         return answer(200, 'register succeed');
       }
       if (path.startsWith('/support/history')) {
-        if (options.history === 'refusing') return answer(30209, 'history task failed');
         const registration = {
           lane: `history:${requests.length}`,
           kind,
