@@ -126,43 +126,44 @@ export class Ingestor {
    * height a chain client reported, so at its confirmation depth) nor past the RPC's head. Returns the stored
    * height afterwards; throws (changing nothing more) when the RPC fails.
    */
-  fillFromRpc(chainId: string, stream: Stream, target: number, rangeBlocks: number): Promise<number> {
+  async fillFromRpc(chainId: string, stream: Stream, target: number, rangeBlocks: number): Promise<number> {
+    const reader = this.options.rpc?.(chainId);
+    if (!reader) throw new RpcAnswerError(`chain ${chainId} has no rpc-urls entry`);
+    const stored = await this.options.heights.get(chainId, stream);
+    if (stored >= target) return stored;
+    const from = stored + 1;
+    const to = Math.min(target, stored + rangeBlocks);
+    // The reads happen outside the stream's queue, so a slow RPC never holds up posted chunks.
+    const head = await reader.head();
+    if (head < to) throw new RpcAnswerError(`the RPC's head ${head} is behind block ${to}`);
+    const chain = this.options.chains.get(chainId)!;
+    const address = stream === 'swap' ? chain.swap : chain.reputation;
+    const logs = await reader.logs(from, to, address ? [address] : []);
+    const built = await buildEventBodies(reader, logs, chain, chainId);
+    // As a chain client's registrations: complaints to the reputation stream, swap events to the swap stream.
+    const bodies = built
+      .filter((b) => (stream === 'reputation') === (b.type === 'Reputation'))
+      .map((b) => {
+        const parsed = eventBodySchema.safeParse(b);
+        if (!parsed.success) throw new RpcAnswerError(`an event body built from RPC answers is invalid`);
+        return parsed.data;
+      });
+    const chunks: Array<{ height: number; bodies: EventBody[]; events: ChainEvent[] }> = [];
+    for (let start = from; start <= to;) {
+      const end = Math.min(chunkEnd(start), to);
+      const chunk = bodies.filter((b) => {
+        const n = Number(b.event.blockNumber);
+        return n >= start && n <= end;
+      });
+      chunks.push({ height: end, bodies: chunk, events: this.normalizeAll(chainId, chunk) });
+      start = end + 1;
+    }
     return this.serialized(chainId, stream, async () => {
-      const reader = this.options.rpc?.(chainId);
-      if (!reader) throw new RpcAnswerError(`chain ${chainId} has no rpc-urls entry`);
-      const stored = await this.options.heights.get(chainId, stream);
-      if (stored >= target) return stored;
-      const from = stored + 1;
-      const to = Math.min(target, stored + rangeBlocks);
-      const head = await reader.head();
-      if (head < to) throw new RpcAnswerError(`the RPC's head ${head} is behind block ${to}`);
-      const chain = this.options.chains.get(chainId)!;
-      const address = stream === 'swap' ? chain.swap : chain.reputation;
-      const logs = await reader.logs(from, to, address ? [address] : []);
-      const built = await buildEventBodies(reader, logs, chain, chainId);
-      // As a chain client's registrations: complaints to the reputation stream, swap events to the swap stream.
-      const bodies = built
-        .filter((b) => (stream === 'reputation') === (b.type === 'Reputation'))
-        .map((b) => {
-          const parsed = eventBodySchema.safeParse(b);
-          if (!parsed.success) throw new RpcAnswerError(`an event body built from RPC answers is invalid`);
-          return parsed.data;
-        });
-      for (let start = from; start <= to;) {
-        const end = Math.min(chunkEnd(start), to);
-        const chunk = bodies.filter((b) => {
-          const n = Number(b.event.blockNumber);
-          return n >= start && n <= end;
-        });
-        const outcome = await this.processChunk(
-          chainId,
-          stream,
-          end,
-          chunk,
-          this.normalizeAll(chainId, chunk),
-        );
-        if (outcome !== 'processed') throw new HeightConflictError(chainId, stream);
-        start = end + 1;
+      for (const chunk of chunks) {
+        // 'already processed': history or live chunks got there meanwhile (overlaps are skipped by block).
+        const outcome = await this.processChunk(chainId, stream, chunk.height, chunk.bodies, chunk.events);
+        if (outcome !== 'processed' && outcome !== 'already processed')
+          throw new HeightConflictError(chainId, stream);
       }
       this.options.log.debug(
         { chain: chainId, stream, from, to, events: bodies.length },
