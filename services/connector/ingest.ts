@@ -7,6 +7,7 @@ import type { Logger } from '../../shared/logging/logger.js';
 import {
   chainEventId,
   chainEvents,
+  chainHeightId,
   chainHeights,
   encode,
   envelope,
@@ -198,12 +199,9 @@ export class Ingestor {
     );
     // A chunk may overlap what is stored (a history chunk ending at a non-multiple of 5): skip those blocks.
     const fresh = merged.filter((e) => e.blockNumber > stored);
-    // Only the swap stream publishes heights, so only it needs the block's time.
     const timestamp =
-      stream !== 'swap'
-        ? undefined
-        : (fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
-          (await this.options.blockTimestamp(chainId, height)));
+      fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
+      (await this.options.blockTimestamp(chainId, height));
 
     await withTransaction(this.options.pool, async (tx) => {
       const last = fresh.at(-1);
@@ -229,15 +227,18 @@ export class Ingestor {
           { tx },
         );
       if (timestamp !== undefined) {
-        const heightEnvelope = envelope(
-          chainHeights,
-          { chainId, height, blockTimestamp: timestamp, lastEventId: advanced.lastEventId },
-          {
-            occurredAt: timestamp,
-            source: 'connector',
-            id: `${chainId}:height:${height}`,
-          },
-        );
+        const payload = {
+          chainId,
+          stream,
+          height,
+          blockTimestamp: timestamp,
+          lastEventId: advanced.lastEventId,
+        };
+        const heightEnvelope = envelope(chainHeights, payload, {
+          occurredAt: timestamp,
+          source: 'connector',
+          id: chainHeightId(payload),
+        });
         await this.options.bus.publish(chainHeights.name, [encode(chainHeights, heightEnvelope)], { tx });
       }
     });

@@ -26,6 +26,16 @@ export const agentSection = z.strictObject({
   contractAddr: evmAddress,
 });
 
+/** The classifier (ours): arbitration of every swap, DESIGN §7. */
+export const classifierSection = z.strictObject({
+  /** Port of its /health and /metrics. */
+  port,
+  /** DID support service (`GET /find/owner/{address}` → `{data:[{name}]}`), usually point.didSupportUrl. */
+  didSupportUrl: httpUrl,
+  /** How long a DID answer is used before it is asked again. */
+  didCacheMs: z.number().int().min(1_000).default(60_000),
+});
+
 export const connectorSection = z.strictObject({
   port,
   callbackUrl: httpUrl,
@@ -136,6 +146,7 @@ export const configFileSchema = z.looseObject({
   point: z.unknown().optional(),
   agent: z.unknown().optional(),
   connector: z.unknown().optional(),
+  classifier: z.unknown().optional(),
   'rpc-urls': z.unknown().optional(),
   chainClients: z.unknown().optional(),
   chainClient: z.unknown().optional(),
@@ -151,6 +162,7 @@ export const sectionSchemas = {
   point: pointSection,
   agent: agentSection,
   connector: connectorSection,
+  classifier: classifierSection,
   'rpc-urls': rpcUrlsSection,
   chainClients: z.array(chainClientEntry).min(1),
   chainClient: z.array(chainClientInstance).min(1),
@@ -162,6 +174,7 @@ export type SectionName = keyof typeof sectionSchemas;
 export type PointConfig = z.infer<typeof pointSection>;
 export type AgentConfig = z.infer<typeof agentSection>;
 export type ConnectorConfig = z.infer<typeof connectorSection>;
+export type ClassifierConfig = z.infer<typeof classifierSection>;
 export type ChainClientConfig = z.infer<typeof chainClientEntry>;
 export type ChainClientInstanceConfig = z.infer<typeof chainClientInstance>;
 export type RelayConfig = z.infer<typeof relaySection>;

@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// `npm run replay -- <name> [--keep]`: rebuilds a consumer's projections from the beginning of its input topics
+// into fresh tables and compares them with the live ones (exit code 1 when they differ). It shares the
+// database of a running `npm start` rather than restarting it.
+import { ConfigError, loadConfig } from '../shared/config/index.js';
+import { createLogger } from '../shared/logging/logger.js';
+import { startInfrastructure } from '../shared/runtime/infrastructure.js';
+import { EXIT_CONFIG } from '../shared/runtime/runner.js';
+import { replayers } from './replayers.js';
+
+const args = process.argv.slice(2);
+const keep = args.includes('--keep');
+const names = args.filter((a) => !a.startsWith('--'));
+const unknown = names.filter((n) => !(n in replayers));
+if (names.length === 0 || unknown.length > 0) {
+  console.error(`usage: npm run replay -- <${Object.keys(replayers).join('|')}> [--keep]`);
+  process.exit(2);
+}
+
+const log = createLogger({ name: 'replay', level: process.env.LOG_LEVEL ?? 'warn' });
+let config;
+try {
+  config = loadConfig({ require: names.flatMap((n) => replayers[n]!.sections) });
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  for (const line of err.lines()) process.stderr.write(line + '\n');
+  process.exit(EXIT_CONFIG);
+}
+const infra = await startInfrastructure(
+  config,
+  log,
+  names.flatMap((n) => replayers[n]!.migrations),
+  { shareRunningEmbedded: true },
+);
+let identical = true;
+try {
+  for (const name of names) {
+    const started = Date.now();
+    const report = await replayers[name]!.replay({ config, db: infra.db, bus: infra.bus, log, keep });
+    identical &&= report.identical;
+    console.log(JSON.stringify({ replay: name, ms: Date.now() - started, ...report }, null, 2));
+  }
+} finally {
+  await infra.close();
+}
+process.exit(identical ? 0 : 1);
