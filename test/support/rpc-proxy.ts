@@ -9,11 +9,19 @@ export async function startRpcProxy(target: string) {
   let down = false;
   let delayMs = 0;
   let requests = 0;
+  const calls: Array<{ method: string; params: any[] }> = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       requests += 1;
+      try {
+        const parsed = JSON.parse(Buffer.concat(chunks).toString());
+        for (const call of Array.isArray(parsed) ? parsed : [parsed])
+          calls.push({ method: call.method, params: call.params });
+      } catch {
+        // not JSON: forwarded as it is
+      }
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       if (down) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
       try {
@@ -34,6 +42,8 @@ export async function startRpcProxy(target: string) {
     setDown: (value: boolean) => void (down = value),
     setDelay: (ms: number) => void (delayMs = ms),
     requests: () => requests,
+    /** Every JSON-RPC call that reached the proxy (batches unpacked), whether it was up or not. */
+    calls,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
