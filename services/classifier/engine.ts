@@ -64,8 +64,8 @@ export class ClassifierEngine {
     await applyOnce(this.o.pool, this.o.group, id, context, async (tx) => {
       await this.lock(tx);
       const clocks = await this.loadClocks(tx);
-      const bid = await this.route(tx, id, event);
-      if (bid !== null) await this.evaluate(tx, bid, clocks);
+      const swap = await this.route(tx, id, event);
+      if (swap !== null) await this.judgeAndSave(tx, swap, clocks);
       // Heights that waited for this event may now move their chain's clock.
       const released = await tx.query<{
         chain_id: string;
@@ -208,8 +208,11 @@ export class ClassifierEngine {
     for (const { bid_id } of due.rows) await this.evaluate(tx, bid_id, clocks);
   }
 
-  /** Joins an event to its swap; returns the swap's bid, or null when the event waits for its swap. */
-  private async route(tx: PoolClient, id: string, event: ChainEvent): Promise<string | null> {
+  /**
+   * Joins an event to its swap (in memory; the caller judges and writes the swap once), or keeps it until its
+   * swap is known. Returns the swap to judge, or null.
+   */
+  private async route(tx: PoolClient, id: string, event: ChainEvent): Promise<Loaded | null> {
     const t = this.o.tables;
     const orphan = async (ref: string) => {
       await tx.query(
@@ -218,46 +221,39 @@ export class ClassifierEngine {
       );
       return null;
     };
-    const bySwapOut = async (transferId: string) =>
-      (
-        await tx.query<{ bid_id: string }>(`SELECT bid_id FROM ${t.swaps} WHERE out_transfer_id = $1`, [
-          transferId,
-        ])
-      ).rows[0]?.bid_id;
+    const join = async (where: string, value: string): Promise<Loaded | null> => {
+      const { rows } = await tx.query<{ facts: SwapFacts; status: string }>(
+        `SELECT facts, status FROM ${t.swaps} WHERE ${where} = $1`,
+        [value],
+      );
+      const row = rows[0];
+      return row ? { facts: addFact(row.facts, event), decided: row.status === 'decided' } : null;
+    };
 
     switch (event.kind) {
       case 'TransferOut': {
-        const existing = await this.loadFacts(tx, event.bidId);
-        if (existing?.out) {
-          if (existing.out.transferId !== event.transferId)
+        const existing = await this.load(tx, event.bidId);
+        if (existing?.facts.out) {
+          if (existing.facts.out.transferId !== event.transferId)
             this.o.log.warn(
-              { bidId: event.bidId, transferId: event.transferId, first: existing.out.transferId },
+              { bidId: event.bidId, transferId: event.transferId, first: existing.facts.out.transferId },
               'a second TransferOut with the same bid is not the swap; ignored',
             );
           return null;
         }
-        await this.saveFacts(tx, addFact(existing ?? emptyFacts(event.bidId), event), existing === null);
-        await tx.query(`UPDATE ${t.swaps} SET out_transfer_id = $2 WHERE bid_id = $1`, [
-          event.bidId,
-          event.transferId,
-        ]);
-        await this.adopt(tx, event.bidId, event.transferId);
-        return event.bidId;
+        const swap = existing ?? { facts: emptyFacts(event.bidId), decided: false };
+        swap.facts = await this.adopt(tx, addFact(swap.facts, event), event.transferId);
+        return swap;
       }
       case 'TransferIn': {
-        const bid = await bySwapOut(event.srcTransferId);
-        if (bid === undefined) return orphan(event.srcTransferId);
-        await this.addToSwap(tx, bid, event);
-        await this.linkIn(tx, bid, event.transferId);
-        return bid;
+        const swap = await join('out_transfer_id', event.srcTransferId);
+        if (swap === null) return orphan(event.srcTransferId);
+        swap.facts = await this.adopt(tx, swap.facts, event.transferId);
+        return swap;
       }
       case 'ConfirmOut':
-      case 'RefundOut': {
-        const bid = await bySwapOut(event.transferId);
-        if (bid === undefined) return orphan(event.transferId);
-        await this.addToSwap(tx, bid, event);
-        return bid;
-      }
+      case 'RefundOut':
+        return (await join('out_transfer_id', event.transferId)) ?? orphan(event.transferId);
       case 'ConfirmIn':
       case 'RefundIn': {
         const link = await tx.query<{ bid_id: string }>(
@@ -265,117 +261,99 @@ export class ClassifierEngine {
           [event.transferId],
         );
         const bid = link.rows[0]?.bid_id;
-        if (bid === undefined) return orphan(event.transferId);
-        await this.addToSwap(tx, bid, event);
-        return bid;
+        return bid === undefined ? orphan(event.transferId) : join('bid_id', bid);
       }
       case 'Complaint': {
-        const existing = await this.loadFacts(tx, event.bidId);
-        await this.saveFacts(tx, addFact(existing ?? emptyFacts(event.bidId), event), existing === null);
-        return event.bidId;
+        const existing = await this.load(tx, event.bidId);
+        const swap = existing ?? { facts: emptyFacts(event.bidId), decided: false };
+        swap.facts = addFact(swap.facts, event);
+        return swap;
       }
     }
   }
 
-  /** The TransferOut `outTransferId` of swap `bid` arrived: events that named it join, transitively. */
-  private async adopt(tx: PoolClient, bid: string, outTransferId: string): Promise<void> {
+  /**
+   * Events that named a transfer of this swap before it was known join it, transitively (a TransferIn brings
+   * its ConfirmIn / RefundIn); every TransferIn of the swap is linked for the ones still to come.
+   */
+  private async adopt(tx: PoolClient, facts: SwapFacts, ref: string): Promise<SwapFacts> {
     const t = this.o.tables;
-    const refs = [outTransferId];
+    let joined = facts;
+    const refs = [ref];
+    const links: string[] = [];
+    for (const e of facts.ins) if (e.transferId === ref) links.push(ref);
     while (refs.length > 0) {
-      const ref = refs.pop()!;
+      const next = refs.pop()!;
       const { rows } = await tx.query<{ event: ChainEvent }>(
         `DELETE FROM ${t.orphans} WHERE ref = $1 RETURNING event`,
-        [ref],
+        [next],
       );
       for (const { event } of rows) {
-        await this.addToSwap(tx, bid, event);
+        joined = addFact(joined, event);
         if (event.kind === 'TransferIn') {
-          await this.linkIn(tx, bid, event.transferId);
+          links.push(event.transferId);
           refs.push(event.transferId);
         }
       }
     }
-  }
-
-  private async linkIn(tx: PoolClient, bid: string, inTransferId: string): Promise<void> {
-    await tx.query(
-      `INSERT INTO ${this.o.tables.inLinks} (in_transfer_id, bid_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-      [inTransferId, bid],
-    );
-    await this.adoptIn(tx, bid, inTransferId);
-  }
-
-  /** ConfirmIn / RefundIn that arrived before their TransferIn. */
-  private async adoptIn(tx: PoolClient, bid: string, inTransferId: string): Promise<void> {
-    const { rows } = await tx.query<{ event: ChainEvent }>(
-      `DELETE FROM ${this.o.tables.orphans} WHERE ref = $1 RETURNING event`,
-      [inTransferId],
-    );
-    for (const { event } of rows) await this.addToSwap(tx, bid, event);
-  }
-
-  private async addToSwap(tx: PoolClient, bid: string, event: ChainEvent): Promise<void> {
-    const facts = await this.loadFacts(tx, bid);
-    if (facts === null) throw new Error(`swap ${bid} vanished`);
-    await this.saveFacts(tx, addFact(facts, event), false);
-  }
-
-  private async loadFacts(tx: PoolClient, bid: string): Promise<SwapFacts | null> {
-    const { rows } = await tx.query<{ facts: SwapFacts }>(
-      `SELECT facts FROM ${this.o.tables.swaps} WHERE bid_id = $1`,
-      [bid],
-    );
-    return rows[0]?.facts ?? null;
-  }
-
-  private async saveFacts(tx: PoolClient, facts: SwapFacts, isNew: boolean): Promise<void> {
-    const t = this.o.tables;
-    if (isNew) {
-      await tx.query(`INSERT INTO ${t.swaps} (bid_id, facts, status) VALUES ($1, $2, 'pending')`, [
-        facts.bidId,
-        JSON.stringify(facts),
-      ]);
-    } else {
-      await tx.query(`UPDATE ${t.swaps} SET facts = $2 WHERE bid_id = $1`, [
-        facts.bidId,
-        JSON.stringify(facts),
-      ]);
-    }
-  }
-
-  /** Judges a pending swap again; records and publishes its verdict once decided. */
-  private async evaluate(tx: PoolClient, bid: string, clocks: Clocks): Promise<void> {
-    const t = this.o.tables;
-    const { rows } = await tx.query<{ facts: SwapFacts; status: string }>(
-      `SELECT facts, status FROM ${t.swaps} WHERE bid_id = $1`,
-      [bid],
-    );
-    const row = rows[0];
-    if (!row || row.status === 'decided') return;
-    const judgement = judge(row.facts, this.env(clocks, bid));
-    if (judgement.status === 'pending') {
-      const w = judgement.wait;
+    if (links.length > 0) {
       await tx.query(
-        `UPDATE ${t.swaps} SET wait_kind = $2, wait_chain = $3, wait_until = $4, wait_address = $5, waiting_for = $6
-          WHERE bid_id = $1`,
-        [
-          bid,
-          w.kind,
-          w.kind === 'clock' ? w.chainId : null,
-          w.kind === 'did' ? null : w.until,
-          w.kind === 'did' ? w.address : null,
-          judgement.reason,
-        ],
+        `INSERT INTO ${t.inLinks} (in_transfer_id, bid_id) SELECT unnest($1::text[]), $2 ON CONFLICT DO NOTHING`,
+        [links, facts.bidId],
       );
-      if (w.kind === 'did') this.didWanted.add(w.address);
-      return;
     }
-    const verdict = judgement.verdict;
-    await tx.query(
-      `UPDATE ${t.swaps} SET status = 'decided', wait_kind = NULL, wait_chain = NULL, wait_until = NULL,
-              wait_address = NULL, waiting_for = NULL, decided_at = now() WHERE bid_id = $1`,
+    return joined;
+  }
+
+  private async load(tx: PoolClient, bid: string): Promise<Loaded | null> {
+    const { rows } = await tx.query<{ facts: SwapFacts; status: string }>(
+      `SELECT facts, status FROM ${this.o.tables.swaps} WHERE bid_id = $1`,
       [bid],
     );
+    return rows[0] ? { facts: rows[0].facts, decided: rows[0].status === 'decided' } : null;
+  }
+
+  /** Judges a stored pending swap again (its chain's clock moved, or a DID answer came). */
+  private async evaluate(tx: PoolClient, bid: string, clocks: Clocks): Promise<void> {
+    const swap = await this.load(tx, bid);
+    if (swap && !swap.decided) await this.judgeAndSave(tx, swap, clocks);
+  }
+
+  /**
+   * Writes the swap once: its facts and either what it waits for or its verdict; a decided swap's verdict
+   * (and violation) is recorded and published in the same transaction. A decided swap is never judged again
+   * (a late event is kept with its facts).
+   */
+  private async judgeAndSave(tx: PoolClient, swap: Loaded, clocks: Clocks): Promise<void> {
+    const t = this.o.tables;
+    const { facts } = swap;
+    const judgement = swap.decided ? null : judge(facts, this.env(clocks, facts.bidId));
+    const wait = judgement?.status === 'pending' ? judgement.wait : null;
+    const status = judgement === null || judgement.status === 'decided' ? 'decided' : 'pending';
+    await tx.query(
+      `INSERT INTO ${t.swaps} (bid_id, out_transfer_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for, decided_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'decided' THEN now() END)
+       ON CONFLICT (bid_id) DO UPDATE SET
+         out_transfer_id = EXCLUDED.out_transfer_id, facts = EXCLUDED.facts, status = EXCLUDED.status,
+         wait_kind = EXCLUDED.wait_kind, wait_chain = EXCLUDED.wait_chain, wait_until = EXCLUDED.wait_until,
+         wait_address = EXCLUDED.wait_address, waiting_for = EXCLUDED.waiting_for,
+         decided_at = COALESCE(${t.swaps}.decided_at, EXCLUDED.decided_at)`,
+      [
+        facts.bidId,
+        facts.out?.transferId ?? null,
+        JSON.stringify(facts),
+        status,
+        wait?.kind ?? null,
+        wait?.kind === 'clock' ? wait.chainId : null,
+        wait && wait.kind !== 'did' ? wait.until : null,
+        wait?.kind === 'did' ? wait.address : null,
+        judgement?.status === 'pending' ? judgement.reason : null,
+      ],
+    );
+    if (wait?.kind === 'did') this.didWanted.add(wait.address);
+    if (judgement?.status !== 'decided') return;
+    const verdict = judgement.verdict;
+    const bid = facts.bidId;
     await tx.query(`INSERT INTO ${t.verdicts} (bid_id, verdict) VALUES ($1, $2)`, [
       bid,
       JSON.stringify(verdict),
@@ -418,6 +396,12 @@ export class ClassifierEngine {
     }
     this.o.metrics?.decided(verdict, clocks.get(clockKey(verdict.decidedOn, 'swap')));
   }
+}
+
+/** A swap as read (or created) in this transaction. */
+interface Loaded {
+  facts: SwapFacts;
+  decided: boolean;
 }
 
 /** The deduction-worthy part of a verdict: cases 1–7 (case 0 and unknown deduct nothing). */

@@ -54,6 +54,19 @@ export function classifierMetrics(
       this.set(Number(rows[0]?.age ?? 0));
     },
   });
+  new Gauge({
+    name: 'classifier_held_heights',
+    help: 'Heights waiting for the last event of their chunk; one that stays means that event never came (dead-lettered?) and holds its chain clock',
+    labelNames: ['chain', 'stream'],
+    registers: [registry],
+    async collect() {
+      const { rows } = await pool.query<{ chain_id: string; stream: string; n: string }>(
+        `SELECT chain_id, stream, count(*) AS n FROM ${tables.pendingHeights} GROUP BY chain_id, stream`,
+      );
+      this.reset();
+      for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
+    },
+  });
   const clock = new Gauge({
     name: 'classifier_chain_clock_seconds',
     help: "Each chain stream's clock: the newest block time up to which every event was handled",

@@ -11,7 +11,7 @@ import {
   transferInArgs,
   transferOutArgs,
 } from '../../contracts/otmoic-test-kit.js';
-import type { SwapSide } from '../../contracts/otmoic-test-kit.js';
+import type { OutExtras, SwapSide } from '../../contracts/otmoic-test-kit.js';
 import type { DevnetChain } from './devnet.js';
 import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from './agreements.js';
 import type { SignedAgreement } from '../otmoic/agreement.js';
@@ -54,6 +54,8 @@ export interface ScenarioOptions {
   didChain?: DevnetChain;
   /** How the LP answers the TransferOut on the destination chain (default: correctly). */
   lpAnswer?: LpAnswer;
+  /** false: the parties agree (and sign) but nobody locks; `tryStep` can lock later at any time. */
+  lock?: boolean;
 }
 
 /** The LP's answer: correct, none at all (case 3), or a TransferIn that differs from the TransferOut (case 4). */
@@ -74,6 +76,9 @@ export interface LockedSwap {
   agreement: SignedAgreement;
   lpId: string;
   userDid: string;
+  srcSystemChainId: number;
+  /** The TransferOut's arguments beyond the lock side (bid, destination, signatures). */
+  outExtras: OutExtras;
   /** The user's lock on `src` and the LP's lock on `dst`, with their transfer ids. */
   out: SwapSide & { transferId: string };
   in: SwapSide & { transferId: string };
@@ -167,17 +172,20 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
     userSign: agreement.userSign,
     lpSign: agreement.lpSign,
   };
-  await sendStep(
-    steps,
-    'transferOut',
-    src,
-    parties.user,
-    T + 1,
-    'transferOut',
-    transferOutArgs(outSide, outExtras),
-    lockedOut,
-  );
-  if (answer !== 'none') {
+  const locks = options.lock ?? true;
+  if (locks) {
+    await sendStep(
+      steps,
+      'transferOut',
+      src,
+      parties.user,
+      T + 1,
+      'transferOut',
+      transferOutArgs(outSide, outExtras),
+      lockedOut,
+    );
+  }
+  if (locks && answer !== 'none') {
     await sendStep(
       steps,
       'transferIn',
@@ -197,6 +205,8 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
     agreement,
     lpId,
     userDid: userDid(user),
+    srcSystemChainId: options.srcSystemChainId,
+    outExtras,
     out: { ...outSide, transferId: outId },
     in: { ...inSide, transferId: inId },
     times: { T, E, Tol, R },
@@ -283,20 +293,26 @@ async function sendStep(
 export async function tryStep(
   locked: LockedSwap,
   chain: DevnetChain,
-  step: 'confirmOut' | 'confirmIn' | 'refundOut' | 'refundIn',
+  step: 'transferOut' | 'transferIn' | 'confirmOut' | 'confirmIn' | 'refundOut' | 'refundIn',
   account: number,
   at: number,
 ): Promise<{ ok: boolean; revert?: string; txHash?: string; timestamp?: number }> {
-  const side = step === 'confirmOut' || step === 'refundOut' ? locked.out : locked.in;
-  const method = {
-    confirmOut: 'confirmTransferOut',
-    confirmIn: 'confirmTransferIn',
-    refundOut: 'refundTransferOut',
-    refundIn: 'refundTransferIn',
-  }[step];
-  const args = step.startsWith('confirm') ? confirmArgs(side, locked.preimage) : refundArgs(side);
+  const side = step.endsWith('Out') ? locked.out : locked.in;
+  const call: Record<typeof step, [string, unknown[], bigint]> = {
+    transferOut: ['transferOut', transferOutArgs(locked.out, locked.outExtras), locked.out.tokenAmount],
+    transferIn: [
+      'transferIn',
+      transferInArgs(locked.in, locked.srcSystemChainId, locked.out.transferId),
+      locked.in.tokenAmount,
+    ],
+    confirmOut: ['confirmTransferOut', confirmArgs(side, locked.preimage), 0n],
+    confirmIn: ['confirmTransferIn', confirmArgs(side, locked.preimage), 0n],
+    refundOut: ['refundTransferOut', refundArgs(side), 0n],
+    refundIn: ['refundTransferIn', refundArgs(side), 0n],
+  };
+  const [method, args, value] = call[step];
   const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
-  const attempt = await callAt(chain, at, contract, method, args);
+  const attempt = await callAt(chain, at, contract, method, args, value);
   if (!attempt.ok) return { ok: false, revert: attempt.revert?.name ?? String(attempt.error) };
   return { ok: true, txHash: attempt.receipt.hash, timestamp: attempt.timestamp };
 }

@@ -39,6 +39,7 @@ describe('classifier under hard kills', () => {
   let didUrl: string;
   let dir: string;
   let classifier: Spawned | undefined;
+  let metricsPort: number;
   const log = createLogger({ level: 'silent' });
 
   beforeAll(async () => {
@@ -52,12 +53,13 @@ describe('classifier under hard kills', () => {
     }));
     didUrl = await did.listen({ port: 0, host: '127.0.0.1' });
     dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-classifier-crash-'));
+    metricsPort = await freePort();
     const client = (c: { chainId: string; evm: number }, reputation: boolean) =>
       `[[chainClients]]\nurl = "http://127.0.0.1:1"\nhistoryUrl = "http://127.0.0.1:1"\ninitBlockHeight = 0\nchainId = "${c.chainId}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${CONTRACT}"${reputation ? `\nreputationContractAddr = "${REPUTATION}"` : ''}`;
     await writeFile(
       path.join(dir, 'config.toml'),
       [
-        `[classifier]\nport = ${await freePort()}\ndidSupportUrl = "${didUrl}"`,
+        `[classifier]\nport = ${metricsPort}\ndidSupportUrl = "${didUrl}"`,
         client(SRC, false),
         client(DST, true),
       ].join('\n\n'),
@@ -138,6 +140,13 @@ describe('classifier under hard kills', () => {
     // Every kill hit a classifier in the middle of its work.
     expect(decidedAtKills.filter((n) => n < SWAPS)).toHaveLength(KILLS);
     await waitFor(async () => (await decided()) === SWAPS, `${SWAPS} swaps decided`, 240_000);
+    // What an operator sees: verdicts by outcome and case, nothing pending, decision lag per chain.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/classifier_verdicts_total\{outcome="violation",case="[1-7]"\} [1-9]/);
+    expect(metrics).toMatch(/classifier_pending_swaps\{waiting_for="clock"\} 0/);
+    expect(metrics).toMatch(/classifier_oldest_pending_age_seconds 0/);
+    expect(metrics).toMatch(/classifier_decision_lag_seconds_count\{chain="(9006|614)"\} [1-9]/);
+    expect(metrics).toMatch(/bus_consumer_lag\{group="classifier",topic="chain.events"/);
     await kill();
 
     // Exactly one verdict message per swap, and never a violation twice.

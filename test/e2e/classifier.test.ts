@@ -249,6 +249,48 @@ describe('classifier end to end on the devnet', () => {
     });
   }, 120_000);
 
+  it('case 3 at the LP’s lock bound T+2E: −1 and 0 answer in time, +1 is refused by the contract', async () => {
+    const verdicts: Array<SwapVerdict['case']> = [];
+    for (const offset of [-1, 0, 1]) {
+      const swap = await lockSwap(options({ lpAnswer: 'none' }));
+      const answered = await tryStep(swap, dst(), 'transferIn', 2, swap.times.T + 2 * E + offset);
+      expect(answered.ok).toBe(offset <= 0);
+      await moveTo(afterWindows(swap));
+      verdicts.push((await verdictOf(swap.bidId)).case);
+    }
+    // Answered in time but never confirmed by the user: case 5, not 3.
+    expect(verdicts).toEqual([5, 5, 3]);
+  }, 180_000);
+
+  it('case 1 at the user’s lock bound T+E: −1 and 0 lock in time, +1 is refused by the contract', async () => {
+    const verdicts: Array<SwapVerdict['case']> = [];
+    for (const offset of [-1, 0, 1]) {
+      const swap = await lockSwap(options({ lock: false }));
+      const locked = await tryStep(swap, src(), 'transferOut', 1, swap.times.T + E + offset);
+      expect(locked.ok).toBe(offset <= 0);
+      const c = complaintOfAgreement(swap.agreement);
+      await fileComplaint(
+        dst(),
+        {
+          ...c,
+          srcChainId: Number(c.srcChainId),
+          srcAddress: BigInt(c.srcAddress),
+          dstChainId: Number(c.dstChainId),
+          dstAddress: BigInt(c.dstAddress),
+          expectedSingleStepTime: E,
+          tolerantSingleStepTime: Tol,
+          earliestRefundTime: swap.times.R,
+          agreementReachedTime: swap.times.T,
+        },
+        { complainant: 2, domain: swap.lpId },
+      );
+      await moveTo(afterWindows(swap));
+      verdicts.push((await verdictOf(swap.bidId)).case);
+    }
+    // Locked in time but never answered by the LP: case 3, not 1.
+    expect(verdicts).toEqual([3, 3, 1]);
+  }, 180_000);
+
   it('case 5 at the user’s confirm bound T+3E: −1 and 0 are in time, +1 is refused by the contract', async () => {
     const verdicts: Array<SwapVerdict['case']> = [];
     for (const offset of [-1, 0, 1]) {
@@ -469,8 +511,8 @@ describe('classifier end to end on the devnet', () => {
     expect(report.verdicts.live).toBeGreaterThanOrEqual(15);
     expect(report.verdicts).toMatchObject({ identical: true, different: [], onlyLive: [], onlyReplay: [] });
     expect(report.violations.identical).toBe(true);
-    // 2 + 2 (cases 2, 4) and one each of 1, 3, 5, 6, 7.
-    expect(report.violations.live).toBe(9);
+    // 2 + 2 (cases 2, 4), one each of 1, 3, 5, 6, 7, and three from each lock-bound test.
+    expect(report.violations.live).toBe(15);
     expect(report.identical).toBe(true);
   }, 120_000);
 });
