@@ -30,7 +30,7 @@ export interface ContractAddresses {
 
 /** Decodes the logs of one block range and builds their bodies, fetching each block and receipt once. */
 export async function buildEventBodies(
-  reader: ChainReader,
+  reader: Pick<ChainReader, 'block' | 'receipt'>,
   logs: readonly RawLog[],
   contracts: ContractAddresses,
   systemChainId: string,

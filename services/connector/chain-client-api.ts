@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ChainClientConfig } from '../../shared/config/index.js';
+import { CALLBACK_KEYS } from '../../shared/otmoic/abi.js';
 import type { Stream } from './heights.js';
 
 const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
@@ -43,6 +44,18 @@ export async function register(
   throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
 }
 
+/**
+ * The callback object of a history request. Merged: one `on_height_update`. Not merged
+ * (`historyMerge = false`): every per-event key of the stream and `on_height_update`, all to the same URL
+ * (the Connector's route takes both body shapes).
+ */
+export function historyCallback(merge: boolean, stream: Stream, callbackUrl: string): Record<string, string> {
+  if (merge) return { on_height_update: callbackUrl };
+  const keys = stream === 'reputation' ? ['on_reputation'] : Object.values(CALLBACK_KEYS);
+  return Object.fromEntries([...keys, 'on_height_update'].map((key) => [key, callbackUrl]));
+}
+
+/** Asks for blocks start…end; resolves when the chain client accepted the task (code 200). */
 export async function requestHistory(
   client: ChainClientConfig,
   stream: Stream,
@@ -50,11 +63,12 @@ export async function requestHistory(
   start: number,
   end: number,
 ): Promise<void> {
+  const merge = client.historyMerge;
   const result = await post(supportPaths(client, stream).history, {
     start,
     end,
-    callback: { on_height_update: callbackUrl },
-    merge: true,
+    callback: historyCallback(merge, stream, callbackUrl),
+    merge,
   });
   if (result.code !== 200) throw new Error(`history refused: ${result.code} ${result.message ?? ''}`);
 }

@@ -24,15 +24,6 @@ export class HeightStore {
     return Number(rows[0].height);
   }
 
-  /** A single event published ahead of its height update (non-merged delivery) becomes the stream's last. */
-  async recordLastEvent(tx: PoolClient, chainId: string, stream: Stream, lastEventId: string): Promise<void> {
-    await tx.query('UPDATE connector_heights SET last_event_id = $3 WHERE chain_id = $1 AND stream = $2', [
-      chainId,
-      stream,
-      lastEventId,
-    ]);
-  }
-
   /**
    * Moves the height from `expected` to `next` inside `tx`, recording `lastEventId` when the chunk published
    * events. Returns the stream's last published event id (null: none ever), or false when another writer

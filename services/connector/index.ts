@@ -1,16 +1,16 @@
-import { JsonRpcProvider } from 'ethers';
 import { Counter, Gauge } from 'prom-client';
 import type { ChainClientConfig } from '../../shared/config/index.js';
 import { sleep } from '../../shared/bus/retry.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { ServiceDefinition } from '../../shared/runtime/service.js';
-import { Backfiller } from './backfill.js';
 import { register, requestHistory } from './chain-client-api.js';
+import { GapFiller } from './gap-fill.js';
 import { HeightStore, STREAMS, type Stream } from './heights.js';
 import { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
 import type { ChainContracts } from './normalize.js';
 import { registerCallbackRoutes } from './routes.js';
+import { RpcReader } from './rpc-reader.js';
 
 /**
  * Connector (spec §1): registers at every chain client, takes their callbacks, fills gaps through history,
@@ -75,24 +75,57 @@ export const connectorService: ServiceDefinition = {
 
     const callbackFor = (chainId: string, stream: Stream) =>
       `${config.callbackUrl.replace(/\/$/, '')}/${chainId}/${stream}`;
-    const providers = new Map<string, JsonRpcProvider>();
+    const readers = new Map<string, RpcReader>();
     for (const client of clients) {
-      const rpc = context.config.rpcUrls?.[client.nativeChainId] ?? context.config.rpcUrls?.[client.chainId];
-      if (rpc) providers.set(client.chainId, new JsonRpcProvider(rpc, undefined, { staticNetwork: true }));
+      const key = context.config.rpcUrls?.[client.nativeChainId] ? client.nativeChainId : client.chainId;
+      const rpc = context.config.rpcUrls?.[key];
+      if (rpc)
+        readers.set(client.chainId, new RpcReader(rpc, Number(client.nativeChainId), `rpc-urls.${key}`));
       else
         log.warn(
           { chain: client.chainId },
-          'no rpc-urls entry: heights of empty chunks carry no timestamp and are not published',
+          'no rpc-urls entry: heights of empty chunks carry no timestamp and are not published, gaps wait for history',
         );
     }
 
-    const backfiller = new Backfiller({
-      retryMs: config.backfillRetryMs,
+    const gapMetrics = {
+      stuck: new Gauge({
+        name: 'connector_stream_stuck_seconds',
+        help: 'Seconds a stream has waited for a gap without progress, once stuck (2 x historyTimeoutMs); 0 otherwise',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+        collect: () => gapFiller?.updateMetrics(),
+      }),
+      gapFrom: new Gauge({
+        name: 'connector_gap_from_block',
+        help: 'First block of the gap a stream waits for (0: no gap)',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+        collect: () => gapFiller?.updateMetrics(),
+      }),
+      gapTo: new Gauge({
+        name: 'connector_gap_to_block',
+        help: 'Last block of the gap a stream waits for (0: no gap)',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+        collect: () => gapFiller?.updateMetrics(),
+      }),
+    };
+    // Assigned below: the gap filler calls it only after the ingestor reported a gap.
+    let ingestor: Ingestor;
+    const gapFiller: GapFiller = new GapFiller({
       log,
-      request: (chainId, stream, start, end) =>
+      metrics: gapMetrics,
+      retryMs: config.backfillRetryMs,
+      historyTimeoutMs: config.historyTimeoutMs,
+      reportIntervalMs: config.stuckReportIntervalMs,
+      storedHeight: (chainId, stream) => heights.get(chainId, stream),
+      requestHistory: (chainId, stream, start, end) =>
         requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
+      fillFromRpc: (chainId, stream, target) =>
+        ingestor.fillFromRpc(chainId, stream, target, config.rpcRangeBlocks),
     });
-    const ingestor = new Ingestor({
+    ingestor = new Ingestor({
       pool: context.db,
       bus: context.bus,
       archive: context.archive,
@@ -100,17 +133,21 @@ export const connectorService: ServiceDefinition = {
       chains,
       log,
       metrics,
-      requestBackfill: (chainId, stream, stored, height) =>
-        backfiller.report(chainId, stream, stored, height),
+      requestBackfill: (chainId, stream, stored, height) => gapFiller.report(chainId, stream, stored, height),
       async blockTimestamp(chainId, height) {
-        const block = await providers.get(chainId)?.getBlock(height);
-        return block?.timestamp;
+        const reader = readers.get(chainId);
+        return reader ? Number((await reader.block(height)).timestamp) : undefined;
       },
+      rpc: (chainId) => readers.get(chainId),
     });
 
     const basePath = new URL(config.callbackUrl).pathname.replace(/\/$/, '');
-    const http = await startHttpService(context, 'connector', config.port, (app) =>
-      registerCallbackRoutes(app, basePath, ingestor, (reason) => metrics.rejected.inc({ reason })),
+    const http = await startHttpService(
+      context,
+      'connector',
+      config.port,
+      (app) => registerCallbackRoutes(app, basePath, ingestor, (reason) => metrics.rejected.inc({ reason })),
+      { healthChecks: { streams: () => gapFiller.health() } },
     );
 
     // Registrations live in the chain client's memory (the original's): renew them periodically.
@@ -144,8 +181,9 @@ export const connectorService: ServiceDefinition = {
       async stop() {
         stopController.abort();
         await http.stop(); // in-flight callbacks finish first
+        await gapFiller.stop();
         await Promise.all(registering);
-        for (const provider of providers.values()) provider.destroy();
+        for (const reader of readers.values()) reader.destroy();
       },
     };
   },

@@ -122,7 +122,8 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   });
   beforeEach(async () => {
     await db.pool.query(
-      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents`,
+      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents;
+       DELETE FROM connector_pending_events`,
     );
     await heights.init('9006', 'swap', 10);
     backfills.length = 0;
@@ -218,14 +219,34 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(await heights.get('9006', 'swap')).toBe(15);
   });
 
-  it('accepts a single event post (per-event callbacks) and skips one already processed', async () => {
-    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 11))).json().message).toBe(
+  it('holds single event posts (history without merge) until their height: doubled and out of order, each published once in block order', async () => {
+    const confirm = originalBody(confirmOutVector, 14);
+    const transfer = originalBody(transferOutVector, 12);
+    const ahead = originalBody(transferOutVector, 17, 1);
+    // Out of order, one twice, one of a later chunk: nothing is published before its height.
+    for (const body of [confirm, ahead, transfer, confirm])
+      expect((await post('/callback/9006/swap', body)).json().message).toBe('held until its height update');
+    expect(await published()).toHaveLength(0);
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15 })).json().message).toBe(
       'processed',
     );
-    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 9))).json().message).toBe(
-      'already processed',
+    const events = await published();
+    expect(events.map((e) => [e.payload.kind, e.payload.blockNumber])).toEqual([
+      ['TransferOut', 12],
+      ['ConfirmOut', 14],
+    ]);
+    const { rows: heightRows } = await db.pool.query(
+      `SELECT value FROM bus_messages WHERE topic = 'chain.heights'`,
     );
-    expect(await published()).toHaveLength(1);
+    expect(JSON.parse(heightRows[0].value).payload.lastEventId).toBe(events[1]!.id);
+    // A late repeat of a processed event changes nothing; the held one of block 17 comes with height 20.
+    expect((await post('/callback/9006/swap', transfer)).json().message).toBe('already processed');
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 20 })).json().message).toBe(
+      'processed',
+    );
+    expect((await published()).map((e) => e.payload.blockNumber)).toEqual([12, 14, 17]);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+    expect(rows[0].n).toBe(0);
   });
 
   const refused: Array<[string, () => unknown, RegExp, number?]> = [

@@ -13,9 +13,12 @@ import {
   envelope,
   type ChainEvent,
 } from '../../topics/index.js';
-import type { EventBody, HeightUpdate } from './body-schema.js';
+import { buildEventBodies } from '../chain-client/event-body.js';
+import { chunkEnd } from '../chain-client/delivery-plan.js';
+import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
 import { chunkStart, type HeightStore, type Stream } from './heights.js';
 import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
+import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
 
 export interface IngestMetrics {
   height: Gauge<'chain' | 'stream'>;
@@ -34,11 +37,14 @@ export interface IngestOptions {
   metrics: IngestMetrics;
   /** Timestamp of block `height` when no event of the chunk is in it (an RPC read); undefined if unknown. */
   blockTimestamp(chainId: string, height: number): Promise<number | undefined>;
+  /** The chain's RPC (`rpc-urls.<nativeChainId>`) for gaps the Connector reads itself. */
+  rpc?(chainId: string): RpcReader | undefined;
   /** Blocks (from, to] are missing: ask the chain client for them. */
   requestBackfill(chainId: string, stream: Stream, from: number, to: number): void;
 }
 
-export type IngestOutcome = 'processed' | 'already processed' | 'gap: backfill requested';
+export type IngestOutcome =
+  'processed' | 'already processed' | 'gap: backfill requested' | 'held until its height update';
 
 /** Another Connector process moved the height between our read and our write: the chain client retries. */
 export class HeightConflictError extends CodedError {
@@ -93,19 +99,78 @@ export class Ingestor {
     );
   }
 
-  /** A single event posted to a per-event callback: published unless its block is already processed. */
+  /**
+   * A single event posted to a per-event callback (history without merge). It is not published on its own:
+   * it is held (stored, deduplicated by id) until its chunk is processed — by the data-less update_height
+   * that follows it, a later chunk's gap fill, or the RPC — and then published with that chunk, in block order.
+   * So doubled or out-of-order posts change nothing, and a crash between the event and its height loses nothing.
+   */
   singleEvent(chainId: string, stream: Stream, body: EventBody): Promise<IngestOutcome> {
     const [event] = this.normalizeAll(chainId, [body]);
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return 'already processed';
-      await withTransaction(this.options.pool, async (tx) => {
-        await this.archive([body], [event!], tx);
-        await this.options.bus.publish(chainEvents.name, [this.eventMessage(event!)], { tx });
-        await this.options.heights.recordLastEvent(tx, chainId, stream, chainEventId(event!));
+      await this.options.pool.query(
+        `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
+         VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
+        [chainId, stream, chainEventId(event!), event!.blockNumber, JSON.stringify(body)],
+      );
+      return 'held until its height update';
+    });
+  }
+
+  /**
+   * Reads the blocks after the stored height, up to `target` and at most `rangeBlocks` of them, from the
+   * chain's RPC (eth_getLogs with the stream's contract as address filter), builds the original chain-client
+   * bodies from the logs and processes them chunk by chunk exactly like posted chunks: same validation and
+   * normalisation, archive, events and heights in one transaction per chunk. Never reads past `target` (a
+   * height a chain client reported, so at its confirmation depth) nor past the RPC's head. Returns the stored
+   * height afterwards; throws (changing nothing more) when the RPC fails.
+   */
+  async fillFromRpc(chainId: string, stream: Stream, target: number, rangeBlocks: number): Promise<number> {
+    const reader = this.options.rpc?.(chainId);
+    if (!reader) throw new RpcAnswerError(`chain ${chainId} has no rpc-urls entry`);
+    const stored = await this.options.heights.get(chainId, stream);
+    if (stored >= target) return stored;
+    const from = stored + 1;
+    const to = Math.min(target, stored + rangeBlocks);
+    // The reads happen outside the stream's queue, so a slow RPC never holds up posted chunks.
+    const head = await reader.head();
+    if (head < to) throw new RpcAnswerError(`the RPC's head ${head} is behind block ${to}`);
+    const chain = this.options.chains.get(chainId)!;
+    const address = stream === 'swap' ? chain.swap : chain.reputation;
+    const logs = await reader.logs(from, to, address ? [address] : []);
+    const built = await buildEventBodies(reader, logs, chain, chainId);
+    // As a chain client's registrations: complaints to the reputation stream, swap events to the swap stream.
+    const bodies = built
+      .filter((b) => (stream === 'reputation') === (b.type === 'Reputation'))
+      .map((b) => {
+        const parsed = eventBodySchema.safeParse(b);
+        if (!parsed.success) throw new RpcAnswerError(`an event body built from RPC answers is invalid`);
+        return parsed.data;
       });
-      this.options.metrics.events.inc({ chain: chainId, type: event!.kind });
-      return 'processed';
+    const chunks: Array<{ height: number; bodies: EventBody[]; events: ChainEvent[] }> = [];
+    for (let start = from; start <= to;) {
+      const end = Math.min(chunkEnd(start), to);
+      const chunk = bodies.filter((b) => {
+        const n = Number(b.event.blockNumber);
+        return n >= start && n <= end;
+      });
+      chunks.push({ height: end, bodies: chunk, events: this.normalizeAll(chainId, chunk) });
+      start = end + 1;
+    }
+    return this.serialized(chainId, stream, async () => {
+      for (const chunk of chunks) {
+        // 'already processed': history or live chunks got there meanwhile (overlaps are skipped by block).
+        const outcome = await this.processChunk(chainId, stream, chunk.height, chunk.bodies, chunk.events);
+        if (outcome !== 'processed' && outcome !== 'already processed')
+          throw new HeightConflictError(chainId, stream);
+      }
+      this.options.log.debug(
+        { chain: chainId, stream, from, to, events: bodies.length },
+        'blocks read from the RPC',
+      );
+      return to;
     });
   }
 
@@ -124,8 +189,16 @@ export class Ingestor {
       this.options.requestBackfill(chainId, stream, stored, height);
       return 'gap: backfill requested';
     }
+    // Events posted one by one for this chunk (history without merge) join it, once each.
+    const { held, stale } = await this.heldEvents(chainId, stream, stored, height);
+    const ids = new Set(events.map((e) => chainEventId(e)));
+    const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
+    const all = [...bodies, ...extra.map((h) => h.body)];
+    const merged = [...events, ...extra.map((h) => h.event)].sort(
+      (a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex,
+    );
     // A chunk may overlap what is stored (a history chunk ending at a non-multiple of 5): skip those blocks.
-    const fresh = events.filter((e) => e.blockNumber > stored);
+    const fresh = merged.filter((e) => e.blockNumber > stored);
     const timestamp =
       fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
       (await this.options.blockTimestamp(chainId, height));
@@ -141,7 +214,12 @@ export class Ingestor {
         last ? chainEventId(last) : null,
       );
       if (!advanced) throw new HeightConflictError(chainId, stream);
-      await this.archive(bodies, events, tx);
+      await this.archive(all, merged, tx);
+      if (held.length + stale > 0)
+        await tx.query(
+          'DELETE FROM connector_pending_events WHERE chain_id = $1 AND stream = $2 AND block_number <= $3',
+          [chainId, stream, height],
+        );
       if (fresh.length > 0)
         await this.options.bus.publish(
           chainEvents.name,
@@ -170,6 +248,27 @@ export class Ingestor {
     if (fresh.length > 0)
       log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
     return 'processed';
+  }
+
+  /** Held single events of blocks (stored, height], validated and normalised again. */
+  private async heldEvents(
+    chainId: string,
+    stream: Stream,
+    stored: number,
+    height: number,
+  ): Promise<{ stale: number; held: Array<{ body: EventBody; event: ChainEvent }> }> {
+    const { rows } = await this.options.pool.query<{ body: unknown }>(
+      `SELECT body FROM connector_pending_events
+        WHERE chain_id = $1 AND stream = $2 AND block_number <= $3 ORDER BY block_number`,
+      [chainId, stream, height],
+    );
+    const chain = this.options.chains.get(chainId)!;
+    const held = rows.flatMap((row) => {
+      const body = eventBodySchema.parse(row.body);
+      const event = normalizeEvent(body, chain);
+      return event.blockNumber > stored ? [{ body, event }] : [];
+    });
+    return { stale: rows.length - held.length, held };
   }
 
   private eventMessage(event: ChainEvent) {

@@ -28,5 +28,23 @@ export const connectorMigrations: MigrationSet = {
         ALTER TABLE connector_heights ADD COLUMN last_event_id text;
       `,
     },
+    {
+      version: 3,
+      name: 'single events held until their height update',
+      sql: `
+        -- Events posted one by one (history without merge) wait here until the update_height of their chunk
+        -- (or a gap fill) processes that chunk: then they are published in block order with the chunk, once,
+        -- and removed in the same transaction.
+        CREATE TABLE connector_pending_events (
+          chain_id text NOT NULL,
+          stream text NOT NULL,
+          event_id text NOT NULL,
+          block_number bigint NOT NULL,
+          body jsonb NOT NULL,
+          received_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (chain_id, stream, event_id)
+        );
+      `,
+    },
   ],
 };

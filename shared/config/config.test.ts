@@ -36,6 +36,12 @@ describe('configuration', () => {
       historyPath: '/support/history',
       contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
       reputationContractAddr: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0',
+      historyMerge: true,
+    });
+    expect(config.connector).toMatchObject({
+      historyTimeoutMs: 30_000,
+      rpcRangeBlocks: 100,
+      stuckReportIntervalMs: 60_000,
     });
     expect(config.database).toEqual({
       mode: 'embedded',

@@ -43,6 +43,12 @@ export const connectorSection = z.strictObject({
   reregisterIntervalMs: z.number().int().min(1_000).default(60_000),
   /** Ours: a backfill that made no progress for this long is requested again. */
   backfillRetryMs: z.number().int().min(500).default(30_000),
+  /** Ours: a gap whose history made no progress for this long is read from `rpc-urls` instead. */
+  historyTimeoutMs: z.number().int().min(100).default(30_000),
+  /** Ours: blocks per eth_getLogs call when the Connector reads a gap itself. */
+  rpcRangeBlocks: z.number().int().min(1).max(10_000).default(100),
+  /** Ours: how often a stuck stream is logged again while it stays stuck (state changes are logged at once). */
+  stuckReportIntervalMs: z.number().int().min(1_000).default(60_000),
 });
 
 export const chainClientEntry = z.strictObject({
@@ -57,6 +63,8 @@ export const chainClientEntry = z.strictObject({
   contractAddr: evmAddress,
   /** Ours: the reputation contract, if this chain has one (complaint events). */
   reputationContractAddr: evmAddress.optional(),
+  /** Ours: false asks history without `merge` (events to the per-event callbacks), for clients whose merged history is broken. */
+  historyMerge: z.boolean().default(true),
 });
 
 export const rpcUrlsSection = z.record(chainIdString, httpUrl);

@@ -1,18 +1,25 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpServer } from './http.js';
+import { createHttpServer, type HealthCheck } from './http.js';
 import type { RunningService, ServiceContext } from './service.js';
 
 /**
  * Starts a service's HTTP server on `port` (127.0.0.1 unless HOST says otherwise) after `register` added
- * its routes; stopping closes it after in-flight requests finished.
+ * its routes (and `options.healthChecks` joined GET /health); stopping closes it after in-flight requests finished.
  */
 export async function startHttpService(
   context: ServiceContext,
   name: string,
   port: number,
   register: (app: FastifyInstance) => void | Promise<void> = () => undefined,
+  options: { healthChecks?: Readonly<Record<string, HealthCheck>> } = {},
 ): Promise<RunningService & { app: FastifyInstance }> {
-  const app = createHttpServer({ service: name, log: context.log, metrics: context.metrics, db: context.db });
+  const app = createHttpServer({
+    service: name,
+    log: context.log,
+    metrics: context.metrics,
+    db: context.db,
+    healthChecks: options.healthChecks,
+  });
   await register(app);
   await app.listen({ port, host: process.env.HOST ?? '127.0.0.1' });
   context.log.info({ port }, `${name} listening`);

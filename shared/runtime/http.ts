@@ -10,11 +10,40 @@ export interface HttpServerOptions {
   db: Pool;
   /** Bodies larger than this are refused with 413 (chain-client history bodies can be large). */
   bodyLimit?: number;
+  /** Checks a service adds to GET /health beside the database check, by name (see HealthCheck). */
+  healthChecks?: Readonly<Record<string, HealthCheck>>;
 }
 
 /**
- * A fastify instance with the endpoints every HTTP service has: GET /health (200 when the database answers,
- * 503 otherwise) and GET /metrics (Prometheus text). Services add their routes, then `listen`.
+ * One check's answer. `degraded`: the service works but something it depends on does not (e.g. a stream
+ * waits for blocks); /health stays HTTP 200 with `status: "degraded"`, so an orchestrator does not restart a
+ * process that a restart would not help. `unavailable`: /health answers 503. Other keys are details shown
+ * under `checks.<name>`.
+ */
+export interface HealthCheckResult {
+  status: 'ok' | 'degraded' | 'unavailable';
+  [detail: string]: unknown;
+}
+/** A check must answer within 2 s; one that throws or times out counts as `unavailable`. */
+export type HealthCheck = () => HealthCheckResult | Promise<HealthCheckResult>;
+
+const HEALTH_CHECK_TIMEOUT_MS = 2_000;
+const SEVERITY = { ok: 0, degraded: 1, unavailable: 2 } as const;
+
+function withTimeout<T>(work: () => T | Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    Promise.resolve().then(work),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} timed out`)), HEALTH_CHECK_TIMEOUT_MS);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A fastify instance with the endpoints every HTTP service has: GET /health (200 `ok` when the database and
+ * every contributed check answer ok, 200 `degraded` when a contributed check says so, 503 `unavailable` when
+ * the database or a check fails) and GET /metrics (Prometheus text). Services add their routes, then `listen`.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
@@ -35,23 +64,33 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
 
   app.get('/health', async (_request, reply) => {
     const started = Date.now();
+    const checks: Record<string, Record<string, unknown>> = {};
+    let status: HealthCheckResult['status'] = 'ok';
     try {
-      await Promise.race([
-        options.db.query('SELECT 1'),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('database check timed out')), 2_000)),
-      ]);
-      return {
-        status: 'ok',
-        service: options.service,
-        checks: { database: { ok: true, ms: Date.now() - started } },
-      };
+      await withTimeout(() => options.db.query('SELECT 1'), 'database check');
+      checks.database = { ok: true, ms: Date.now() - started };
     } catch (err) {
-      return reply.code(503).send({
-        status: 'unavailable',
-        service: options.service,
-        checks: { database: { ok: false, error: (err as Error).message } },
-      });
+      checks.database = { ok: false, error: (err as Error).message };
+      status = 'unavailable';
     }
+    // Contributed checks run side by side; one failing never hides the others.
+    const extra = Object.entries(options.healthChecks ?? {});
+    const results = await Promise.all(
+      extra.map(([name, check]) =>
+        withTimeout(check, `${name} check`).catch((err): HealthCheckResult => ({
+          status: 'unavailable',
+          error: (err as Error).message,
+        })),
+      ),
+    );
+    extra.forEach(([name], i) => {
+      const result = results[i]!;
+      checks[name] = { ok: result.status === 'ok', ...result };
+      if (SEVERITY[result.status] > SEVERITY[status]) status = result.status;
+    });
+    return reply
+      .code(status === 'unavailable' ? 503 : 200)
+      .send({ status, service: options.service, checks });
   });
 
   app.get('/metrics', async (_request, reply) => {

@@ -101,6 +101,15 @@ describe('connector end to end on the devnet', () => {
         timeoutMs,
       );
     }
+    // The observer consumes asynchronously: wait until it has seen every event published so far.
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(DISTINCT value::jsonb->>'id')::int AS n FROM bus_messages WHERE topic = 'chain.events'`,
+    );
+    await waitFor(
+      () => new Set(received.map((e) => e.id)).size >= rows[0]!.n,
+      `the observer received all ${rows[0]!.n} published events`,
+      timeoutMs,
+    );
   }
 
   /** The events every executed swap must have produced, by chain, in block order. */

@@ -1,0 +1,177 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { Gauge, Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/support/wait.js';
+import { GapFiller, type GapFillOptions } from './gap-fill.js';
+import { RpcReader } from './rpc-reader.js';
+
+/** A GapFiller over an in-memory stored height, with its log lines and gauges captured. */
+function harness(overrides: Partial<GapFillOptions> & { stored?: number } = {}) {
+  const lines: Array<Record<string, any>> = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const registry = new Registry();
+  const gauge = (name: string) =>
+    new Gauge({ name, help: 'x', labelNames: ['chain', 'stream'] as const, registers: [registry] });
+  const state = { stored: overrides.stored ?? 10, rpcCalls: 0, historyCalls: 0 };
+  const options: GapFillOptions = {
+    log,
+    metrics: { stuck: gauge('stuck'), gapFrom: gauge('from'), gapTo: gauge('to') },
+    retryMs: 60_000,
+    historyTimeoutMs: 300,
+    reportIntervalMs: 1_000,
+    tickMs: 20,
+    storedHeight: async () => state.stored,
+    requestHistory: async () => void (state.historyCalls += 1),
+    fillFromRpc: async (_chain, _stream, target) => {
+      state.rpcCalls += 1;
+      state.stored = Math.min(target, state.stored + 7);
+      return state.stored;
+    },
+    ...overrides,
+  };
+  const filler = new GapFiller(options);
+  const metric = async (name: string) =>
+    (await registry.getSingleMetric(name)!.get()).values.find((v) => v.labels.stream === 'swap')?.value;
+  const messages = (msg: string) => lines.filter((l) => l.msg === msg);
+  return { filler, state, lines, messages, metric };
+}
+
+describe('gap filler', () => {
+  it('reads the gap from the RPC at once when the chain client refuses the history request', async () => {
+    const h = harness({
+      historyTimeoutMs: 60_000,
+      requestHistory: async () => {
+        throw new Error('history refused: 30209 history task failed');
+      },
+    });
+    const started = Date.now();
+    h.filler.report('9006', 'swap', 10, 40);
+    await waitFor(() => h.state.stored === 40, 'the gap filled', 5_000);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(h.state.rpcCalls).toBe(5); // bounded ranges: 7 blocks each
+    expect(h.messages('history did not arrive: reading the gap from the RPC')[0]).toMatchObject({
+      from: 11,
+      to: 40,
+      reason: 'history refused: 30209 history task failed',
+    });
+    await waitFor(() => h.messages('gap filled').length === 1, 'gap filled logged', 2_000);
+    expect(h.filler.health()).toEqual({ status: 'ok' });
+    await h.filler.stop();
+  });
+
+  it('leaves a gap to the history while it makes progress, and follows the highest reported height', async () => {
+    const h = harness({ historyTimeoutMs: 400 });
+    h.filler.report('9006', 'swap', 10, 30);
+    h.filler.report('9006', 'swap', 10, 35); // a later live chunk while waiting
+    for (const height of [15, 20, 25, 30, 35]) {
+      await new Promise((r) => setTimeout(r, 150));
+      h.state.stored = height; // history chunks arrive, each within the timeout
+    }
+    await waitFor(() => h.messages('gap filled').length === 1, 'gap filled', 2_000);
+    expect(h.state.rpcCalls).toBe(0);
+    expect(h.state.historyCalls).toBe(1);
+    expect(h.messages('gap filled')[0]).toMatchObject({ source: 'history', height: 35 });
+    await h.filler.stop();
+  });
+
+  it('says a stream is stuck (health, gauges, one log line per state change and per interval) until the RPC answers', async () => {
+    let rpcUp = false;
+    const h = harness({
+      historyTimeoutMs: 200,
+      reportIntervalMs: 600,
+      fillFromRpc: async (_chain, _stream, target) => {
+        if (!rpcUp) throw new Error('rpc-urls.97: eth_blockNumber failed: server response 503');
+        return (h.state.stored = target);
+      },
+    });
+    h.filler.report('9006', 'swap', 10, 50);
+    await waitFor(() => h.filler.health().status === 'degraded', 'degraded', 3_000);
+    expect(h.filler.health()).toMatchObject({
+      status: 'degraded',
+      stuck: [
+        {
+          chain: '9006',
+          stream: 'swap',
+          waitingFor: { from: 11, to: 50 },
+          source: 'rpc',
+          rpcError: 'rpc-urls.97: eth_blockNumber failed: server response 503',
+        },
+      ],
+    });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await h.metric('stuck')).toBeGreaterThanOrEqual(1);
+    expect(await h.metric('from')).toBe(11);
+    expect(await h.metric('to')).toBe(50);
+    // Many retries, but one failure line, one "stuck" line, and a repeat per reportIntervalMs.
+    expect(h.messages('reading the gap from the RPC failed; retrying')).toHaveLength(1);
+    expect(h.messages('stream stuck')).toHaveLength(1);
+    expect(h.messages('stream still stuck').length).toBeGreaterThanOrEqual(1);
+    expect(h.messages('stream still stuck').length).toBeLessThanOrEqual(3);
+
+    rpcUp = true;
+    await waitFor(() => h.state.stored === 50, 'caught up', 10_000);
+    await waitFor(() => h.messages('stuck stream caught up').length === 1, 'caught-up line', 2_000);
+    expect(h.filler.health()).toEqual({ status: 'ok' });
+    expect(await h.metric('stuck')).toBe(0);
+    expect(await h.metric('from')).toBe(0);
+    expect(h.messages('the RPC answers again; filling the gap')).toHaveLength(1);
+    await h.filler.stop();
+  });
+});
+
+describe('rpc reader', () => {
+  async function node(answer: (body: any) => unknown) {
+    const server = http.createServer((req, res) => {
+      let data = '';
+      req.on('data', (c) => (data += c));
+      req.on('end', () => {
+        const body = JSON.parse(data);
+        const one = (r: any) => ({ jsonrpc: '2.0', id: r.id, result: answer(r) });
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(Array.isArray(body) ? body.map(one) : one(body)));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v3/SECRETAPIKEY123`,
+      close: () => new Promise((r) => server.close(r)),
+    };
+  }
+
+  it('refuses answers that are not what JSON-RPC promises, naming the RPC by its key, never its URL', async () => {
+    const rpc = await node((r) =>
+      r.method === 'eth_getLogs'
+        ? [{ address: 'nope', topics: [], data: '0x', blockNumber: '0x1' }]
+        : r.method === 'eth_getBlockByNumber'
+          ? null
+          : '0x10',
+    );
+    const reader = new RpcReader(rpc.url, 97, 'rpc-urls.97', 2_000);
+    try {
+      expect(await reader.head()).toBe(16);
+      const logs = reader.logs(1, 5, ['0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512']);
+      await expect(logs).rejects.toThrow(/rpc-urls\.97: unexpected eth_getLogs answer/);
+      await expect(reader.block(3)).rejects.toThrow('rpc-urls.97: block 3 not found');
+      expect(await reader.logs(1, 5, [])).toEqual([]); // no address filter: nothing is asked
+    } finally {
+      reader.destroy();
+      await rpc.close();
+    }
+    // The node gone: the error names the key, not the URL with its API key.
+    const gone = new RpcReader(rpc.url, 97, 'rpc-urls.97', 2_000);
+    try {
+      const error = await gone.head().then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      expect(error?.message).toMatch(/^rpc-urls\.97: eth_blockNumber failed/);
+      expect(error?.message).not.toContain('SECRETAPIKEY123');
+      expect(error?.message).not.toContain(new URL(rpc.url).host);
+    } finally {
+      gone.destroy();
+    }
+  });
+});

@@ -1,0 +1,78 @@
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../logging/logger.js';
+import type { Pool } from '../db/pool.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { createHttpServer, type HealthCheck } from './http.js';
+
+describe('GET /health with checks contributed by a service', () => {
+  let db: TestDatabase;
+  beforeAll(async () => void (db = await createTestDatabase()));
+  afterAll(async () => db?.drop());
+
+  async function health(healthChecks: Record<string, HealthCheck>, pool: Pool = db.pool) {
+    const app = createHttpServer({
+      service: 'test',
+      log: createLogger({ level: 'silent' }),
+      metrics: new Registry(),
+      db: pool,
+      healthChecks,
+    });
+    try {
+      const reply = await app.inject({ method: 'GET', url: '/health' });
+      return { status: reply.statusCode, body: reply.json() };
+    } finally {
+      await app.close();
+    }
+  }
+
+  it('is ok (200) when the database and every check are ok', async () => {
+    const { status, body } = await health({ streams: () => ({ status: 'ok' }) });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      status: 'ok',
+      service: 'test',
+      checks: { database: { ok: true }, streams: { ok: true, status: 'ok' } },
+    });
+  });
+
+  it('is degraded with HTTP 200 when a check says degraded, with its details; the others still answer', async () => {
+    const { status, body } = await health({
+      streams: async () => ({
+        status: 'degraded',
+        stuck: [{ chain: '9006', waitingFor: { from: 11, to: 40 } }],
+      }),
+      other: () => ({ status: 'ok' }),
+    });
+    expect(status).toBe(200);
+    expect(body.status).toBe('degraded');
+    expect(body.checks.streams).toEqual({
+      ok: false,
+      status: 'degraded',
+      stuck: [{ chain: '9006', waitingFor: { from: 11, to: 40 } }],
+    });
+    expect(body.checks.other.ok).toBe(true);
+    expect(body.checks.database.ok).toBe(true);
+  });
+
+  it('is unavailable (503) when a check says so, throws, or when the database does not answer', async () => {
+    const thrown = await health({
+      streams: () => ({ status: 'degraded' }),
+      broken: () => {
+        throw new Error('boom');
+      },
+    });
+    expect(thrown.status).toBe(503);
+    expect(thrown.body.status).toBe('unavailable');
+    expect(thrown.body.checks.broken).toMatchObject({ ok: false, status: 'unavailable', error: 'boom' });
+    expect(thrown.body.checks.streams.status).toBe('degraded');
+
+    const failingPool = { query: () => Promise.reject(new Error('connection refused')) } as unknown as Pool;
+    const noDb = await health({ streams: () => ({ status: 'degraded' }) }, failingPool);
+    expect(noDb.status).toBe(503);
+    expect(noDb.body).toMatchObject({
+      status: 'unavailable',
+      checks: { database: { ok: false, error: 'connection refused' }, streams: { status: 'degraded' } },
+    });
+  });
+});
