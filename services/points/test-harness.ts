@@ -135,7 +135,7 @@ export const publishChainEvent = (bus: PostgresBus, e: ChainEvent) =>
   publish(bus, chainEvents, e, chainEventId(e));
 
 /** A tiny fake of the DID support service's two routes, with names that tests change and a switch to fail. */
-export async function startFakeDidSupport(owners: Map<string, string[]> = new Map()) {
+export async function startFakeDidSupport(owners: Map<string, string[]> = new Map(), port = 0) {
   const app = Fastify({ loggerInstance: createLogger({ level: 'silent' }) as FastifyBaseLogger });
   app.get('/find/owner/:address', async (request) => {
     const address = (request.params as { address: string }).address.toLowerCase();
@@ -146,9 +146,9 @@ export async function startFakeDidSupport(owners: Map<string, string[]> = new Ma
     const owner = [...owners].find(([, names]) => names.includes(name))?.[0];
     return { data: owner ? [{ owner }] : [] };
   });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (app.server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}`, port, owners, close: () => app.close() };
+  await app.listen({ port, host: '127.0.0.1' });
+  const bound = (app.server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${bound}`, port: bound, owners, close: () => app.close() };
 }
 
 export function pointTestConfig(overrides: Partial<PointConfig> = {}): PointConfig {
