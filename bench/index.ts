@@ -4,6 +4,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   crypto: () => import('./crypto.js'),
   connector: () => import('./connector.js'),
   relay: () => import('./relay.js'),
+  points: () => import('./points.js'),
 };
 
 const asked = process.argv.slice(2);

@@ -10,7 +10,13 @@ import { chainEvents } from '../../topics/chain.events.js';
 import { decode } from '../../topics/envelope.js';
 import { swapVerdicts } from '../../topics/swap.verdicts.js';
 import { violations } from '../../topics/violations.js';
-import { chainEventEffects, verdictEffects, violationEffects, type Effect } from './projection.js';
+import {
+  chainEventEffects,
+  changedSubjects,
+  verdictEffects,
+  violationEffects,
+  type Effect,
+} from './projection.js';
 import type { PointsStore } from './store.js';
 
 export const POINTS_GROUP = 'points';
@@ -44,6 +50,8 @@ export function pointsHandler(options: {
   /** applyOnce's consumer name: the group, so a replay's fresh group applies everything again. */
   consumer: string;
   onOutcome?: (topic: string, outcome: ApplyOutcome) => void;
+  /** After commit: the subjects whose facts changed (the in-process score cache forgets them). */
+  onChanged?: (subjects: string[]) => void;
 }) {
   return async (message: BusMessage, context: HandlerContext): Promise<void> => {
     const { id, effects } = effectsOfMessage(message);
@@ -55,6 +63,7 @@ export function pointsHandler(options: {
     const fresh = await applyOnce(options.pool, options.consumer, id, context, (tx) =>
       options.store.apply(tx, effects),
     );
+    if (fresh) options.onChanged?.(changedSubjects(effects));
     options.onOutcome?.(message.topic, fresh ? 'applied' : 'duplicate');
   };
 }
@@ -65,9 +74,7 @@ export function subscribePoints(options: {
   store: PointsStore;
   group?: string;
   onOutcome?: (topic: string, outcome: ApplyOutcome) => void;
-  handlerWrapper?: (
-    handler: (m: BusMessage, c: HandlerContext) => Promise<void>,
-  ) => (m: BusMessage, c: HandlerContext) => Promise<void>;
+  onChanged?: (subjects: string[]) => void;
 }): Promise<Subscription> {
   const group = options.group ?? POINTS_GROUP;
   const handler = pointsHandler({
@@ -75,11 +82,12 @@ export function subscribePoints(options: {
     store: options.store,
     consumer: group,
     onOutcome: options.onOutcome,
+    onChanged: options.onChanged,
   });
   return options.bus.subscribe({
     group,
     topics: POINTS_TOPICS,
-    handler: options.handlerWrapper ? options.handlerWrapper(handler) : handler,
+    handler,
     startFrom: 'earliest',
   });
 }

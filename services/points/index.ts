@@ -3,6 +3,7 @@ import type { PointConfig } from '../../shared/config/index.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
 import { CachedLookup } from './cached-lookup.js';
+import { FactsCache, listenForChanges } from './facts-cache.js';
 import { POINTS_GROUP, POINTS_TOPICS, subscribePoints } from './consumer.js';
 import { fetchDidNames, fetchDidOwner, fetchKyc } from './external-services.js';
 import { pointsMetrics } from './metrics.js';
@@ -34,16 +35,16 @@ export interface PointsStartOptions {
   consume?: boolean;
 }
 
-export async function startPoints(
-  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'bus'>,
+/** The queries of Points over its live projections, with KYC and DID caches per the configuration. */
+export function createPointsQueries(
+  context: Pick<ServiceContext, 'log' | 'metrics' | 'db'>,
   config: PointConfig,
-  options: PointsStartOptions = {},
-): Promise<
-  RunningService & { app: FastifyInstance; port: number; queries: PointsQueries; store: PointsStore }
-> {
+  options: Pick<PointsStartOptions, 'clockMs' | 'nowSeconds'> = {},
+): { queries: PointsQueries; store: PointsStore; cache: FactsCache } {
   const log = context.log;
   const metrics = pointsMetrics(context.metrics);
   const store = new PointsStore(context.db);
+  const cache = new FactsCache(store);
   const lookup = <T>(
     service: 'kyc' | 'did-names' | 'did-owner',
     fetch: (key: string, signal: AbortSignal) => Promise<T>,
@@ -63,12 +64,28 @@ export async function startPoints(
     });
   const queries = new PointsQueries({
     store,
+    figures: cache,
     windowDays: config.windowDays,
     kyc: lookup('kyc', fetchKyc(config.relayAdminUrl)),
     didNames: lookup('did-names', fetchDidNames(config.didSupportUrl)),
     didOwner: lookup('did-owner', fetchDidOwner(config.didSupportUrl)),
     nowSeconds: options.nowSeconds,
   });
+
+  return { queries, store, cache };
+}
+
+export async function startPoints(
+  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'dbUrl' | 'bus'>,
+  config: PointConfig,
+  options: PointsStartOptions = {},
+): Promise<
+  RunningService & { app: FastifyInstance; port: number; queries: PointsQueries; store: PointsStore }
+> {
+  const log = context.log;
+  const metrics = pointsMetrics(context.metrics);
+  const { queries, store, cache } = createPointsQueries(context, config, options);
+  const listener = listenForChanges({ dbUrl: context.dbUrl, cache, log });
 
   const subscription =
     options.consume === false
@@ -78,6 +95,9 @@ export async function startPoints(
           pool: context.db,
           store,
           onOutcome: (topic, outcome) => metrics.events.inc({ topic, outcome }),
+          onChanged: (subjects) => {
+            for (const key of subjects) cache.invalidateSubject(key);
+          },
         });
   const http = await startHttpService(context as ServiceContext, 'points', config.port, (app) =>
     registerPointsRoutes(app, { queries, log, metrics }),
@@ -91,6 +111,7 @@ export async function startPoints(
     async stop() {
       await http.stop();
       await subscription?.stop();
+      await listener.stop();
     },
   };
 }

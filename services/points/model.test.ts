@@ -1,7 +1,7 @@
 /**
  * Model-based test: random sequences of "violation arrives", "verdicts arrive", "a message is delivered
  * again", "KYC changes", "time moves" and queries, run against the real projection (handler, applyOnce, SQL on
- * the test database), the real KYC cache over HTTP to the relay-admin stand-in, and a naive reference model
+ * the test database) and the score cache, the real KYC cache over HTTP to the relay-admin stand-in, and a naive reference model
  * that keeps every fact in a list and recomputes each score from the specification's rules.
  */
 import fc from 'fast-check';
@@ -13,6 +13,7 @@ import { swapVerdicts, verdictId } from '../../topics/swap.verdicts.js';
 import { violationId, violations } from '../../topics/violations.js';
 import { startRelayAdminStandIn, type RelayAdminStandIn } from '../stand-ins/relay-admin/server.js';
 import { CachedLookup } from './cached-lookup.js';
+import { FactsCache } from './facts-cache.js';
 import { pointsHandler } from './consumer.js';
 import { pointsMigrations } from './migrations.js';
 import { fetchKyc } from './external-services.js';
@@ -312,7 +313,14 @@ describe('points against a naive reference model', () => {
 
   it('scores every user and LP as the model does, after any sequence of events, KYC changes and time', async () => {
     const store = new PointsStore(db.pool);
-    const handler = pointsHandler({ pool: db.pool, store, consumer: 'points-model' });
+    // Scores come through the in-process score cache, which the consumer tells what changed.
+    let cache = new FactsCache(store);
+    const handler = pointsHandler({
+      pool: db.pool,
+      store,
+      consumer: 'points-model',
+      onChanged: (subjects) => subjects.forEach((key) => cache.invalidateSubject(key)),
+    });
     const context: HandlerContext = {
       attempt: 1,
       signal: new AbortController().signal,
@@ -324,6 +332,8 @@ describe('points against a naive reference model', () => {
           'TRUNCATE points_deductions, points_verdicts, points_lp_swaps, points_complaints, processed_events',
         );
         for (const address of USERS) await standIn.setVerified(address, false);
+        cache = new FactsCache(store);
+        cache.setListening(true);
         const clock = { now: START };
         const delivered: BusMessage[] = [];
         const real: Real = {
@@ -337,6 +347,7 @@ describe('points against a naive reference model', () => {
           nextBid: 1,
           queries: new PointsQueries({
             store,
+            figures: cache,
             windowDays: WINDOW_DAYS,
             kyc: new CachedLookup({
               name: 'kyc',

@@ -133,3 +133,13 @@ export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
     },
   ];
 }
+
+/** The subjects (`party:subject`) whose facts an event changes: what the score cache must forget. */
+export function changedSubjects(effects: readonly Effect[]): string[] {
+  const keys = new Set<string>();
+  for (const effect of effects) {
+    if (effect.kind === 'deduction') keys.add(`${effect.row.party}:${effect.row.subject}`);
+    if (effect.kind === 'lp-swap') keys.add(`lp:${effect.row.lpId}`);
+  }
+  return [...keys];
+}

@@ -13,11 +13,14 @@ import {
 } from './answers.js';
 import type { CachedLookup, Lookup } from './cached-lookup.js';
 import { PointsError } from './errors.js';
+import type { FiguresSource } from './facts-cache.js';
 import { formatTenths, lpBasisTenths, windowEndingAt } from './scoring.js';
 import type { PointsStore, RecordCursor } from './store.js';
 
 export interface PointsQueriesOptions {
   store: PointsStore;
+  /** Where scores' figures come from: the score cache, or the store itself (default). */
+  figures?: FiguresSource;
   windowDays: number;
   kyc: CachedLookup<boolean>;
   didNames: CachedLookup<string[]>;
@@ -36,8 +39,10 @@ const flag = <T>(lookup: Lookup<T>) => ({
 
 export class PointsQueries {
   private readonly nowSeconds: () => number;
+  private readonly figures: FiguresSource;
 
   constructor(private readonly options: PointsQueriesOptions) {
+    this.figures = options.figures ?? options.store;
     this.nowSeconds = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
   }
 
@@ -64,7 +69,7 @@ export class PointsQueries {
     const address = query.address ?? (await this.resolveDid(query.did!));
     const { now, explicitAt, window } = this.moment(query.at);
     const [violations, kyc, names] = await Promise.all([
-      this.options.store.violationsInWindow('user', address, window),
+      this.figures.violationsInWindow('user', address, window),
       this.options.kyc.get(address),
       this.options.didNames.get(address),
     ]);
@@ -81,7 +86,7 @@ export class PointsQueries {
 
   async lpPoint(query: { lp_id: string; at?: number }) {
     const { now, explicitAt, window } = this.moment(query.at);
-    const figures = await this.options.store.lpFigures(query.lp_id, window);
+    const figures = await this.figures.lpFigures(query.lp_id, window);
     return lpPointAnswer({ lpId: query.lp_id, at: now, explicitAt, window, figures });
   }
 

@@ -6,7 +6,7 @@
 import type { Queryable } from '../../shared/db/pool.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
 import { LIVE_SCHEMA, quoteIdentifier } from './migrations.js';
-import type { ComplaintRow, Effect } from './projection.js';
+import { changedSubjects, type ComplaintRow, type Effect } from './projection.js';
 import type { LpStats, Window } from './scoring.js';
 
 export interface DeductionRecord {
@@ -32,6 +32,13 @@ export interface LpFigures extends LpStats {
   violations: number;
 }
 
+/** One counted swap of an LP, as the score cache keeps it. */
+export interface LpSwapFact {
+  blockTime: number;
+  normal: boolean;
+  responseTimeSeconds: number | null;
+}
+
 export interface LpRankingRow extends LpFigures {
   lpId: string;
 }
@@ -50,6 +57,9 @@ export class PointsStore {
 
   /** Writes the rows of one event. Idempotent on its own (a swap has one row), and run inside applyOnce. */
   async apply(tx: Queryable, effects: readonly Effect[]): Promise<void> {
+    // Every Points process caches scores (facts-cache.ts): tell them, at commit, whose facts changed.
+    const changed = this.schema === LIVE_SCHEMA ? changedSubjects(effects) : [];
+    if (changed.length > 0) await tx.query(`SELECT pg_notify('points_changed', $1)`, [changed.join('\n')]);
     for (const effect of effects) {
       switch (effect.kind) {
         case 'deduction': {
@@ -125,6 +135,32 @@ export class PointsStore {
       values: [party, subject, window.from, window.to],
     });
     return rows[0]!.n;
+  }
+
+  /** Block times of a subject's deductions, ascending (at most `limit`). */
+  async deductionTimes(party: 'user' | 'lp', subject: string, limit: number): Promise<number[]> {
+    const { rows } = await this.db.query<{ t: string }>({
+      name: `${this.tag}_deduction_times`,
+      text: `SELECT block_time::text AS t FROM ${this.s}.points_deductions
+             WHERE party = $1 AND subject = $2 ORDER BY block_time LIMIT $3`,
+      values: [party, subject, limit],
+    });
+    return rows.map((r) => safeInteger(r.t));
+  }
+
+  /** An LP's counted swaps, ascending by block time (at most `limit`). */
+  async lpSwapFacts(lpId: string, limit: number): Promise<LpSwapFact[]> {
+    const { rows } = await this.db.query<{ t: string; normal: boolean; r: string | null }>({
+      name: `${this.tag}_lp_swap_facts`,
+      text: `SELECT block_time::text AS t, normal, response_time_seconds::text AS r FROM ${this.s}.points_lp_swaps
+             WHERE lp_id = $1 ORDER BY block_time LIMIT $2`,
+      values: [lpId, limit],
+    });
+    return rows.map((r) => ({
+      blockTime: safeInteger(r.t),
+      normal: r.normal,
+      responseTimeSeconds: r.r === null ? null : safeInteger(r.r),
+    }));
   }
 
   /** An LP's violations and swap statistics inside the window, in one round trip. */

@@ -180,7 +180,7 @@ export async function startTestPoints(
   });
   await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
   const metrics = new Registry();
-  const points = await startPoints({ db: db.pool, bus, log, metrics }, config, options);
+  const points = await startPoints({ db: db.pool, dbUrl: db.url, bus, log, metrics }, config, options);
   const base = `http://127.0.0.1:${points.port}`;
   return {
     ...points,
