@@ -94,7 +94,9 @@ function modelLpScore(m: Model, lpId: string, at: number): { score: number; basi
 interface Real {
   deliver(message: BusMessage): Promise<void>;
   delivered: BusMessage[];
+  /** Through the score cache, and straight from SQL: both must agree with the model. */
   queries: PointsQueries;
+  sqlQueries: PointsQueries;
   standIn: RelayAdminStandIn;
   clock: { now: number };
   nextBid: number;
@@ -147,6 +149,22 @@ class ViolationArrives implements Command {
     );
   }
   toString = () => `violation(${this.party} ${this.index}, now${this.offset >= 0 ? '+' : ''}${this.offset})`;
+}
+
+/** Many violations of one user at once: around the floor at 0 from basis 2 (20) and basis 5 (50). */
+class ViolationBurst implements Command {
+  constructor(
+    readonly index: number,
+    readonly count: number,
+    readonly offset: number,
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    for (let i = 0; i < this.count; i++)
+      await new ViolationArrives('user', this.index, this.offset).run(m, r);
+  }
+  toString = () =>
+    `burst(user ${this.index}: ${this.count} violations, now${this.offset >= 0 ? '+' : ''}${this.offset})`;
 }
 
 /** A batch of verdicts for one LP, sized around a tier boundary. */
@@ -236,9 +254,11 @@ class QueryUser implements Command {
     const address = USERS[this.index]!;
     const at = this.atOffset === null ? undefined : m.now + this.atOffset;
     const expected = modelUserScore(m, address, at ?? m.now);
-    const answer = await r.queries.userPoint({ address, at });
-    expect({ score: answer.score_tenths, basis: answer.basis.tenths }).toEqual(expected);
-    expect(answer.score).toBe(`${Math.floor(expected.score / 10)}.${expected.score % 10}`);
+    for (const queries of [r.queries, r.sqlQueries]) {
+      const answer = await queries.userPoint({ address, at });
+      expect({ score: answer.score_tenths, basis: answer.basis.tenths }).toEqual(expected);
+      expect(answer.score).toBe(`${Math.floor(expected.score / 10)}.${expected.score % 10}`);
+    }
   }
   toString = () =>
     `user?(${this.index}${this.atOffset === null ? '' : `, at now${this.atOffset >= 0 ? '+' : ''}${this.atOffset}`})`;
@@ -254,8 +274,10 @@ class QueryLp implements Command {
     const lpId = LPS[this.lp]!;
     const at = this.atOffset === null ? undefined : m.now + this.atOffset;
     const expected = modelLpScore(m, lpId, at ?? m.now);
-    const answer = await r.queries.lpPoint({ lp_id: lpId, at });
-    expect({ score: answer.score_tenths, basis: answer.basis.tenths }).toEqual(expected);
+    for (const queries of [r.queries, r.sqlQueries]) {
+      const answer = await queries.lpPoint({ lp_id: lpId, at });
+      expect({ score: answer.score_tenths, basis: answer.basis.tenths }).toEqual(expected);
+    }
   }
   toString = () =>
     `lp?(${LPS[this.lp]}${this.atOffset === null ? '' : `, at now${this.atOffset >= 0 ? '+' : ''}${this.atOffset}`})`;
@@ -286,6 +308,13 @@ const commands = [
     .tuple(fc.constantFrom<'user' | 'lp'>('user', 'lp'), fc.nat(5), offsetArb)
     .map(([p, i, o]) => new ViolationArrives(p, i, o)),
   boundaryBatch,
+  fc
+    .tuple(
+      fc.nat(USERS.length - 1),
+      fc.constantFrom(19, 20, 21, 49, 50, 51),
+      fc.oneof(fc.constant(0), offsetArb),
+    )
+    .map(([i, n, o]) => new ViolationBurst(i, n, o)),
   fc.nat(50).map((n) => new DeliveredAgain(n)),
   fc.tuple(fc.nat(USERS.length - 1), fc.boolean()).map(([i, v]) => new KycChanges(i, v)),
   fc
@@ -327,7 +356,7 @@ describe('points against a naive reference model', () => {
       commitIn: async () => undefined,
     };
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 24 }), async (cmds) => {
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 20 }), async (cmds) => {
         await db.pool.query(
           'TRUNCATE points_deductions, points_verdicts, points_lp_swaps, points_complaints, processed_events',
         );
@@ -336,6 +365,30 @@ describe('points against a naive reference model', () => {
         cache.setListening(true);
         const clock = { now: START };
         const delivered: BusMessage[] = [];
+        // One set of KYC / DID caches for both query paths, as in one process.
+        const lookups = {
+          windowDays: WINDOW_DAYS,
+          kyc: new CachedLookup({
+            name: 'kyc',
+            fetch: fetchKyc(standIn.url),
+            refreshIntervalMs: REFRESH_MS,
+            timeoutMs: 2_000,
+            clock: () => clock.now * 1000,
+          }),
+          didNames: new CachedLookup({
+            name: 'did',
+            fetch: async () => [] as string[],
+            refreshIntervalMs: REFRESH_MS,
+            timeoutMs: 2_000,
+          }),
+          didOwner: new CachedLookup({
+            name: 'did',
+            fetch: async () => null,
+            refreshIntervalMs: REFRESH_MS,
+            timeoutMs: 2_000,
+          }),
+          nowSeconds: () => clock.now,
+        };
         const real: Real = {
           async deliver(m) {
             delivered.push(m);
@@ -345,31 +398,8 @@ describe('points against a naive reference model', () => {
           standIn,
           clock,
           nextBid: 1,
-          queries: new PointsQueries({
-            store,
-            figures: cache,
-            windowDays: WINDOW_DAYS,
-            kyc: new CachedLookup({
-              name: 'kyc',
-              fetch: fetchKyc(standIn.url),
-              refreshIntervalMs: REFRESH_MS,
-              timeoutMs: 2_000,
-              clock: () => clock.now * 1000,
-            }),
-            didNames: new CachedLookup({
-              name: 'did',
-              fetch: async () => [],
-              refreshIntervalMs: REFRESH_MS,
-              timeoutMs: 2_000,
-            }),
-            didOwner: new CachedLookup({
-              name: 'did',
-              fetch: async () => null,
-              refreshIntervalMs: REFRESH_MS,
-              timeoutMs: 2_000,
-            }),
-            nowSeconds: () => clock.now,
-          }),
+          queries: new PointsQueries({ ...lookups, store, figures: cache }),
+          sqlQueries: new PointsQueries({ ...lookups, store }),
         };
         const model: Model = {
           now: START,
@@ -383,7 +413,7 @@ describe('points against a naive reference model', () => {
         for (let i = 0; i < USERS.length; i++) await new QueryUser(i, null).run(model, real);
         for (let i = 0; i < LPS.length; i++) await new QueryLp(i, null).run(model, real);
       }),
-      { numRuns: Number(process.env.POINTS_MODEL_RUNS ?? 120) },
+      { numRuns: Number(process.env.POINTS_MODEL_RUNS ?? 80) },
     );
   });
 });
