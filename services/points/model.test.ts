@@ -27,7 +27,8 @@ const W = WINDOW_DAYS * DAY;
 const REFRESH_MS = 3_600_000;
 const START = 1_800_000_000;
 const USERS = [userAddress(0x100), userAddress(0x200), userAddress(0x300)];
-const LPS = ['lp-a', 'lp-b'];
+// One LP per tier row, so batches sized around one row's boundaries rarely mix.
+const LPS = ['lp-a', 'lp-b', 'lp-c', 'lp-d', 'lp-e'];
 
 // The specification's table (§2.4), its own copy: basis tenths, swaps ≥, success % ≥, average seconds <.
 const SPEC_TIERS = [
@@ -162,6 +163,7 @@ class ViolationBurst implements Command {
   async run(m: Model, r: Real) {
     for (let i = 0; i < this.count; i++)
       await new ViolationArrives('user', this.index, this.offset).run(m, r);
+    await new QueryUser(this.index, null).run(m, r);
   }
   toString = () =>
     `burst(user ${this.index}: ${this.count} violations, now${this.offset >= 0 ? '+' : ''}${this.offset})`;
@@ -205,6 +207,8 @@ class VerdictsArrive implements Command {
     for (let i = 0; i < this.userBroken; i++) add('user', 0);
     for (let i = 0; i < batch.length; i += 16)
       await Promise.all(batch.slice(i, i + 16).map((b) => r.deliver(b)));
+    // Checked at once, before later commands move time or add more swaps of this LP.
+    await new QueryLp(this.lp, null).run(m, r);
   }
   toString = () =>
     `verdicts(${LPS[this.lp]}: ${this.decided} decided, ${this.normal} normal @${this.response}s${this.firstDelta >= 0 ? '+' : ''}${this.firstDelta}, ${this.userBroken} user-broken, now${this.offset >= 0 ? '+' : ''}${this.offset})`;
@@ -286,8 +290,9 @@ class QueryLp implements Command {
 /** Sizes on both sides of every boundary: swaps 720/150/30/6/2, rates 99/95/90/80/60 %, times 1 min … 24 h. */
 const boundaryBatch = fc
   .record({
-    lp: fc.integer({ min: 0, max: LPS.length - 1 }),
     row: fc.integer({ min: 0, max: SPEC_TIERS.length - 1 }),
+    otherLp: fc.nat(LPS.length - 1),
+    mix: fc.boolean(),
     swapsSide: fc.constantFrom(-1, 0),
     rateSide: fc.constantFrom(-1, 0),
     timeSide: fc.constantFrom(-1, 0),
@@ -295,11 +300,13 @@ const boundaryBatch = fc
     userBroken: fc.integer({ min: 0, max: 2 }),
     offset: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, { arbitrary: offsetArb, weight: 1 }),
   })
-  .map(({ lp, row, swapsSide, rateSide, timeSide, firstDelta, userBroken, offset }) => {
+  .map(({ row, otherLp, mix, swapsSide, rateSide, timeSide, firstDelta, userBroken, offset }) => {
     const [, minSwaps, percent, below] = SPEC_TIERS[row]!;
     const decided = minSwaps + swapsSide;
     const leastNormal = Math.ceil((percent * decided) / 100);
     const normal = Math.max(0, Math.min(decided, leastNormal + rateSide));
+    // Half the time the row's own LP, else any LP, so batches also add up.
+    const lp = mix ? otherLp : row;
     return new VerdictsArrive(lp, decided, normal, below + timeSide, firstDelta, userBroken, offset);
   });
 
