@@ -424,3 +424,113 @@ describe('points against a naive reference model', () => {
     );
   });
 });
+
+describe('every LP tier boundary, on both sides, through the real projection', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('gives the row exactly at its boundary, and less one step off on any criterion', async () => {
+    const store = new PointsStore(db.pool);
+    const cache = new FactsCache(store);
+    cache.setListening(true);
+    const handler = pointsHandler({
+      pool: db.pool,
+      store,
+      consumer: 'points-sweep',
+      onChanged: (subjects) => subjects.forEach((key) => cache.invalidateSubject(key)),
+    });
+    const context: HandlerContext = {
+      attempt: 1,
+      signal: new AbortController().signal,
+      commitIn: async () => undefined,
+    };
+    const lookups = {
+      windowDays: WINDOW_DAYS,
+      kyc: new CachedLookup({
+        name: 'kyc',
+        fetch: async () => false,
+        refreshIntervalMs: REFRESH_MS,
+        timeoutMs: 1_000,
+      }),
+      didNames: new CachedLookup({
+        name: 'did',
+        fetch: async () => [] as string[],
+        refreshIntervalMs: REFRESH_MS,
+        timeoutMs: 1_000,
+      }),
+      didOwner: new CachedLookup({
+        name: 'did',
+        fetch: async () => null,
+        refreshIntervalMs: REFRESH_MS,
+        timeoutMs: 1_000,
+      }),
+      nowSeconds: () => START,
+    };
+    const paths = [
+      new PointsQueries({ ...lookups, store, figures: cache }),
+      new PointsQueries({ ...lookups, store }),
+    ];
+    let bid = 1;
+    for (const [row, [basis, minSwaps, percent, below]] of SPEC_TIERS.entries()) {
+      const least = (decided: number) => Math.ceil((percent * decided) / 100);
+      const variants = {
+        exact: { decided: minSwaps, normal: least(minSwaps), sumOff: -1, expectRow: true },
+        'one swap fewer': {
+          decided: minSwaps - 1,
+          normal: least(minSwaps - 1),
+          sumOff: -1,
+          expectRow: false,
+        },
+        'one normal swap fewer': {
+          decided: minSwaps,
+          normal: least(minSwaps) - 1,
+          sumOff: -1,
+          expectRow: false,
+        },
+        'average exactly at the limit': {
+          decided: minSwaps,
+          normal: least(minSwaps),
+          sumOff: 0,
+          expectRow: false,
+        },
+      };
+      for (const [name, v] of Object.entries(variants)) {
+        const lpId = `sweep-${row}-${name.replace(/ /g, '-')}`;
+        const swaps: ModelSwap[] = [];
+        const messages: BusMessage[] = [];
+        for (let i = 0; i < v.decided; i++) {
+          const normal = i < v.normal;
+          // All at `below` seconds, the first one adjusted: the sum is below·n + sumOff.
+          const response = normal ? below + (i === 0 ? v.sumOff : 0) : 0;
+          swaps.push({ lpId, blockTime: START, kind: normal ? 'normal' : 'lp', response });
+          const id = hex32(bid++, 31);
+          const verdict = normal
+            ? verdictPayload({
+                bid: id,
+                lpId,
+                outcome: 'normal',
+                blockTime: START,
+                responseTimeSeconds: response,
+              })
+            : verdictPayload({ bid: id, lpId, outcome: 'violation', party: 'lp', case: 6, blockTime: START });
+          messages.push(message(swapVerdicts, verdict, verdictId(id)));
+        }
+        for (let i = 0; i < messages.length; i += 16)
+          await Promise.all(messages.slice(i, i + 16).map((m) => handler(m, context)));
+        const model: Model = { now: START, violations: [], swaps, kycTruth: new Map(), kycSeen: new Map() };
+        const expected = modelLpScore(model, lpId, START);
+        if (v.expectRow) expect(expected.basis, `${lpId}: the model`).toBe(basis);
+        else expect(expected.basis, `${lpId}: the model`).toBeLessThan(basis);
+        for (const queries of paths) {
+          const answer = await queries.lpPoint({ lp_id: lpId });
+          expect({ lpId, basis: answer.basis.tenths }).toEqual({ lpId, basis: expected.basis });
+        }
+      }
+    }
+  });
+});
