@@ -15,7 +15,7 @@ import type { CachedLookup, Lookup } from './cached-lookup.js';
 import { PointsError } from './errors.js';
 import type { FiguresSource } from './facts-cache.js';
 import { formatTenths, lpBasisTenths, windowEndingAt } from './scoring.js';
-import type { PointsStore, RecordCursor } from './store.js';
+import type { LpRankingRow, PointsStore, RecordCursor } from './store.js';
 
 export interface PointsQueriesOptions {
   store: PointsStore;
@@ -31,6 +31,8 @@ export interface PointsQueriesOptions {
 
 const DEFAULT_RECORDS_LIMIT = 20;
 const DEFAULT_RANKING_LIMIT = 100;
+/** The ranking as of "now" aggregates every LP's window: it is reused for this many seconds (its `at` says when). */
+export const RANKING_REUSE_SECONDS = 5;
 
 const flag = <T>(lookup: Lookup<T>) => ({
   stale: lookup.stale,
@@ -40,6 +42,7 @@ const flag = <T>(lookup: Lookup<T>) => ({
 export class PointsQueries {
   private readonly nowSeconds: () => number;
   private readonly figures: FiguresSource;
+  private latestRanking?: { now: number; rows: Promise<LpRankingRow[]> };
 
   constructor(private readonly options: PointsQueriesOptions) {
     this.figures = options.figures ?? options.store;
@@ -120,8 +123,21 @@ export class PointsQueries {
 
   /** Every LP with a counted swap or a violation in the window, best score first (ties: more swaps, then id). */
   async lpRanking(query: { at?: number; limit?: number }) {
-    const { now, window } = this.moment(query.at);
-    const rows = await this.options.store.lpRanking(window);
+    let { now, window } = this.moment(query.at);
+    let rows: LpRankingRow[];
+    const latest = this.latestRanking;
+    if (query.at === undefined && latest && now - latest.now < RANKING_REUSE_SECONDS) {
+      now = latest.now;
+      window = windowEndingAt(now, this.options.windowDays);
+      rows = await latest.rows;
+    } else {
+      const computing = this.options.store.lpRanking(window);
+      if (query.at === undefined) {
+        this.latestRanking = { now, rows: computing };
+        computing.catch(() => (this.latestRanking = undefined));
+      }
+      rows = await computing;
+    }
     const ranked = rows
       .map((figures) => ({ figures, scoreTenths: lpScoreTenths(figures) }))
       .sort(

@@ -253,6 +253,15 @@ describe('points queries over HTTP', () => {
     });
     const ranking = await points.get('/lp-ranking');
     expect(ranking.body.lps).toEqual([expect.objectContaining({ rank: 1, lp_id: 'lp-1', score_tenths: 9 })]);
+    // The ranking as of "now" is reused for a few seconds (its `at` says when); `at` always computes afresh.
+    await publishVerdict(
+      points.bus,
+      verdictPayload({ bid: hex32(14), lpId: 'lp-2', outcome: 'normal', blockTime: NOW - 1 }),
+    );
+    await waitFor(async () => (await count(`points_lp_swaps WHERE lp_id = 'lp-2'`)) === 1, 'the new verdict');
+    expect((await points.get('/lp-ranking')).body).toMatchObject({ at: NOW, total: 1 });
+    const fresh = await points.get(`/lp-ranking?at=${NOW}`);
+    expect(fresh.body.lps.map((l: any) => l.lp_id)).toEqual(['lp-1', 'lp-2']);
   });
 
   it('shows a complaint as pending with its deadlines, or with its verdict and evidence', async () => {
