@@ -31,7 +31,7 @@ export interface PointsStartOptions {
   /** Test hooks: move time for the caches (ms) and the queries (unix seconds). */
   clockMs?: () => number;
   nowSeconds?: () => number;
-  /** Whether to consume the topics (a bench serves queries only). Default true. */
+  /** Whether to consume the topics (tests that only query turn it off). Default true. */
   consume?: boolean;
 }
 

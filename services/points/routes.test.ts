@@ -1,8 +1,12 @@
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../shared/db/pool.js';
+import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
 import { startRelayAdminStandIn, type RelayAdminStandIn } from '../stand-ins/relay-admin/server.js';
 import { POINTS_ERRORS } from './errors.js';
+import { startPoints } from './index.js';
 import { pointsMigrations } from './migrations.js';
 import {
   complaintEvent,
@@ -338,5 +342,34 @@ describe('points queries over HTTP', () => {
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="duplicate"\} 1/);
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="applied"\} 5/);
     expect(text).toMatch(/points_query_seconds_count\{route="\/user-point",status="200"\} \d+/);
+  });
+});
+
+describe('points with its database down', () => {
+  it('answers 503 {code, message} and says nothing internal', async () => {
+    const pool = createPool('postgres://nobody@127.0.0.1:1/none', { max: 2 });
+    const log = createLogger({ level: 'silent' });
+    const points = await startPoints(
+      {
+        db: pool,
+        dbUrl: 'postgres://nobody@127.0.0.1:1/none',
+        bus: undefined as never,
+        log,
+        metrics: new Registry(),
+      },
+      pointTestConfig(),
+      { consume: false },
+    );
+    try {
+      const response = await fetch(`http://127.0.0.1:${points.port}/lp-point?lp_id=lp-1`);
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({
+        code: POINTS_ERRORS.STORE_UNAVAILABLE.code,
+        message: 'the database is unavailable; retry',
+      });
+    } finally {
+      await points.stop();
+      await pool.end();
+    }
   });
 });
