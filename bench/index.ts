@@ -4,6 +4,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   crypto: () => import('./crypto.js'),
   connector: () => import('./connector.js'),
   relay: () => import('./relay.js'),
+  classifier: () => import('./classifier.js'),
   points: () => import('./points.js'),
 };
 

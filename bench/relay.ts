@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- relay`: requests/s of the relay's get_signer_from_eip712 and get_hashlock over real HTTP
- * (keep-alive, 16 in flight) beside a bare fastify route in the same server, then signer recoveries/s of
+ * (keep-alive, 16 in flight) beside a bare fastify route in the same server, the behalf accept path with a
+ * store that answers at once (the sender is never on that path), then signer recoveries/s of
  * our recovery path beside ethers' verifyTypedData (bench/crypto.ts, reused).
  */
 import http from 'node:http';
@@ -65,13 +66,30 @@ async function measure(
 
 export async function run(): Promise<void> {
   const app = Fastify({ loggerInstance: createLogger({ level: 'silent' }) as FastifyBaseLogger });
-  registerRelayRoutes(app, {
+  // The accept path never waits for the sender (it runs in its own loop): with the store answering at once
+  // the behalf route costs parsing, transferId and command id, nothing more.
+  const store = {
+    get: async () => undefined,
+    accept: async (parsed: { command: { commandId: string } }) => ({
+      id: parsed.command.commandId,
+      created: false,
+      status: 'scheduled',
+      reopened: false,
+    }),
+  } as unknown as CommandStore;
+  await registerRelayRoutes(app, {
     systemChainId: '9006',
     chainId: 97,
     commandContext: { systemChainId: '9006', chainId: 97, senderWallets: {} },
-    store: undefined as unknown as CommandStore, // the measured routes never touch the store
+    store,
     readFee: async () => 30n,
     status: () => ({}),
+    windowMarginSeconds: 15,
+    maxWindowAheadSeconds: 604_800,
+    access: { apiKeys: [], allowIps: [], restrictReads: false },
+    rateLimit: { max: 1_000_000_000, windowMs: 60_000 },
+    errorsAsHttp200: false,
+    scrub: (text) => text,
     log: createLogger({ level: 'silent' }),
   });
   app.post('/bare', async () => ({ code: 200, bare: true }));
@@ -92,6 +110,12 @@ export async function run(): Promise<void> {
       '/evm-client-9006/relay/get_signer_from_eip712',
       JSON.stringify(signer.request),
       signer.response_when_server_CHAIN_ID_is_this.address,
+    ],
+    [
+      'behalf/confirm_out (accept, store stub)',
+      '/evm-client-9006/relay/behalf/confirm_out',
+      JSON.stringify(relayVectors.calldata[0]!.request),
+      '"Command received"',
     ],
   ];
   console.log(

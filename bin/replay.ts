@@ -1,54 +1,45 @@
 #!/usr/bin/env node
-// `npm run replay -- <name> [--keep] [--timeout-ms N]`: rebuilds a service's projections from the beginning of
-// their topics into fresh tables and compares them with the live ones. Exit code 0 when identical, 1 when not.
+// `npm run replay -- <name> [--keep]`: rebuilds a consumer's projections from the beginning of its input topics
+// into fresh tables and compares them with the live ones (exit code 1 when they differ). It shares the
+// database of a running `npm start` rather than restarting it.
 import { ConfigError, loadConfig } from '../shared/config/index.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { startInfrastructure } from '../shared/runtime/infrastructure.js';
-import type { ReplayModule } from '../shared/runtime/replay.js';
 import { EXIT_CONFIG } from '../shared/runtime/runner.js';
-
-/** Every replayable projection, by name: add a line here for a new one. */
-const replays: Record<string, () => Promise<ReplayModule>> = {
-  points: () => import('../services/points/replay.js'),
-};
+import { replayers } from './replayers.js';
 
 const args = process.argv.slice(2);
-const name = args.find((a) => !a.startsWith('--'));
-const load = name === undefined ? undefined : replays[name];
-if (!load) {
-  console.error(`usage: npm run replay -- <${Object.keys(replays).join('|')}> [--keep] [--timeout-ms N]`);
-  process.exit(2);
-}
-const timeoutArg = args.indexOf('--timeout-ms');
-const timeoutMs = timeoutArg >= 0 ? Number(args[timeoutArg + 1]) : 10 * 60_000;
-if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
-  console.error('--timeout-ms must be a positive integer');
+const keep = args.includes('--keep');
+const names = args.filter((a) => !a.startsWith('--'));
+const unknown = names.filter((n) => !(n in replayers));
+if (names.length === 0 || unknown.length > 0) {
+  console.error(`usage: npm run replay -- <${Object.keys(replayers).join('|')}> [--keep]`);
   process.exit(2);
 }
 
+const log = createLogger({ name: 'replay', level: process.env.LOG_LEVEL ?? 'warn' });
 let config;
 try {
-  config = loadConfig({ require: [] });
+  config = loadConfig({ require: names.flatMap((n) => replayers[n]!.sections) });
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
-  for (const line of err.lines()) console.error(line);
+  for (const line of err.lines()) process.stderr.write(line + '\n');
   process.exit(EXIT_CONFIG);
 }
-const log = createLogger({ name: 'replay', level: config.log.level === 'info' ? 'warn' : config.log.level });
-const module = await load();
-const infra = await startInfrastructure(config, log, module.migrations);
-let identical = false;
+const infra = await startInfrastructure(
+  config,
+  log,
+  names.flatMap((n) => replayers[n]!.migrations),
+  { shareRunningEmbedded: true },
+);
+let identical = true;
 try {
-  const report = await module.replay({
-    config,
-    log,
-    db: infra.db,
-    bus: infra.bus,
-    keep: args.includes('--keep'),
-    timeoutMs,
-  });
-  for (const line of report.lines) console.log(line);
-  identical = report.identical;
+  for (const name of names) {
+    const started = Date.now();
+    const report = await replayers[name]!.replay({ config, db: infra.db, bus: infra.bus, log, keep });
+    identical &&= report.identical;
+    console.log(JSON.stringify({ replay: name, ms: Date.now() - started, ...report }, null, 2));
+  }
 } finally {
   await infra.close();
 }

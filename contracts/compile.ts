@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonFragment } from 'ethers';
 
-export const CONTRACT_NAMES = ['Otmoic', 'Reputation', 'TestToken'] as const;
+export const CONTRACT_NAMES = ['Otmoic', 'Reputation', 'TestToken', 'GasBurner'] as const;
 export type ContractName = (typeof CONTRACT_NAMES)[number];
 
 /** What ethers v6 `new ContractFactory(abi, bytecode, signer)` needs. */
@@ -107,7 +107,7 @@ async function removeStaleOutputs(cacheDir: string, keep: string): Promise<void>
 }
 
 /**
- * Compiles Otmoic.sol, Reputation.sol and TestToken.sol and returns `{abi, bytecode}` per contract.
+ * Compiles Otmoic.sol, Reputation.sol, TestToken.sol and GasBurner.sol (a test receiver) and returns `{abi, bytecode}` per contract.
  * A cached result is reused when sources, solc version and settings are unchanged.
  */
 export async function compileContracts(options: CompileOptions = {}): Promise<CompiledContracts> {

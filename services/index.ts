@@ -1,6 +1,7 @@
 import type { ServiceDefinition } from '../shared/runtime/service.js';
 import { agentService } from './agent/index.js';
 import { chainClientService } from './chain-client/index.js';
+import { classifierService } from './classifier/index.js';
 import { connectorService } from './connector/index.js';
 import { pointsService } from './points/index.js';
 import { relayService } from './relay/index.js';
@@ -9,6 +10,7 @@ import { relayService } from './relay/index.js';
 export const services: readonly ServiceDefinition[] = [
   chainClientService,
   connectorService,
+  classifierService,
   pointsService,
   agentService,
   relayService,

@@ -65,9 +65,9 @@ export const transferInEvent = z.strictObject({
   srcTransferId: hex32,
 });
 
-const confirmed = (kind: 'ConfirmOut' | 'ConfirmIn') =>
+const confirmed = <K extends 'ConfirmOut' | 'ConfirmIn'>(kind: K) =>
   z.strictObject({ kind: z.literal(kind), ...position, transferId: hex32, preimage: hex32 });
-const refunded = (kind: 'RefundOut' | 'RefundIn') =>
+const refunded = <K extends 'RefundOut' | 'RefundIn'>(kind: K) =>
   z.strictObject({ kind: z.literal(kind), ...position, transferId: hex32 });
 
 export const complaintEvent = z.strictObject({

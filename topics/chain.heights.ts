@@ -4,11 +4,13 @@ import { defineTopic } from './envelope.js';
 
 export const chainHeightPayload = z.strictObject({
   chainId: systemChainId,
+  /** Which contract's stream of the chain this height belongs to (chain clients follow them separately). */
+  stream: z.enum(['swap', 'reputation']).default('swap'),
   height: z.number().int().nonnegative(),
   /** Timestamp of the block at `height`: the chain's "now" for window decisions (DESIGN §5.1). */
   blockTimestamp: unixSeconds,
   /**
-   * Envelope id of the last swap-contract event of this chain published at or below `height` (null: none
+   * Envelope id of the last event of this stream of this chain published at or below `height` (null: none
    * yet). chain.events and chain.heights are separate topics, so a consumer may see a height before the
    * events of its chunk; it must not take `blockTimestamp` as the chain's "now" until it has handled this
    * event (events of one chain are in order on their partition), or it would judge a window on missing facts.
@@ -27,3 +29,6 @@ export const chainHeights = defineTopic<ChainHeight>({
   // As long as chain.events: a replay of the classifier needs the heights (the chains' clocks) too.
   retentionMs: null,
 });
+
+export const chainHeightId = (h: Pick<ChainHeight, 'chainId' | 'stream' | 'height'>): string =>
+  h.stream === 'swap' ? `${h.chainId}:height:${h.height}` : `${h.chainId}:${h.stream}-height:${h.height}`;

@@ -8,7 +8,7 @@ import { violations } from './violations.js';
 
 export * from './envelope.js';
 export { chainEvents, chainEventId, type ChainEvent } from './chain.events.js';
-export { chainHeights, type ChainHeight } from './chain.heights.js';
+export { chainHeights, chainHeightId, type ChainHeight } from './chain.heights.js';
 export { complaintCommands, type ComplaintCommand } from './complaint.commands.js';
 export { relayCommands, type RelayCommand } from './relay.commands.js';
 export { swapVerdicts, verdictId, type SwapVerdict, type SwapTransaction } from './swap.verdicts.js';

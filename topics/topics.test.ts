@@ -4,6 +4,7 @@ import {
   allTopics,
   chainEventId,
   chainEvents,
+  chainHeights,
   decode,
   encode,
   envelope,
@@ -65,6 +66,9 @@ describe('topics', () => {
       ].sort(),
     );
     for (const t of allTopics) expect(t.retentionMs === null || t.retentionMs > 0).toBe(true);
+    // A replay of the classifier reads both from the beginning: the chains' clocks live as long as their events.
+    expect(chainHeights.retentionMs).toBe(chainEvents.retentionMs);
+    expect(chainEvents.retentionMs).toBeNull();
   });
 
   it('round-trips a chain event through encode and decode, keyed by chain, hex normalised', () => {

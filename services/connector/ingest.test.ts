@@ -183,6 +183,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     );
     expect(JSON.parse(heightRows[0].value).payload).toEqual({
       chainId: '9006',
+      stream: 'swap',
       height: 15,
       blockTimestamp: 1_700_000_115,
       // The last event of the chunk: a consumer takes this height as the chain's clock only after it.

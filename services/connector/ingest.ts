@@ -7,6 +7,7 @@ import type { Logger } from '../../shared/logging/logger.js';
 import {
   chainEventId,
   chainEvents,
+  chainHeightId,
   chainHeights,
   encode,
   envelope,
@@ -147,16 +148,19 @@ export class Ingestor {
           fresh.map((e) => this.eventMessage(e)),
           { tx },
         );
-      if (timestamp !== undefined && stream === 'swap') {
-        const heightEnvelope = envelope(
-          chainHeights,
-          { chainId, height, blockTimestamp: timestamp, lastEventId: advanced.lastEventId },
-          {
-            occurredAt: timestamp,
-            source: 'connector',
-            id: `${chainId}:height:${height}`,
-          },
-        );
+      if (timestamp !== undefined) {
+        const payload = {
+          chainId,
+          stream,
+          height,
+          blockTimestamp: timestamp,
+          lastEventId: advanced.lastEventId,
+        };
+        const heightEnvelope = envelope(chainHeights, payload, {
+          occurredAt: timestamp,
+          source: 'connector',
+          id: chainHeightId(payload),
+        });
         await this.options.bus.publish(chainHeights.name, [encode(chainHeights, heightEnvelope)], { tx });
       }
     });

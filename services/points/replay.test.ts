@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../shared/config/index.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
 import { pointsMigrations } from './migrations.js';
-import { replay } from './replay.js';
+import { replayPoints } from './replay.js';
 import {
   complaintEvent,
   hex32,
@@ -24,8 +23,7 @@ describe('npm run replay -- points', () => {
   let db: TestDatabase;
   let points: Awaited<ReturnType<typeof startTestPoints>>;
   const run = () =>
-    replay({
-      config: loadConfig({ text: '', env: { DATABASE_URL: db.url } }),
+    replayPoints({
       log: createLogger({ level: 'silent' }),
       db: db.pool,
       bus: points.bus,

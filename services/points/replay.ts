@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { PoisonMessageError } from '../../shared/bus/errors.js';
 import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
-import type { ReplayContext, ReplayReport } from '../../shared/runtime/replay.js';
+import type { EventBus } from '../../shared/bus/port.js';
+import type { Logger } from '../../shared/logging/logger.js';
 import { POINTS_GROUP, POINTS_TOPICS, pointsHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -18,12 +19,26 @@ import {
 } from './migrations.js';
 import { PointsStore } from './store.js';
 
-export const migrations = [pointsMigrations];
+export interface PointsReplayOptions {
+  db: Pool;
+  bus: EventBus;
+  log: Logger;
+  /** Keep the rebuilt schema for inspection (default: dropped after the comparison). */
+  keep: boolean;
+  /** Give up when the rebuild has not reached the ends of the topics after this long (default 10 min). */
+  timeoutMs?: number;
+}
 
-const totalLag = async (context: ReplayContext, group: string) =>
+export interface PointsReplayReport {
+  identical: boolean;
+  /** What was replayed, and each table's result with the differing keys. */
+  lines: string[];
+}
+
+const totalLag = async (context: PointsReplayOptions, group: string) =>
   (await context.bus.lag(group, POINTS_TOPICS)).reduce((sum, p) => sum + p.lag, 0n);
 
-export async function replay(context: ReplayContext): Promise<ReplayReport> {
+export async function replayPoints(context: PointsReplayOptions): Promise<PointsReplayReport> {
   const stamp = `${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const schema = `points_replay_${stamp}`;
   const group = `points-replay-${stamp}`;
@@ -52,13 +67,12 @@ export async function replay(context: ReplayContext): Promise<ReplayReport> {
         }
       },
     });
-    const deadline = Date.now() + context.timeoutMs;
+    const timeoutMs = context.timeoutMs ?? 10 * 60_000;
+    const deadline = Date.now() + timeoutMs;
     try {
       while ((await totalLag(context, group)) > 0n) {
         if (Date.now() > deadline)
-          throw new Error(
-            `replay did not reach the ends of ${POINTS_TOPICS.join(', ')} in ${context.timeoutMs} ms`,
-          );
+          throw new Error(`replay did not reach the ends of ${POINTS_TOPICS.join(', ')} in ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 200));
       }
     } finally {

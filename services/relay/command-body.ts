@@ -117,7 +117,13 @@ export interface ParsedCommand {
 }
 
 /** Parses a behalf body; throws RelayError (400) naming what is wrong. Never touches the database. */
-export function parseCommandBody(action: RelayAction, body: unknown, context: CommandContext): ParsedCommand {
+export function parseCommandBody(
+  action: RelayAction,
+  body: unknown,
+  context: CommandContext,
+  /** The sender read from the chain (LogNewTransferIn of the body's transfer_id) for an unknown wallet name. */
+  chainSender?: string,
+): ParsedCommand {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RelayError('INVALID_BODY', 'the body must be a JSON object');
   }
@@ -169,7 +175,13 @@ export function parseCommandBody(action: RelayAction, body: unknown, context: Co
     );
   }
 
-  const sender = resolveSender(key, fields.sender, fields.sender_wallet_name, context.senderWallets);
+  const sender = resolveSender(
+    key,
+    fields.sender,
+    fields.sender_wallet_name,
+    context.senderWallets,
+    chainSender,
+  );
   const isOut = action === 'confirm_out' || action === 'refund_out';
   const call: RelayCommand['call'] = {
     sender,
@@ -184,12 +196,19 @@ export function parseCommandBody(action: RelayAction, body: unknown, context: Co
     agreementReachedTime: fields.agreement_reached_time,
     ...(preimage !== undefined ? { preimage } : {}),
   };
+  const computed = transferId({ ...call, isOut, chainId: context.chainId });
+  if (fields.transfer_id !== undefined && fields.transfer_id.toLowerCase() !== computed) {
+    throw new RelayError(
+      'TRANSFER_ID_MISMATCH',
+      `${key}.transfer_id is not the transferId of these terms (${computed})`,
+    );
+  }
   const withoutId = {
     action,
     systemChainId: context.systemChainId,
     transactionType: outer.transaction_type as string,
     gasPrice,
-    transferId: transferId({ ...call, isOut, chainId: context.chainId }),
+    transferId: computed,
     call,
   };
   const metadata: Record<string, string> = {};
@@ -202,7 +221,8 @@ export function parseCommandBody(action: RelayAction, body: unknown, context: Co
 
 /**
  * confirm_in / refund_in name the LP's wallet by `sender_wallet_name` (the original chain client held the
- * LP's wallets); here the name is looked up in `relay.senderWallets`. An explicit `sender` address is
+ * LP's wallets); here the name is looked up in `relay.senderWallets`, else the sender of the body's
+ * transfer_id is read from the chain (its LogNewTransferIn, by the route). An explicit `sender` address is
  * accepted too; when both are given they must agree.
  */
 function resolveSender(
@@ -210,10 +230,11 @@ function resolveSender(
   sender: string | undefined,
   walletName: string | undefined,
   wallets: Readonly<Record<string, string>>,
+  chainSender?: string,
 ): string {
   let fromName: string | undefined;
   if (walletName !== undefined) {
-    const address = Object.hasOwn(wallets, walletName) ? wallets[walletName] : undefined;
+    const address = Object.hasOwn(wallets, walletName) ? wallets[walletName] : chainSender;
     if (address === undefined) {
       throw new RelayError(
         'UNKNOWN_SENDER_WALLET',

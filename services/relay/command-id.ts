@@ -1,36 +1,24 @@
 /**
- * The idempotency key of a behalf command: a hash of its canonical content, so the same command sent twice
- * (a client retry, a relay server resending) is one command with one id and at most one transaction.
+ * The idempotency key of a behalf command, so the same command sent twice (a client retry, a relay server
+ * resending, another gas strategy) is one command with one id and at most one effective transaction.
  */
 import { createHash } from 'node:crypto';
 import type { RelayCommand } from '../../topics/relay.commands.js';
 
 /**
- * Hashes everything that decides the transaction: action, deployment (system and EVM chain id), every
- * contract argument (already normalised: checksummed addresses, canonical decimals, lowercase hex), the
- * transaction type and the gas strategy. Client-side labels (uuid, bid, append_information) are not part of
- * it: they do not change what is sent.
+ * One command per (action, transferId) of a deployment: the transferId already hashes every term of the
+ * lock (sender, receiver, token, amounts, hashlock, times, EVM chain, direction), and a confirm's preimage is
+ * fixed by the hashlock. The gas strategy is not part of it: a repeat with another strategy updates the
+ * pending command instead of making a second one (which could send a second transaction).
  */
 export function commandIdOf(command: Omit<RelayCommand, 'commandId'>, chainId: number): string {
-  const c = command.call;
   const canonical = [
-    'relay-command/v1',
+    'relay-command/v2',
     command.action,
     command.systemChainId,
     String(chainId),
-    c.sender,
-    c.receiver,
-    c.token,
-    c.tokenAmount,
-    c.ethAmount,
-    c.hashlock,
-    String(c.expectedSingleStepTime),
-    String(c.tolerantSingleStepTime),
-    String(c.earliestRefundTime),
-    String(c.agreementReachedTime),
-    c.preimage ?? '',
+    command.transferId.toLowerCase(),
     command.transactionType,
-    command.gasPrice,
   ];
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');
 }

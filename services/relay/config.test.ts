@@ -18,6 +18,22 @@ describe('[relay] configuration', () => {
       priv: '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
       senderWallets: { LpWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' },
       blockTimeSeconds: 3,
+      maxGasPriceWei: '200000000000',
+      maxGasLimit: 300_000,
+      rpcFallbacks: [],
+      rpcTimeoutMs: 10_000,
+      confirmations: 2,
+      windowMarginSeconds: 15,
+      bumpAfterBlocks: 3,
+      maxRefusals: 3,
+      maxWindowAheadSeconds: 604_800,
+      senderLookbackBlocks: 200_000,
+      apiKeys: [],
+      allowIps: [],
+      restrictReads: false,
+      rateLimit: { max: 120, windowMs: 60_000 },
+      acceptChecks: true,
+      errorsAsHttp200: false,
     });
   });
 
@@ -37,9 +53,17 @@ describe('[relay] configuration', () => {
     expect(error!.lines().join('\n')).not.toContain(badKey);
   });
 
-  it('redacts the relay key when the configuration is shown', () => {
+  it('redacts the relay key, the API keys and the RPC URLs (they carry provider keys) when shown', () => {
     expect(JSON.stringify(redactConfig(load(shipped)))).not.toContain(
       '7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
     );
+    const withSecrets = shipped.replace(
+      'rpc = "http://127.0.0.1:8545"\ncontractAddr',
+      'rpc = "https://node.example/v3/rpc-secret-0123456789"\nrpcFallbacks = ["https://other.example/key/fallback-secret-0123456789"]\napiKeys = ["api-secret-0123456789abcdef"]\ncontractAddr',
+    );
+    const printed = JSON.stringify(redactConfig(load(withSecrets)));
+    expect(load(withSecrets).relay!.apiKeys).toEqual(['api-secret-0123456789abcdef']);
+    for (const secret of ['rpc-secret', 'fallback-secret', 'api-secret'])
+      expect(printed).not.toContain(secret);
   });
 });

@@ -44,7 +44,7 @@ export const RELAY_ERRORS = {
     code: 30207,
     status: 400,
     meaning:
-      'reserved: the original register_relay refusal (relay_server_url not found); this relay does not serve register_relay',
+      'register_relay: relay_server_url not found (missing, or not an object of http(s) callback URLs)',
   },
   UNKNOWN_SENDER_WALLET: {
     code: 30208,
@@ -64,6 +64,49 @@ export const RELAY_ERRORS = {
   },
   BODY_TOO_LARGE: { code: 30213, status: 413, meaning: 'the body is larger than the relay accepts' },
   UNSUPPORTED_MEDIA_TYPE: { code: 30214, status: 415, meaning: 'the body is not application/json' },
+  RATE_LIMITED: {
+    code: 30215,
+    status: 429,
+    meaning: 'too many requests from this client (API key, else IP); retry after the Retry-After seconds',
+  },
+  UNAUTHORIZED: {
+    code: 30216,
+    status: 401,
+    meaning: 'this route needs a valid API key in the x-api-key header (relay.apiKeys)',
+  },
+  FORBIDDEN: { code: 30217, status: 403, meaning: "the client's IP is not in relay.allowIps" },
+  WINDOW_CLOSED: {
+    code: 30218,
+    status: 409,
+    meaning:
+      "the command's window has closed on the chain's block time (or closes within relay.windowMarginSeconds)",
+  },
+  WINDOW_TOO_FAR: {
+    code: 30219,
+    status: 400,
+    meaning: "the command's window opens more than relay.maxWindowAheadSeconds after the chain's block time",
+  },
+  TRANSFER_NOT_PENDING: {
+    code: 30220,
+    status: 409,
+    meaning: 'swapStatus of the transfer on chain is not pending (never locked with these terms, or settled)',
+  },
+  TRANSFER_ID_MISMATCH: {
+    code: 30221,
+    status: 400,
+    meaning: "the body's transfer_id is not the transferId computed from the command's terms",
+  },
+  CHAIN_UNAVAILABLE: {
+    code: 30222,
+    status: 503,
+    meaning: 'the chain could not be read to check the command; nothing was accepted, retry',
+  },
+  SENDER_NOT_FOUND: {
+    code: 30223,
+    status: 400,
+    meaning:
+      'sender_wallet_name is not in relay.senderWallets and no LogNewTransferIn of the body transfer_id was found on chain',
+  },
 } as const;
 
 export type RelayErrorName = keyof typeof RELAY_ERRORS;

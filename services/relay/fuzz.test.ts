@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { relayVectors } from '../../test/fixtures/otmoic-relay-vectors.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { relayMigrations } from './migrations.js';
+import { relayMigrationSets } from './migrations.js';
 import { relayTestConfig, startTestRelay } from './test-harness.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
@@ -100,7 +100,7 @@ describe('relay routes under fuzzed bodies', () => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase([relayMigrations]);
+    db = await createTestDatabase(relayMigrationSets);
     relay = await startTestRelay(db, relayTestConfig());
   });
   afterAll(async () => {

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { Contract, JsonRpcProvider, Network, Wallet } from 'ethers';
+import { Contract, Wallet } from 'ethers';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { RelayConfig } from '../../shared/config/index.js';
+import { secretScrubber } from '../../shared/config/redact.js';
+import { RpcPool, type Sender } from '../../shared/sender/index.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { swapInterface } from '../../shared/otmoic/abi.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
@@ -9,13 +11,11 @@ import type { RunningService, ServiceContext, ServiceDefinition } from '../../sh
 import { relayCommands } from '../../topics/relay.commands.js';
 import { relayConsumerGroup, subscribeCommands } from './command-consumer.js';
 import { relayMetrics } from './metrics.js';
-import { relayMigrations } from './migrations.js';
+import { chainView } from './chain-view.js';
+import { relayMigrationSets } from './migrations.js';
 import { registerRelayRoutes } from './routes.js';
-import { CommandStore } from './store.js';
-import { Submitter } from './submitter.js';
-
-/** A read of basisPointsRate() that takes longer than this is a failure (30206), not a hanging request. */
-const FEE_READ_TIMEOUT_MS = 5_000;
+import { COMMAND_STATUSES, CommandStore } from './store.js';
+import { createRelaySender } from './submitter.js';
 
 /**
  * The relay interface of one EVM chain deployment (`npm run start-relay`, section `[relay]`): hashlock,
@@ -25,7 +25,7 @@ const FEE_READ_TIMEOUT_MS = 5_000;
 export const relayService: ServiceDefinition = {
   name: 'relay',
   sections: ['relay'],
-  migrations: [relayMigrations],
+  migrations: relayMigrationSets,
   async start(context) {
     const relay = await startRelay(context, context.config.relay!);
     context.trackConsumerGroup(relayConsumerGroup(context.config.relay!.systemChainId), [relayCommands.name]);
@@ -41,48 +41,53 @@ export interface RelayContext extends Pick<ServiceContext, 'log' | 'metrics'> {
 export async function startRelay(
   context: RelayContext,
   config: RelayConfig,
-): Promise<
-  RunningService & { port: number; app: FastifyInstance; submitter: Submitter; store: CommandStore }
-> {
+): Promise<RunningService & { port: number; app: FastifyInstance; submitter: Sender; store: CommandStore }> {
   const log = context.log.child({ relay: config.systemChainId });
   const pollIntervalMs = Math.round(config.blockTimeSeconds * 1000);
-  // No network probing: start-up must not fail while the RPC is down (the submitter retries, /status tells).
-  const provider = new JsonRpcProvider(config.rpc, config.chainId, {
-    staticNetwork: Network.from(config.chainId),
-    cacheTimeout: -1,
-    pollingInterval: Math.min(pollIntervalMs, 4_000),
-  });
-  const wallet = new Wallet(config.priv, provider);
+  const rpcUrls = [config.rpc, ...config.rpcFallbacks];
+  // RPC URLs carry API keys: every text that leaves the relay (answers, command reasons, logs) is scrubbed.
+  const scrub = secretScrubber(rpcUrls);
+  // No network probing: start-up must not fail while the RPC is down (the sender retries, /status tells).
+  const rpc = new RpcPool({ urls: rpcUrls, chainId: config.chainId, timeoutMs: config.rpcTimeoutMs, scrub });
+  const wallet = new Wallet(config.priv);
   const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`);
-  const metrics = relayMetrics(context.metrics);
-  const maxGasPriceWei = config.maxGasPriceWei === undefined ? undefined : BigInt(config.maxGasPriceWei);
-  const submitter = new Submitter({
+  let sender: Sender | undefined;
+  const metrics = relayMetrics(context.metrics, {
+    balanceWei: () => sender?.state.balanceWei,
+    oldestUnconfirmedSinceMs: () => sender?.state.oldestUnconfirmedSinceMs,
+    countByStatus: () => store.countByStatus(config.systemChainId),
+    statuses: COMMAND_STATUSES,
+  });
+  const maxGasPriceWei = BigInt(config.maxGasPriceWei);
+  sender = createRelaySender({
     pool: context.db,
     store,
-    provider,
+    rpc,
     wallet,
     contractAddr: config.contractAddr,
     chainId: config.chainId,
     systemChainId: config.systemChainId,
     pollIntervalMs,
-    maxGasPriceWei,
-    onSettled: (action, outcome) => metrics.commands.inc({ action, outcome }),
+    caps: { maxFeePerGas: maxGasPriceWei, maxGasLimit: BigInt(config.maxGasLimit) },
+    confirmations: config.confirmations,
+    windowMarginSeconds: config.windowMarginSeconds,
+    bumpAfterBlocks: config.bumpAfterBlocks,
+    maxRefusals: config.maxRefusals,
+    onSettled: (action, outcome) => {
+      metrics.commands.inc({ action, outcome: outcome === 'missed' ? 'failed' : outcome });
+      if (outcome === 'missed') metrics.windowsMissed.inc({ action });
+    },
+    scrub,
     log,
   });
-  const contract = new Contract(config.contractAddr, swapInterface, provider);
-  const readFee = async (): Promise<bigint> => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        contract.getFunction('basisPointsRate').staticCall() as Promise<bigint>,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error('basisPointsRate() timed out')), FEE_READ_TIMEOUT_MS);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  const submitter = sender;
+  const readFee = (): Promise<bigint> =>
+    rpc.read(
+      (p) =>
+        new Contract(config.contractAddr, swapInterface, p)
+          .getFunction('basisPointsRate')
+          .staticCall() as Promise<bigint>,
+    );
 
   const subscription = await subscribeCommands({
     bus: context.bus,
@@ -97,6 +102,21 @@ export async function startRelay(
     config.port,
     (app) =>
       registerRelayRoutes(app, {
+        chain: config.acceptChecks
+          ? chainView({
+              rpc,
+              contractAddr: config.contractAddr,
+              lookbackBlocks: config.senderLookbackBlocks,
+              cacheMs: Math.min(1_000, pollIntervalMs),
+            })
+          : undefined,
+        windowMarginSeconds: config.windowMarginSeconds,
+        maxWindowAheadSeconds: config.maxWindowAheadSeconds,
+        access: { apiKeys: config.apiKeys, allowIps: config.allowIps, restrictReads: config.restrictReads },
+        rateLimit: config.rateLimit,
+        errorsAsHttp200: config.errorsAsHttp200,
+        scrub,
+        onReopened: () => submitter.wake(),
         systemChainId: config.systemChainId,
         chainId: config.chainId,
         commandContext: {
@@ -111,6 +131,7 @@ export async function startRelay(
         status: () => ({
           wallet: wallet.address,
           chainId: config.chainId,
+          rpcEndpoints: rpcUrls.length,
           submitter: { ...submitter.state },
         }),
         log,
@@ -131,7 +152,7 @@ export async function startRelay(
       await http.stop();
       await subscription.stop();
       await submitter.stop();
-      provider.destroy();
+      rpc.destroy();
     },
   };
 }

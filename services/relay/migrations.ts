@@ -1,4 +1,5 @@
 import type { MigrationSet } from '../../shared/db/migrate.js';
+import { senderMigrations } from '../../shared/sender/nonces.js';
 
 export const relayMigrations: MigrationSet = {
   namespace: 'relay',
@@ -42,5 +43,40 @@ export const relayMigrations: MigrationSet = {
         );
       `,
     },
+    {
+      version: 2,
+      name: 'one command per action and transfer; replacements at one nonce; shared sender nonces',
+      sql: `
+        -- Needs the 'sender' migrations (sender_nonces) applied first.
+        ALTER TABLE relay_commands DROP CONSTRAINT relay_commands_status_check;
+        ALTER TABLE relay_commands ADD CONSTRAINT relay_commands_status_check
+          CHECK (status IN ('accepted', 'scheduled', 'signed', 'sent', 'cancelling', 'confirmed', 'failed'));
+        -- Every transaction signed for the command, all at its one nonce (speed-ups and the freeing
+        -- self-transfer); raw_tx / tx_hash keep the latest, or the one that was mined.
+        ALTER TABLE relay_commands
+          ADD COLUMN txs jsonb NOT NULL DEFAULT '[]',
+          ADD COLUMN refusals int NOT NULL DEFAULT 0,
+          ADD COLUMN mined_block bigint,
+          ADD COLUMN cancel_reason text;
+        CREATE INDEX relay_commands_by_transfer ON relay_commands (system_chain_id, action, transfer_id);
+        DROP INDEX relay_commands_open;
+        CREATE INDEX relay_commands_open ON relay_commands (system_chain_id, window_start)
+          WHERE status IN ('scheduled', 'signed', 'sent', 'cancelling');
+        INSERT INTO sender_nonces (chain_id, address, next_nonce)
+          SELECT chain_id, address, next_nonce FROM relay_nonces
+          ON CONFLICT (chain_id, address) DO UPDATE
+            SET next_nonce = GREATEST(sender_nonces.next_nonce, EXCLUDED.next_nonce);
+        DROP TABLE relay_nonces;
+        -- register_relay: the relay server's callback URLs (the latest registration per deployment).
+        CREATE TABLE relay_registrations (
+          system_chain_id text PRIMARY KEY,
+          callbacks jsonb NOT NULL,
+          registered_at timestamptz NOT NULL DEFAULT now()
+        );
+      `,
+    },
   ],
 };
+
+/** What the relay's database needs, in order: the shared sender's nonces, then the relay's tables. */
+export const relayMigrationSets: readonly MigrationSet[] = [senderMigrations, relayMigrations];

@@ -89,28 +89,105 @@ const behalfBody = (keys: string[], command: object) => ({
 });
 
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+/** Answers any relay route may give (rate limit per client). */
+const always = {
+  '429': { description: 'too many requests from this client (30215)', ...json(errorBody) },
+};
+/** Answers of a route behind relay.apiKeys / relay.allowIps. */
+const guarded = {
+  '401': { description: 'no valid API key in x-api-key (30216)', ...json(errorBody) },
+  '403': { description: 'client IP not in relay.allowIps (30217)', ...json(errorBody) },
+};
 const errors = {
   '400': { description: 'invalid input (see the code)', ...json(errorBody) },
   '404': { description: 'unknown route or command', ...json(errorBody) },
   '413': { description: 'body too large', ...json(errorBody) },
   '415': { description: 'not application/json', ...json(errorBody) },
   '502': { description: 'the chain could not be read', ...json(errorBody) },
-  '503': { description: 'the command store is unavailable', ...json(errorBody) },
+  '503': { description: 'the command store or the chain is unavailable', ...json(errorBody) },
+  ...always,
+};
+const commandStatus = {
+  type: 'string',
+  enum: ['accepted', 'scheduled', 'signed', 'sent', 'cancelling', 'confirmed', 'failed'],
+  description:
+    'accepted → scheduled → signed → sent → confirmed (N blocks deep) | failed; cancelling: the nonce is being freed by a 0-value self-transfer',
 };
 const accepted = {
   '200': {
-    description: 'stored and queued (the same command again gets the same answer and id)',
+    description:
+      'stored and queued, or the one command of this (action, transferId) already known: a repeat with another gas strategy updates it while pending, a failed one whose window is open is re-opened',
     ...json({
       type: 'object',
+      required: ['code', 'message', 'command_id', 'status'],
       properties: {
         code: { const: 200 },
         message: { const: 'Command received' },
-        command_id: { type: 'string' },
+        command_id: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+        status: commandStatus,
       },
     }),
   },
+  '409': {
+    description: 'window closed (30218) or transfer not pending on chain (30220)',
+    ...json(errorBody),
+  },
   ...errors,
+  ...guarded,
 };
+const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
+const fee = {
+  type: 'object',
+  description: 'type 2: maxFeePerGas / maxPriorityFeePerGas; type 0: gasPrice (decimal wei)',
+  properties: {
+    type: { type: 'integer', enum: [0, 2] },
+    maxFeePerGas: { type: 'string' },
+    maxPriorityFeePerGas: { type: 'string' },
+    gasPrice: { type: 'string' },
+  },
+};
+const command = {
+  type: 'object',
+  required: ['id', 'action', 'status', 'transfer_id', 'window', 'transactions'],
+  properties: {
+    id: { type: 'string' },
+    action: { type: 'string', enum: ['confirm_out', 'confirm_in', 'refund_out', 'refund_in'] },
+    status: commandStatus,
+    transfer_id: bytes32,
+    window: {
+      type: 'object',
+      properties: {
+        op: { type: 'string' },
+        start: { type: 'integer' },
+        end: nullable({ type: 'integer' }),
+      },
+    },
+    tx_hash: nullable({ type: 'string' }),
+    nonce: nullable({ type: 'integer' }),
+    block_number: nullable({ type: 'integer' }),
+    reason: nullable({ type: 'string' }),
+    attempts: { type: 'integer' },
+    transactions: {
+      type: 'array',
+      description:
+        'every transaction signed at the nonce, oldest first (speed-ups, the freeing self-transfer)',
+      items: {
+        type: 'object',
+        properties: {
+          kind: { type: 'string', enum: ['call', 'cancel'] },
+          tx_hash: { type: 'string' },
+          fee,
+          gas_limit: { type: 'string' },
+        },
+      },
+    },
+    gas_price: { type: 'string' },
+    client: { type: 'object' },
+    created_at: { type: 'string' },
+    updated_at: { type: 'string' },
+  },
+};
+const reads = (restrictable: boolean) => (restrictable ? { ...always, ...guarded } : always);
 
 const swapValue = {
   type: 'object',
@@ -157,7 +234,7 @@ export function openApiDocument(systemChainId: string) {
     info: {
       title: `Otmoic relay interface (system chain ${systemChainId})`,
       version: '1',
-      description: `Errors are always JSON {code, message} with a matching HTTP status:\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
+      description: `Errors are always JSON {code, message} with a matching HTTP status (with relay.errorsAsHttp200 = true, refusals answer HTTP 200 with the same body, for clients that throw on non-2xx). The behalf routes and register_relay need the x-api-key header when relay.apiKeys is set, and a client IP in relay.allowIps when that is set; with relay.restrictReads the reads (status, commands, /metrics) too. Every route is rate-limited per client (API key, else IP).\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
     },
     paths: {
       [`${p}/get_hashlock`]: {
@@ -234,16 +311,81 @@ export function openApiDocument(systemChainId: string) {
       },
       [`${p}/behalf/commands/{id}`]: {
         get: {
-          summary:
-            'status of a command: accepted, scheduled, signed, sent, confirmed (tx_hash) or failed (reason)',
+          summary: 'one command: its status, window, transactions (tx_hash of the mined one), reason',
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { '200': { description: 'the command', ...json({ type: 'object' }) }, ...errors },
+          responses: {
+            '200': {
+              description: 'the command',
+              ...json({
+                type: 'object',
+                required: ['code', 'command'],
+                properties: { code: { const: 200 }, command },
+              }),
+            },
+            '404': { description: 'no command with this id (30210)', ...json(errorBody) },
+            '503': { description: 'the command store is unavailable (30211)', ...json(errorBody) },
+            ...reads(true),
+          },
+        },
+      },
+      [`${p}/behalf/commands`]: {
+        get: {
+          summary: 'the commands of one transfer (any action), newest first',
+          parameters: [{ name: 'transfer_id', in: 'query', required: true, schema: bytes32 }],
+          responses: {
+            '200': {
+              description: 'the commands',
+              ...json({
+                type: 'object',
+                required: ['code', 'commands'],
+                properties: { code: { const: 200 }, commands: { type: 'array', items: command } },
+              }),
+            },
+            '400': { description: 'transfer_id is not 32 bytes of hex (30201)', ...json(errorBody) },
+            '503': { description: 'the command store is unavailable (30211)', ...json(errorBody) },
+            ...reads(true),
+          },
+        },
+      },
+      [`${p}/register_relay`]: {
+        post: {
+          summary: "the relay server's callback URLs (stored; the latest registration wins)",
+          requestBody: json({
+            type: 'object',
+            required: ['relay_server_url'],
+            properties: {
+              relay_server_url: {
+                type: 'object',
+                properties: Object.fromEntries(
+                  [
+                    'on_transfer_out',
+                    'on_transfer_in',
+                    'on_confirm_out',
+                    'on_confirm_in',
+                    'on_refunded_out',
+                    'on_refunded_in',
+                  ].map((name) => [name, { type: 'string', format: 'uri' }]),
+                ),
+              },
+            },
+          }),
+          responses: {
+            '200': {
+              description: 'registered',
+              ...json({
+                type: 'object',
+                properties: { code: { const: 200 }, message: { const: 'register succeed' } },
+              }),
+            },
+            ...errors,
+            ...guarded,
+          },
         },
       },
       [`${p}/status`]: {
         get: {
-          summary: 'chain reachability and submitter state',
-          responses: { '200': { description: 'state', ...json({ type: 'object' }) } },
+          summary: 'chain reachability and sender state (RPC URLs never shown)',
+          responses: { '200': { description: 'state', ...json({ type: 'object' }) }, ...reads(true) },
         },
       },
     },

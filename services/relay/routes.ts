@@ -3,7 +3,8 @@
  * otmoic.md §2). Success bodies are the original's (`code: 200`); every refusal is `{code, message}` with
  * the HTTP status of errors.ts, never a 5xx for bad input.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   hashlock,
   isChainInputError,
@@ -12,11 +13,19 @@ import {
   type SwapVariant,
 } from '../../shared/chain/index.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { parseCommandBody, type CommandContext, type RelayAction } from './command-body.js';
+import { accessGuard } from './access.js';
+import type { ChainView } from './chain-view.js';
+import {
+  COMMAND_KEYS,
+  parseCommandBody,
+  type CommandContext,
+  type ParsedCommand,
+  type RelayAction,
+} from './command-body.js';
 import { RELAY_ERRORS, RelayError, isRelayError, type RelayErrorName } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import type { CommandRow, CommandStore } from './store.js';
-import { callWindow } from './windows.js';
+import { callWindow, describeWindow } from './windows.js';
 
 /** Relay bodies are small; a larger one is refused before parsing. */
 export const RELAY_BODY_LIMIT = 64 * 1024;
@@ -28,7 +37,19 @@ export interface RelayRoutesOptions {
   store: CommandStore;
   readFee: () => Promise<bigint>;
   status: () => Record<string, unknown>;
-  onCommand?: (action: RelayAction, outcome: 'accepted' | 'repeated') => void;
+  onCommand?: (action: RelayAction, outcome: 'accepted' | 'repeated' | 'reopened') => void;
+  /** A failed command was re-opened: the sender should look now. */
+  onReopened?: () => void;
+  /** Chain reads at accept time; undefined = no chain checks (conformance tests without a chain). */
+  chain?: ChainView;
+  windowMarginSeconds: number;
+  maxWindowAheadSeconds: number;
+  access: { apiKeys: readonly string[]; allowIps: readonly string[]; restrictReads: boolean };
+  rateLimit: { max: number; windowMs: number };
+  /** Compatibility: refusals answer HTTP 200 with {code, message}. */
+  errorsAsHttp200: boolean;
+  /** Removes RPC URLs (API keys) from any text before it is answered or logged. */
+  scrub: (text: string) => string;
   log: Logger;
 }
 
@@ -36,30 +57,52 @@ export function relayPrefix(systemChainId: string): string {
   return `/evm-client-${systemChainId}/relay`;
 }
 
-export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOptions): void {
+export async function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOptions): Promise<void> {
   const prefix = relayPrefix(options.systemChainId);
-  const { store, log } = options;
+  const { store, log, scrub } = options;
+  const statusOf = (status: number) => (options.errorsAsHttp200 ? 200 : status);
+  const guard = accessGuard(options.access);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (isRelayError(error))
-      return reply.code(error.status).send({ code: error.code, message: error.message });
+      return reply.code(statusOf(error.status)).send({ code: error.code, message: scrub(error.message) });
     const kind = frameworkErrorKind(error);
     if (kind !== undefined) {
       return reply
-        .code(RELAY_ERRORS[kind].status)
-        .send({ code: RELAY_ERRORS[kind].code, message: publicMessage(kind, error) });
+        .code(statusOf(RELAY_ERRORS[kind].status))
+        .send({ code: RELAY_ERRORS[kind].code, message: scrub(publicMessage(kind, error)) });
     }
-    log.error({ err: error.message, url: request.url }, 'relay route failed');
+    log.error({ err: scrub(error.message), url: request.url }, 'relay route failed');
     return reply.code(500).send({ code: RELAY_ERRORS.INTERNAL.code, message: 'internal error' });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
+    reply.code(statusOf(404)).send({
       code: RELAY_ERRORS.ROUTE_NOT_FOUND.code,
       message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}; this relay serves ${prefix}/…`,
     }),
   );
 
+  // Per client (valid API key, else IP), on every relay route: a flood from one client is answered 429
+  // before its body is parsed, and never uses another client's budget.
+  await app.register(rateLimit, {
+    // One budget per client across every relay route (a per-route budget would multiply it).
+    global: true,
+    max: options.rateLimit.max,
+    timeWindow: options.rateLimit.windowMs,
+    keyGenerator: (request) => guard.clientKey(request.ip, request.headers['x-api-key']),
+    errorResponseBuilder: (_request, context) =>
+      new RelayError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(context.ttl / 1000)} s`),
+  });
+  const restricted = async (request: FastifyRequest) => guard.check(request.ip, request.headers['x-api-key']);
   const post = { bodyLimit: RELAY_BODY_LIMIT };
+  const guarded = { ...post, onRequest: restricted };
+  const readGuard = options.access.restrictReads ? { onRequest: restricted } : {};
+  // /metrics belongs to the shared HTTP server: restricted here by URL when reads are.
+  if (options.access.restrictReads) {
+    app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+      if (request.url.split('?')[0] === '/metrics') guard.check(request.ip, request.headers['x-api-key']);
+    });
+  }
 
   app.post(`${prefix}/get_hashlock`, post, async (request) => {
     const preimage = objectBody(request.body)['preimage'];
@@ -77,7 +120,7 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
     try {
       fee = await options.readFee();
     } catch (error) {
-      log.warn({ err: (error as Error).message.slice(0, 300) }, 'basisPointsRate() read failed');
+      log.warn({ err: scrub((error as Error).message).slice(0, 300) }, 'basisPointsRate() read failed');
       throw new RelayError('FEE_READ_FAILED', 'fetch base_points_rate error');
     }
     return { code: 200, fee: Number(fee) };
@@ -102,11 +145,74 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
   app.post(`${prefix}/get_signer_from_eip712`, post, signer('swap'));
   app.post(`${prefix}/single_swap/get_signer_from_eip712`, post, signer('single-chain'));
 
-  const behalf = (action: RelayAction) => async (request: { body: unknown }) => {
-    const parsed = parseCommandBody(action, request.body, options.commandContext);
-    let accepted: { id: string; created: boolean };
+  const chainRead = async <T>(what: string, read: () => Promise<T>): Promise<T> => {
     try {
-      accepted = await store.accept(parsed);
+      return await read();
+    } catch (error) {
+      log.warn({ err: scrub((error as Error).message).slice(0, 300), what }, 'accept-time chain read failed');
+      throw new RelayError(
+        'CHAIN_UNAVAILABLE',
+        `the chain could not be read (${what}); nothing was accepted, retry`,
+      );
+    }
+  };
+
+  /** Parses the body; an unknown wallet name with a transfer_id takes the sender of that transferIn on chain. */
+  const parse = async (action: RelayAction, body: unknown): Promise<ParsedCommand> => {
+    try {
+      return parseCommandBody(action, body, options.commandContext);
+    } catch (error) {
+      const chain = options.chain;
+      if (!(isRelayError(error) && error.kind === 'UNKNOWN_SENDER_WALLET') || chain === undefined)
+        throw error;
+      const transferIdGiven = commandOf(action, body)?.['transfer_id'];
+      if (typeof transferIdGiven !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(transferIdGiven)) throw error;
+      const sender = await chainRead('LogNewTransferIn', () => chain.transferInSender(transferIdGiven));
+      if (sender === undefined)
+        throw new RelayError(
+          'SENDER_NOT_FOUND',
+          `no LogNewTransferIn of transfer_id ${transferIdGiven} on chain`,
+        );
+      return parseCommandBody(action, body, options.commandContext, sender);
+    }
+  };
+
+  /** Refuses a command the chain says cannot be made: window closed or too far ahead, transfer not pending. */
+  const checkOnChain = async (parsed: ParsedCommand): Promise<void> => {
+    const chain = options.chain;
+    if (chain === undefined) return;
+    const { command } = parsed;
+    const window = callWindow(command.action, command.call);
+    const now = await chainRead('block time', () => chain.chainTime());
+    if (window.end !== null && now >= window.end - options.windowMarginSeconds) {
+      throw new RelayError(
+        'WINDOW_CLOSED',
+        `window closed: ${describeWindow(window)}; the chain is at block time ${now} (safety margin ${options.windowMarginSeconds} s)`,
+      );
+    }
+    if (window.start - now > options.maxWindowAheadSeconds) {
+      throw new RelayError(
+        'WINDOW_TOO_FAR',
+        `${describeWindow(window)}: more than ${options.maxWindowAheadSeconds} s after the chain's block time ${now}`,
+      );
+    }
+    const status = await chainRead('swapStatus', () => chain.swapStatus(command.transferId));
+    if (status !== 1) {
+      throw new RelayError(
+        'TRANSFER_NOT_PENDING',
+        `swapStatus(${command.transferId}) is ${['none (never locked with these terms)', 'pending', 'confirmed', 'refunded'][status] ?? status}, not pending`,
+      );
+    }
+  };
+
+  const behalf = (action: RelayAction) => async (request: { body: unknown }) => {
+    const parsed = await parse(action, request.body);
+    const known = await readCommand(store, parsed.command.commandId);
+    // A command already under way (or done) answers its status; only a new or failed one is checked on chain.
+    if (known === undefined || known.status === 'failed') await checkOnChain(parsed);
+    let accepted: Awaited<ReturnType<CommandStore['accept']>>;
+    try {
+      accepted = await store.accept(parsed, { reopen: options.chain !== undefined });
     } catch (error) {
       log.error({ err: (error as Error).message.slice(0, 300), action }, 'storing a relay command failed');
       throw new RelayError(
@@ -114,31 +220,94 @@ export function registerRelayRoutes(app: FastifyInstance, options: RelayRoutesOp
         'the command could not be stored; nothing was accepted, send it again',
       );
     }
-    if (accepted.created) {
+    if (accepted.created || accepted.reopened) {
       log.info(
-        { command: accepted.id, action, transferId: parsed.command.transferId },
+        { command: accepted.id, action, transferId: parsed.command.transferId, reopened: accepted.reopened },
         'relay command accepted',
       );
     }
-    options.onCommand?.(action, accepted.created ? 'accepted' : 'repeated');
-    // The same command again gets the same answer.
-    return { code: 200, message: 'Command received', command_id: accepted.id };
+    if (accepted.reopened) options.onReopened?.();
+    options.onCommand?.(action, accepted.created ? 'accepted' : accepted.reopened ? 'reopened' : 'repeated');
+    return { code: 200, message: 'Command received', command_id: accepted.id, status: accepted.status };
   };
   for (const action of ['confirm_out', 'confirm_in', 'refund_out', 'refund_in'] as const) {
-    app.post(`${prefix}/behalf/${action}`, post, behalf(action));
+    app.post(`${prefix}/behalf/${action}`, guarded, behalf(action));
   }
 
-  app.get(`${prefix}/behalf/commands/:id`, async (request) => {
+  app.post(`${prefix}/register_relay`, guarded, async (request) => {
+    const urls = objectBody(request.body)['relay_server_url'];
+    const parsedUrls = registrationUrls(urls);
+    if (parsedUrls === undefined)
+      throw new RelayError('RELAY_SERVER_URL_NOT_FOUND', 'relay_server_url not found');
+    try {
+      await store.register(options.systemChainId, parsedUrls);
+    } catch (error) {
+      log.error({ err: (error as Error).message.slice(0, 300) }, 'storing a relay registration failed');
+      throw new RelayError('STORE_UNAVAILABLE', 'the registration could not be stored; send it again');
+    }
+    log.info({ callbacks: Object.keys(parsedUrls) }, 'relay server registered');
+    return { code: 200, message: 'register succeed' };
+  });
+
+  app.get(`${prefix}/behalf/commands/:id`, readGuard, async (request) => {
     const id = (request.params as { id: string }).id;
     const row = /^[0-9a-f]{64}$/.test(id) ? await readCommand(store, id) : undefined;
     if (row === undefined) throw new RelayError('COMMAND_NOT_FOUND', 'no command with this id');
-    return { code: 200, command: publicCommand(row) };
+    return { code: 200, command: publicCommand(row, scrub) };
   });
 
-  app.get(`${prefix}/status`, async () => ({ code: 200, ...options.status() }));
+  app.get(`${prefix}/behalf/commands`, readGuard, async (request) => {
+    const transferId = (request.query as Record<string, unknown>)['transfer_id'];
+    if (typeof transferId !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(transferId))
+      throw new RelayError('INVALID_BODY', 'transfer_id (query) must be 32 bytes of 0x-prefixed hex');
+    let rows: CommandRow[];
+    try {
+      rows = await store.byTransfer(options.systemChainId, transferId);
+    } catch {
+      throw new RelayError('STORE_UNAVAILABLE', 'the command store is unavailable; try again');
+    }
+    return { code: 200, commands: rows.map((row) => publicCommand(row, scrub)) };
+  });
+
+  app.get(`${prefix}/status`, readGuard, async () =>
+    JSON.parse(scrub(JSON.stringify({ code: 200, ...options.status() }))),
+  );
 
   const document = openApiDocument(options.systemChainId);
   app.get(`${prefix}/openapi.json`, async () => document);
+}
+
+const CALLBACKS = [
+  'on_transfer_out',
+  'on_transfer_in',
+  'on_confirm_out',
+  'on_confirm_in',
+  'on_refunded_out',
+  'on_refunded_in',
+] as const;
+
+/** The callback URLs of a register_relay body: an object of http(s) URLs (at least one known callback). */
+function registrationUrls(value: unknown): Record<string, string> | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const urls: Record<string, string> = {};
+  for (const name of CALLBACKS) {
+    const url = (value as Record<string, unknown>)[name];
+    if (url === undefined) continue;
+    if (typeof url !== 'string' || url.length > 2_000 || !/^https?:\/\/[^\s]+$/.test(url)) return undefined;
+    urls[name] = url;
+  }
+  return Object.keys(urls).length > 0 ? urls : undefined;
+}
+
+/** The command object of a behalf body (under any of its keys), if there is one. */
+function commandOf(action: RelayAction, body: unknown): Record<string, unknown> | undefined {
+  if (body === null || typeof body !== 'object') return undefined;
+  for (const key of COMMAND_KEYS[action]) {
+    const value = (body as Record<string, unknown>)[key];
+    if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      return value as Record<string, unknown>;
+  }
+  return undefined;
 }
 
 async function readCommand(store: CommandStore, id: string): Promise<CommandRow | undefined> {
@@ -150,7 +319,7 @@ async function readCommand(store: CommandStore, id: string): Promise<CommandRow 
 }
 
 /** What GET …/commands/{id} shows: never the raw transaction's signature material beyond its hash. */
-export function publicCommand(row: CommandRow) {
+export function publicCommand(row: CommandRow, scrub: (text: string) => string = (t) => t) {
   const window = callWindow(row.action, row.command.call);
   return {
     id: row.id,
@@ -161,8 +330,10 @@ export function publicCommand(row: CommandRow) {
     tx_hash: row.txHash,
     nonce: row.nonce,
     block_number: row.blockNumber,
-    reason: row.reason,
+    reason: row.reason === null ? null : scrub(row.reason),
     attempts: row.attempts,
+    /** Every transaction signed at the nonce (speed-ups, the freeing self-transfer), oldest first. */
+    transactions: row.txs.map((t) => ({ kind: t.kind, tx_hash: t.hash, fee: t.fee, gas_limit: t.gasLimit })),
     gas_price: row.command.gasPrice,
     client: row.metadata,
     created_at: row.createdAt.toISOString(),
@@ -181,6 +352,7 @@ function objectBody(body: unknown): Record<string, unknown> {
 function frameworkErrorKind(error: FastifyError): RelayErrorName | undefined {
   const status = error.statusCode ?? 500;
   if (status === 413) return 'BODY_TOO_LARGE';
+  if (status === 429) return 'RATE_LIMITED';
   if (status === 415) return 'UNSUPPORTED_MEDIA_TYPE';
   if (status >= 400 && status < 500) return 'INVALID_BODY';
   return undefined;

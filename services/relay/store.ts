@@ -6,10 +6,23 @@ import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import { encode, envelope } from '../../topics/envelope.js';
 import { relayCommands, type RelayCommand } from '../../topics/relay.commands.js';
+import { Transaction } from 'ethers';
+import { storeFee, type SignedAttempt, type Settlement, type WalletRef } from '../../shared/sender/index.js';
+import { takeNonce } from '../../shared/sender/nonces.js';
 import type { ParsedCommand } from './command-body.js';
 import { callWindow } from './windows.js';
 
-export type CommandStatus = 'accepted' | 'scheduled' | 'signed' | 'sent' | 'confirmed' | 'failed';
+export type CommandStatus =
+  'accepted' | 'scheduled' | 'signed' | 'sent' | 'cancelling' | 'confirmed' | 'failed';
+export const COMMAND_STATUSES: readonly CommandStatus[] = [
+  'accepted',
+  'scheduled',
+  'signed',
+  'sent',
+  'cancelling',
+  'confirmed',
+  'failed',
+];
 
 export interface CommandRow {
   id: string;
@@ -26,6 +39,11 @@ export interface CommandRow {
   txHash: string | null;
   blockNumber: number | null;
   attempts: number;
+  /** Every transaction signed at `nonce`, oldest first. */
+  txs: SignedAttempt[];
+  refusals: number;
+  minedBlock: number | null;
+  cancelReason: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -45,6 +63,10 @@ interface DbRow {
   tx_hash: string | null;
   block_number: string | null;
   attempts: number;
+  txs: SignedAttempt[];
+  refusals: number;
+  mined_block: string | null;
+  cancel_reason: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -64,9 +86,33 @@ const toRow = (r: DbRow): CommandRow => ({
   txHash: r.tx_hash,
   blockNumber: r.block_number === null ? null : Number(r.block_number),
   attempts: r.attempts,
+  txs: r.txs.length === 0 && r.raw_tx !== null ? [legacyAttempt(r.raw_tx)] : r.txs,
+  refusals: r.refusals,
+  minedBlock: r.mined_block === null ? null : Number(r.mined_block),
+  cancelReason: r.cancel_reason,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** A transaction stored before replacements were recorded (migration 2): one legacy-priced attempt. */
+function legacyAttempt(raw: string): SignedAttempt {
+  const tx = Transaction.from(raw);
+  const fee =
+    tx.type === 2
+      ? { type: 2 as const, maxFeePerGas: tx.maxFeePerGas!, maxPriorityFeePerGas: tx.maxPriorityFeePerGas! }
+      : { type: 0 as const, gasPrice: tx.gasPrice! };
+  return {
+    kind: 'call',
+    hash: tx.hash!,
+    raw,
+    fee: storeFee(fee),
+    gasLimit: tx.gasLimit.toString(),
+    signedAtBlock: 0,
+    signedAtMs: Date.now(),
+  };
+}
+
+const OPEN = `('scheduled', 'signed', 'sent', 'cancelling')`;
 
 const INSERT = `
   INSERT INTO relay_commands (id, system_chain_id, action, transfer_id, command, metadata, status, window_start, window_end)
@@ -95,10 +141,15 @@ export class CommandStore {
   ) {}
 
   /**
-   * Stores a command once and publishes it to relay.commands in the same transaction (postgres log).
-   * The same command again finds its row and publishes nothing. Returns whether it was new.
+   * One command per (action, transferId): stores a new one and publishes it to relay.commands in the same
+   * transaction (postgres log). A repeat finds the row: a pending one takes the repeat's gas strategy; a
+   * failed one is re-opened (scheduled again, nothing of its old nonce kept) when `reopen` says its window
+   * is still open. Returns the command's status after this.
    */
-  async accept(parsed: ParsedCommand): Promise<{ id: string; created: boolean }> {
+  async accept(
+    parsed: ParsedCommand,
+    options: { reopen?: boolean } = {},
+  ): Promise<{ id: string; created: boolean; status: CommandStatus; reopened: boolean }> {
     const { command, metadata } = parsed;
     return withTransaction(this.pool, async (tx) => {
       const inserted = await tx.query(
@@ -112,9 +163,70 @@ export class CommandStore {
           source: this.source,
         });
         await this.bus.publish(relayCommands.name, [encode(relayCommands, message)], { tx });
+        return { id: command.commandId, created: true, status: 'accepted', reopened: false };
       }
-      return { id: command.commandId, created: inserted.rowCount === 1 };
+      const { rows } = await tx.query<DbRow>('SELECT * FROM relay_commands WHERE id = $1 FOR UPDATE', [
+        command.commandId,
+      ]);
+      const row = toRow(rows[0]!);
+      if (row.status === 'failed' && options.reopen === true) {
+        await tx.query(
+          `UPDATE relay_commands SET status = 'scheduled', command = $2, nonce = NULL, raw_tx = NULL,
+             tx_hash = NULL, block_number = NULL, txs = '[]', refusals = 0, mined_block = NULL,
+             cancel_reason = NULL, reason = $3, updated_at = now() WHERE id = $1`,
+          [
+            row.id,
+            JSON.stringify(command),
+            `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`,
+          ],
+        );
+        return { id: row.id, created: false, status: 'scheduled', reopened: true };
+      }
+      const pending = row.status !== 'confirmed' && row.status !== 'failed';
+      if (pending && row.command.gasPrice !== command.gasPrice) {
+        await tx.query(
+          `UPDATE relay_commands SET command = jsonb_set(command, '{gasPrice}', to_jsonb($2::text)),
+             updated_at = now() WHERE id = $1`,
+          [row.id, command.gasPrice],
+        );
+      }
+      return { id: row.id, created: false, status: row.status, reopened: false };
     });
+  }
+
+  /** register_relay: the relay server's callback URLs for this deployment (the latest wins). */
+  async register(systemChainId: string, callbacks: Record<string, string>): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO relay_registrations (system_chain_id, callbacks) VALUES ($1, $2)
+       ON CONFLICT (system_chain_id) DO UPDATE SET callbacks = EXCLUDED.callbacks, registered_at = now()`,
+      [systemChainId, JSON.stringify(callbacks)],
+    );
+  }
+
+  async registration(systemChainId: string): Promise<Record<string, string> | undefined> {
+    const { rows } = await this.pool.query<{ callbacks: Record<string, string> }>(
+      'SELECT callbacks FROM relay_registrations WHERE system_chain_id = $1',
+      [systemChainId],
+    );
+    return rows[0]?.callbacks;
+  }
+
+  /** The commands of one transfer (any action), newest first. */
+  async byTransfer(systemChainId: string, transferId: string): Promise<CommandRow[]> {
+    const { rows } = await this.pool.query<DbRow>(
+      `SELECT * FROM relay_commands WHERE system_chain_id = $1 AND transfer_id = $2 ORDER BY created_at DESC LIMIT 20`,
+      [systemChainId, transferId.toLowerCase()],
+    );
+    return rows.map(toRow);
+  }
+
+  /** Commands by status (the /metrics gauge). */
+  async countByStatus(systemChainId: string): Promise<Record<string, number>> {
+    const { rows } = await this.pool.query<{ status: string; n: string }>(
+      'SELECT status, count(*) AS n FROM relay_commands WHERE system_chain_id = $1 GROUP BY status',
+      [systemChainId],
+    );
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 
   /**
@@ -134,28 +246,59 @@ export class CommandStore {
     return rows[0] ? toRow(rows[0]) : undefined;
   }
 
-  /** Commands the submitter still has to move: in-flight transactions first, then by window start. */
+  /** Commands the sender still has to move: in-flight transactions first (by nonce), then by window start. */
   async open(systemChainId: string): Promise<CommandRow[]> {
     const { rows } = await this.pool.query<DbRow>(
-      `SELECT * FROM relay_commands WHERE system_chain_id = $1 AND status IN ('scheduled', 'signed', 'sent')
-       ORDER BY (status = 'scheduled'), window_start, created_at LIMIT 100`,
+      `SELECT * FROM relay_commands WHERE system_chain_id = $1 AND status IN ${OPEN}
+       ORDER BY (status = 'scheduled'), nonce, window_start, created_at LIMIT 100`,
       [systemChainId],
     );
     return rows.map(toRow);
   }
 
-  async fail(id: string, reason: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE relay_commands SET status = 'failed', reason = $2, updated_at = now()
-       WHERE id = $1 AND status IN ('scheduled', 'signed', 'sent')`,
-      [id, reason],
-    );
+  async signFirst(
+    id: string,
+    wallet: WalletRef,
+    sign: (nonce: number) => Promise<SignedAttempt>,
+  ): Promise<{ nonce: number; attempt: SignedAttempt } | undefined> {
+    return withTransaction(this.pool, async (tx) => {
+      const claimed = await tx.query(
+        `SELECT 1 FROM relay_commands WHERE id = $1 AND status = 'scheduled' AND raw_tx IS NULL FOR UPDATE`,
+        [id],
+      );
+      if (claimed.rowCount !== 1) return undefined;
+      const nonce = await takeNonce(tx, wallet);
+      const attempt = await sign(nonce);
+      await tx.query(
+        `UPDATE relay_commands SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, txs = $5,
+           reason = NULL, updated_at = now() WHERE id = $1`,
+        [id, nonce, attempt.raw, attempt.hash, JSON.stringify([attempt])],
+      );
+      return { nonce, attempt };
+    });
   }
 
-  async noteAttempt(id: string, problem: string): Promise<void> {
+  async addAttempt(
+    id: string,
+    knownAttempts: number,
+    attempt: SignedAttempt,
+    reason?: string,
+  ): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE relay_commands SET txs = txs || $3::jsonb, raw_tx = $4, tx_hash = $5,
+         status = CASE WHEN $6::text IS NULL THEN status ELSE 'cancelling' END,
+         cancel_reason = COALESCE($6, cancel_reason), reason = COALESCE($6, reason), updated_at = now()
+       WHERE id = $1 AND status IN ('signed', 'sent', 'cancelling') AND jsonb_array_length(txs) = $2`,
+      [id, knownAttempts, JSON.stringify([attempt]), attempt.raw, attempt.hash, reason ?? null],
+    );
+    return result.rowCount === 1;
+  }
+
+  async note(id: string, problem: string, refused = false): Promise<void> {
     await this.pool.query(
-      'UPDATE relay_commands SET attempts = attempts + 1, reason = $2, updated_at = now() WHERE id = $1',
-      [id, problem],
+      `UPDATE relay_commands SET attempts = attempts + 1, refusals = refusals + $3, reason = $2, updated_at = now()
+       WHERE id = $1`,
+      [id, problem, refused ? 1 : 0],
     );
   }
 
@@ -166,55 +309,28 @@ export class CommandStore {
     );
   }
 
-  async settle(
-    id: string,
-    outcome: { status: 'confirmed' | 'failed'; blockNumber: number; reason?: string },
-  ): Promise<void> {
-    await this.pool.query(
-      `UPDATE relay_commands SET status = $2, block_number = $3, reason = $4, updated_at = now()
-       WHERE id = $1 AND status IN ('signed', 'sent')`,
-      [id, outcome.status, outcome.blockNumber, outcome.reason ?? null],
-    );
+  async setMinedBlock(id: string, block: number | null): Promise<void> {
+    await this.pool.query('UPDATE relay_commands SET mined_block = $2, updated_at = now() WHERE id = $1', [
+      id,
+      block,
+    ]);
   }
 
-  /**
-   * LOCAL_PADDING: allocates the wallet's next nonce (never below `chainPending`, the node's count) and
-   * stores the transaction `sign` makes with it, in one transaction. After this commits the command owns
-   * that transaction for good: a crash before broadcasting only means broadcasting it later.
-   * Returns undefined when the command is no longer waiting to be sent.
-   */
-  async signWithNextNonce(
-    id: string,
-    wallet: { chainId: number; address: string; chainPending: number },
-    sign: (nonce: number) => Promise<{ raw: string; hash: string }>,
-  ): Promise<{ nonce: number; raw: string; hash: string } | undefined> {
-    return withTransaction(this.pool, async (tx) => {
-      const claimed = await tx.query(
-        `SELECT 1 FROM relay_commands WHERE id = $1 AND status = 'scheduled' AND raw_tx IS NULL FOR UPDATE`,
-        [id],
-      );
-      if (claimed.rowCount !== 1) return undefined;
-      await tx.query(
-        `INSERT INTO relay_nonces (chain_id, address, next_nonce) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-        [wallet.chainId, wallet.address, wallet.chainPending],
-      );
-      const { rows } = await tx.query<{ next_nonce: string }>(
-        'SELECT next_nonce FROM relay_nonces WHERE chain_id = $1 AND address = $2 FOR UPDATE',
-        [wallet.chainId, wallet.address],
-      );
-      const nonce = Math.max(Number(rows[0]!.next_nonce), wallet.chainPending);
-      const signed = await sign(nonce);
-      await tx.query(
-        `UPDATE relay_commands SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, reason = NULL, updated_at = now()
-         WHERE id = $1`,
-        [id, nonce, signed.raw, signed.hash],
-      );
-      await tx.query('UPDATE relay_nonces SET next_nonce = $3 WHERE chain_id = $1 AND address = $2', [
-        wallet.chainId,
-        wallet.address,
-        nonce + 1,
-      ]);
-      return { nonce, ...signed };
-    });
+  /** Final status; a settlement naming a transaction records it as the command's (the one mined). */
+  async finish(id: string, outcome: Settlement): Promise<void> {
+    await this.pool.query(
+      `UPDATE relay_commands SET status = $2, block_number = $3, reason = $4,
+         tx_hash = COALESCE($5, tx_hash),
+         raw_tx = COALESCE((SELECT t->>'raw' FROM jsonb_array_elements(txs) t WHERE t->>'hash' = $5 LIMIT 1), raw_tx),
+         updated_at = now()
+       WHERE id = $1 AND status IN ${OPEN}`,
+      [
+        id,
+        outcome.status,
+        outcome.blockNumber ?? null,
+        outcome.status === 'failed' ? outcome.reason : null,
+        outcome.txHash ?? null,
+      ],
+    );
   }
 }

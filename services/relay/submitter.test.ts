@@ -5,7 +5,7 @@ import { lockSwap, type LockedSwap } from '../../shared/devnet/swap-scenarios.js
 import { swapInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
-import { relayMigrations } from './migrations.js';
+import { relayMigrationSets } from './migrations.js';
 import { RELAY_DEV_KEY, relayTestConfig, startTestRelay } from './test-harness.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
@@ -65,14 +65,14 @@ describe('relay submitter on the devnet', () => {
 
   beforeAll(async () => {
     [db, devnet] = await Promise.all([
-      createTestDatabase([relayMigrations]),
+      createTestDatabase(relayMigrationSets),
       startDevnet({ chains: [{ chainId: 97 }] }),
     ]);
     chain = devnet.chain(97);
     swap = new Contract(chain.contracts.otmoic, swapInterface, chain.provider);
     relay = await startTestRelay(
       db,
-      relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic }),
+      relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic, acceptChecks: true }),
     );
   });
   afterAll(async () => {
@@ -94,9 +94,9 @@ describe('relay submitter on the devnet', () => {
     ]);
     expect(a).toEqual({
       status: 200,
-      body: { code: 200, message: 'Command received', command_id: expect.any(String) },
+      body: { code: 200, message: 'Command received', command_id: expect.any(String), status: 'accepted' },
     });
-    expect(b).toEqual(a);
+    expect(b.body.command_id).toBe(a.body.command_id);
     const confirmOut = await relay.post(
       '/behalf/confirm_out',
       behalfBody(locked.out, 'command_transfer_confirm', locked.preimage),
@@ -126,8 +126,11 @@ describe('relay submitter on the devnet', () => {
     expect(outBlock!.timestamp).toBeGreaterThanOrEqual(T + 3 * E + 2 * Tol);
     expect(outBlock!.timestamp).toBeLessThanOrEqual(T + 3 * E + 3 * Tol);
 
-    // A retry after the fact gets the same answer and sends nothing.
-    expect(await relay.post('/behalf/confirm_in', confirmIn)).toEqual(a);
+    // A retry after the fact gets the same command, its status, and sends nothing.
+    expect(await relay.post('/behalf/confirm_in', confirmIn)).toEqual({
+      status: 200,
+      body: { ...a.body, status: 'confirmed' },
+    });
     await relay.submitter.tick();
     expect(await relayTxCount()).toBe(sentBefore + 2);
     expect(await command(a.body.command_id)).toMatchObject({
@@ -140,7 +143,7 @@ describe('relay submitter on the devnet', () => {
     expect(metrics).toContain('relay_commands_total{action="confirm_in",outcome="confirmed"} 1');
   });
 
-  it('fails a command that arrives after its window, naming the window, and sends nothing', async () => {
+  it('refuses a command that arrives after its window, naming the window, and stores nothing', async () => {
     const locked = await lock();
     const { T, E, Tol } = locked.times;
     await moveTo(T + 3 * E + 3 * Tol + 1);
@@ -149,16 +152,19 @@ describe('relay submitter on the devnet', () => {
       '/behalf/confirm_out',
       behalfBody(locked.out, 'command_transfer_confirm', locked.preimage),
     );
-    const failed = await until(late.body.command_id, 'failed');
-    expect(failed.reason).toBe(
-      `window closed: non-user confirm out is allowed from block time ${T + 3 * E + 2 * Tol} to ${T + 3 * E + 3 * Tol}; the chain is at block time ${T + 3 * E + 3 * Tol + 1}`,
-    );
-    expect(failed.tx_hash).toBeNull();
+    expect(late).toEqual({
+      status: 409,
+      body: {
+        code: 30218,
+        message: `window closed: non-user confirm out is allowed from block time ${T + 3 * E + 2 * Tol} to ${T + 3 * E + 3 * Tol}; the chain is at block time ${T + 3 * E + 3 * Tol + 1} (safety margin 5 s)`,
+      },
+    });
+    expect(await relay.store.byTransfer('9006', locked.out.transferId)).toEqual([]);
     expect(await relayTxCount()).toBe(sentBefore);
     expect(await statusOf(locked.out.transferId)).toBe(STATUS.pending);
   });
 
-  it('fails a command the contract would refuse, with the decoded custom error, before sending', async () => {
+  it('refuses a command for a transfer that is not pending on chain, before storing anything', async () => {
     const now = await chain.latestTimestamp();
     const preimage = hexlify(randomBytes(32));
     const E = 60;
@@ -182,10 +188,13 @@ describe('relay submitter on the devnet', () => {
       '/behalf/confirm_in',
       behalfBody(never, 'command_transfer_confirm', preimage),
     );
-    const failed = await until(answer.body.command_id, 'failed');
-    expect(failed.reason).toMatch(
-      /^the contract refuses the call: InvalidStatus: the transfer is not pending on chain/,
-    );
+    expect(answer.status).toBe(409);
+    expect(answer.body).toEqual({
+      code: 30220,
+      message: expect.stringMatching(
+        /^swapStatus\(0x[0-9a-f]{64}\) is none \(never locked with these terms\), not pending$/,
+      ),
+    });
     expect(await relayTxCount()).toBe(sentBefore);
   });
 

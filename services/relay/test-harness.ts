@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import type { RelayConfig } from '../../shared/config/index.js';
 import type { Pool } from '../../shared/db/pool.js';
-import { createLogger } from '../../shared/logging/logger.js';
+import { createLogger, type Logger } from '../../shared/logging/logger.js';
 import { topicSpec } from '../../topics/envelope.js';
 import { relayCommands } from '../../topics/relay.commands.js';
 import { startRelay } from './index.js';
@@ -21,12 +21,32 @@ export function relayTestConfig(overrides: Partial<RelayConfig> = {}): RelayConf
     priv: RELAY_DEV_KEY,
     senderWallets: { RelayWallet: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' },
     blockTimeSeconds: 0.1,
+    maxGasPriceWei: '200000000000',
+    maxGasLimit: 300_000,
+    rpcFallbacks: [],
+    rpcTimeoutMs: 5_000,
+    confirmations: 1,
+    windowMarginSeconds: 5,
+    bumpAfterBlocks: 3,
+    maxRefusals: 3,
+    maxWindowAheadSeconds: 7 * 24 * 3_600,
+    senderLookbackBlocks: 10_000,
+    apiKeys: [],
+    allowIps: [],
+    restrictReads: false,
+    rateLimit: { max: 100_000, windowMs: 60_000 },
+    errorsAsHttp200: false,
+    // The golden vectors are commands for transfers no devnet holds: tests that send for real turn it on.
+    acceptChecks: false,
     ...overrides,
   };
 }
 
-export async function startTestRelay(db: { pool: Pool; url: string }, config: RelayConfig) {
-  const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+export async function startTestRelay(
+  db: { pool: Pool; url: string },
+  config: RelayConfig,
+  log: Logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+) {
   const bus = new PostgresBus({
     pool: db.pool,
     connectionString: db.url,
@@ -43,21 +63,60 @@ export async function startTestRelay(db: { pool: Pool; url: string }, config: Re
     bus,
     base,
     metrics,
-    async post(path: string, body: unknown) {
+    async post(path: string, body: unknown, headers: Record<string, string> = {}) {
       const response = await fetch(`${base}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
       return { status: response.status, body: (await response.json()) as Record<string, any> };
     },
-    async get(path: string) {
-      const response = await fetch(`${base}${path}`);
+    async get(path: string, headers: Record<string, string> = {}) {
+      const response = await fetch(`${base}${path}`, { headers });
       return { status: response.status, body: (await response.json()) as Record<string, any> };
     },
     async close() {
       await relay.stop();
       await bus.close();
+    },
+  };
+}
+
+/** A behalf body in the original clients' form, from a locked side of a swap. */
+export function behalfBody(
+  side: {
+    sender: string;
+    receiver: string;
+    token: string;
+    tokenAmount: bigint;
+    ethAmount: bigint;
+    hashlock: string;
+    agreementReachedTime: number;
+    expectedSingleStepTime: number;
+    tolerantSingleStepTime: number;
+    earliestRefundTime: number;
+  },
+  key: string,
+  preimage?: string,
+  extra: Record<string, unknown> = {},
+  gasPrice = 'STANDARD',
+) {
+  return {
+    transaction_type: 'LOCAL_PADDING',
+    gas: { gas_price: gasPrice },
+    [key]: {
+      sender: side.sender,
+      user_receiver_address: side.receiver,
+      token: side.token,
+      token_amount: side.tokenAmount.toString(),
+      eth_amount: side.ethAmount.toString(),
+      hash_lock: side.hashlock,
+      agreement_reached_time: side.agreementReachedTime,
+      expected_single_step_time: side.expectedSingleStepTime,
+      tolerant_single_step_time: side.tolerantSingleStepTime,
+      earliest_refund_time: side.earliestRefundTime,
+      ...(preimage ? { preimage } : {}),
+      ...extra,
     },
   };
 }

@@ -18,6 +18,7 @@ import {
   type PointConfig,
   type RelayConfig,
   type SectionName,
+  type ClassifierConfig,
 } from './schema.js';
 
 export type DatabaseTarget =
@@ -33,6 +34,7 @@ export interface AppConfig {
   point?: PointConfig;
   agent?: AgentConfig;
   connector?: ConnectorConfig;
+  classifier?: ClassifierConfig;
   rpcUrls?: Record<string, string>;
   chainClients?: ChainClientConfig[];
   chainClient?: ChainClientInstanceConfig[];

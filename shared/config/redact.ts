@@ -1,6 +1,7 @@
 // Secrets (agent.priv, relay keys, database and Mongo passwords) must never reach logs, errors or responses.
 
-const SECRET_KEYS = /^(priv|privateKey|password|pass|DBPASS|MONGO_PASS|secret|token)$/i;
+const SECRET_KEYS =
+  /^(priv|privateKey|password|pass|DBPASS|MONGO_PASS|secret|token|apiKeys|rpc|rpcFallbacks)$/i;
 
 /** A connection URL with its password replaced. */
 export function redactUrl(url: string): string {
@@ -27,4 +28,35 @@ function walk(value: unknown, key?: string): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k)]));
   }
   return value;
+}
+
+/**
+ * A function that removes the given secrets (RPC URLs carry API keys in their path or query) from any text
+ * before it is stored, answered or logged: each URL, and its path and query on their own (error texts often
+ * quote the request path without the host), becomes `<rpc>`.
+ */
+export function secretScrubber(urls: readonly string[]): (text: string) => string {
+  const needles = new Set<string>();
+  for (const url of urls) {
+    needles.add(url);
+    needles.add(url.replace(/\/+$/, ''));
+    try {
+      const u = new URL(url);
+      const rest = `${u.pathname}${u.search}`;
+      // A bare "/" or a short path is no secret and would scrub every slash.
+      if (rest.length > 4) needles.add(rest);
+      if (u.password) needles.add(u.password);
+      if (u.username) needles.add(u.username);
+      for (const value of u.searchParams.values()) if (value.length >= 8) needles.add(value);
+      for (const part of u.pathname.split('/')) if (part.length >= 16) needles.add(part);
+    } catch {
+      // not a URL: scrub the text itself
+    }
+  }
+  const sorted = [...needles].filter((n) => n.length > 0).sort((a, b) => b.length - a.length);
+  return (text: string) => {
+    let out = text;
+    for (const needle of sorted) out = out.split(needle).join('<rpc>');
+    return out;
+  };
 }

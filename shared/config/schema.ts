@@ -43,6 +43,16 @@ export const agentSection = z.strictObject({
   contractAddr: evmAddress,
 });
 
+/** The classifier (ours): arbitration of every swap, DESIGN §7. */
+export const classifierSection = z.strictObject({
+  /** Port of its /health and /metrics. */
+  port,
+  /** DID support service (`GET /find/owner/{address}` → `{data:[{name}]}`), usually point.didSupportUrl. */
+  didSupportUrl: httpUrl,
+  /** How long a DID answer is used before it is asked again. */
+  didCacheMs: z.number().int().min(1_000).default(60_000),
+});
+
 export const connectorSection = z.strictObject({
   port,
   callbackUrl: httpUrl,
@@ -105,11 +115,56 @@ export const relaySection = z.strictObject({
   senderWallets: z.record(z.string().min(1), evmAddress).default({}),
   /** Typical seconds between blocks: how often the submitter looks at the chain's time. */
   blockTimeSeconds: z.number().positive().max(600).default(3),
-  /** Upper bound of the gas price the relay pays, in wei (decimal string); a command asking more is refused. */
+  /**
+   * Upper bound of the fee per gas the relay pays (maxFeePerGas, or gasPrice on a legacy chain), in wei
+   * (decimal string); a command asking more is refused, speed-ups stop there.
+   */
   maxGasPriceWei: z
     .string()
     .regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount')
-    .optional(),
+    .default('200000000000'),
+  /** Most gas one transaction may use: an Otmoic confirm / refund estimates ~40 000–50 000. */
+  maxGasLimit: z.number().int().min(21_000).max(30_000_000).default(300_000),
+  /** More JSON-RPC endpoints of the same chain, tried in order when `rpc` fails (and all get broadcasts). */
+  rpcFallbacks: z.array(httpUrl).max(8).default([]),
+  /** Milliseconds after which one RPC call is abandoned (and the next endpoint tried). */
+  rpcTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /** Blocks a receipt must be deep before a command is `confirmed` (1 = mined). */
+  confirmations: z.number().int().min(1).max(1_000).default(2),
+  /** Seconds before a window's end from which nothing is sent and a pending call's nonce is freed. */
+  windowMarginSeconds: z.number().int().min(0).max(3_600).default(15),
+  /** Blocks a transaction may stay unmined before it is replaced at its nonce with a higher fee. */
+  bumpAfterBlocks: z.number().int().min(1).max(1_000).default(3),
+  /** Outright refusals of a broadcast by the node after which the nonce is freed (self-transfer). */
+  maxRefusals: z.number().int().min(1).max(100).default(3),
+  /** A command whose window opens more than this many seconds after the chain's time is refused. */
+  maxWindowAheadSeconds: z
+    .number()
+    .int()
+    .min(60)
+    .default(7 * 24 * 3_600),
+  /** Blocks searched back for the LogNewTransferIn of a confirm_in / refund_in given by wallet name. */
+  senderLookbackBlocks: z.number().int().min(1).default(200_000),
+  /** API keys accepted in the `x-api-key` header of the behalf routes (empty: no key required) (secret). */
+  apiKeys: z.array(z.string().min(16)).default([]),
+  /** Client IPs or CIDR ranges allowed on the behalf routes (empty: any). */
+  allowIps: z.array(z.string().min(2)).default([]),
+  /** Also require the key and the allow-list on /status, /metrics and the command lookups. */
+  restrictReads: z.boolean().default(false),
+  /** Requests per client (API key, else IP) and window on the relay routes. */
+  rateLimit: z
+    .strictObject({
+      max: z.number().int().min(1).default(120),
+      windowMs: z.number().int().min(100).default(60_000),
+    })
+    .default({ max: 120, windowMs: 60_000 }),
+  /**
+   * Check a new command on chain before accepting it (window not closed nor too far ahead, transfer pending,
+   * sender of a wallet name from LogNewTransferIn). Only conformance tests without a chain turn it off.
+   */
+  acceptChecks: z.boolean().default(true),
+  /** Compatibility: refusals answer HTTP 200 with `{code, message}` (for clients that throw on non-2xx). */
+  errorsAsHttp200: z.boolean().default(false),
 });
 
 export const databaseSection = z.strictObject({
@@ -145,6 +200,7 @@ export const configFileSchema = z.looseObject({
   point: z.unknown().optional(),
   agent: z.unknown().optional(),
   connector: z.unknown().optional(),
+  classifier: z.unknown().optional(),
   'rpc-urls': z.unknown().optional(),
   chainClients: z.unknown().optional(),
   chainClient: z.unknown().optional(),
@@ -160,6 +216,7 @@ export const sectionSchemas = {
   point: pointSection,
   agent: agentSection,
   connector: connectorSection,
+  classifier: classifierSection,
   'rpc-urls': rpcUrlsSection,
   chainClients: z.array(chainClientEntry).min(1),
   chainClient: z.array(chainClientInstance).min(1),
@@ -171,6 +228,7 @@ export type SectionName = keyof typeof sectionSchemas;
 export type PointConfig = z.infer<typeof pointSection>;
 export type AgentConfig = z.infer<typeof agentSection>;
 export type ConnectorConfig = z.infer<typeof connectorSection>;
+export type ClassifierConfig = z.infer<typeof classifierSection>;
 export type ChainClientConfig = z.infer<typeof chainClientEntry>;
 export type ChainClientInstanceConfig = z.infer<typeof chainClientInstance>;
 export type RelayConfig = z.infer<typeof relaySection>;

@@ -30,6 +30,30 @@ export interface EmbeddedOptions {
 
 const USER = 'postgres';
 
+/**
+ * The URL of the embedded server when another process (`npm start`) is running it now, else undefined: a
+ * second process (a replay) connects to it instead of restarting it under the running services.
+ */
+export async function runningEmbeddedUrl(options: EmbeddedOptions): Promise<string | undefined> {
+  let password: string;
+  try {
+    password = (await readFile(`${options.dataDir}.password`, 'utf8')).trim();
+  } catch {
+    return undefined;
+  }
+  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${options.database}`;
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return url;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const { dataDir, port, log } = options;
   const bins = await platformBinaries();

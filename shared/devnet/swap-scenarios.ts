@@ -7,11 +7,14 @@ import {
   computeTransferId,
   confirmArgs,
   hashlockOf,
+  refundArgs,
   transferInArgs,
   transferOutArgs,
 } from '../../contracts/otmoic-test-kit.js';
-import type { SwapSide } from '../../contracts/otmoic-test-kit.js';
+import type { OutExtras, SwapSide } from '../../contracts/otmoic-test-kit.js';
 import type { DevnetChain } from './devnet.js';
+import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from './agreements.js';
+import type { SignedAgreement } from '../otmoic/agreement.js';
 
 export type SwapScenario = 'honest' | 'short_amount' | 'wrong_receiver' | 'confirm_in_without_confirm_out';
 
@@ -44,7 +47,21 @@ export interface ScenarioOptions {
   amountIn?: bigint;
   E?: number;
   Tol?: number;
+  /** Who receives the user's lock on `src` (default the LP; a contract in gas tests). */
+  outReceiver?: string;
+  /**
+   * The chain whose Reputation contract is the DID registry: the LP's lpId and the user's DID name are
+   * registered there before the swap (the classifier proves LP consent through it).
+   */
+  didChain?: DevnetChain;
+  /** How the LP answers the TransferOut on the destination chain (default: correctly). */
+  lpAnswer?: LpAnswer;
+  /** false: the parties agree (and sign) but nobody locks; `tryStep` can lock later at any time. */
+  lock?: boolean;
 }
+
+/** The LP's answer: correct, none at all (case 3), or a TransferIn that differs from the TransferOut (case 4). */
+export type LpAnswer = 'ok' | 'none' | 'wrong_amount' | 'wrong_hashlock';
 
 const SWAP = OTMOIC_SWAP_ABI as unknown as string[];
 
@@ -57,6 +74,13 @@ export interface LockedSwap {
   hashlock: string;
   /** The agreement the parties signed (what a complaint and the classifier compare against). */
   agreed: { amountOut: bigint; amountIn: bigint; lpReceiverOnSrc: string; userReceiverOnDst: string };
+  /** The signed agreement itself (userSign and lpSign are genuine signatures of the parties). */
+  agreement: SignedAgreement;
+  lpId: string;
+  userDid: string;
+  srcSystemChainId: number;
+  /** The TransferOut's arguments beyond the lock side (bid, destination, signatures). */
+  outExtras: OutExtras;
   /** The user's lock on `src` and the LP's lock on `dst`, with their transfer ids. */
   out: SwapSide & { transferId: string };
   in: SwapSide & { transferId: string };
@@ -79,9 +103,10 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
   const amountIn = options.amountIn ?? (amountOut * 99n) / 100n;
   const user = src.accounts[parties.user]!.address;
   const lp = src.accounts[parties.lp]!.address;
+  const lpId = lpIdOf(lp);
   const preimage = hexlify(randomBytes(32));
   const hashlock = hashlockOf(preimage);
-  const bidId = hexlify(randomBytes(32));
+  if (options.didChain) await registerDids(options.didChain, { [lpId]: lp, [userDid(user)]: user });
 
   const T = Math.max(await src.latestTimestamp(), await dst.latestTimestamp()) + 10;
   const R = T + 3 * E + 3 * Tol + 60;
@@ -91,21 +116,52 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
     tolerantSingleStepTime: Tol,
     earliestRefundTime: R,
   };
+  const native = '0x0000000000000000000000000000000000000000';
+  const agreement = signAgreement(
+    {
+      srcChainId: BigInt(options.srcSystemChainId),
+      srcAddress: user,
+      srcToken: native,
+      srcAmount: amountOut.toString(),
+      dstChainId: BigInt(options.dstSystemChainId),
+      dstAddress: user,
+      dstToken: native,
+      dstAmount: amountIn.toString(),
+      dstNativeAmount: '0',
+      requestor: user,
+      lpId,
+      agreementReachedTime: BigInt(T),
+      expectedSingleStepTime: BigInt(E),
+      tolerantSingleStepTime: BigInt(Tol),
+      earliestRefundTime: BigInt(R),
+    },
+    { userKey: src.accounts[parties.user]!.privateKey, lpKey: src.accounts[parties.lp]!.privateKey },
+    { srcEvmChainId: src.chainId, dstEvmChainId: dst.chainId },
+  );
+  const bidId = bidIdOf(agreement);
   const lockedOut = cheat === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
   const outSide: SwapSide = {
     sender: user,
-    receiver: cheat === 'wrong_receiver' ? user : lp,
-    token: '0x0000000000000000000000000000000000000000',
+    receiver: cheat === 'wrong_receiver' ? user : (options.outReceiver ?? lp),
+    token: native,
     tokenAmount: lockedOut,
     ethAmount: 0n,
     hashlock,
     ...times,
   };
-  const inSide: SwapSide = { ...outSide, sender: lp, receiver: user, tokenAmount: amountIn };
+  const answer = options.lpAnswer ?? 'ok';
+  const inSide: SwapSide = {
+    ...outSide,
+    sender: lp,
+    receiver: user,
+    tokenAmount: answer === 'wrong_amount' ? (amountIn * 90n) / 100n : amountIn,
+    hashlock: answer === 'wrong_hashlock' ? hashlockOf(hexlify(randomBytes(32))) : hashlock,
+  };
   const outId = computeTransferId(outSide, true, src.chainId);
   const inId = computeTransferId(inSide, false, dst.chainId);
 
   const steps: SwapStep[] = [];
+  // The cheats keep the genuine bid and signatures: the lock claims an agreement it does not execute.
   const outExtras = {
     dstChainId: options.dstSystemChainId,
     dstAddress: BigInt(user),
@@ -113,36 +169,46 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
     tokenDst: 0n,
     amountDst: amountIn,
     nativeAmountDst: 0n,
-    requestor: user,
-    lpId: `lp-${lp.slice(2, 10).toLowerCase()}`,
-    userSign: '0x',
-    lpSign: '0x',
+    requestor: agreement.requestor,
+    lpId,
+    userSign: agreement.userSign,
+    lpSign: agreement.lpSign,
   };
-  await sendStep(
-    steps,
-    'transferOut',
-    src,
-    parties.user,
-    T + 1,
-    'transferOut',
-    transferOutArgs(outSide, outExtras),
-    lockedOut,
-  );
-  await sendStep(
-    steps,
-    'transferIn',
-    dst,
-    parties.lp,
-    T + 2,
-    'transferIn',
-    transferInArgs(inSide, options.srcSystemChainId, outId),
-    amountIn,
-  );
+  const locks = options.lock ?? true;
+  if (locks) {
+    await sendStep(
+      steps,
+      'transferOut',
+      src,
+      parties.user,
+      T + 1,
+      'transferOut',
+      transferOutArgs(outSide, outExtras),
+      lockedOut,
+    );
+  }
+  if (locks && answer !== 'none') {
+    await sendStep(
+      steps,
+      'transferIn',
+      dst,
+      parties.lp,
+      T + 2,
+      'transferIn',
+      transferInArgs(inSide, options.srcSystemChainId, outId),
+      inSide.tokenAmount,
+    );
+  }
   return {
     bidId,
     preimage,
     hashlock,
     agreed: { amountOut, amountIn, lpReceiverOnSrc: lp, userReceiverOnDst: user },
+    agreement,
+    lpId,
+    userDid: userDid(user),
+    srcSystemChainId: options.srcSystemChainId,
+    outExtras,
     out: { ...outSide, transferId: outId },
     in: { ...inSide, transferId: inId },
     times: { T, E, Tol, R },
@@ -220,4 +286,35 @@ async function sendStep(
     timestamp: attempt.timestamp,
     from: chain.accounts[account]!.address,
   });
+}
+
+/**
+ * One step of a locked swap at an exact block timestamp, by any account, without throwing on a revert: for
+ * tests that act at a window's bounds (the bound +1 is refused by the contract).
+ */
+export async function tryStep(
+  locked: LockedSwap,
+  chain: DevnetChain,
+  step: 'transferOut' | 'transferIn' | 'confirmOut' | 'confirmIn' | 'refundOut' | 'refundIn',
+  account: number,
+  at: number,
+): Promise<{ ok: boolean; revert?: string; txHash?: string; timestamp?: number }> {
+  const side = step.endsWith('Out') ? locked.out : locked.in;
+  const call: Record<typeof step, [string, unknown[], bigint]> = {
+    transferOut: ['transferOut', transferOutArgs(locked.out, locked.outExtras), locked.out.tokenAmount],
+    transferIn: [
+      'transferIn',
+      transferInArgs(locked.in, locked.srcSystemChainId, locked.out.transferId),
+      locked.in.tokenAmount,
+    ],
+    confirmOut: ['confirmTransferOut', confirmArgs(side, locked.preimage), 0n],
+    confirmIn: ['confirmTransferIn', confirmArgs(side, locked.preimage), 0n],
+    refundOut: ['refundTransferOut', refundArgs(side), 0n],
+    refundIn: ['refundTransferIn', refundArgs(side), 0n],
+  };
+  const [method, args, value] = call[step];
+  const contract = new Contract(chain.contracts.otmoic, SWAP, chain.wallet(account));
+  const attempt = await callAt(chain, at, contract, method, args, value);
+  if (!attempt.ok) return { ok: false, revert: attempt.revert?.name ?? String(attempt.error) };
+  return { ok: true, txHash: attempt.receipt.hash, timestamp: attempt.timestamp };
 }

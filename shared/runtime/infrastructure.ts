@@ -4,7 +4,7 @@ import type { EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import type { AppConfig } from '../config/index.js';
 import { redactUrl } from '../config/redact.js';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.js';
+import { runningEmbeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.js';
 import { migrate, type MigrationSet } from '../db/migrate.js';
 import { coreMigrations } from '../db/migrations/core.js';
 import { createPool, type Pool } from '../db/pool.js';
@@ -27,17 +27,21 @@ export async function startInfrastructure(
   config: AppConfig,
   log: Logger,
   migrations: readonly MigrationSet[],
+  options: { shareRunningEmbedded?: boolean } = {},
 ): Promise<Infrastructure> {
   let embedded: EmbeddedServer | undefined;
   let dbUrl: string;
   if (config.database.mode === 'embedded') {
-    embedded = await startEmbeddedPostgres({
+    const target = {
       dataDir: config.database.dataDir,
       port: config.database.port,
       database: config.database.name,
       log: log.child({ component: 'embedded-postgres' }),
-    });
-    dbUrl = embedded.url;
+    };
+    const running = options.shareRunningEmbedded ? await runningEmbeddedUrl(target) : undefined;
+    if (running) log.info('using the embedded PostgreSQL another process runs');
+    else embedded = await startEmbeddedPostgres(target);
+    dbUrl = running ?? embedded!.url;
   } else {
     dbUrl = config.database.url;
     log.info({ database: redactUrl(dbUrl) }, 'using external PostgreSQL');

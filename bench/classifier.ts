@@ -1,0 +1,146 @@
+import fc from 'fast-check';
+import Fastify from 'fastify';
+import { createClassifier, subscribeEngine, watchedChains } from '../services/classifier/index.js';
+import { classifierMigrations } from '../services/classifier/migrations.js';
+import { timelineSpec } from '../services/classifier/reference-model.js';
+import { replayClassifier } from '../services/classifier/replay.js';
+import { CONTRACT, DID_NAMES, DST, REPUTATION, SRC } from '../services/classifier/swap-timeline.js';
+import { swapTraffic } from '../services/classifier/swap-traffic.js';
+import { classifierTables } from '../services/classifier/tables.js';
+import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
+import type { ChainClientConfig } from '../shared/config/index.js';
+import { createLogger } from '../shared/logging/logger.js';
+import { allTopics, chainEvents, chainHeights, decode, topicSpec } from '../topics/index.js';
+import { fmt, printTable, rate, scratchDatabase } from './support.js';
+
+const SWAPS = Number(process.env.BENCH_SWAPS ?? 2_000);
+/** Swaps the replay figure is given for (the issue asks for 100,000: set BENCH_SWAPS=100000 to measure it). */
+const REPLAY_TARGET = 100_000;
+
+/**
+ * `npm run bench -- classifier`: messages/s judged end to end (published → verdict committed) by the
+ * classifier, beside the raw rate at which the same bus hands the same messages to a consumer that only
+ * decodes them, in the same run; and the time a replay of those swaps takes, projected to 100,000 swaps.
+ */
+export async function run(): Promise<void> {
+  const database = await scratchDatabase([classifierMigrations]);
+  const { pool, url } = database;
+  const log = createLogger({ level: 'warn' });
+  const did = Fastify();
+  did.get<{ Params: { address: string } }>('/find/owner/:address', async (request) => ({
+    data: (DID_NAMES[request.params.address.toLowerCase()] ?? []).map((name) => ({ name })),
+  }));
+  const didUrl = await did.listen({ port: 0, host: '127.0.0.1' });
+  const bus = new PostgresBus({ pool, connectionString: url, log });
+  try {
+    await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
+    const specs = fc
+      .sample(fc.tuple(fc.nat({ max: 3 * SWAPS }), fc.integer()), { numRuns: SWAPS, seed: 7 })
+      .map(([offset, seed], id) => ({
+        ...fc.sample(timelineSpec(1_000 + offset), { numRuns: 1, seed })[0]!,
+        id,
+      }));
+    const traffic = swapTraffic(specs);
+    const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
+    const published = await time(async () => {
+      for (const stream of traffic.streams) {
+        for (let i = 0; i < stream.length; i += 200) {
+          const slice = stream.slice(i, i + 200);
+          for (const topic of [chainEvents.name, chainHeights.name]) {
+            const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
+            if (batch.length > 0) await bus.publish(topic, batch);
+          }
+        }
+      }
+    });
+
+    const topics = [chainEvents.name, chainHeights.name];
+    const drained = async (group: string) =>
+      (await bus.lag(group, topics)).reduce((n, p) => n + Number(p.lag), 0) === 0;
+
+    // Baseline: the bus delivering the same messages to a consumer that parses them and commits.
+    const raw = await time(async () => {
+      const subscription = await bus.subscribe({
+        group: 'bench-raw',
+        topics,
+        handler: async (message) => {
+          if (message.topic === chainHeights.name) decode(chainHeights, message);
+          else decode(chainEvents, message);
+        },
+      });
+      while (!(await drained('bench-raw'))) await new Promise((r) => setTimeout(r, 50));
+      await subscription.stop();
+    });
+
+    const chainClients = [
+      { chainId: SRC.chainId, nativeChainId: String(SRC.evm), contractAddr: CONTRACT },
+      {
+        chainId: DST.chainId,
+        nativeChainId: String(DST.evm),
+        contractAddr: CONTRACT,
+        reputationContractAddr: REPUTATION,
+      },
+    ] as ChainClientConfig[];
+    const { engine, did: didSource } = createClassifier({
+      pool,
+      tables: classifierTables(),
+      group: 'classifier',
+      chains: watchedChains(chainClients),
+      didSupportUrl: didUrl,
+      didCacheMs: 600_000,
+      bus,
+      log,
+    });
+    const judged = await time(async () => {
+      const subscription = await subscribeEngine(bus, engine, 'classifier');
+      const decided = async () =>
+        Number(
+          (
+            await pool.query<{ n: string }>(
+              `SELECT count(*) AS n FROM classifier_swaps WHERE status = 'decided'`,
+            )
+          ).rows[0]!.n,
+        );
+      while ((await decided()) < SWAPS) await new Promise((r) => setTimeout(r, 100));
+      await subscription.stop();
+    });
+    didSource.stop();
+
+    const replay = await time(async () => {
+      const report = await replayClassifier({ pool, bus, chainClients, didSupportUrl: didUrl, log });
+      if (!report.identical) throw new Error(`replay differs: ${JSON.stringify(report)}`);
+    });
+
+    const rawRate = rate(messages, raw.ms);
+    const judgedRate = rate(messages, judged.ms);
+    const projected = (replay.ms / 1_000) * (REPLAY_TARGET / SWAPS);
+    printTable(
+      `classifier (${fmt(SWAPS)} swaps: ${fmt(traffic.events)} events + ${fmt(messages - traffic.events)} heights; ${database.source})`,
+      [
+        ['published (batches of 200)', `${fmt(rate(messages, published.ms))} msg/s`],
+        ['baseline: bus consume, decode only', `${fmt(rawRate)} msg/s`],
+        [
+          'classifier: judged end to end',
+          `${fmt(judgedRate)} msg/s (${fmt(rate(SWAPS, judged.ms))} swaps/s) = ${(judgedRate / rawRate).toFixed(2)}× the baseline`,
+        ],
+        ['replay (fresh tables, compared)', `${(replay.ms / 1_000).toFixed(1)} s for ${fmt(SWAPS)} swaps`],
+        [
+          `replay of ${fmt(REPLAY_TARGET)} swaps`,
+          SWAPS >= REPLAY_TARGET
+            ? `${(replay.ms / 1_000).toFixed(1)} s (measured)`
+            : `≈ ${fmt(projected)} s (projected linearly from this run; BENCH_SWAPS=${REPLAY_TARGET} measures it)`,
+        ],
+      ],
+    );
+  } finally {
+    await bus.close();
+    await did.close();
+    await database.dispose();
+  }
+}
+
+async function time(fn: () => Promise<void>): Promise<{ ms: number }> {
+  const started = performance.now();
+  await fn();
+  return { ms: performance.now() - started };
+}

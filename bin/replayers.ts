@@ -1,0 +1,47 @@
+// What `npm run replay` can rebuild: each consumer's sections, migrations and replay function.
+import type { AppConfig, SectionName } from '../shared/config/index.js';
+import type { MigrationSet } from '../shared/db/migrate.js';
+import type { EventBus } from '../shared/bus/port.js';
+import type { Pool } from '../shared/db/pool.js';
+import type { Logger } from '../shared/logging/logger.js';
+import { classifierMigrations } from '../services/classifier/migrations.js';
+import { replayClassifier } from '../services/classifier/replay.js';
+import { pointsMigrations } from '../services/points/migrations.js';
+import { replayPoints } from '../services/points/replay.js';
+
+export interface ReplayContext {
+  config: AppConfig;
+  db: Pool;
+  bus: EventBus;
+  log: Logger;
+  keep: boolean;
+}
+
+export interface Replayer {
+  sections: readonly SectionName[];
+  migrations: readonly MigrationSet[];
+  replay(context: ReplayContext): Promise<{ identical: boolean }>;
+}
+
+export const replayers: Record<string, Replayer> = {
+  classifier: {
+    sections: ['classifier', 'chainClients'],
+    migrations: [classifierMigrations],
+    replay: ({ config, db, bus, log, keep }) =>
+      replayClassifier({
+        pool: db,
+        bus,
+        chainClients: config.chainClients!,
+        didSupportUrl: config.classifier!.didSupportUrl,
+        log,
+        keep,
+        onProgress: (done, left) =>
+          process.stderr.write(`\rclassifier replay: ${done} messages handled, ${left} left   `),
+      }),
+  },
+  points: {
+    sections: [],
+    migrations: [pointsMigrations],
+    replay: ({ db, bus, log, keep }) => replayPoints({ db, bus, log, keep }),
+  },
+};

@@ -1,0 +1,123 @@
+/**
+ * DID names of addresses, from the DID support service the real SDK uses: `GET {didSupportUrl}/find/owner/
+ * {address}` → `{data:[{name}]}`. Answers are cached for `ttlMs`; an address without a fresh answer is
+ * unknown, so the swap that needs it waits (never a guess), and is fetched in the background with back-off
+ * while the service is down. `onAnswer` tells the classifier which swaps to look at again.
+ */
+import { z } from 'zod';
+import type { Logger } from '../../shared/logging/logger.js';
+import { redactUrl } from '../../shared/config/redact.js';
+
+const answerSchema = z.object({
+  data: z.array(z.object({ name: z.string() }).loose()),
+});
+
+export interface DidNames {
+  /** Names owned by `address` (lower-case) as known for the swap `bidId`; undefined: not known yet. */
+  names(address: string, bidId: string): readonly string[] | undefined;
+  /** Ask for an answer (idempotent); `onAnswer` runs when it arrives. */
+  request(address: string): void;
+  stop(): void;
+}
+
+export interface HttpDidOptions {
+  url: string;
+  ttlMs: number;
+  timeoutMs?: number;
+  log: Logger;
+  onAnswer(address: string): Promise<void>;
+  onFailure?(address: string, error: string): void;
+  fetch?: typeof fetch;
+}
+
+const MIN_BACKOFF_MS = 500;
+const MAX_BACKOFF_MS = 30_000;
+
+export class HttpDidSource implements DidNames {
+  private readonly cache = new Map<string, { names: readonly string[]; at: number }>();
+  private readonly inFlight = new Set<string>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+
+  constructor(private readonly options: HttpDidOptions) {}
+
+  names(address: string): readonly string[] | undefined {
+    const entry = this.cache.get(address.toLowerCase());
+    if (entry === undefined || Date.now() - entry.at > this.options.ttlMs) return undefined;
+    return entry.names;
+  }
+
+  request(address: string): void {
+    const key = address.toLowerCase();
+    if (this.inFlight.has(key) || this.stopped) return;
+    this.inFlight.add(key);
+    void this.fetchWithRetry(key, MIN_BACKOFF_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.timers) clearTimeout(timer);
+  }
+
+  /** Fetches one answer now (also used by a replay for addresses no verdict recorded). */
+  async lookup(address: string): Promise<readonly string[]> {
+    const target = `${this.options.url.replace(/\/$/, '')}/find/owner/${address}`;
+    const response = await (this.options.fetch ?? fetch)(target, {
+      signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+    });
+    if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
+    const parsed = answerSchema.safeParse(await response.json());
+    if (!parsed.success)
+      throw new Error(`DID support answered an unexpected body: ${z.prettifyError(parsed.error)}`);
+    return parsed.data.data.map((entry) => entry.name);
+  }
+
+  private async fetchWithRetry(address: string, backoffMs: number): Promise<void> {
+    try {
+      const names = await this.lookup(address);
+      this.cache.set(address, { names, at: Date.now() });
+      this.inFlight.delete(address);
+      await this.options.onAnswer(address);
+    } catch (err) {
+      const message = (err as Error).message;
+      this.options.onFailure?.(address, message);
+      if (this.stopped) return;
+      if (backoffMs === MIN_BACKOFF_MS)
+        this.options.log.warn(
+          { address, err: message, didSupportUrl: redactUrl(this.options.url) },
+          'DID lookup failed; the swaps that need it wait',
+        );
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        void this.fetchWithRetry(address, Math.min(backoffMs * 2, MAX_BACKOFF_MS));
+      }, backoffMs);
+      timer.unref();
+      this.timers.add(timer);
+    }
+  }
+}
+
+/**
+ * For a replay: the DID names each live verdict recorded (so the replay decides on the same answers), and the
+ * live source for swaps no verdict recorded yet.
+ */
+export class RecordedDidSource implements DidNames {
+  constructor(
+    private readonly recorded: ReadonlyMap<string, Readonly<Record<string, readonly string[]>>>,
+    private readonly fallback: DidNames,
+  ) {}
+
+  names(address: string, bidId: string): readonly string[] | undefined {
+    const forSwap = this.recorded.get(bidId);
+    if (forSwap !== undefined) return forSwap[address.toLowerCase()] ?? this.fallback.names(address, bidId);
+    return this.fallback.names(address, bidId);
+  }
+
+  request(address: string): void {
+    this.fallback.request(address);
+  }
+
+  stop(): void {
+    this.fallback.stop();
+  }
+}

@@ -1,0 +1,130 @@
+import type { ChainClientConfig } from '../../shared/config/index.js';
+import type { Logger } from '../../shared/logging/logger.js';
+import { startHttpService } from '../../shared/runtime/http-service.js';
+import type { ServiceDefinition } from '../../shared/runtime/service.js';
+import { chainEvents, chainHeights, decode } from '../../topics/index.js';
+import type { EventBus, Subscription } from '../../shared/bus/port.js';
+import { HttpDidSource, type DidNames } from './did-source.js';
+import { ClassifierEngine, type WatchedChain } from './engine.js';
+import { classifierMetrics, type ClassifierMetrics } from './metrics.js';
+import { classifierMigrations } from './migrations.js';
+import type { ClassifierTables } from './tables.js';
+import { classifierTables } from './tables.js';
+import type { Pool } from '../../shared/db/pool.js';
+
+export const CLASSIFIER_GROUP = 'classifier';
+export const CLASSIFIER_TOPICS = [chainEvents.name, chainHeights.name] as const;
+
+/** The chains of `chainClients[]`: system chain id → EVM chain id, and whether complaints come from it. */
+export function watchedChains(clients: readonly ChainClientConfig[]): Map<string, WatchedChain> {
+  return new Map(
+    clients.map((c) => [
+      c.chainId,
+      { evmChainId: Number(c.nativeChainId), reputation: c.reputationContractAddr !== undefined },
+    ]),
+  );
+}
+
+/** Subscribes an engine to chain.events and chain.heights (one group, so effects and clocks stay in step). */
+export function subscribeEngine(
+  bus: EventBus,
+  engine: ClassifierEngine,
+  group: string,
+  startFrom: 'earliest' | 'latest' = 'earliest',
+): Promise<Subscription> {
+  return bus.subscribe({
+    group,
+    topics: CLASSIFIER_TOPICS,
+    startFrom,
+    handler: async (message, context) => {
+      if (message.topic === chainHeights.name) {
+        const { id, payload } = decode(chainHeights, message);
+        await engine.handleHeight(id, payload, context);
+      } else {
+        const { id, payload } = decode(chainEvents, message);
+        await engine.handleEvent(id, payload, context);
+      }
+    },
+  });
+}
+
+export interface ClassifierParts {
+  engine: ClassifierEngine;
+  did: DidNames;
+  metrics?: ClassifierMetrics;
+}
+
+/** The engine with its DID source wired so that an answer re-judges the swaps that waited for it. */
+export function createClassifier(options: {
+  pool: Pool;
+  tables: ClassifierTables;
+  group: string;
+  chains: Map<string, WatchedChain>;
+  didSupportUrl: string;
+  didCacheMs: number;
+  bus?: EventBus;
+  metrics?: ClassifierMetrics;
+  log: Logger;
+  wrapDid?: (live: DidNames) => DidNames;
+}): ClassifierParts {
+  let engine: ClassifierEngine | undefined;
+  const live = new HttpDidSource({
+    url: options.didSupportUrl,
+    ttlMs: options.didCacheMs,
+    log: options.log,
+    onAnswer: async (address) => {
+      options.metrics?.didLookups.inc({ outcome: 'answered' });
+      await engine?.didAnswered(address);
+    },
+    onFailure: () => options.metrics?.didLookups.inc({ outcome: 'failed' }),
+  });
+  const did = options.wrapDid ? options.wrapDid(live) : live;
+  engine = new ClassifierEngine({
+    pool: options.pool,
+    tables: options.tables,
+    group: options.group,
+    chains: options.chains,
+    did,
+    bus: options.bus,
+    metrics: options.metrics,
+    log: options.log,
+  });
+  return { engine, did, metrics: options.metrics };
+}
+
+/**
+ * Classifier (DESIGN §5, §7): consumes chain.events and chain.heights, keeps the swap projection, and
+ * publishes one verdict per swap to swap.verdicts and at most one violation per swap to violations.
+ */
+export const classifierService: ServiceDefinition = {
+  name: 'classifier',
+  sections: ['classifier', 'chainClients'],
+  migrations: [classifierMigrations],
+  async start(context) {
+    const config = context.config.classifier!;
+    const tables = classifierTables();
+    const metrics = classifierMetrics(context.metrics, context.db, tables);
+    const { engine, did } = createClassifier({
+      pool: context.db,
+      tables,
+      group: CLASSIFIER_GROUP,
+      chains: watchedChains(context.config.chainClients!),
+      didSupportUrl: config.didSupportUrl,
+      didCacheMs: config.didCacheMs,
+      bus: context.bus,
+      metrics,
+      log: context.log,
+    });
+    const http = await startHttpService(context, 'classifier', config.port);
+    const subscription = await subscribeEngine(context.bus, engine, CLASSIFIER_GROUP);
+    context.trackConsumerGroup(CLASSIFIER_GROUP, CLASSIFIER_TOPICS);
+    await engine.requestPendingDids();
+    return {
+      async stop() {
+        await subscription.stop();
+        did.stop();
+        await http.stop();
+      },
+    };
+  },
+};

@@ -1,0 +1,570 @@
+/**
+ * The arbitration of one swap (DESIGN §7, spec §3): a pure function of the swap's facts and the chains'
+ * clocks. It decides only what is settled, so deciding later, after more events, never changes the answer:
+ * - every window is judged on the block time of the chain that decides it, once that chain's clock (which
+ *   only moves when every event up to it has been handled) has passed the window's end;
+ * - cases are tried in the order 0, 1, 2, 3, 4, 7, 5, 6; the first that holds wins, and while an earlier
+ *   case is still open the swap waits, even if a later one already holds;
+ * - nobody is blamed without on-chain or signed proof; what fits no rule once every window closed is
+ *   "unknown" (recorded, never deducted).
+ *
+ * Case 0 makes a complaint worthless, not a swap innocent: an invalid complaint is recorded, and a swap
+ * with a TransferOut is still judged on the chain (otherwise anyone could shield a cheat by filing a bogus
+ * complaint first, since the contract takes one complaint per bid).
+ */
+import {
+  AgreementFieldError,
+  agreementOfComplaint,
+  agreementOfTransferOut,
+  differingTerms,
+} from '../../shared/otmoic/agreement.js';
+import type { SignedAgreement } from '../../shared/otmoic/agreement.js';
+import type { SwapTransaction, SwapVerdict } from '../../topics/index.js';
+import { candidateSigners, userConsents } from './consent.js';
+import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait } from './facts.js';
+
+export type Judgement =
+  { status: 'pending'; wait: Wait; reason: string } | { status: 'decided'; verdict: SwapVerdict };
+
+/** Thrown inside the decision when a fact it needs is not settled yet; becomes a pending judgement. */
+class Waiting {
+  constructor(
+    readonly wait: Wait,
+    readonly reason: string,
+  ) {}
+}
+
+const MAX_TIME = Number.MAX_SAFE_INTEGER;
+/** Window arithmetic is done in bigint (uint64 on chain); block times are safe integers. */
+const seconds = (value: bigint): number => (value > BigInt(MAX_TIME) ? MAX_TIME : Number(value));
+const lower = (s: string) => s.toLowerCase();
+
+interface ComplaintReading {
+  event: ComplaintEvent;
+  agreement: SignedAgreement | null;
+  valid: boolean;
+  invalidReason: string | null;
+  party: 'user' | 'lp' | null;
+  /** The complaint names chains this deployment does not watch: it cannot be checked. */
+  unjudgeable: string | null;
+}
+
+export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
+  const didUsed = new Map<string, readonly string[]>();
+  const didNames = (address: string): readonly string[] => {
+    const key = lower(address);
+    const names = env.didNames(key);
+    if (names === undefined) throw new Waiting({ kind: 'did', address: key }, `DID names of ${key}`);
+    didUsed.set(key, names);
+    return names;
+  };
+  const clock = (chainId: string, until: number, why: string): number => {
+    const now = env.now(chainId);
+    if (now === undefined || now < until)
+      throw new Waiting(
+        { kind: 'clock', chainId, until },
+        `chain ${chainId} block time to reach ${until}: ${why}`,
+      );
+    return now;
+  };
+  try {
+    return { status: 'decided', verdict: decide(facts, env, didNames, clock, didUsed) };
+  } catch (signal) {
+    if (signal instanceof Waiting) return { status: 'pending', wait: signal.wait, reason: signal.reason };
+    throw signal;
+  }
+}
+
+type DidNames = (address: string) => readonly string[];
+type Clock = (chainId: string, until: number, why: string) => number;
+
+/** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
+function lpSignerOf(agreement: SignedAgreement, evmChainId: number, didNames: DidNames): string | null {
+  for (const candidate of candidateSigners(agreement, agreement.lpSign, evmChainId)) {
+    if (didNames(candidate).includes(agreement.lpId)) return candidate;
+  }
+  return null;
+}
+
+function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames): ComplaintReading {
+  const reading = (fields: Partial<ComplaintReading>): ComplaintReading => ({
+    event,
+    agreement: null,
+    valid: false,
+    invalidReason: null,
+    party: null,
+    unjudgeable: null,
+    ...fields,
+  });
+  let agreement: SignedAgreement;
+  try {
+    agreement = agreementOfComplaint(event.complaint);
+  } catch (err) {
+    if (!(err instanceof AgreementFieldError)) throw err;
+    return reading({ invalidReason: `case 0: the complaint's ${err.message}` });
+  }
+  const src = agreement.srcChainId.toString();
+  const dst = agreement.dstChainId.toString();
+  const srcEvm = env.evmChainId(src);
+  const dstEvm = env.evmChainId(dst);
+  if (srcEvm === undefined || dstEvm === undefined) {
+    return reading({
+      agreement,
+      unjudgeable: `the complaint's chain ${srcEvm === undefined ? src : dst} is not watched by this deployment`,
+    });
+  }
+  if (!userConsents(agreement, agreement.userSign, srcEvm)) {
+    return reading({
+      agreement,
+      invalidReason: `case 0: userSign does not recover the requestor ${agreement.requestor} under OtmoicSwap{chainId ${srcEvm}}`,
+    });
+  }
+  const lpSigner = lpSignerOf(agreement, dstEvm, didNames);
+  if (lpSigner === null) {
+    return reading({
+      agreement,
+      invalidReason: `case 0: lpSign does not recover an address whose DID names include ${agreement.lpId} under OtmoicSwap{chainId ${dstEvm}}`,
+    });
+  }
+  const complainant = event.complainant;
+  if (complainant === agreement.lpId || didNames(lpSigner).includes(complainant))
+    return reading({ agreement, valid: true, party: 'lp' });
+  if (/^0x[0-9a-fA-F]{40}$/.test(agreement.requestor) && didNames(agreement.requestor).includes(complainant))
+    return reading({ agreement, valid: true, party: 'user' });
+  return reading({
+    agreement,
+    invalidReason: `case 0: the complainant ${complainant} is neither the user's nor the LP's DID`,
+  });
+}
+
+function decide(
+  facts: SwapFacts,
+  env: JudgeEnv,
+  didNames: DidNames,
+  clock: Clock,
+  didUsed: Map<string, readonly string[]>,
+): SwapVerdict {
+  const base = {
+    bidId: facts.bidId,
+    transferOutId: facts.out?.transferId ?? null,
+    transferInId: null as string | null,
+    responseTimeSeconds: null as number | null,
+  };
+  const evidence = (userConsent: boolean | null, lpSigner: string | null, lpConsentKnown: boolean) => ({
+    userConsent,
+    lpConsent: lpConsentKnown ? lpSigner !== null : null,
+    lpSigner,
+    didNames: Object.fromEntries(
+      [...didUsed.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, [...v]]),
+    ),
+  });
+  const complaintField = (c: ComplaintReading | null): SwapVerdict['complaint'] =>
+    c === null
+      ? null
+      : {
+          complainant: c.event.complainant,
+          complainantParty: c.party,
+          valid: c.valid,
+          invalidReason: c.invalidReason ?? c.unjudgeable,
+          fields: { ...c.event.complaint },
+        };
+  const complaintTx = (c: ComplaintReading | null): SwapTransaction[] =>
+    c === null ? [] : [tx('complaint', c.event)];
+
+  const out = facts.out;
+  if (out === null) {
+    // A complaint about a swap whose TransferOut we have not seen (cases 0 and 1).
+    const event = facts.complaints[0];
+    if (event === undefined) throw new Error(`swap ${facts.bidId} has no facts`);
+    const c = readComplaint(event, env, didNames);
+    const a = c.agreement;
+    const verdictOf = (
+      fields: Omit<SwapVerdict, keyof typeof base | 'transactions' | 'complaint' | 'evidence'>,
+    ) => ({
+      ...base,
+      ...fields,
+      transactions: complaintTx(c),
+      complaint: complaintField(c),
+      evidence: evidence(null, null, false),
+    });
+    if (a === null || c.unjudgeable !== null) {
+      return verdictOf({
+        srcChainId: a?.srcChainId.toString() ?? event.chainId,
+        dstChainId: a?.dstChainId.toString() ?? null,
+        user: a ? lower(a.requestor) : null,
+        lpId: a?.lpId ?? null,
+        outcome: a === null ? 'invalid_complaint' : 'unknown',
+        case: a === null ? 0 : null,
+        party: null,
+        subject: null,
+        rule: (c.invalidReason ?? c.unjudgeable)!,
+        blockTime: event.blockTimestamp,
+        decidedOn: event.chainId,
+      });
+    }
+    const src = a.srcChainId.toString();
+    const transferOutDeadline = a.agreementReachedTime + a.expectedSingleStepTime;
+    // A TransferOut can only happen by T+E: once the source chain passed it, its absence is settled.
+    clock(src, seconds(transferOutDeadline) + 1, 'a TransferOut with this bid can happen until T+E');
+    const common = {
+      srcChainId: src,
+      dstChainId: a.dstChainId.toString(),
+      user: lower(a.requestor),
+      lpId: a.lpId,
+    };
+    if (!c.valid) {
+      return verdictOf({
+        ...common,
+        outcome: 'invalid_complaint',
+        case: 0,
+        party: null,
+        subject: null,
+        rule: c.invalidReason!,
+        blockTime: event.blockTimestamp,
+        decidedOn: event.chainId,
+      });
+    }
+    return verdictOf({
+      ...common,
+      outcome: 'violation',
+      case: 1,
+      party: 'user',
+      subject: lower(a.requestor),
+      rule: `case 1: no TransferOut with this bid on chain ${src} by T+E = ${transferOutDeadline}`,
+      blockTime: seconds(transferOutDeadline),
+      decidedOn: src,
+    });
+  }
+
+  return decideTransferOut(facts, out, env, didNames, clock, {
+    base,
+    evidence,
+    complaintField,
+    complaintTx,
+  });
+}
+
+interface Builders {
+  base: {
+    bidId: string;
+    transferOutId: string | null;
+    transferInId: string | null;
+    responseTimeSeconds: number | null;
+  };
+  evidence(
+    userConsent: boolean | null,
+    lpSigner: string | null,
+    lpConsentKnown: boolean,
+  ): SwapVerdict['evidence'];
+  complaintField(c: ComplaintReading | null): SwapVerdict['complaint'];
+  complaintTx(c: ComplaintReading | null): SwapTransaction[];
+}
+
+function tx(
+  step: SwapTransaction['step'],
+  e: { chainId: string; txHash: string; blockTimestamp: number },
+): SwapTransaction {
+  return { step, chainId: e.chainId, txHash: e.txHash, blockTime: e.blockTimestamp };
+}
+
+/** Where a TransferIn differs from the TransferOut it answers (case 4), in words. */
+export function transferInMismatches(out: TransferOut, tin: TransferIn): string[] {
+  const differences: string[] = [];
+  const check = (what: string, expected: string, actual: string) => {
+    if (lower(expected) !== lower(actual)) differences.push(`${what} ${actual} ≠ agreed ${expected}`);
+  };
+  const asAddress = (uint: string) => '0x' + BigInt(uint).toString(16).padStart(40, '0');
+  check('token amount', out.amountDst, tin.tokenAmount);
+  check('native amount', out.nativeAmountDst, tin.ethAmount);
+  check('token', BigInt(out.tokenDst) >> 160n === 0n ? asAddress(out.tokenDst) : out.tokenDst, tin.token);
+  check(
+    'receiver',
+    BigInt(out.dstAddress) >> 160n === 0n ? asAddress(out.dstAddress) : out.dstAddress,
+    tin.receiver,
+  );
+  check('hashlock', out.hashlock, tin.hashlock);
+  check('agreement time', out.agreementReachedTime, tin.agreementReachedTime);
+  check('expected step time', out.expectedSingleStepTime, tin.expectedSingleStepTime);
+  check('tolerant step time', out.tolerantSingleStepTime, tin.tolerantSingleStepTime);
+  check('earliest refund time', out.earliestRefundTime, tin.earliestRefundTime);
+  check('source chain', out.chainId, tin.srcChainId);
+  return differences;
+}
+
+function decideTransferOut(
+  facts: SwapFacts,
+  out: TransferOut,
+  env: JudgeEnv,
+  didNames: DidNames,
+  clock: Clock,
+  build: Builders,
+): SwapVerdict {
+  const S = out.chainId;
+  const D = out.dstChainId;
+  const user = lower(out.sender);
+  const common = { srcChainId: S, dstChainId: D, user, lpId: out.lpId };
+
+  let userConsent: boolean | null = null;
+  let lpSigner: string | null = null;
+  let lpConsentKnown = false;
+  let tin: TransferIn | null = null;
+  let counted: ComplaintReading | null = null;
+  let settled = Number.MAX_SAFE_INTEGER;
+  const transactions = (): SwapTransaction[] => {
+    const list: SwapTransaction[] = [tx('transferOut', out)];
+    if (tin) list.push(tx('transferIn', tin));
+    const co = facts.confirmOuts[0];
+    if (co) list.push(tx('confirmOut', co));
+    const ci = tin
+      ? facts.confirmIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId)
+      : undefined;
+    if (ci) list.push(tx('confirmIn', ci));
+    const ro = facts.refundOuts[0];
+    if (ro) list.push(tx('refundOut', ro));
+    const ri = tin
+      ? facts.refundIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId)
+      : undefined;
+    if (ri) list.push(tx('refundIn', ri));
+    return [...list.filter((t) => t.blockTime <= settled), ...build.complaintTx(counted)];
+  };
+  type Outcome = Pick<
+    SwapVerdict,
+    'outcome' | 'case' | 'party' | 'subject' | 'rule' | 'blockTime' | 'decidedOn'
+  > & {
+    responseTimeSeconds?: number;
+  };
+  /**
+   * A chain verdict is final only once every complaint filed up to its block time has been seen; a valid
+   * complaint among them whose agreement the TransferOut does not match turns it into case 2.
+   */
+  const finish = (o: Outcome, watched: readonly string[] = [S, D]): SwapVerdict => {
+    const settledAt = Math.max(o.blockTime, out.blockTimestamp);
+    // The verdict lists the swap's transactions up to its block time: all of them must have been seen.
+    for (const chainId of watched)
+      clock(chainId, settledAt, 'the transactions up to the verdict must be known');
+    settled = settledAt;
+    const seen = env.complaintsSeenThrough();
+    if (seen === undefined || seen < settledAt) {
+      throw new Waiting(
+        { kind: 'complaints', until: settledAt },
+        `complaints filed up to ${settledAt} (reputation streams seen through ${seen ?? 'nothing yet'})`,
+      );
+    }
+    const event = facts.complaints.find((c) => c.blockTimestamp <= settledAt);
+    counted = event ? readComplaint(event, env, didNames) : null;
+    let outcome = o;
+    if (counted?.valid && counted.agreement) {
+      const differences = differingTerms(counted.agreement, agreementOfTransferOut(out));
+      if (differences.length > 0) {
+        outcome = {
+          outcome: 'violation',
+          case: 2,
+          party: 'user',
+          subject: user,
+          rule: `case 2: the TransferOut differs from the complaint's agreement: ${differences.join('; ')}`,
+          blockTime: out.blockTimestamp,
+          decidedOn: S,
+        };
+      }
+    }
+    return {
+      ...build.base,
+      ...common,
+      transferInId: tin?.transferId ?? null,
+      ...outcome,
+      responseTimeSeconds: outcome.responseTimeSeconds ?? null,
+      transactions: transactions(),
+      complaint: build.complaintField(counted),
+      evidence: build.evidence(userConsent, lpSigner, lpConsentKnown),
+    };
+  };
+  const violation = (
+    party: 'user' | 'lp',
+    caseNumber: number,
+    rule: string,
+    blockTime: number,
+    decidedOn: string,
+  ): SwapVerdict =>
+    finish({
+      outcome: 'violation',
+      case: caseNumber,
+      party,
+      subject: party === 'user' ? user : out.lpId,
+      rule,
+      blockTime,
+      decidedOn,
+    });
+  const unknown = (
+    rule: string,
+    blockTime: number,
+    decidedOn: string,
+    watched?: readonly string[],
+  ): SwapVerdict =>
+    finish(
+      { outcome: 'unknown', case: null, party: null, subject: null, rule, blockTime, decidedOn },
+      watched,
+    );
+
+  let agreement: SignedAgreement;
+  try {
+    agreement = agreementOfTransferOut(out);
+  } catch (err) {
+    if (!(err instanceof AgreementFieldError)) throw err;
+    return unknown(`unknown: the TransferOut's ${err.message}`, out.blockTimestamp, S, [S]);
+  }
+  const srcEvm = env.evmChainId(S);
+  const dstEvm = env.evmChainId(D);
+  if (srcEvm === undefined || dstEvm === undefined) {
+    return unknown(
+      `unknown: chain ${srcEvm === undefined ? S : D} is not watched by this deployment`,
+      out.blockTimestamp,
+      S,
+      [S],
+    );
+  }
+
+  userConsent = userConsents(agreement, out.userSign, srcEvm);
+  lpSigner = lpSignerOf(agreement, dstEvm, didNames);
+  lpConsentKnown = true;
+
+  // Case 2: the user locked something the LP never agreed to.
+  if (lpSigner === null) {
+    return violation(
+      'user',
+      2,
+      `case 2: TransferOut without LP consent: lpSign over its own terms does not recover an address whose DID names include ${out.lpId} under OtmoicSwap{chainId ${dstEvm}}`,
+      out.blockTimestamp,
+      S,
+    );
+  }
+  const lp = lpSigner;
+  const isLp = (address: string): boolean => lower(address) === lp || didNames(address).includes(out.lpId);
+  if (!isLp(out.receiver)) {
+    return violation(
+      'user',
+      2,
+      `case 2: the TransferOut pays ${out.receiver}, which is not an address of LP ${out.lpId}`,
+      out.blockTimestamp,
+      S,
+    );
+  }
+
+  const T = BigInt(out.agreementReachedTime);
+  const E = BigInt(out.expectedSingleStepTime);
+  const Tol = BigInt(out.tolerantSingleStepTime);
+  const transferInEnd = seconds(T + 2n * E);
+  const userConfirmEnd = seconds(T + 3n * E);
+  const lpConfirmEnd = seconds(T + 3n * E + Tol);
+  const thirdPartyConfirmInEnd = seconds(T + 3n * E + 2n * Tol);
+
+  // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
+  const candidates = facts.ins.filter((e) => e.chainId === D && isLp(e.sender));
+  tin = candidates.find((e) => transferInMismatches(out, e).length === 0) ?? null;
+  if (tin === null) {
+    clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
+    const first = candidates[0];
+    if (first) {
+      tin = first;
+      return violation(
+        'lp',
+        4,
+        `case 4: the LP's TransferIn differs from the TransferOut: ${transferInMismatches(out, first).join('; ')}`,
+        first.blockTimestamp,
+        D,
+      );
+    }
+    return violation(
+      'lp',
+      3,
+      `case 3: no TransferIn by the LP on chain ${D} by T+2E = ${transferInEnd}`,
+      transferInEnd,
+      D,
+    );
+  }
+  const answer = tin;
+  const isLpTx = (address: string) => lower(address) === lower(answer.sender) || isLp(address);
+  const confirmOut = facts.confirmOuts[0];
+  const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
+
+  // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
+  if (confirmIn && !isLpTx(confirmIn.txFrom)) {
+    const confirmedOutBefore = () =>
+      confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
+    if (!confirmedOutBefore()) {
+      clock(S, confirmIn.blockTimestamp, 'a ConfirmOut before the ConfirmIn would be seen by then');
+      if (!confirmedOutBefore()) {
+        return violation(
+          'user',
+          7,
+          `case 7: ${confirmIn.txFrom} confirmed in at ${confirmIn.blockTimestamp} while the user had not confirmed out`,
+          confirmIn.blockTimestamp,
+          S,
+        );
+      }
+    }
+  } else if (!confirmIn) {
+    // Settled once no ConfirmIn can come before the ConfirmOut, or none can come at all.
+    const nowD = env.now(D);
+    const settled =
+      nowD !== undefined &&
+      ((confirmOut !== undefined && nowD >= confirmOut.blockTimestamp) || nowD > thirdPartyConfirmInEnd);
+    if (!settled) {
+      clock(
+        D,
+        confirmOut
+          ? Math.min(confirmOut.blockTimestamp, thirdPartyConfirmInEnd + 1)
+          : thirdPartyConfirmInEnd + 1,
+        'a ConfirmIn before any ConfirmOut would be case 7',
+      );
+    }
+  }
+
+  // Case 5: the user did not confirm out by T+3E.
+  const userConfirmedOut =
+    confirmOut !== undefined &&
+    confirmOut.blockTimestamp <= userConfirmEnd &&
+    lower(confirmOut.txFrom) === user;
+  if (!userConfirmedOut) {
+    clock(S, userConfirmEnd + 1, 'the user may confirm out until T+3E');
+    return violation(
+      'user',
+      5,
+      `case 5: the user did not confirm out on chain ${S} by T+3E = ${userConfirmEnd}`,
+      userConfirmEnd,
+      S,
+    );
+  }
+
+  // Case 6: the LP did not confirm in by T+3E+Tol.
+  const lpConfirmedIn =
+    confirmIn !== undefined && confirmIn.blockTimestamp <= lpConfirmEnd && isLpTx(confirmIn.txFrom);
+  if (!lpConfirmedIn) {
+    clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
+    return violation(
+      'lp',
+      6,
+      `case 6: the LP did not confirm in on chain ${D} by T+3E+Tol = ${lpConfirmEnd}`,
+      lpConfirmEnd,
+      D,
+    );
+  }
+
+  // Normal: all four steps, in time, by the right parties, in order.
+  if (confirmOut.blockTimestamp <= confirmIn.blockTimestamp) {
+    return finish({
+      outcome: 'normal',
+      case: null,
+      party: null,
+      subject: null,
+      rule: 'normal: TransferOut, TransferIn, ConfirmOut by the user and ConfirmIn by the LP, each in its window',
+      blockTime: confirmIn.blockTimestamp,
+      decidedOn: D,
+      responseTimeSeconds: Math.max(0, answer.blockTimestamp - out.blockTimestamp),
+    });
+  }
+  return unknown(
+    `unknown: the LP confirmed in at ${confirmIn.blockTimestamp} before the user confirmed out at ${confirmOut.blockTimestamp}`,
+    confirmOut.blockTimestamp,
+    S,
+  );
+}

@@ -1,0 +1,91 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Pool } from '../../shared/db/pool.js';
+import type { SwapVerdict } from '../../topics/index.js';
+import type { ClassifierTables } from './tables.js';
+
+export interface ClassifierMetrics {
+  clock: Gauge<'chain' | 'stream'>;
+  didLookups: Counter<'outcome'>;
+  /** Counts a verdict and how long after its deciding block time (chain seconds) it was reached. */
+  decided(verdict: SwapVerdict, deciderNow: number | undefined): void;
+}
+
+/** What an operator watches: verdicts by outcome and case, pending swaps and their age, decision lag, DID. */
+export function classifierMetrics(
+  registry: Registry,
+  pool: Pool,
+  tables: ClassifierTables,
+): ClassifierMetrics {
+  const verdicts = new Counter({
+    name: 'classifier_verdicts_total',
+    help: 'Verdicts published, by outcome and arbitration case',
+    labelNames: ['outcome', 'case'],
+    registers: [registry],
+  });
+  const lag = new Histogram({
+    name: 'classifier_decision_lag_seconds',
+    help: "Deciding chain's block time when a verdict was reached, minus the block time that settled it",
+    labelNames: ['chain'],
+    buckets: [1, 5, 15, 30, 60, 120, 300, 900, 3600],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'classifier_pending_swaps',
+    help: 'Swaps without a verdict yet, by what they wait for (clock: a window to close; complaints: the reputation streams; did: the DID support service)',
+    labelNames: ['waiting_for'],
+    registers: [registry],
+    async collect() {
+      const { rows } = await pool.query<{ kind: string | null; n: string }>(
+        `SELECT wait_kind AS kind, count(*) AS n FROM ${tables.swaps} WHERE status = 'pending' GROUP BY wait_kind`,
+      );
+      this.reset();
+      for (const kind of ['clock', 'complaints', 'did']) this.set({ waiting_for: kind }, 0);
+      for (const r of rows) this.set({ waiting_for: r.kind ?? 'none' }, Number(r.n));
+    },
+  });
+  new Gauge({
+    name: 'classifier_oldest_pending_age_seconds',
+    help: 'Wall-clock seconds since the oldest pending swap was first seen',
+    registers: [registry],
+    async collect() {
+      const { rows } = await pool.query<{ age: string | null }>(
+        `SELECT EXTRACT(EPOCH FROM now() - min(first_seen_at))::bigint AS age FROM ${tables.swaps} WHERE status = 'pending'`,
+      );
+      this.set(Number(rows[0]?.age ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'classifier_held_heights',
+    help: 'Heights waiting for the last event of their chunk; one that stays means that event never came (dead-lettered?) and holds its chain clock',
+    labelNames: ['chain', 'stream'],
+    registers: [registry],
+    async collect() {
+      const { rows } = await pool.query<{ chain_id: string; stream: string; n: string }>(
+        `SELECT chain_id, stream, count(*) AS n FROM ${tables.pendingHeights} GROUP BY chain_id, stream`,
+      );
+      this.reset();
+      for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
+    },
+  });
+  const clock = new Gauge({
+    name: 'classifier_chain_clock_seconds',
+    help: "Each chain stream's clock: the newest block time up to which every event was handled",
+    labelNames: ['chain', 'stream'],
+    registers: [registry],
+  });
+  const didLookups = new Counter({
+    name: 'classifier_did_lookups_total',
+    help: 'DID support lookups, by outcome',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return {
+    clock,
+    didLookups,
+    decided(verdict, deciderNow) {
+      verdicts.inc({ outcome: verdict.outcome, case: verdict.case === null ? 'none' : String(verdict.case) });
+      if (deciderNow !== undefined)
+        lag.observe({ chain: verdict.decidedOn }, Math.max(0, deciderNow - verdict.blockTime));
+    },
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * Replay (DESIGN §4): rebuilds the swap projection, verdicts and violations from the beginning of
+ * chain.events and chain.heights into fresh tables (a schema of their own), deciding on the DID answers the
+ * live verdicts recorded, and compares them with the live tables. Nothing is published.
+ */
+import type { EventBus } from '../../shared/bus/port.js';
+import type { ChainClientConfig } from '../../shared/config/index.js';
+import type { Pool } from '../../shared/db/pool.js';
+import type { Logger } from '../../shared/logging/logger.js';
+import type { SwapVerdict } from '../../topics/index.js';
+import { RecordedDidSource } from './did-source.js';
+import { CLASSIFIER_TOPICS, createClassifier, subscribeEngine, watchedChains } from './index.js';
+import { classifierDdl, classifierTables, type ClassifierTables } from './tables.js';
+
+export interface TableComparison {
+  live: number;
+  replay: number;
+  /** Keys (bids) whose rows differ, are only live, or only in the replay (at most 20 of each listed). */
+  different: string[];
+  onlyLive: string[];
+  onlyReplay: string[];
+  identical: boolean;
+}
+
+export interface ClassifierReplayReport {
+  schema: string;
+  seconds: number;
+  messages: number;
+  verdicts: TableComparison;
+  violations: TableComparison;
+  identical: boolean;
+}
+
+export interface ReplayOptions {
+  pool: Pool;
+  bus: EventBus;
+  chainClients: readonly ChainClientConfig[];
+  didSupportUrl: string;
+  log: Logger;
+  /** Keep the replay's schema for inspection (default: dropped after the comparison). */
+  keep?: boolean;
+  /** Called about once a second with the messages handled so far and those left. */
+  onProgress?(done: number, left: number): void;
+  /** The live tables (default: the classifier's). */
+  live?: ClassifierTables;
+}
+
+export async function replayClassifier(options: ReplayOptions): Promise<ClassifierReplayReport> {
+  const started = performance.now();
+  const suffix = `${Date.now()}`;
+  const schema = `classifier_replay_${suffix}`;
+  const group = `classifier-replay-${suffix}`;
+  const tables = classifierTables(schema);
+  const live = options.live ?? classifierTables();
+  await options.pool.query(`CREATE SCHEMA "${schema}"; ${classifierDdl(tables)}`);
+
+  const recorded = new Map<string, Record<string, string[]>>();
+  const { rows } = await options.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
+    `SELECT bid_id, verdict FROM ${live.verdicts}`,
+  );
+  for (const row of rows) recorded.set(row.bid_id, row.verdict.evidence.didNames);
+
+  const { engine, did } = createClassifier({
+    pool: options.pool,
+    tables,
+    group,
+    chains: watchedChains(options.chainClients),
+    didSupportUrl: options.didSupportUrl,
+    didCacheMs: 60_000,
+    log: options.log,
+    wrapDid: (fallback) => new RecordedDidSource(recorded, fallback),
+  });
+  const total = await lagOf(options.bus, group);
+  const subscription = await subscribeEngine(options.bus, engine, group, 'earliest');
+  try {
+    // Caught up when the group has nothing left on either topic twice in a row.
+    let quiet = 0;
+    while (quiet < 2) {
+      await new Promise((r) => setTimeout(r, quiet === 0 ? 1_000 : 250));
+      const left = await lagOf(options.bus, group);
+      options.onProgress?.(Math.max(0, total - left), left);
+      quiet = left === 0 ? quiet + 1 : 0;
+    }
+  } finally {
+    await subscription.stop();
+    did.stop();
+  }
+
+  const verdicts = await compare(options.pool, live.verdicts, tables.verdicts, 'verdict');
+  const violations = await compare(options.pool, live.violations, tables.violations, 'violation');
+  if (!options.keep) await options.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+  await options.pool.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
+  return {
+    schema,
+    seconds: (performance.now() - started) / 1_000,
+    messages: total,
+    verdicts,
+    violations,
+    identical: verdicts.identical && violations.identical,
+  };
+}
+
+async function lagOf(bus: EventBus, group: string): Promise<number> {
+  const lags = await bus.lag(group, CLASSIFIER_TOPICS);
+  return lags.reduce((sum, p) => sum + Number(p.lag), 0);
+}
+
+async function compare(
+  pool: Pool,
+  liveTable: string,
+  replayTable: string,
+  column: string,
+): Promise<TableComparison> {
+  const { rows } = await pool.query<{ bid_id: string; side: 'different' | 'only_live' | 'only_replay' }>(
+    `SELECT COALESCE(l.bid_id, r.bid_id) AS bid_id,
+            CASE WHEN l.bid_id IS NULL THEN 'only_replay' WHEN r.bid_id IS NULL THEN 'only_live' ELSE 'different' END AS side
+       FROM ${liveTable} l FULL JOIN ${replayTable} r ON l.bid_id = r.bid_id
+      WHERE l.bid_id IS NULL OR r.bid_id IS NULL OR l.${column} <> r.${column}
+      ORDER BY 1`,
+  );
+  const counts = await pool.query<{ live: string; replay: string }>(
+    `SELECT (SELECT count(*) FROM ${liveTable}) AS live, (SELECT count(*) FROM ${replayTable}) AS replay`,
+  );
+  const of = (side: string) =>
+    rows
+      .filter((r) => r.side === side)
+      .map((r) => r.bid_id)
+      .slice(0, 20);
+  return {
+    live: Number(counts.rows[0]!.live),
+    replay: Number(counts.rows[0]!.replay),
+    different: of('different'),
+    onlyLive: of('only_live'),
+    onlyReplay: of('only_replay'),
+    identical: rows.length === 0,
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Many synthetic swaps as the Connector would publish them: per chain stream, the events in block order as
+ * chain.events envelopes, with chain.heights messages at block boundaries naming the last event before them,
+ * and a final height past every window. For the crash test and the benchmark.
+ */
+import type { OutgoingMessage } from '../../shared/bus/port.js';
+import {
+  chainEventId,
+  chainEvents,
+  chainHeightId,
+  chainHeights,
+  encode,
+  envelope,
+  type ChainEvent,
+} from '../../topics/index.js';
+import { buildTimeline, DST, SRC, type TimelineSpec } from './swap-timeline.js';
+
+export interface Traffic {
+  bids: string[];
+  /** One list per chain stream, each in the order the Connector publishes it. */
+  streams: Array<Array<{ topic: string; message: OutgoingMessage }>>;
+  events: number;
+}
+
+export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Traffic {
+  const byStream = new Map<string, ChainEvent[]>([
+    [`${SRC.chainId}/swap`, []],
+    [`${DST.chainId}/swap`, []],
+    [`${DST.chainId}/reputation`, []],
+  ]);
+  const bids: string[] = [];
+  let latest = 0;
+  for (const spec of specs) {
+    const timeline = buildTimeline(spec);
+    bids.push(timeline.bidId);
+    byStream.get(`${SRC.chainId}/swap`)!.push(...timeline.streams[SRC.chainId]!);
+    byStream.get(`${DST.chainId}/swap`)!.push(...timeline.streams[DST.chainId]!);
+    byStream.get(`${DST.chainId}/reputation`)!.push(...timeline.streams.reputation!);
+    latest = Math.max(latest, spec.T + 3 * spec.E + 3 * spec.Tol + 20);
+  }
+  const streams = [...byStream].map(([key, events]) => {
+    const [chainId, stream] = key.split('/') as [string, 'swap' | 'reputation'];
+    events.sort((a, b) => a.blockTimestamp - b.blockTimestamp);
+    // One block per distinct block time, numbered in order.
+    let block = 0;
+    let blockTime = -1;
+    const numbered = events.map((e, logIndex) => {
+      if (e.blockTimestamp !== blockTime) {
+        block += 1;
+        blockTime = e.blockTimestamp;
+      }
+      return { ...e, blockNumber: block, logIndex } as ChainEvent;
+    });
+    const out: Array<{ topic: string; message: OutgoingMessage }> = [];
+    const height = (h: number, at: number, lastEventId: string | null) => {
+      const payload = { chainId, stream, height: h, blockTimestamp: at, lastEventId };
+      out.push({
+        topic: chainHeights.name,
+        message: encode(
+          chainHeights,
+          envelope(chainHeights, payload, { id: chainHeightId(payload), occurredAt: at, source: 'traffic' }),
+        ),
+      });
+    };
+    let lastId: string | null = null;
+    numbered.forEach((e, i) => {
+      lastId = chainEventId(e);
+      out.push({
+        topic: chainEvents.name,
+        message: encode(
+          chainEvents,
+          envelope(chainEvents, e, { id: lastId, occurredAt: e.blockTimestamp, source: 'traffic' }),
+        ),
+      });
+      const next = numbered[i + 1];
+      // A height only at a block boundary: no later event may carry its block time.
+      if ((i + 1) % heightEvery === 0 && next && next.blockTimestamp > e.blockTimestamp)
+        height(e.blockNumber, e.blockTimestamp, lastId);
+    });
+    height(block + 1, latest, lastId);
+    return out;
+  });
+  return {
+    bids,
+    streams,
+    events: streams.reduce((n, s) => n + s.filter((m) => m.topic === chainEvents.name).length, 0),
+  };
+}

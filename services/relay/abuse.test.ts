@@ -1,0 +1,156 @@
+import fc from 'fast-check';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RelayConfig } from '../../shared/config/index.js';
+import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
+import { lockSwap } from '../../shared/devnet/swap-scenarios.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { waitFor } from '../../test/support/wait.js';
+import { relayMigrationSets } from './migrations.js';
+import { behalfBody, relayTestConfig, startTestRelay } from './test-harness.js';
+
+type Relay = Awaited<ReturnType<typeof startTestRelay>>;
+const GENUINE = 'genuine-client-key-0123456789';
+const FLOODER = 'flooding-client-key-9876543210';
+const ACTIONS = ['confirm_out', 'confirm_in', 'refund_out', 'refund_in'] as const;
+
+/**
+ * The relay's HTTP surface as an attacker sees it: without the key (or from outside the allow-list) the
+ * behalf routes answer 401 / 403 and change nothing, whatever the body; a flood of junk is rate-limited per
+ * client and never delays a genuine command inside its window.
+ */
+describe('relay behalf routes under abuse', () => {
+  let db: TestDatabase;
+  let devnet: Devnet;
+  let chain: DevnetChain;
+  let relay: Relay | undefined;
+
+  const start = async (overrides: Partial<RelayConfig>) => {
+    relay = await startTestRelay(
+      db,
+      relayTestConfig({
+        rpc: chain.rpcUrl,
+        contractAddr: chain.contracts.otmoic,
+        acceptChecks: true,
+        priv: chain.accounts[12]!.privateKey,
+        apiKeys: [GENUINE, FLOODER],
+        ...overrides,
+      }),
+    );
+    return relay;
+  };
+  const counts = async () =>
+    (
+      await db.pool.query<{ commands: string; messages: string }>(
+        'SELECT (SELECT count(*) FROM relay_commands) AS commands, (SELECT count(*) FROM bus_messages) AS messages',
+      )
+    ).rows[0]!;
+
+  beforeAll(async () => {
+    [db, devnet] = await Promise.all([
+      createTestDatabase(relayMigrationSets),
+      startDevnet({ chains: [{ chainId: 97 }] }),
+    ]);
+    chain = devnet.chain(97);
+  });
+  afterEach(async () => {
+    await relay?.close();
+    relay = undefined;
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+    await db?.drop();
+  });
+
+  it('answers 401 without a valid key and 403 outside the allow-list, for any body, and changes nothing', async () => {
+    const r = await start({ restrictReads: true });
+    const locked = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
+    const valid = behalfBody(locked.in, 'command_transfer_confirm', locked.preimage);
+    const before = await counts();
+    const keys = fc.oneof(
+      fc.constant(undefined),
+      fc.string({ maxLength: 40 }),
+      fc.constantFrom('', GENUINE.slice(0, -1), `${GENUINE} `, GENUINE.toUpperCase()),
+    );
+    const bodies = fc.oneof(
+      fc.constant(valid),
+      fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...ACTIONS), keys, bodies, async (action, key, body) => {
+        const response = await r.app.inject({
+          method: 'POST',
+          url: `/evm-client-9006/relay/behalf/${action}`,
+          payload: JSON.stringify(body),
+          headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { 'x-api-key': key }) },
+        });
+        expect([response.statusCode, response.json()]).toEqual([
+          401,
+          { code: 30216, message: 'a valid API key is required in the x-api-key header' },
+        ]);
+      }),
+      { numRuns: 300 },
+    );
+    for (const path of ['/status', '/behalf/commands?transfer_id=0x' + '00'.repeat(32)])
+      expect((await r.get(path)).status).toBe(401);
+    expect((await fetch(`http://127.0.0.1:${r.port}/metrics`)).status).toBe(401);
+    expect((await r.get('/status', { 'x-api-key': GENUINE })).status).toBe(200);
+    expect(
+      (await r.post('/register_relay', { relay_server_url: { on_transfer_out: 'http://x/y' } })).status,
+    ).toBe(401);
+    expect(await counts()).toEqual(before);
+    // The right key works.
+    expect((await r.post('/behalf/confirm_in', valid, { 'x-api-key': GENUINE })).status).toBe(200);
+    await r.close();
+    relay = undefined;
+
+    const outside = await start({ allowIps: ['10.0.0.0/8', '192.168.1.7'] });
+    const refused = await outside.post('/behalf/confirm_in', valid, { 'x-api-key': GENUINE });
+    expect(refused).toEqual({
+      status: 403,
+      body: { code: 30217, message: 'this client IP may not use this route' },
+    });
+    expect((await counts()).commands).toBe(String(Number(before.commands) + 1));
+  });
+
+  it('rate-limits a flood of junk per client; a genuine command in its window is accepted and confirmed', async () => {
+    const r = await start({ rateLimit: { max: 30, windowMs: 60_000 } });
+    const locked = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
+    const { T, E, Tol } = locked.times;
+    await chain.setNextBlockTimestamp(T + 3 * E + Tol);
+    await chain.mine();
+    const before = await counts();
+    const junk = Array.from({ length: 300 }, (_, i) =>
+      r.post(
+        `/behalf/${ACTIONS[i % 4]}`,
+        { transaction_type: 'LOCAL_PADDING', junk: i },
+        { 'x-api-key': FLOODER },
+      ),
+    );
+    const started = Date.now();
+    const genuine = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+      { 'x-api-key': GENUINE },
+    );
+    const answers = await Promise.all(junk);
+    expect(genuine.status).toBe(200);
+    const limited = answers.filter((a) => a.status === 429);
+    expect(limited.length).toBeGreaterThanOrEqual(300 - 30);
+    expect(limited[0]!.body).toEqual({
+      code: 30215,
+      message: expect.stringMatching(/^too many requests; retry in \d+ s$/),
+    });
+    expect(answers.every((a) => a.status === 429 || a.status === 400)).toBe(true);
+    await waitFor(
+      async () =>
+        (await r.get(`/behalf/commands/${genuine.body.command_id}`)).body.command.status === 'confirmed',
+      'the genuine command confirmed',
+      20_000,
+    );
+    const done = (await r.get(`/behalf/commands/${genuine.body.command_id}`)).body.command;
+    const block = (await chain.provider.getBlock(done.block_number))!;
+    expect(block.timestamp).toBeLessThanOrEqual(T + 3 * E + 2 * Tol);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(Number((await counts()).commands)).toBe(Number(before.commands) + 1);
+  });
+});

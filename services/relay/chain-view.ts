@@ -1,0 +1,69 @@
+/**
+ * What the relay reads from the chain at accept time: the chain's block time (cached for a fraction of a
+ * block, so a burst of commands costs one read), a transfer's swapStatus, and the sender of a transferIn
+ * (its LogNewTransferIn). Every read goes through the RPC pool (timeouts, fallback, scrubbed errors).
+ */
+import { Contract, type Log } from 'ethers';
+import { swapInterface } from '../../shared/otmoic/abi.js';
+import type { RpcPool } from '../../shared/sender/index.js';
+
+export interface ChainView {
+  chainTime(): Promise<number>;
+  /** swapStatus(transferId): 0 none, 1 pending, 2 confirmed, 3 refunded. */
+  swapStatus(transferId: string): Promise<number>;
+  /** The `sender` of the LogNewTransferIn with this transferId, searched back from the head. */
+  transferInSender(transferId: string): Promise<string | undefined>;
+}
+
+/** Blocks per eth_getLogs request (most providers cap a range near 10 000). */
+const LOG_CHUNK = 5_000;
+
+export function chainView(options: {
+  rpc: RpcPool;
+  contractAddr: string;
+  lookbackBlocks: number;
+  cacheMs: number;
+}): ChainView {
+  const { rpc, contractAddr } = options;
+  let cached: { at: number; time: Promise<number> } | undefined;
+  const topic = swapInterface.getEvent('LogNewTransferIn')!.topicHash;
+  return {
+    chainTime() {
+      const now = Date.now();
+      if (cached === undefined || now - cached.at > options.cacheMs) {
+        const time = rpc.read(async (p) => {
+          const block = await p.getBlock('latest');
+          if (block === null) throw new Error('the node returned no latest block');
+          return block.timestamp;
+        });
+        cached = { at: now, time };
+        time.catch(() => {
+          if (cached?.time === time) cached = undefined;
+        });
+      }
+      return cached.time;
+    },
+    async swapStatus(transferId) {
+      const [status] = (await rpc.read((p) =>
+        new Contract(contractAddr, swapInterface, p).getFunction('swapStatus').staticCall(transferId),
+      )) as [bigint];
+      return Number(status);
+    },
+    async transferInSender(transferId) {
+      const head = await rpc.read((p) => p.getBlockNumber());
+      const floor = Math.max(0, head - options.lookbackBlocks);
+      for (let to = head; to >= floor; to -= LOG_CHUNK) {
+        const from = Math.max(floor, to - LOG_CHUNK + 1);
+        const logs: Log[] = await rpc.read((p) =>
+          p.getLogs({ address: contractAddr, topics: [topic], fromBlock: from, toBlock: to }),
+        );
+        for (const log of logs) {
+          const parsed = swapInterface.parseLog(log);
+          if (parsed !== null && (parsed.args[0] as string).toLowerCase() === transferId.toLowerCase())
+            return parsed.args[1] as string;
+        }
+      }
+      return undefined;
+    },
+  };
+}

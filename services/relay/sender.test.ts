@@ -1,0 +1,446 @@
+import { Writable } from 'node:stream';
+import { Contract, ContractFactory, Wallet, hexlify, randomBytes, toQuantity } from 'ethers';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { compileContracts } from '../../contracts/compile.js';
+import type { RelayConfig } from '../../shared/config/index.js';
+import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
+import { lockSwap } from '../../shared/devnet/swap-scenarios.js';
+import { swapInterface } from '../../shared/otmoic/abi.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { startRpcProxy, type RpcProxy } from '../../test/support/rpc-proxy.js';
+import { waitFor } from '../../test/support/wait.js';
+import { relayMigrationSets } from './migrations.js';
+import { behalfBody, relayTestConfig, startTestRelay } from './test-harness.js';
+
+type Relay = Awaited<ReturnType<typeof startTestRelay>>;
+const SECRET = 'k3y-0f-the-rpc-provider-5f1d0c9a7e';
+
+/**
+ * The hardened sender on the devnet, through the relay: speed-up at the same nonce, a nonce freed when the
+ * node refuses a transaction for good, gas caps against a gas-burning receiver, one transaction for many
+ * concurrent commands of one transfer, the LP's sender read from the chain, and no RPC secret anywhere.
+ */
+describe('relay sender on the devnet', () => {
+  let db: TestDatabase;
+  let devnet: Devnet;
+  let chain: DevnetChain;
+  let swap: Contract;
+  let relay: Relay | undefined;
+  let proxy: RpcProxy | undefined;
+
+  const start = async (account: number, overrides: Partial<RelayConfig> = {}, log?: pino.Logger) => {
+    relay = await startTestRelay(
+      db,
+      relayTestConfig({
+        rpc: chain.rpcUrl,
+        contractAddr: chain.contracts.otmoic,
+        acceptChecks: true,
+        priv: chain.accounts[account]!.privateKey,
+        ...overrides,
+      }),
+      log,
+    );
+    return relay;
+  };
+  const command = async (id: string) => (await relay!.get(`/behalf/commands/${id}`)).body.command;
+  const until = async (id: string, status: string, timeoutMs = 20_000) => {
+    await waitFor(async () => (await command(id)).status === status, `command ${id} ${status}`, timeoutMs);
+    return command(id);
+  };
+  const statusOf = async (transferId: string) =>
+    ((await swap.getFunction('swapStatus')(transferId)) as [bigint])[0];
+  const moveTo = async (timestamp: number) => {
+    await chain.setNextBlockTimestamp(timestamp);
+    await chain.mine();
+  };
+  const automine = (on: boolean) => chain.provider.send('evm_setAutomine', [on]);
+  const lock = (outReceiver?: string) =>
+    lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006, outReceiver });
+
+  beforeAll(async () => {
+    [db, devnet] = await Promise.all([
+      createTestDatabase(relayMigrationSets),
+      startDevnet({ chains: [{ chainId: 97 }] }),
+    ]);
+    chain = devnet.chain(97);
+    swap = new Contract(chain.contracts.otmoic, swapInterface, chain.provider);
+  });
+  afterEach(async () => {
+    await automine(true);
+    await relay?.close();
+    relay = undefined;
+    await proxy?.close();
+    proxy = undefined;
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+    await db?.drop();
+  });
+
+  it('replaces an unmined transaction at the same nonce with ≥ +10 % fees; it confirms inside its window', async () => {
+    const r = await start(6, { bumpAfterBlocks: 1 });
+    const address = chain.accounts[6]!.address;
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const accepted = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    const nonce = await chain.provider.getTransactionCount(address);
+
+    await automine(false);
+    await moveTo(T + 3 * E + Tol);
+    const sent = await until(id, 'sent');
+    const first = (await chain.provider.getTransaction(sent.tx_hash))!;
+    expect(first.type).toBe(2);
+    // The next block asks more than the transaction offers: it stays in the pool, unmined.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
+    await chain.mine();
+    expect(await chain.provider.getTransactionReceipt(sent.tx_hash)).toBeNull();
+    await waitFor(async () => {
+      const { transactions } = await command(id);
+      return (
+        transactions.length >= 2 &&
+        (await chain.provider.getTransaction(transactions.at(-1).tx_hash)) !== null
+      );
+    }, 'a speed-up in the pool');
+    await chain.mine();
+    await automine(true);
+
+    const done = await until(id, 'confirmed');
+    expect(done.transactions.length).toBeGreaterThanOrEqual(2);
+    expect(done.tx_hash).not.toBe(first.hash);
+    const mined = (await chain.provider.getTransaction(done.tx_hash))!;
+    expect(mined.nonce).toBe(nonce);
+    expect(mined.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(first.maxFeePerGas! * 110n);
+    expect(mined.maxPriorityFeePerGas! * 100n).toBeGreaterThanOrEqual(first.maxPriorityFeePerGas! * 110n);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+    const block = (await chain.provider.getBlock(done.block_number))!;
+    expect(block.timestamp).toBeLessThanOrEqual(T + 3 * E + 2 * Tol);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
+
+  it('frees the nonce of a transaction the node refuses for good; the next command goes through; no RPC secret leaks', async () => {
+    proxy = await startRpcProxy(chain.rpcUrl, `/v3/${SECRET}`);
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const r = await start(
+      7,
+      { rpc: proxy.url, rpcFallbacks: [`http://127.0.0.1:9/v2/${SECRET}-fallback`], maxRefusals: 2 },
+      log,
+    );
+    const address = chain.accounts[7]!.address;
+    const a = await lock();
+    const b = await lock();
+    proxy.refuse = (tx) => tx.data.includes(a.hashlock.slice(2));
+    const nonce = await chain.provider.getTransactionCount(address);
+    const postA = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(a.in, 'command_transfer_confirm', a.preimage),
+    );
+    const postB = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(b.in, 'command_transfer_confirm', b.preimage),
+    );
+    await until(postA.body.command_id, 'scheduled');
+    await until(postB.body.command_id, 'scheduled');
+    await moveTo(b.times.T + 3 * b.times.E + b.times.Tol);
+
+    const failed = await until(postA.body.command_id, 'failed');
+    expect(failed.reason).toMatch(
+      new RegExp(
+        `^nonce ${nonce} freed by a 0-value self-transfer: the node refused the transaction 2 times; the self-transfer 0x[0-9a-f]{64} used the nonce$`,
+      ),
+    );
+    expect(failed.transactions.map((t: { kind: string }) => t.kind)).toEqual(['call', 'cancel']);
+    const confirmed = await until(postB.body.command_id, 'confirmed');
+    expect((await chain.provider.getTransaction(confirmed.tx_hash))!.nonce).toBe(nonce + 1);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 2);
+    expect(await statusOf(a.in.transferId)).toBe(1n);
+    expect(proxy.refused).toBeGreaterThanOrEqual(2);
+
+    // The same command again while its window is open re-opens it; now the node takes it.
+    proxy.refuse = undefined;
+    const again = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(a.in, 'command_transfer_confirm', a.preimage),
+    );
+    expect(again.body).toMatchObject({ code: 200, command_id: postA.body.command_id, status: 'scheduled' });
+    const reopened = await until(postA.body.command_id, 'confirmed');
+    expect((await chain.provider.getTransaction(reopened.tx_hash))!.nonce).toBe(nonce + 2);
+    expect(await statusOf(a.in.transferId)).toBe(2n);
+
+    // Operator signals.
+    const metrics = await r.metrics.metrics();
+    expect(metrics).toMatch(/relay_wallet_balance_wei \d/);
+    const counts = await r.store.countByStatus('9006');
+    expect(counts['confirmed']).toBeGreaterThanOrEqual(2);
+    expect(metrics).toContain(`relay_commands{status="confirmed"} ${counts['confirmed']}`);
+    expect(metrics).toMatch(/relay_oldest_unconfirmed_seconds 0/);
+    const byTransfer = await r.get(`/behalf/commands?transfer_id=${a.in.transferId}`);
+    expect(byTransfer.body.commands.map((c: { id: string }) => c.id)).toEqual([postA.body.command_id]);
+
+    // The refusal quoted the URL's secret path: nowhere in answers or log lines.
+    const answers = [
+      JSON.stringify(await r.get('/status')),
+      JSON.stringify(await r.get(`/behalf/commands/${postA.body.command_id}`)),
+      JSON.stringify(byTransfer),
+      metrics,
+    ];
+    expect(lines.some((l) => l.includes('<rpc>'))).toBe(true);
+    for (const text of [...answers, ...lines]) expect(text).not.toContain(SECRET);
+  });
+
+  it('a relay whose RPC endpoints are all down shows the problem without their URLs', async () => {
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const r = await start(
+      9,
+      { rpc: `http://127.0.0.1:9/v3/${SECRET}`, rpcFallbacks: [`http://${SECRET}:pw@127.0.0.1:9/x`] },
+      log,
+    );
+    await waitFor(async () => (await r.get('/status')).body.submitter.lastError !== undefined, 'a pass');
+    const locked = await lock();
+    const refused = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    expect(refused.status).toBe(503);
+    expect(refused.body.code).toBe(30222);
+    const fee = await r.post('/get_system_fee', {});
+    for (const text of [
+      JSON.stringify(await r.get('/status')),
+      JSON.stringify(refused),
+      JSON.stringify(fee),
+      ...lines,
+    ])
+      expect(text).not.toContain(SECRET);
+  });
+
+  it('never pays above the caps for a gas-burning receiver', async () => {
+    const compiled = await compileContracts();
+    const deploy = async (mode: number, need: number) => {
+      const factory = new ContractFactory(
+        compiled.GasBurner.abi,
+        compiled.GasBurner.bytecode,
+        chain.wallet(0),
+      );
+      const contract = await factory.deploy(mode, need);
+      await contract.waitForDeployment();
+      return contract.getAddress();
+    };
+    const [greedy, needy] = [await deploy(1, 0), await deploy(2, 2_000_000)];
+    const maxGasLimit = 200_000;
+    const maxFee = 50_000_000_000n;
+    const r = await start(8, { maxGasLimit, maxGasPriceWei: maxFee.toString() });
+    const address = chain.accounts[8]!.address;
+    const a = await lock(needy);
+    const b = await lock(greedy);
+    const balance = await chain.provider.getBalance(address);
+    const nonce = await chain.provider.getTransactionCount(address);
+    const postA = await r.post(
+      '/behalf/confirm_out',
+      behalfBody(a.out, 'command_transfer_confirm', a.preimage),
+    );
+    const postB = await r.post(
+      '/behalf/confirm_out',
+      behalfBody(b.out, 'command_transfer_confirm', b.preimage),
+    );
+    await until(postA.body.command_id, 'scheduled');
+    await until(postB.body.command_id, 'scheduled');
+    await moveTo(b.times.T + 3 * b.times.E + 2 * b.times.Tol);
+
+    const refused = await until(postA.body.command_id, 'failed');
+    expect(refused.reason).toMatch(
+      /^the call fails within the cap of 200000 gas per transaction \(out of gas, or a revert without data\); nothing was sent$/,
+    );
+    expect(refused.tx_hash).toBeNull();
+    const settled = await waitForFinal(postB.body.command_id);
+    const receipt = (await chain.provider.getTransactionReceipt(settled.tx_hash))!;
+    const tx = (await chain.provider.getTransaction(settled.tx_hash))!;
+    expect(tx.gasLimit).toBeLessThanOrEqual(BigInt(maxGasLimit));
+    expect(tx.maxFeePerGas).toBeLessThanOrEqual(maxFee);
+    // The receiver burnt what it was given: the cap, not the receiver, bounded the bill.
+    expect(receipt.gasUsed * 10n).toBeGreaterThan(tx.gasLimit * 7n);
+    const cost = receipt.gasUsed * receipt.gasPrice;
+    expect(cost).toBeLessThanOrEqual(BigInt(maxGasLimit) * maxFee);
+    expect(balance - (await chain.provider.getBalance(address))).toBe(cost);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+  });
+
+  async function waitForFinal(id: string) {
+    await waitFor(
+      async () => ['confirmed', 'failed'].includes((await command(id)).status),
+      `command ${id} final`,
+    );
+    return command(id);
+  }
+
+  it('N concurrent commands for one transfer with different gas strategies send one transaction', async () => {
+    const r = await start(10);
+    const address = chain.accounts[10]!.address;
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const nonce = await chain.provider.getTransactionCount(address);
+    const prices = [
+      'FAST',
+      'STANDARD',
+      'SAFELOW',
+      '3000000000',
+      '2500000000',
+      'FAST',
+      '4000000000',
+      'SAFELOW',
+    ];
+    const answers = await Promise.all(
+      prices.map((price) =>
+        r.post(
+          '/behalf/confirm_out',
+          behalfBody(locked.out, 'command_transfer_confirm', locked.preimage, {}, price),
+        ),
+      ),
+    );
+    const ids = new Set(answers.map((a) => a.body.command_id));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(ids.size).toBe(1);
+    const [id] = [...ids] as [string];
+    expect((await r.store.byTransfer('9006', locked.out.transferId)).length).toBe(1);
+    await moveTo(T + 3 * E + 2 * Tol);
+    await until(id, 'confirmed');
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+    expect(await statusOf(locked.out.transferId)).toBe(2n);
+  });
+
+  it("reads the LP's sender of a confirm_in given only by sender_wallet_name from the chain", async () => {
+    const r = await start(11);
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const { sender: _sender, ...withoutSender } = behalfBody(
+      locked.in,
+      'command_transfer_confirm',
+      locked.preimage,
+    ).command_transfer_confirm as Record<string, unknown>;
+    const body = (extra: Record<string, unknown>) => ({
+      transaction_type: 'LOCAL_PADDING',
+      gas: { gas_price: 'STANDARD' },
+      command_transfer_in_confirm: { ...withoutSender, sender_wallet_name: 'SomeLpWallet', ...extra },
+    });
+    const unknown = await r.post('/behalf/confirm_in', body({ transfer_id: hexlify(randomBytes(32)) }));
+    expect([unknown.status, unknown.body.code]).toEqual([400, 30223]);
+    const noId = await r.post('/behalf/confirm_in', body({}));
+    expect([noId.status, noId.body.code]).toEqual([400, 30208]);
+    const accepted = await r.post('/behalf/confirm_in', body({ transfer_id: locked.in.transferId }));
+    expect(accepted.status).toBe(200);
+    await until(accepted.body.command_id, 'scheduled');
+    await moveTo(T + 3 * E + Tol);
+    const done = await until(accepted.body.command_id, 'confirmed');
+    expect(done.transfer_id).toBe(locked.in.transferId);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
+
+  it('confirms only N blocks deep, and follows the nonce again when a reorg drops the receipt', async () => {
+    const r = await start(13, { confirmations: 3 });
+    const address = chain.accounts[13]!.address;
+    const locked = await lock();
+    const nonce = await chain.provider.getTransactionCount(address);
+    const minedBlock = async (id: string) =>
+      (await db.pool.query('SELECT mined_block FROM relay_commands WHERE id = $1', [id])).rows[0].mined_block;
+    const accepted = await r.post('/behalf/refund_out', behalfBody(locked.out, 'command_transfer_refund'));
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    const beforeMining = await chain.snapshot();
+    await moveTo(locked.times.R + 1);
+    // Mined (automine) but 1 block deep: still `sent`, however often the sender looks.
+    await waitFor(async () => (await chain.provider.getTransactionCount(address)) === nonce + 1, 'mined');
+    await r.submitter.tick();
+    await r.submitter.tick();
+    expect((await command(id)).status).toBe('sent');
+    const firstBlock = await minedBlock(id);
+    expect(firstBlock).not.toBeNull();
+    // The block is reorged away (the transaction with it); the sender sees no receipt and broadcasts again.
+    await automine(false);
+    await chain.revert(beforeMining);
+    await chain.setNextBlockTimestamp(locked.times.R + 5);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce);
+    await waitFor(async () => (await minedBlock(id)) === null, 'the reorged receipt forgotten');
+    await waitFor(
+      async () => (await chain.provider.getTransactionCount(address, 'pending')) === nonce + 1,
+      'the stored transaction broadcast again',
+    );
+    await chain.mine();
+    await automine(true);
+    await waitFor(
+      async () => (await chain.provider.getTransactionCount(address)) === nonce + 1,
+      'mined again',
+    );
+    await r.submitter.tick();
+    expect((await command(id)).status).toBe('sent');
+    await chain.mine(2);
+    const done = await until(id, 'confirmed');
+    const block = (await chain.provider.getBlockNumber()) - done.block_number + 1;
+    expect(block).toBeGreaterThanOrEqual(3);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+    expect(await statusOf(locked.out.transferId)).toBe(3n);
+  });
+
+  it('frees the nonce of a call still unmined when its window is about to close (window missed)', async () => {
+    const r = await start(14, { bumpAfterBlocks: 1_000, windowMarginSeconds: 30 });
+    const address = chain.accounts[14]!.address;
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const nonce = await chain.provider.getTransactionCount(address);
+    const accepted = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    await automine(false);
+    await moveTo(T + 3 * E + Tol);
+    const sent = await until(id, 'sent');
+    const call = (await chain.provider.getTransaction(sent.tx_hash))!;
+    // Priced out (and never sped up: bumpAfterBlocks is large) until 30 s before the window's end.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(call.maxFeePerGas! * 4n)]);
+    await moveTo(T + 3 * E + 2 * Tol - 30);
+    expect(await chain.provider.getTransactionReceipt(sent.tx_hash)).toBeNull();
+    await waitFor(async () => {
+      const c = await command(id);
+      return (
+        c.status === 'cancelling' &&
+        (await chain.provider.getTransaction(c.transactions.at(-1).tx_hash)) !== null
+      );
+    }, 'a self-transfer in the pool');
+    await chain.mine();
+    await automine(true);
+    const failed = await until(id, 'failed');
+    expect(failed.reason).toMatch(
+      new RegExp(
+        `^nonce ${nonce} freed by a 0-value self-transfer: window closing: non-lp confirm in is allowed from block time ${T + 3 * E + Tol} to ${T + 3 * E + 2 * Tol}; the chain is at block time \\d+; the self-transfer 0x[0-9a-f]{64} used the nonce$`,
+      ),
+    );
+    const cancel = (await chain.provider.getTransaction(failed.tx_hash))!;
+    expect([cancel.to, cancel.value, cancel.nonce]).toEqual([address, 0n, nonce]);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+    expect(await statusOf(locked.in.transferId)).toBe(1n);
+    expect(await r.metrics.metrics()).toContain('relay_windows_missed_total{action="confirm_in"} 1');
+  });
+});

@@ -1,0 +1,253 @@
+/**
+ * The swap agreement and the three shapes it travels in (DESIGN §7: "the mapping of event fields to message
+ * members is one documented module"):
+ *
+ * - the OtmoicSwap EIP-712 `Message` the user and the LP sign (spec/otmoic.md §2; the golden vectors sign
+ *   `src_chain_id` / `dst_chain_id` as Otmoic system chain ids and addresses as checksummed hex),
+ * - the fields of a `LogNewTransferOut` (the user's lock; destination address and token are uint256),
+ * - the reputation contract's `Complaint` struct (addresses as uint256, tokens as strings), whose §5 bidId
+ *   the LP node also passes to `transferOut`.
+ *
+ * | Message member            | TransferOut field              | Complaint member        |
+ * | ------------------------- | ------------------------------ | ----------------------- |
+ * | src_chain_id              | the event's chain (system id)  | srcChainId              |
+ * | src_address               | sender                         | srcAddress (uint256)    |
+ * | src_token                 | token                          | srcToken                |
+ * | src_amount                | amount                         | srcAmount               |
+ * | dst_chain_id              | dstChainId                     | dstChainId              |
+ * | dst_address               | dstAddress (uint256)           | dstAddress (uint256)    |
+ * | dst_token                 | tokenDst (uint256)             | dstToken                |
+ * | dst_amount                | amountDst                      | dstAmount               |
+ * | dst_native_amount         | nativeAmountDst                | dstNativeAmount         |
+ * | requestor, lp_id          | requestor, lpId                | requestor, lpId         |
+ * | the four times            | the four times                 | the four times          |
+ * | (signatures, not signed)  | userSign, lpSign               | userSign, lpSign        |
+ *
+ * A signature is over exact strings, and the event only carries numbers: an address member is rendered
+ * checksummed (as the golden vectors sign it) and, failing that, lower-case. A signature that recovers the
+ * expected signer under either rendering proves consent to the same terms.
+ */
+import { getAddress } from 'ethers';
+import type { SwapAgreement } from '../chain/otmoic-swap-eip712.js';
+import { uint256ToAddress } from '../chain/conversions.js';
+
+/** The terms, canonical: addresses checksummed, numbers as bigint or decimal strings. */
+export interface Agreement {
+  srcChainId: bigint;
+  srcAddress: string;
+  srcToken: string;
+  srcAmount: string;
+  dstChainId: bigint;
+  dstAddress: string;
+  dstToken: string;
+  dstAmount: string;
+  dstNativeAmount: string;
+  requestor: string;
+  lpId: string;
+  agreementReachedTime: bigint;
+  expectedSingleStepTime: bigint;
+  tolerantSingleStepTime: bigint;
+  earliestRefundTime: bigint;
+}
+
+export interface SignedAgreement extends Agreement {
+  userSign: string;
+  lpSign: string;
+}
+
+/** What a TransferOut event carries of the agreement (topics/chain.events.ts TransferOut). */
+export interface TransferOutTerms {
+  chainId: string;
+  sender: string;
+  token: string;
+  amount: string;
+  dstChainId: string;
+  dstAddress: string;
+  tokenDst: string;
+  amountDst: string;
+  nativeAmountDst: string;
+  requestor: string;
+  lpId: string;
+  agreementReachedTime: string;
+  expectedSingleStepTime: string;
+  tolerantSingleStepTime: string;
+  earliestRefundTime: string;
+  userSign: string;
+  lpSign: string;
+}
+
+/** Thrown when a field cannot be read as its member (e.g. a uint256 address ≥ 2^160). */
+export class AgreementFieldError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+function addressField(field: string, value: string): string {
+  try {
+    return /^\d+$/.test(value) ? uint256ToAddress(value) : getAddress(value.toLowerCase());
+  } catch {
+    throw new AgreementFieldError(field, `not an address: ${JSON.stringify(value.slice(0, 80))}`);
+  }
+}
+
+function uintField(field: string, value: string): bigint {
+  if (!/^\d{1,78}$/.test(value)) throw new AgreementFieldError(field, 'not a decimal integer');
+  return BigInt(value);
+}
+
+/** The agreement a TransferOut claims to execute (its own fields). */
+export function agreementOfTransferOut(out: TransferOutTerms): SignedAgreement {
+  return {
+    srcChainId: uintField('chainId', out.chainId),
+    srcAddress: addressField('sender', out.sender),
+    srcToken: addressField('token', out.token),
+    srcAmount: out.amount,
+    dstChainId: uintField('dstChainId', out.dstChainId),
+    dstAddress: addressField('dstAddress', out.dstAddress),
+    dstToken: addressField('tokenDst', out.tokenDst),
+    dstAmount: out.amountDst,
+    dstNativeAmount: out.nativeAmountDst,
+    requestor: out.requestor,
+    lpId: out.lpId,
+    agreementReachedTime: uintField('agreementReachedTime', out.agreementReachedTime),
+    expectedSingleStepTime: uintField('expectedSingleStepTime', out.expectedSingleStepTime),
+    tolerantSingleStepTime: uintField('tolerantSingleStepTime', out.tolerantSingleStepTime),
+    earliestRefundTime: uintField('earliestRefundTime', out.earliestRefundTime),
+    userSign: out.userSign,
+    lpSign: out.lpSign,
+  };
+}
+
+/** Token members of a complaint are free strings; an address-looking one is read as that address. */
+function tokenField(field: string, value: string): string {
+  return /^0x[0-9a-fA-F]{40}$/.test(value) || /^\d+$/.test(value) ? addressField(field, value) : value;
+}
+
+const COMPLAINT_MEMBERS = [
+  'srcChainId',
+  'srcAddress',
+  'srcToken',
+  'dstChainId',
+  'dstAddress',
+  'dstToken',
+  'srcAmount',
+  'dstAmount',
+  'dstNativeAmount',
+  'requestor',
+  'lpId',
+  'expectedSingleStepTime',
+  'tolerantSingleStepTime',
+  'earliestRefundTime',
+  'agreementReachedTime',
+  'userSign',
+  'lpSign',
+] as const;
+
+/** The agreement a complaint carries (its struct as emitted, numbers as decimal strings). */
+export function agreementOfComplaint(fields: Readonly<Record<string, string>>): SignedAgreement {
+  const missing = COMPLAINT_MEMBERS.filter((m) => typeof fields[m] !== 'string');
+  if (missing.length > 0) throw new AgreementFieldError(missing[0]!, 'missing from the complaint');
+  const f = fields as Record<(typeof COMPLAINT_MEMBERS)[number], string>;
+  return {
+    srcChainId: uintField('srcChainId', f.srcChainId),
+    srcAddress: addressField('srcAddress', f.srcAddress),
+    srcToken: tokenField('srcToken', f.srcToken),
+    srcAmount: f.srcAmount,
+    dstChainId: uintField('dstChainId', f.dstChainId),
+    dstAddress: addressField('dstAddress', f.dstAddress),
+    dstToken: tokenField('dstToken', f.dstToken),
+    dstAmount: f.dstAmount,
+    dstNativeAmount: f.dstNativeAmount,
+    requestor: f.requestor,
+    lpId: f.lpId,
+    agreementReachedTime: uintField('agreementReachedTime', f.agreementReachedTime),
+    expectedSingleStepTime: uintField('expectedSingleStepTime', f.expectedSingleStepTime),
+    tolerantSingleStepTime: uintField('tolerantSingleStepTime', f.tolerantSingleStepTime),
+    earliestRefundTime: uintField('earliestRefundTime', f.earliestRefundTime),
+    userSign: f.userSign,
+    lpSign: f.lpSign,
+  };
+}
+
+export type AddressRendering = 'checksum' | 'lower';
+export const ADDRESS_RENDERINGS: readonly AddressRendering[] = ['checksum', 'lower'];
+
+/** The OtmoicSwap `Message` of an agreement, address members in the given rendering. */
+export function swapMessage(a: Agreement, rendering: AddressRendering = 'checksum'): SwapAgreement {
+  const render = (address: string) => (rendering === 'checksum' ? address : address.toLowerCase());
+  const token = (value: string) => (/^0x[0-9a-fA-F]{40}$/.test(value) ? render(value) : value);
+  return {
+    src_chain_id: a.srcChainId,
+    src_address: render(a.srcAddress),
+    src_token: token(a.srcToken),
+    src_amount: a.srcAmount,
+    dst_chain_id: a.dstChainId,
+    dst_address: render(a.dstAddress),
+    dst_token: token(a.dstToken),
+    dst_amount: a.dstAmount,
+    dst_native_amount: a.dstNativeAmount,
+    requestor: a.requestor,
+    lp_id: a.lpId,
+    agreement_reached_time: a.agreementReachedTime,
+    expected_single_step_time: a.expectedSingleStepTime,
+    tolerant_single_step_time: a.tolerantSingleStepTime,
+    earliest_refund_time: a.earliestRefundTime,
+  };
+}
+
+/**
+ * The Complaint struct of a signed agreement, as the SDK sends it and the contract hashes it for the bidId
+ * (uint256 addresses as decimal strings, tokens as the checksummed strings the parties signed).
+ */
+export function complaintOfAgreement(a: SignedAgreement): Record<(typeof COMPLAINT_MEMBERS)[number], string> {
+  return {
+    srcChainId: a.srcChainId.toString(),
+    srcAddress: BigInt(a.srcAddress).toString(),
+    srcToken: a.srcToken,
+    dstChainId: a.dstChainId.toString(),
+    dstAddress: BigInt(a.dstAddress).toString(),
+    dstToken: a.dstToken,
+    srcAmount: a.srcAmount,
+    dstAmount: a.dstAmount,
+    dstNativeAmount: a.dstNativeAmount,
+    requestor: a.requestor,
+    lpId: a.lpId,
+    expectedSingleStepTime: a.expectedSingleStepTime.toString(),
+    tolerantSingleStepTime: a.tolerantSingleStepTime.toString(),
+    earliestRefundTime: a.earliestRefundTime.toString(),
+    agreementReachedTime: a.agreementReachedTime.toString(),
+    userSign: a.userSign,
+    lpSign: a.lpSign,
+  };
+}
+
+const COMPARED: ReadonlyArray<[keyof Agreement, string]> = [
+  ['srcChainId', 'source chain'],
+  ['srcAddress', 'source address'],
+  ['srcToken', 'source token'],
+  ['srcAmount', 'source amount'],
+  ['dstChainId', 'destination chain'],
+  ['dstAddress', 'destination address'],
+  ['dstToken', 'destination token'],
+  ['dstAmount', 'destination amount'],
+  ['dstNativeAmount', 'destination native amount'],
+  ['requestor', 'requestor'],
+  ['lpId', 'lpId'],
+  ['agreementReachedTime', 'agreement time'],
+  ['expectedSingleStepTime', 'expected step time'],
+  ['tolerantSingleStepTime', 'tolerant step time'],
+  ['earliestRefundTime', 'earliest refund time'],
+];
+
+/** The terms in which two agreements differ, in words (addresses compared case-insensitively). */
+export function differingTerms(a: Agreement, b: Agreement): string[] {
+  const same = (x: unknown, y: unknown) =>
+    typeof x === 'string' && typeof y === 'string' ? x.toLowerCase() === y.toLowerCase() : x === y;
+  return COMPARED.filter(([key]) => !same(a[key], b[key])).map(
+    ([key, words]) => `${words} ${String(a[key])} ≠ ${String(b[key])}`,
+  );
+}

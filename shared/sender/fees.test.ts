@@ -1,0 +1,72 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { bumpedFee, initialFee, type Fee } from './fees.js';
+import { classifyBroadcastError } from './broadcast-errors.js';
+
+const wei = fc.bigInt({ min: 1n, max: 10n ** 13n });
+
+describe('sender fees', () => {
+  it('EIP-1559 where blocks carry a base fee, legacy otherwise; never above the cap', () => {
+    fc.assert(
+      fc.property(wei, wei, wei, fc.constantFrom(100n, 110n, 125n), (base, tip, cap, percent) => {
+        const fee = initialFee(
+          { baseFeePerGas: base, priorityFeePerGas: tip, gasPrice: base + tip },
+          { percent },
+          cap,
+        );
+        expect(fee.type).toBe(2);
+        if (fee.type !== 2) return;
+        expect(fee.maxFeePerGas).toBeLessThanOrEqual(cap);
+        expect(fee.maxPriorityFeePerGas).toBeLessThanOrEqual(fee.maxFeePerGas);
+        const legacy = initialFee(
+          { baseFeePerGas: null, priorityFeePerGas: tip, gasPrice: tip },
+          { percent },
+          cap,
+        );
+        expect(legacy.type).toBe(0);
+        if (legacy.type === 0) expect(legacy.gasPrice).toBeLessThanOrEqual(cap);
+      }),
+    );
+    expect(
+      initialFee({ baseFeePerGas: 10n, priorityFeePerGas: 2n, gasPrice: 12n }, { weiPerGas: 50n }, 1_000n),
+    ).toEqual({ type: 2, maxFeePerGas: 50n, maxPriorityFeePerGas: 2n });
+  });
+
+  it('a replacement raises both fee fields by at least 10 % (node rule), within the cap, or is not made', () => {
+    const fee = fc.oneof(
+      fc.tuple(wei, wei).map(([a, b]): Fee => ({
+        type: 2,
+        maxFeePerGas: a > b ? a : b,
+        maxPriorityFeePerGas: a > b ? b : a,
+      })),
+      wei.map((g): Fee => ({ type: 0, gasPrice: g })),
+    );
+    fc.assert(
+      fc.property(fee, fee, wei, (previous, fresh, cap) => {
+        const next = bumpedFee(previous, fresh, cap);
+        const fields = (f: Fee) => (f.type === 0 ? [f.gasPrice] : [f.maxFeePerGas, f.maxPriorityFeePerGas]);
+        if (next === undefined) {
+          // Only the cap can stop a bump.
+          const top = previous.type === 0 ? previous.gasPrice : previous.maxFeePerGas;
+          expect(top * 110n).toBeGreaterThan(cap * 100n);
+          return;
+        }
+        expect(next.type).toBe(previous.type);
+        fields(next).forEach((value, i) => {
+          expect(value * 100n).toBeGreaterThanOrEqual(fields(previous)[i]! * 110n);
+          expect(value).toBeLessThanOrEqual(cap);
+        });
+      }),
+    );
+  });
+
+  it('classifies node refusals', () => {
+    expect(classifyBroadcastError('already known')).toBe('known');
+    expect(classifyBroadcastError('nonce too low')).toBe('known');
+    expect(classifyBroadcastError('replacement transaction underpriced')).toBe('underpriced');
+    expect(classifyBroadcastError('Nonce too high. Expected nonce to be 3 but got 4')).toBe('transient');
+    expect(classifyBroadcastError('insufficient funds for gas * price + value')).toBe('transient');
+    expect(classifyBroadcastError('RPC call timed out after 100 ms')).toBe('transient');
+    expect(classifyBroadcastError('transaction rejected by policy')).toBe('refused');
+  });
+});

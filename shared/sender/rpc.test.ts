@@ -1,0 +1,77 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Wallet } from 'ethers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretScrubber } from '../config/redact.js';
+import { startHardhatNode, type HardhatNode } from '../devnet/hardhat-node.js';
+import { RpcPool } from './rpc.js';
+
+const SECRET = 'provider-key-3f9a1c77d2e04b5';
+
+/** An endpoint that accepts connections and never answers. */
+async function silentServer(): Promise<{ server: Server; url: string }> {
+  const server = createServer(() => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v3/${SECRET}` };
+}
+
+describe('RpcPool: per-call timeouts, fallback, scrubbed errors', () => {
+  let node: HardhatNode;
+  let silent: { server: Server; url: string };
+  beforeAll(async () => {
+    [node, silent] = await Promise.all([startHardhatNode({ chainId: 97 }), silentServer()]);
+  });
+  afterAll(async () => {
+    silent?.server.closeAllConnections();
+    silent?.server.close();
+    await node?.close();
+  });
+  const pool = (urls: string[]) =>
+    new RpcPool({ urls, chainId: 97, timeoutMs: 300, scrub: secretScrubber(urls) });
+
+  it('abandons a hanging endpoint after the timeout and answers from the next one, then sticks to it', async () => {
+    const rpc = pool([silent.url, node.rpcUrl]);
+    const started = Date.now();
+    expect(await rpc.read((p) => p.getBlockNumber())).toBeGreaterThanOrEqual(0);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const again = Date.now();
+    await rpc.read((p) => p.getBlockNumber());
+    expect(Date.now() - again).toBeLessThan(250); // the working endpoint is now tried first
+    rpc.destroy();
+  });
+
+  it("takes a node's JSON-RPC error as the chain's answer (not retried elsewhere), its text scrubbed", async () => {
+    const rpc = pool([node.rpcUrl, silent.url]);
+    const started = Date.now();
+    const error = await rpc
+      .read((p) => p.send('eth_getBalance', ['not-an-address', 'latest']))
+      .catch((e: Error) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(Date.now() - started).toBeLessThan(250);
+    rpc.destroy();
+  });
+
+  it('fails with every endpoint down, naming no URL; a broadcast reaches the endpoint that works', async () => {
+    const down = pool([silent.url, `http://127.0.0.1:9/key/${SECRET}-2`]);
+    const error = (await down.read((p) => p.getBlockNumber()).catch((e: Error) => e)) as Error;
+    expect(error.message).not.toContain(SECRET);
+    expect(error.message.length).toBeGreaterThan(0);
+    down.destroy();
+
+    const rpc = pool([silent.url, node.rpcUrl]);
+    const wallet = new Wallet('0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a');
+    const raw = await wallet.signTransaction({
+      chainId: 97,
+      nonce: 0,
+      to: wallet.address,
+      value: 0n,
+      gasLimit: 21_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1_000_000_000n,
+      type: 2,
+    });
+    await rpc.broadcast(raw);
+    expect(await rpc.read((p) => p.getTransactionCount(wallet.address))).toBe(1);
+    rpc.destroy();
+  });
+});

@@ -1,0 +1,518 @@
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChainClient } from '../../services/chain-client/index.js';
+import { chainClientMigrations } from '../../services/chain-client/migrations.js';
+import { createClassifier, subscribeEngine, watchedChains } from '../../services/classifier/index.js';
+import { classifierMigrations } from '../../services/classifier/migrations.js';
+import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
+import { ClassifierEngine } from '../../services/classifier/engine.js';
+import { replayClassifier } from '../../services/classifier/replay.js';
+import { connectorService } from '../../services/connector/index.js';
+import { connectorMigrations } from '../../services/connector/migrations.js';
+import { startDidSupport, type DidSupport } from '../../services/stand-ins/did-support/index.js';
+import type { Subscription } from '../../shared/bus/port.js';
+import { fileComplaint, type ComplaintFields } from '../../shared/devnet/complaints.js';
+import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from '../../shared/devnet/agreements.js';
+import { deployDevnetContracts } from '../../shared/devnet/deploy.js';
+import { compileContracts } from '../../contracts/compile.js';
+import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
+import {
+  lockSwap,
+  runSwap,
+  tryStep,
+  type LockedSwap,
+  type ScenarioOptions,
+} from '../../shared/devnet/swap-scenarios.js';
+import { freePort } from '../../shared/net/free-port.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import type { RunningService } from '../../shared/runtime/service.js';
+import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
+import {
+  chainEvents,
+  chainHeights,
+  decode,
+  type ChainEvent,
+  type ChainHeight,
+  type SwapVerdict,
+} from '../../topics/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { serviceContext } from '../support/service-context.js';
+import { waitFor } from '../support/wait.js';
+
+const SRC = { evm: 97, system: '9006' };
+const DST = { evm: 11155420, system: '614' };
+const E = 60;
+const Tol = 120;
+
+/**
+ * The classifier on the devnet, behind our chain clients and the Connector: real contracts, genuine signed
+ * agreements, exact block times, DID names from the devnet's registry through the DID support stand-in.
+ */
+describe('classifier end to end on the devnet', () => {
+  let devnet: Devnet;
+  let db: TestDatabase;
+  let did: DidSupport;
+  let ctx: Awaited<ReturnType<typeof serviceContext>>;
+  let connector: RunningService;
+  let subscription: Subscription;
+  let stopDid: () => void;
+  const clients: Array<{ stop(): Promise<void> }> = [];
+  const src = () => devnet.chain(SRC.evm);
+  const dst = () => devnet.chain(DST.evm);
+  const options = (extra: Partial<ScenarioOptions> = {}): ScenarioOptions => ({
+    src: src(),
+    dst: dst(),
+    srcSystemChainId: Number(SRC.system),
+    dstSystemChainId: Number(DST.system),
+    didChain: dst(),
+    E,
+    Tol,
+    ...extra,
+  });
+
+  async function verdictOf(bidId: string, timeoutMs = 60_000): Promise<SwapVerdict> {
+    let verdict: SwapVerdict | undefined;
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query<{ verdict: SwapVerdict }>(
+          'SELECT verdict FROM classifier_verdicts WHERE bid_id = $1',
+          [bidId],
+        );
+        verdict = rows[0]?.verdict;
+        return verdict !== undefined;
+      },
+      `a verdict for ${bidId}`,
+      timeoutMs,
+    );
+    return verdict!;
+  }
+
+  async function pending(bidId: string): Promise<string | null> {
+    const { rows } = await db.pool.query<{ status: string; waiting_for: string | null }>(
+      'SELECT status, waiting_for FROM classifier_swaps WHERE bid_id = $1',
+      [bidId],
+    );
+    return rows[0]?.status === 'pending' ? (rows[0].waiting_for ?? 'pending') : null;
+  }
+
+  /** Moves both chains to `at` (or past every window of `swap`) and mines so the clients report it. */
+  async function moveTo(at: number): Promise<void> {
+    for (const chain of [src(), dst()]) {
+      const now = await chain.latestTimestamp();
+      if (at > now) await chain.setNextBlockTimestamp(at);
+      await chain.mine(1);
+      await chain.mine(6);
+    }
+  }
+
+  /** Mines both chains so that a chunk ends with a block at exactly `at` (the clock stops right there). */
+  async function moveExactlyTo(at: number): Promise<void> {
+    for (const chain of [src(), dst()]) {
+      const next = (await chain.provider.getBlockNumber()) + 1;
+      const blocks = 5 - ((next - 1) % 5) || 5; // up to the next multiple of 5
+      await chain.setNextBlockTimestamp(at - (blocks - 1));
+      await chain.mine(blocks);
+    }
+  }
+
+  /** Waits until the classifier's clock of a chain reached `at` (every event up to it handled). */
+  async function clockReached(chainId: string, at: number): Promise<void> {
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query<{ block_time: string }>(
+          `SELECT block_time FROM classifier_clocks WHERE chain_id = $1 AND stream = 'swap'`,
+          [chainId],
+        );
+        return Number(rows[0]?.block_time ?? -1) >= at;
+      },
+      `chain ${chainId} clock at ${at}`,
+      60_000,
+    );
+  }
+
+  const afterWindows = (s: LockedSwap) => s.times.T + 3 * E + 3 * Tol + 5;
+
+  beforeAll(async () => {
+    [devnet, db] = await Promise.all([
+      startDevnet({ chains: [{ chainId: SRC.evm }, { chainId: DST.evm }] }),
+      createTestDatabase([chainClientMigrations, connectorMigrations, classifierMigrations]),
+    ]);
+    did = await startDidSupport({ rpcUrl: dst().rpcUrl, registry: dst().contracts.reputation });
+    const ports: number[] = [];
+    for (const { evm, system } of [SRC, DST]) {
+      const chain = devnet.chain(evm);
+      const client = await startChainClient(
+        { db: db.pool, log: createLogger({ level: 'silent' }), metrics: new Registry() },
+        {
+          port: 0,
+          rpc: chain.rpcUrl,
+          systemChainId: system,
+          contractAddr: chain.contracts.otmoic,
+          reputationContractAddr: chain.contracts.reputation,
+          confirmations: 0,
+          startBlock: 0,
+          pollIntervalMs: 100,
+          deliveryAttempts: 10,
+        },
+      );
+      clients.push(client);
+      ports.push(client.port);
+    }
+    const connectorPort = await freePort();
+    const toml = [
+      `[connector]\nport = ${connectorPort}\ncallbackUrl = "http://127.0.0.1:${connectorPort}/callback"\nreregisterIntervalMs = 2000\nbackfillRetryMs = 3000`,
+      `[classifier]\nport = ${await freePort()}\ndidSupportUrl = "${did.url}"\ndidCacheMs = 1000`,
+      `[rpc-urls]\n${SRC.evm} = "${src().rpcUrl}"\n${DST.evm} = "${dst().rpcUrl}"`,
+      ...[SRC, DST].map(
+        (c, i) =>
+          `[[chainClients]]\nurl = "http://127.0.0.1:${ports[i]}"\nhistoryUrl = "http://127.0.0.1:${ports[i]}"\ninitBlockHeight = 0\nchainId = "${c.system}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${devnet.chain(c.evm).contracts.otmoic}"\nreputationContractAddr = "${devnet.chain(c.evm).contracts.reputation}"`,
+      ),
+    ].join('\n\n');
+    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls']);
+    connector = await connectorService.start(ctx);
+    const parts = createClassifier({
+      pool: db.pool,
+      tables: classifierTables(),
+      group: 'classifier',
+      chains: watchedChains(ctx.config.chainClients!),
+      didSupportUrl: did.url,
+      didCacheMs: 1_000,
+      bus: ctx.bus,
+      log: ctx.log,
+    });
+    stopDid = () => parts.did.stop();
+    subscription = await subscribeEngine(ctx.bus, parts.engine, 'classifier');
+  }, 180_000);
+
+  afterAll(async () => {
+    await subscription?.stop();
+    stopDid?.();
+    await connector?.stop();
+    await ctx?.close();
+    for (const client of clients) await client.stop();
+    await did?.stop();
+    await devnet?.stop();
+    await db?.drop();
+  });
+
+  it('judges an honest swap normal, with its response time, once the LP confirmed in', async () => {
+    const swap = await runSwap('honest', options());
+    await moveTo(swap.times.T + 10);
+    const verdict = await verdictOf(swap.bidId);
+    expect(verdict).toMatchObject({ outcome: 'normal', case: null, responseTimeSeconds: 1, lpId: swap.lpId });
+    expect(verdict.evidence).toMatchObject({ userConsent: true, lpConsent: true });
+    expect(verdict.transactions.map((t) => t.step)).toEqual([
+      'transferOut',
+      'transferIn',
+      'confirmOut',
+      'confirmIn',
+    ]);
+    expect(verdict.transactions.map((t) => t.txHash)).toEqual(swap.steps.map((s) => s.txHash.toLowerCase()));
+  }, 120_000);
+
+  it('case 2: a short amount and a wrong receiver are the user’s, never case 3', async () => {
+    const short = await runSwap('short_amount', options());
+    const wrong = await runSwap('wrong_receiver', options());
+    await moveTo(wrong.times.T + 10);
+    const [a, b] = [await verdictOf(short.bidId), await verdictOf(wrong.bidId)];
+    expect(a).toMatchObject({ case: 2, party: 'user', subject: short.out.sender.toLowerCase() });
+    expect(a.rule).toMatch(/without LP consent/);
+    expect(b).toMatchObject({ case: 2, party: 'user' });
+    expect(b.rule).toMatch(/not an address of LP/);
+  }, 120_000);
+
+  it('case 4: a TransferIn with a wrong amount or a wrong hashlock', async () => {
+    const amount = await lockSwap(options({ lpAnswer: 'wrong_amount' }));
+    const hashlock = await lockSwap(options({ lpAnswer: 'wrong_hashlock' }));
+    await moveTo(hashlock.times.T + 2 * E + 1);
+    const [a, b] = [await verdictOf(amount.bidId), await verdictOf(hashlock.bidId)];
+    expect(a).toMatchObject({ case: 4, party: 'lp', subject: amount.lpId });
+    expect(a.rule).toMatch(/token amount/);
+    expect(b).toMatchObject({ case: 4, party: 'lp' });
+    expect(b.rule).toMatch(/hashlock/);
+  }, 120_000);
+
+  it('case 3 only once the destination chain passed T+2E', async () => {
+    const swap = await lockSwap(options({ lpAnswer: 'none' }));
+    const end = swap.times.T + 2 * E;
+    await moveExactlyTo(end);
+    await clockReached(DST.system, end);
+    // The destination chain is at T+2E exactly: the LP could still have answered in that block.
+    await waitFor(async () => /T\+2E/.test((await pending(swap.bidId)) ?? ''), 'the swap to wait for T+2E');
+    expect(await pending(swap.bidId)).toMatch(/T\+2E/);
+    await moveTo(end + 1);
+    expect(await verdictOf(swap.bidId)).toMatchObject({
+      case: 3,
+      party: 'lp',
+      blockTime: end,
+      decidedOn: DST.system,
+    });
+  }, 120_000);
+
+  it('case 3 at the LP’s lock bound T+2E: −1 and 0 answer in time, +1 is refused by the contract', async () => {
+    const verdicts: Array<SwapVerdict['case']> = [];
+    for (const offset of [-1, 0, 1]) {
+      const swap = await lockSwap(options({ lpAnswer: 'none' }));
+      const answered = await tryStep(swap, dst(), 'transferIn', 2, swap.times.T + 2 * E + offset);
+      expect(answered.ok).toBe(offset <= 0);
+      await moveTo(afterWindows(swap));
+      verdicts.push((await verdictOf(swap.bidId)).case);
+    }
+    // Answered in time but never confirmed by the user: case 5, not 3.
+    expect(verdicts).toEqual([5, 5, 3]);
+  }, 180_000);
+
+  it('case 1 at the user’s lock bound T+E: −1 and 0 lock in time, +1 is refused by the contract', async () => {
+    const verdicts: Array<SwapVerdict['case']> = [];
+    for (const offset of [-1, 0, 1]) {
+      const swap = await lockSwap(options({ lock: false }));
+      const locked = await tryStep(swap, src(), 'transferOut', 1, swap.times.T + E + offset);
+      expect(locked.ok).toBe(offset <= 0);
+      const c = complaintOfAgreement(swap.agreement);
+      await fileComplaint(
+        dst(),
+        {
+          ...c,
+          srcChainId: Number(c.srcChainId),
+          srcAddress: BigInt(c.srcAddress),
+          dstChainId: Number(c.dstChainId),
+          dstAddress: BigInt(c.dstAddress),
+          expectedSingleStepTime: E,
+          tolerantSingleStepTime: Tol,
+          earliestRefundTime: swap.times.R,
+          agreementReachedTime: swap.times.T,
+        },
+        { complainant: 2, domain: swap.lpId },
+      );
+      await moveTo(afterWindows(swap));
+      verdicts.push((await verdictOf(swap.bidId)).case);
+    }
+    // Locked in time but never answered by the LP: case 3, not 1.
+    expect(verdicts).toEqual([3, 3, 1]);
+  }, 180_000);
+
+  it('case 5 at the user’s confirm bound T+3E: −1 and 0 are in time, +1 is refused by the contract', async () => {
+    const verdicts: Array<SwapVerdict['case']> = [];
+    for (const offset of [-1, 0, 1]) {
+      const swap = await lockSwap(options());
+      const end = swap.times.T + 3 * E;
+      const confirmed = await tryStep(swap, src(), 'confirmOut', 1, end + offset);
+      expect(confirmed.ok).toBe(offset <= 0);
+      if (confirmed.ok) await tryStep(swap, dst(), 'confirmIn', 2, end + 1 + 1);
+      await moveTo(afterWindows(swap));
+      verdicts.push((await verdictOf(swap.bidId)).case);
+    }
+    expect(verdicts).toEqual([null, null, 5]);
+  }, 180_000);
+
+  it('case 6 at the LP’s confirm bound T+3E+Tol: −1 and 0 are in time, +1 is refused', async () => {
+    const verdicts: Array<SwapVerdict['case']> = [];
+    for (const offset of [-1, 0, 1]) {
+      const swap = await lockSwap(options());
+      await tryStep(swap, src(), 'confirmOut', 1, swap.times.T + 3);
+      const end = swap.times.T + 3 * E + Tol;
+      const confirmed = await tryStep(swap, dst(), 'confirmIn', 2, end + offset);
+      expect(confirmed.ok).toBe(offset <= 0);
+      await moveTo(afterWindows(swap));
+      verdicts.push((await verdictOf(swap.bidId)).case);
+    }
+    expect(verdicts).toEqual([null, null, 6]);
+  }, 180_000);
+
+  it('case 7: the user confirms in without having confirmed out', async () => {
+    const swap = await runSwap('confirm_in_without_confirm_out', options());
+    await moveTo(afterWindows(swap));
+    const verdict = await verdictOf(swap.bidId);
+    expect(verdict).toMatchObject({ case: 7, party: 'user', subject: swap.out.sender.toLowerCase() });
+  }, 120_000);
+
+  /** An agreement the parties signed but the user never locked, and a complaint about it. */
+  async function unlockedAgreement() {
+    const user = src().accounts[1]!;
+    const lp = src().accounts[2]!;
+    await registerDids(dst(), { [lpIdOf(lp.address)]: lp.address, [userDid(user.address)]: user.address });
+    const T = Math.max(await src().latestTimestamp(), await dst().latestTimestamp()) + 10;
+    const agreement = signAgreement(
+      {
+        srcChainId: BigInt(SRC.system),
+        srcAddress: user.address,
+        srcToken: '0x0000000000000000000000000000000000000000',
+        srcAmount: '1000',
+        dstChainId: BigInt(DST.system),
+        dstAddress: user.address,
+        dstToken: '0x0000000000000000000000000000000000000000',
+        dstAmount: '990',
+        dstNativeAmount: '0',
+        requestor: user.address,
+        lpId: lpIdOf(lp.address),
+        agreementReachedTime: BigInt(T),
+        expectedSingleStepTime: BigInt(E),
+        tolerantSingleStepTime: BigInt(Tol),
+        earliestRefundTime: BigInt(T + 3 * E + 3 * Tol + 60),
+      },
+      { userKey: user.privateKey, lpKey: lp.privateKey },
+      { srcEvmChainId: SRC.evm, dstEvmChainId: DST.evm },
+    );
+    const c = complaintOfAgreement(agreement);
+    const fields: ComplaintFields = {
+      ...c,
+      srcChainId: Number(c.srcChainId),
+      srcAddress: BigInt(c.srcAddress),
+      dstChainId: Number(c.dstChainId),
+      dstAddress: BigInt(c.dstAddress),
+      expectedSingleStepTime: E,
+      tolerantSingleStepTime: Tol,
+      earliestRefundTime: Number(c.earliestRefundTime),
+      agreementReachedTime: T,
+    };
+    return { T, agreement, fields, lp: lp.address };
+  }
+
+  it('case 1: a valid complaint by the LP and no TransferOut by T+E on the source chain', async () => {
+    const { T, agreement, fields } = await unlockedAgreement();
+    const filed = await fileComplaint(dst(), fields, { complainant: 2, domain: agreement.lpId });
+    expect(filed.bidId).toBe(bidIdOf(agreement));
+    await moveExactlyTo(T + E);
+    await clockReached(SRC.system, T + E);
+    // Seen, its DID names answered, and waiting for the source chain to pass T+E.
+    await waitFor(
+      async () => /T\+E/.test((await pending(filed.bidId)) ?? ''),
+      'the complaint to wait for T+E',
+    );
+    await moveTo(T + E + 1);
+    const verdict = await verdictOf(filed.bidId);
+    expect(verdict).toMatchObject({ case: 1, party: 'user', subject: agreement.requestor.toLowerCase() });
+    expect(verdict.complaint).toMatchObject({
+      valid: true,
+      complainantParty: 'lp',
+      complainant: agreement.lpId,
+    });
+  }, 120_000);
+
+  it('case 0: a complaint by someone who is neither the user nor the LP', async () => {
+    const { T, fields } = await unlockedAgreement();
+    const filed = await fileComplaint(dst(), fields, { complainant: 5, domain: 'stranger-5.devnet' });
+    await moveTo(T + E + 1);
+    const verdict = await verdictOf(filed.bidId);
+    expect(verdict).toMatchObject({ outcome: 'invalid_complaint', case: 0, party: null });
+    expect(verdict.complaint?.invalidReason).toMatch(/neither the user's nor the LP's/);
+    const { rows } = await db.pool.query('SELECT 1 FROM classifier_violations WHERE bid_id = $1', [
+      filed.bidId,
+    ]);
+    expect(rows).toHaveLength(0);
+  }, 120_000);
+
+  it('a look-alike swap on a foreign contract produces nothing', async () => {
+    const compiled = await compileContracts();
+    const foreign = await deployDevnetContracts(src().wallet(0), compiled, {
+      fundAccounts: [],
+      tokensPerAccount: 0n,
+    });
+    const foreignSrc: DevnetChain = { ...src(), contracts: foreign };
+    const swap = await runSwap('honest', options({ src: foreignSrc }));
+    await moveTo(afterWindows(swap));
+    const honest = await runSwap('honest', options());
+    await moveTo(honest.times.T + 10);
+    await verdictOf(honest.bidId);
+    const { rows } = await db.pool.query('SELECT 1 FROM classifier_swaps WHERE bid_id = $1', [swap.bidId]);
+    expect(rows).toHaveLength(0);
+  }, 120_000);
+
+  it('decides the same with the destination chain first and every message twice', async () => {
+    // The live pipeline's input messages, replayed into a fresh engine in the worst order.
+    const { rows } = await db.pool.query<{ topic: string; value: string }>(
+      `SELECT topic, value FROM bus_messages WHERE topic IN ('chain.events', 'chain.heights') ORDER BY topic, partition, "offset"`,
+    );
+    const events = rows
+      .filter((r) => r.topic === 'chain.events')
+      .map((r) => decode(chainEvents, { value: r.value } as never));
+    const heights = rows
+      .filter((r) => r.topic === 'chain.heights')
+      .map((r) => decode(chainHeights, { value: r.value } as never));
+    const ofChain = (chainId: string) => ({
+      events: events.filter((e) => (e.payload as ChainEvent).chainId === chainId),
+      heights: heights.filter((h) => (h.payload as ChainHeight).chainId === chainId),
+    });
+    const tables = classifierTables('dup_test');
+    await db.pool.query(`CREATE SCHEMA dup_test; ${classifierDdl(tables)}`);
+    // DID names as the live verdicts recorded them.
+    const live = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
+      'SELECT bid_id, verdict FROM classifier_verdicts',
+    );
+    const recorded = new Map(live.rows.map((r) => [r.bid_id, r.verdict.evidence.didNames]));
+    const engine = new ClassifierEngine({
+      pool: db.pool,
+      tables,
+      group: 'dup-test',
+      chains: watchedChains(ctx.config.chainClients!),
+      did: {
+        names: (address, bid) => recorded.get(bid)?.[address.toLowerCase()] ?? [],
+        request: () => undefined,
+        stop: () => undefined,
+      },
+      log: ctx.log,
+    });
+    const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+    for (const chainId of [DST.system, SRC.system]) {
+      const { events: e, heights: h } = ofChain(chainId);
+      for (const message of [...e, ...e])
+        await engine.handleEvent(message.id, message.payload as ChainEvent, context);
+      for (const message of [...h, ...h])
+        await engine.handleHeight(message.id, message.payload as ChainHeight, context);
+    }
+    const replayed = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
+      'SELECT bid_id, verdict FROM dup_test.classifier_verdicts',
+    );
+    const byBid = new Map(replayed.rows.map((r) => [r.bid_id, r.verdict]));
+    for (const { bid_id, verdict } of live.rows) expect(byBid.get(bid_id)).toEqual(verdict);
+    expect(replayed.rows.length).toBe(live.rows.length);
+  }, 120_000);
+
+  it('sends a malformed or unknown event to the dead-letter topic with the reason, and keeps flowing', async () => {
+    const good = JSON.parse(
+      (
+        await db.pool.query<{ value: string }>(
+          `SELECT value FROM bus_messages WHERE topic = 'chain.events' ORDER BY "offset" LIMIT 1`,
+        )
+      ).rows[0]!.value,
+    );
+    const poison = [
+      { ...good, id: 'poison:1', payload: { ...good.payload, kind: 'TransferSideways' } },
+      { ...good, id: 'poison:2', payload: { ...good.payload, blockTimestamp: 'yesterday' } },
+    ];
+    await ctx.bus.publish(
+      chainEvents.name,
+      poison.map((p) => ({ key: SRC.system, value: JSON.stringify(p) })),
+    );
+    await waitFor(
+      async () =>
+        (await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = 'chain.events.dlq'`)).rowCount === 2,
+      'two dead letters',
+    );
+    const { rows } = await db.pool.query<{ headers: Record<string, string> }>(
+      `SELECT headers FROM bus_messages WHERE topic = 'chain.events.dlq' ORDER BY "offset"`,
+    );
+    expect(rows[0]!.headers['x-dlq-error']).toMatch(/invalid payload/);
+    expect(rows[1]!.headers['x-dlq-error']).toMatch(/blockTimestamp/);
+    // The chain's partition keeps flowing: the next swap is judged.
+    const swap = await runSwap('honest', options());
+    await moveTo(swap.times.T + 10);
+    expect((await verdictOf(swap.bidId)).outcome).toBe('normal');
+  }, 120_000);
+
+  it('replays chain.events and chain.heights into fresh tables with identical verdicts and violations', async () => {
+    const report = await replayClassifier({
+      pool: db.pool,
+      bus: ctx.bus,
+      chainClients: ctx.config.chainClients!,
+      didSupportUrl: did.url,
+      log: ctx.log,
+    });
+    expect(report.verdicts.live).toBeGreaterThanOrEqual(15);
+    expect(report.verdicts).toMatchObject({ identical: true, different: [], onlyLive: [], onlyReplay: [] });
+    expect(report.violations.identical).toBe(true);
+    // 2 + 2 (cases 2, 4), one each of 1, 3, 5, 6, 7, and three from each lock-bound test.
+    expect(report.violations.live).toBe(15);
+    expect(report.identical).toBe(true);
+  }, 120_000);
+});

@@ -1,0 +1,68 @@
+/**
+ * A JSON-RPC proxy in front of a devnet node, for sender tests: forwards every request, except that
+ * eth_sendRawTransaction of a transaction `refuse` matches is answered with a node-style refusal (as a
+ * node with a policy, or one that will not take a fee, would). Its URL carries a path (like a provider's
+ * API key), which the refusal text quotes: a test can check it never leaks.
+ */
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Transaction } from 'ethers';
+
+export interface RpcProxy {
+  url: string;
+  /** Raw transactions refused so far. */
+  refused: number;
+  refuse?: (tx: Transaction) => boolean;
+  close(): Promise<void>;
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const chunk of request) text += chunk;
+  return text;
+}
+
+export async function startRpcProxy(target: string, secretPath: string): Promise<RpcProxy> {
+  const proxy: RpcProxy = { url: '', refused: 0, close: async () => undefined };
+  const server = createServer((request, response) => {
+    void (async () => {
+      const text = await readBody(request);
+      const body = JSON.parse(text) as { id: unknown; method: string; params: unknown[] };
+      if (body.method === 'eth_sendRawTransaction' && proxy.refuse !== undefined) {
+        const tx = Transaction.from(body.params[0] as string);
+        if (proxy.refuse(tx)) {
+          proxy.refused++;
+          response.setHeader('content-type', 'application/json');
+          response.end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: body.id,
+              error: { code: -32003, message: `transaction rejected by policy of ${request.url}` },
+            }),
+          );
+          return;
+        }
+      }
+      const upstream = await fetch(target, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: text,
+      });
+      response.statusCode = upstream.status;
+      response.setHeader('content-type', 'application/json');
+      response.end(await upstream.text());
+    })().catch((error: unknown) => {
+      response.statusCode = 502;
+      response.end(String(error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  proxy.url = `http://127.0.0.1:${port}${secretPath}`;
+  proxy.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return proxy;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs schemathesis (pip package, in a cached venv) against the relay's served OpenAPI document on a devnet
+# with a fresh database: fails on any 5xx or answer that does not match the document. Called by .ci/run.
+# SCHEMATHESIS_EXAMPLES bounds the examples per operation (default 25: about a minute on 2 cores).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+VENV="${SCHEMATHESIS_VENV:-.cache/schemathesis-venv}"
+if [ ! -x "$VENV/bin/st" ]; then
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "schemathesis: SKIPPED (python3 is not installed)"
+    exit 0
+  fi
+  if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    echo "schemathesis: SKIPPED (python3 -m venv is not available: install python3-venv)"
+    exit 0
+  fi
+  if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    echo "schemathesis: SKIPPED (pip is not available in the venv)"
+    exit 0
+  fi
+  "$VENV/bin/python" -m pip install --quiet 'schemathesis==4.*'
+fi
+exec node --import tsx test/support/schemathesis-relay.ts "$VENV/bin/st"
