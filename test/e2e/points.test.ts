@@ -228,4 +228,39 @@ describe('points end to end on the devnet, with the classifier', () => {
     });
     expect((await get(`/user-point?address=${swap.out.sender.toLowerCase()}`)).score_tenths).toBe(19);
   }, 180_000);
+
+  it('cases 4, 5 and 7 each deduct exactly once, from the party that broke the swap', async () => {
+    const scenarios = [
+      {
+        expected: 4,
+        party: 'lp',
+        swap: await lockSwap(options({ lpAnswer: 'wrong_amount', parties: { user: 5, lp: 6 } })),
+      },
+      { expected: 5, party: 'user', swap: await lockSwap(options({ parties: { user: 7, lp: 8 } })) },
+      {
+        expected: 7,
+        party: 'user',
+        swap: await runSwap('confirm_in_without_confirm_out', options({ parties: { user: 9, lp: 10 } })),
+      },
+    ] as const;
+    await moveTo(Math.max(...scenarios.map(({ swap }) => swap.times.T)) + 3 * E + 3 * Tol + 5);
+    for (const { expected, party, swap } of scenarios) {
+      const user = swap.out.sender.toLowerCase();
+      const records = (subject: 'user' | 'lp') =>
+        subject === 'user'
+          ? get(`/user-deduction-records?address=${user}`)
+          : get(`/lp-deduction-records?lp_id=${swap.lpId}`);
+      await waitFor(
+        async () => (await records(party)).records.length === 1,
+        `the case ${expected} deduction`,
+        90_000,
+      );
+      expect((await records(party)).records.map((r: any) => [r.bid, r.case])).toEqual([
+        [swap.bidId.toLowerCase(), expected],
+      ]);
+      expect((await records(party === 'user' ? 'lp' : 'user')).records).toEqual([]);
+      expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(party === 'user' ? 19 : 20);
+      expect((await get(`/lp-point?lp_id=${swap.lpId}`)).deductions.violations).toBe(party === 'lp' ? 1 : 0);
+    }
+  }, 240_000);
 });
