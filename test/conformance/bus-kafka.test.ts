@@ -7,7 +7,7 @@ import { busConformanceSuite } from './bus.js';
 
 const kafka = kafkaForTests();
 if (kafka.skipReason) announceSkip('EventBus conformance: kafka', kafka.skipReason);
-const log = createLogger({ level: 'silent' });
+const log = createLogger({ level: (process.env.BUS_TEST_LOG as 'warn') ?? 'silent' });
 
 busConformanceSuite(
   `kafka${kafka.skipReason ? ` (skipped: ${kafka.skipReason})` : ''}`,

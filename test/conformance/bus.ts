@@ -131,11 +131,18 @@ export function busConformanceSuite(
     }
 
     async function orderedCount(consumer: string): Promise<number> {
-      const { rows } = await t.pool.query<{ n: string }>(
-        'SELECT count(*) AS n FROM conformance_ordered WHERE consumer = $1',
-        [consumer],
-      );
-      return Number(rows[0]!.n);
+      // Retried: the test's own pooled connections are among those the outage tests terminate.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const { rows } = await t.pool.query<{ n: string }>(
+            'SELECT count(*) AS n FROM conformance_ordered WHERE consumer = $1',
+            [consumer],
+          );
+          return Number(rows[0]!.n);
+        } catch (err) {
+          if (attempt >= 5) throw err;
+        }
+      }
     }
 
     function sequencesByKey(messages: BusMessage[]): Map<string, number[]> {

@@ -22,6 +22,7 @@ import {
   type TopicSpec,
 } from '../port.js';
 import { initPosition, loadPositions, setPosition } from '../positions.js';
+import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import { OutboxRelay, writeOutbox, type OutboxBatch } from './outbox.js';
 
@@ -82,10 +83,11 @@ export class KafkaBus implements EventBus {
       logCreator: () => (entry) =>
         log.warn({ kafka: entry.log.message, namespace: entry.namespace }, 'kafka'),
     });
-    // acks from all in-sync replicas, one request in flight (per-partition order survives retries). Not the
-    // idempotent producer: kafkajs retries that one for ever, which would hang a publish on a missing topic;
-    // a retried send may duplicate, and consumers dedupe by envelope id.
+    // Idempotent (a retried send is not written twice), acks from all in-sync replicas, one request in
+    // flight. kafkajs retries an idempotent producer for ever by default, which hung a publish to a missing
+    // topic (and the caller's transaction with it): here the retries are bounded and send() has a timeout.
     this.producer = this.kafka.producer({
+      idempotent: true,
       maxInFlightRequests: 1,
       createPartitioner: Partitioners.DefaultPartitioner,
       retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
@@ -262,7 +264,7 @@ export class KafkaBus implements EventBus {
     // Every partition has a stored position before the group joins: `latest` means the end as of now.
     const startFrom = options.startFrom ?? 'earliest';
     for (const topic of options.topics) {
-      for (const end of await this.admin.fetchTopicOffsets(topic)) {
+      for (const end of await this.retrying(() => this.admin.fetchTopicOffsets(topic))) {
         await initPosition(
           this.pool,
           { group: options.group, topic, partition: end.partition },
@@ -290,10 +292,25 @@ export class KafkaBus implements EventBus {
     this.consumers.delete(subscription);
   }
 
+  /**
+   * Admin reads right after a topic was created or a broker came back can meet a partition without a leader
+   * yet (NOT_LEADER, retriable), which kafkajs's admin passes through: retried here, bounded.
+   */
+  private async retrying<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
+        await sleep(backoffMs(attempt, 100, 2_000));
+      }
+    }
+  }
+
   /** The first offset still in the log (retention may have deleted older ones). */
   async lowWatermark(topic: string, partition: number): Promise<bigint> {
     await this.connect();
-    const ends = await this.admin.fetchTopicOffsets(topic);
+    const ends = await this.retrying(() => this.admin.fetchTopicOffsets(topic));
     return BigInt(ends.find((e) => e.partition === partition)?.low ?? '0');
   }
 
@@ -305,10 +322,12 @@ export class KafkaBus implements EventBus {
       targets = [{ partition: position.partition, offset: position.offset }];
     } else if (position.to === 'timestamp') {
       // kafkajs answers the high watermark for a partition with nothing at or after the time.
-      const offsets = await this.admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime());
+      const offsets = await this.retrying(() =>
+        this.admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime()),
+      );
       targets = offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) }));
     } else {
-      const ends = await this.admin.fetchTopicOffsets(topic);
+      const ends = await this.retrying(() => this.admin.fetchTopicOffsets(topic));
       targets = ends.map((e) => ({
         partition: e.partition,
         offset: BigInt(position.to === 'beginning' ? e.low : e.high),
@@ -324,7 +343,7 @@ export class KafkaBus implements EventBus {
     const stored = await loadPositions(this.pool, group, topics);
     const result: PartitionLag[] = [];
     for (const topic of topics) {
-      for (const end of await this.admin.fetchTopicOffsets(topic)) {
+      for (const end of await this.retrying(() => this.admin.fetchTopicOffsets(topic))) {
         const low = BigInt(end.low);
         const at = stored.get(`${topic}/${end.partition}`) ?? low;
         const lag = BigInt(end.high) - (at > low ? at : low);

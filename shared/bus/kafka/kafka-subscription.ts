@@ -52,6 +52,8 @@ export class KafkaSubscription implements Subscription {
       heartbeatInterval: 1_000,
       rebalanceTimeout: 20_000,
       retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5_000 },
+      // stop() waits for the fetch in progress: keep an idle fetch short.
+      maxWaitTimeInMs: 1_000,
     });
   }
 
@@ -73,10 +75,11 @@ export class KafkaSubscription implements Subscription {
         resolve();
       });
     });
-    // A new assignment: positions are read afresh from PostgreSQL before the next message of each partition.
-    consumer.on(consumer.events.GROUP_JOIN, () => {
+    // A new assignment: every assigned partition is sought to its stored position.
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
       for (const key of this.positions.keys()) this.bump(key);
       this.positions.clear();
+      this.checking = this.checking.then(() => this.seekAssigned(event.payload.memberAssignment));
     });
     await consumer.connect();
     await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
@@ -187,6 +190,25 @@ export class KafkaSubscription implements Subscription {
       this.seekTo(topic, partition, stored ?? offset);
     } finally {
       this.inFlight.delete(key);
+    }
+  }
+
+  private async seekAssigned(assignment: Record<string, number[]>): Promise<void> {
+    if (this.stopping) return;
+    try {
+      const stored = await loadPositions(this.bus.pool, this.group, this.options.topics);
+      for (const [topic, partitions] of Object.entries(assignment)) {
+        for (const partition of partitions) {
+          const key = `${topic}/${partition}`;
+          const at = stored.get(key);
+          if (at === undefined || this.inFlight.has(key) || this.positions.has(key)) continue;
+          this.setPosition(key, at);
+          this.seekTo(topic, partition, at);
+        }
+      }
+    } catch (err) {
+      // Each partition's first message reads its position anyway.
+      this.options.log.warn({ err: (err as Error).message }, 'could not seek the assigned partitions');
     }
   }
 
