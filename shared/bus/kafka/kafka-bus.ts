@@ -1,14 +1,9 @@
 import { readFileSync } from 'node:fs';
-import {
-  ConfigResourceTypes,
-  Kafka,
-  Partitioners,
-  logLevel,
-  type Admin,
-  type Producer,
-  type SASLOptions,
-} from 'kafkajs';
+import kafkajs, { Kafka, Partitioners, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import { withTransaction, type Pool } from '../../db/pool.js';
+
+// Not among the names Node finds in kafkajs's CommonJS exports: taken from the default export.
+const { ConfigResourceTypes } = kafkajs;
 import type { Logger } from '../../logging/logger.js';
 import {
   deadLetterTopic,
@@ -132,15 +127,18 @@ export class KafkaBus implements EventBus {
   }
 
   private async createTopics(specs: readonly TopicSpec[]): Promise<void> {
-    await this.admin.createTopics({
-      waitForLeaders: true,
-      topics: specs.map((s) => ({
-        topic: s.name,
-        numPartitions: s.partitions,
-        ...(this.options.replicationFactor && { replicationFactor: this.options.replicationFactor }),
-        configEntries: this.topicConfig(s),
-      })),
-    });
+    // Retried: waiting for leaders can meet metadata not yet there; a repeat finds the topics existing.
+    await this.retrying(() =>
+      this.admin.createTopics({
+        waitForLeaders: true,
+        topics: specs.map((s) => ({
+          topic: s.name,
+          numPartitions: s.partitions,
+          ...(this.options.replicationFactor && { replicationFactor: this.options.replicationFactor }),
+          configEntries: this.topicConfig(s),
+        })),
+      }),
+    );
   }
 
   private topicConfig(spec: TopicSpec): Array<{ name: string; value: string }> {
