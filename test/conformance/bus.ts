@@ -470,18 +470,27 @@ export function busConformanceSuite(
         handler: orderedEffect(consumer),
       });
       subscriptions.push(sub);
+      // The test's own publishes meet terminated connections too: each is retried (a publish is atomic).
+      const publish = async (seq: number) => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await t.bus.publish(
+              name,
+              keys.map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
+            );
+          } catch (err) {
+            if (attempt >= 10) throw err;
+            await pause(50);
+          }
+        }
+      };
       const publishing = (async () => {
         for (let seq = 0; seq < 50; seq++) {
-          await t.bus.publish(
-            name,
-            keys.map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
-          );
+          await publish(seq);
           await pause(10);
         }
-      })().then(
-        () => true,
-        () => false,
-      );
+      })();
+      publishing.catch(() => undefined); // awaited below; not unhandled meanwhile
       // Every other session of this database, again and again while the stream runs.
       const admin = await t.pool.connect();
       try {
@@ -498,14 +507,7 @@ export function busConformanceSuite(
       } finally {
         admin.release(true);
       }
-      if (!(await publishing)) {
-        // A publish caught by a termination: publish everything again (the effects dedupe).
-        for (let seq = 0; seq < 50; seq++)
-          await t.bus.publish(
-            name,
-            keys.map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
-          );
-      }
+      await publishing;
       await waitFor(async () => (await orderedCount(consumer)) >= 400, 'every effect', 60_000);
       const sequences = await orderedSequences(consumer);
       for (const seqs of sequences.values()) expect(seqs).toEqual(seqs.map((_, i) => i));
