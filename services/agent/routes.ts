@@ -62,6 +62,8 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     }),
   );
 
+  // JSON only: fastify would otherwise hand a text/plain body to the handler as a string.
+  app.removeContentTypeParser('text/plain');
   // Per client IP on every route, before the body is parsed.
   await app.register(rateLimit, {
     global: true,
@@ -110,7 +112,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       );
     }
     const limit = await domainLimit(request);
-    if (!limit.isAllowed)
+    if (!limit.isAllowed && limit.isExceeded)
       throw new AgentError(
         'DOMAIN_RATE_LIMITED',
         `too many complaints for DID ${parsed.domain}; retry in ${limit.ttlInSeconds} s`,
