@@ -5,6 +5,7 @@ const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   connector: () => import('./connector.js'),
   relay: () => import('./relay.js'),
   classifier: () => import('./classifier.js'),
+  points: () => import('./points.js'),
 };
 
 const asked = process.argv.slice(2);

@@ -6,6 +6,8 @@ import type { Pool } from '../shared/db/pool.js';
 import type { Logger } from '../shared/logging/logger.js';
 import { classifierMigrations } from '../services/classifier/migrations.js';
 import { replayClassifier } from '../services/classifier/replay.js';
+import { pointsMigrations } from '../services/points/migrations.js';
+import { replayPoints } from '../services/points/replay.js';
 
 export interface ReplayContext {
   config: AppConfig;
@@ -36,5 +38,10 @@ export const replayers: Record<string, Replayer> = {
         onProgress: (done, left) =>
           process.stderr.write(`\rclassifier replay: ${done} messages handled, ${left} left   `),
       }),
+  },
+  points: {
+    sections: [],
+    migrations: [pointsMigrations],
+    replay: ({ db, bus, log, keep }) => replayPoints({ db, bus, log, keep }),
   },
 };

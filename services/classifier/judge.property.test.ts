@@ -83,9 +83,32 @@ describe('judge (pure decision) against the reference model', () => {
             );
         },
       ),
-      { numRuns: 400 },
+      {
+        numRuns: Number(process.env.PROPERTY_RUNS ?? 400),
+        examples: [
+          // Found by this test: a griefer's TransferIn after the deciding block time must not change the
+          // evidence (its sender's DID lookup was recorded only when it happened to be seen in time).
+          [
+            {
+              T: 1000,
+              E: 3,
+              Tol: 0,
+              lpSign: 'lp',
+              userSign: 'user',
+              out: { kind: 'ok', at: 1000 },
+              in: { kind: 'ok', at: 1000 },
+              griefIn: { at: 1001 },
+              confirmOut: { by: 'user', at: 1000 },
+              confirmIn: { by: 'lp', at: 1000 },
+              complaint: undefined,
+            },
+            [1000],
+            [0, 0, 0, 0, 0, 1, ...new Array<number>(54).fill(0)],
+          ],
+        ],
+      },
     );
-  });
+  }, 600_000);
 
   it('waits for the DID support service instead of guessing', () => {
     const timeline = buildTimeline({

@@ -50,12 +50,12 @@ interface ComplaintReading {
 }
 
 export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
-  const didUsed = new Map<string, readonly string[]>();
-  const didNames = (address: string): readonly string[] => {
+  const didUsed: DidUsed = new Map();
+  const didNames: DidNames = (address, at) => {
     const key = lower(address);
     const names = env.didNames(key);
     if (names === undefined) throw new Waiting({ kind: 'did', address: key }, `DID names of ${key}`);
-    didUsed.set(key, names);
+    didUsed.set(key, { names, at: Math.min(at, didUsed.get(key)?.at ?? at) });
     return names;
   };
   const clock = (chainId: string, until: number, why: string): number => {
@@ -75,13 +75,23 @@ export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
   }
 }
 
-type DidNames = (address: string) => readonly string[];
+/**
+ * DID names of an address, asked for because of a fact at block time `at`. The verdict records the answers
+ * asked for by facts up to its own block time: those are the same whenever the decision ran.
+ */
+type DidNames = (address: string, at: number) => readonly string[];
+type DidUsed = Map<string, { names: readonly string[]; at: number }>;
 type Clock = (chainId: string, until: number, why: string) => number;
 
 /** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
-function lpSignerOf(agreement: SignedAgreement, evmChainId: number, didNames: DidNames): string | null {
+function lpSignerOf(
+  agreement: SignedAgreement,
+  evmChainId: number,
+  didNames: DidNames,
+  at: number,
+): string | null {
   for (const candidate of candidateSigners(agreement, agreement.lpSign, evmChainId)) {
-    if (didNames(candidate).includes(agreement.lpId)) return candidate;
+    if (didNames(candidate, at).includes(agreement.lpId)) return candidate;
   }
   return null;
 }
@@ -119,7 +129,8 @@ function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames)
       invalidReason: `case 0: userSign does not recover the requestor ${agreement.requestor} under OtmoicSwap{chainId ${srcEvm}}`,
     });
   }
-  const lpSigner = lpSignerOf(agreement, dstEvm, didNames);
+  const at = event.blockTimestamp;
+  const lpSigner = lpSignerOf(agreement, dstEvm, didNames, at);
   if (lpSigner === null) {
     return reading({
       agreement,
@@ -127,9 +138,12 @@ function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames)
     });
   }
   const complainant = event.complainant;
-  if (complainant === agreement.lpId || didNames(lpSigner).includes(complainant))
+  if (complainant === agreement.lpId || didNames(lpSigner, at).includes(complainant))
     return reading({ agreement, valid: true, party: 'lp' });
-  if (/^0x[0-9a-fA-F]{40}$/.test(agreement.requestor) && didNames(agreement.requestor).includes(complainant))
+  if (
+    /^0x[0-9a-fA-F]{40}$/.test(agreement.requestor) &&
+    didNames(agreement.requestor, at).includes(complainant)
+  )
     return reading({ agreement, valid: true, party: 'user' });
   return reading({
     agreement,
@@ -142,7 +156,7 @@ function decide(
   env: JudgeEnv,
   didNames: DidNames,
   clock: Clock,
-  didUsed: Map<string, readonly string[]>,
+  didUsed: DidUsed,
 ): SwapVerdict {
   const base = {
     bidId: facts.bidId,
@@ -150,12 +164,20 @@ function decide(
     transferInId: null as string | null,
     responseTimeSeconds: null as number | null,
   };
-  const evidence = (userConsent: boolean | null, lpSigner: string | null, lpConsentKnown: boolean) => ({
+  const evidence = (
+    userConsent: boolean | null,
+    lpSigner: string | null,
+    lpConsentKnown: boolean,
+    horizon = Number.POSITIVE_INFINITY,
+  ) => ({
     userConsent,
     lpConsent: lpConsentKnown ? lpSigner !== null : null,
     lpSigner,
     didNames: Object.fromEntries(
-      [...didUsed.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, [...v]]),
+      [...didUsed.entries()]
+        .filter(([, used]) => used.at <= horizon)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, used]) => [k, [...used.names]]),
     ),
   });
   const complaintField = (c: ComplaintReading | null): SwapVerdict['complaint'] =>
@@ -255,6 +277,7 @@ interface Builders {
     userConsent: boolean | null,
     lpSigner: string | null,
     lpConsentKnown: boolean,
+    horizon?: number,
   ): SwapVerdict['evidence'];
   complaintField(c: ComplaintReading | null): SwapVerdict['complaint'];
   complaintTx(c: ComplaintReading | null): SwapTransaction[];
@@ -375,7 +398,7 @@ function decideTransferOut(
       responseTimeSeconds: outcome.responseTimeSeconds ?? null,
       transactions: transactions(),
       complaint: build.complaintField(counted),
-      evidence: build.evidence(userConsent, lpSigner, lpConsentKnown),
+      evidence: build.evidence(userConsent, lpSigner, lpConsentKnown, settled),
     };
   };
   const violation = (
@@ -424,7 +447,7 @@ function decideTransferOut(
   }
 
   userConsent = userConsents(agreement, out.userSign, srcEvm);
-  lpSigner = lpSignerOf(agreement, dstEvm, didNames);
+  lpSigner = lpSignerOf(agreement, dstEvm, didNames, out.blockTimestamp);
   lpConsentKnown = true;
 
   // Case 2: the user locked something the LP never agreed to.
@@ -438,8 +461,9 @@ function decideTransferOut(
     );
   }
   const lp = lpSigner;
-  const isLp = (address: string): boolean => lower(address) === lp || didNames(address).includes(out.lpId);
-  if (!isLp(out.receiver)) {
+  const isLp = (address: string, at: number): boolean =>
+    lower(address) === lp || didNames(address, at).includes(out.lpId);
+  if (!isLp(out.receiver, out.blockTimestamp)) {
     return violation(
       'user',
       2,
@@ -458,11 +482,13 @@ function decideTransferOut(
   const thirdPartyConfirmInEnd = seconds(T + 3n * E + 2n * Tol);
 
   // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
-  const candidates = facts.ins.filter((e) => e.chainId === D && isLp(e.sender));
-  tin = candidates.find((e) => transferInMismatches(out, e).length === 0) ?? null;
+  // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
+  const onDst = facts.ins.filter((e) => e.chainId === D);
+  tin =
+    onDst.find((e) => transferInMismatches(out, e).length === 0 && isLp(e.sender, e.blockTimestamp)) ?? null;
   if (tin === null) {
     clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
-    const first = candidates[0];
+    const first = onDst.find((e) => isLp(e.sender, e.blockTimestamp));
     if (first) {
       tin = first;
       return violation(
@@ -482,12 +508,13 @@ function decideTransferOut(
     );
   }
   const answer = tin;
-  const isLpTx = (address: string) => lower(address) === lower(answer.sender) || isLp(address);
+  const isLpTx = (address: string, at: number) =>
+    lower(address) === lower(answer.sender) || isLp(address, at);
   const confirmOut = facts.confirmOuts[0];
   const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
 
   // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
-  if (confirmIn && !isLpTx(confirmIn.txFrom)) {
+  if (confirmIn && !isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp)) {
     const confirmedOutBefore = () =>
       confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
     if (!confirmedOutBefore()) {
@@ -537,7 +564,9 @@ function decideTransferOut(
 
   // Case 6: the LP did not confirm in by T+3E+Tol.
   const lpConfirmedIn =
-    confirmIn !== undefined && confirmIn.blockTimestamp <= lpConfirmEnd && isLpTx(confirmIn.txFrom);
+    confirmIn !== undefined &&
+    confirmIn.blockTimestamp <= lpConfirmEnd &&
+    isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp);
   if (!lpConfirmedIn) {
     clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
     return violation(

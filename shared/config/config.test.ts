@@ -19,6 +19,21 @@ function issuesOf(fn: () => unknown): Array<{ key: string; problem: string }> {
 }
 
 describe('configuration', () => {
+  it('takes point.windowDays, or its alias lookBackDays, and refuses the two disagreeing', () => {
+    const point =
+      '[point]\nport = 1\nrelayAdminUrl = "http://a"\ndidSupportUrl = "http://b"\nrefreshInterval = 5\n';
+    expect(load(point, {}, ['point']).point).toMatchObject({
+      windowDays: 90,
+      lookBackDays: 90,
+      lookupTimeoutMs: 1_000,
+    });
+    expect(load(point + 'windowDays = 30', {}, ['point']).point?.windowDays).toBe(30);
+    expect(load(point + 'lookBackDays = 45', {}, ['point']).point?.windowDays).toBe(45);
+    expect(load(point + 'windowDays = 30\nlookBackDays = 30', {}, ['point']).point?.windowDays).toBe(30);
+    const issues = issuesOf(() => load(point + 'windowDays = 30\nlookBackDays = 45', {}, ['point']));
+    expect(issues.map((i) => i.key)).toEqual(['point.windowDays']);
+  });
+
   it('parses every key of the specification table from the shipped config.toml', () => {
     const config = load(example, {}, ['n8nUrl', 'point', 'agent', 'connector', 'rpc-urls', 'chainClients']);
     expect(config.n8nUrl).toBe('http://127.0.0.1:5678/webhook/otmoic');

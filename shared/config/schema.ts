@@ -11,13 +11,30 @@ const privateKey = z
   .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be a 32-byte 0x-prefixed hex private key' });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x-prefixed hex address');
 
-export const pointSection = z.strictObject({
-  port,
-  relayAdminUrl: httpUrl,
-  didSupportUrl: httpUrl,
-  refreshInterval: z.number().int().positive(),
-  lookBackDays: z.number().int().positive().default(90),
-});
+export const pointSection = z
+  .strictObject({
+    port,
+    relayAdminUrl: httpUrl,
+    didSupportUrl: httpUrl,
+    refreshInterval: z.number().int().positive(),
+    /** Ours: look-back window of the scores in days (default 90). */
+    windowDays: z.number().int().positive().max(3_650).optional(),
+    /** The earlier name of windowDays, still accepted. */
+    lookBackDays: z.number().int().positive().max(3_650).optional(),
+    /** Ours: a KYC / DID request that takes longer than this counts as the service being down. */
+    lookupTimeoutMs: z.number().int().min(50).max(60_000).default(1_000),
+  })
+  .refine(
+    (p) => p.windowDays === undefined || p.lookBackDays === undefined || p.windowDays === p.lookBackDays,
+    {
+      error: 'windowDays and its alias lookBackDays disagree; set one of them',
+      path: ['windowDays'],
+    },
+  )
+  .transform(({ windowDays, lookBackDays, ...rest }) => {
+    const days = windowDays ?? lookBackDays ?? 90;
+    return { ...rest, windowDays: days, lookBackDays: days };
+  });
 
 export const agentSection = z.strictObject({
   port,

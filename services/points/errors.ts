@@ -1,0 +1,52 @@
+/**
+ * Every answer of Points that is not a success: a JSON body `{code, message}` with a matching HTTP status
+ * (DESIGN §5.6). Points' codes are the 32xxx family. This table is the single source of the README, the
+ * service README and the OpenAPI error lists.
+ */
+export const POINTS_ERRORS = {
+  INTERNAL: {
+    code: 32000,
+    status: 500,
+    meaning: 'unexpected server error (a bug; the body never holds internals)',
+  },
+  INVALID_QUERY: {
+    code: 32001,
+    status: 400,
+    meaning: 'a query parameter is missing, unknown or malformed (the message names each one)',
+  },
+  ROUTE_NOT_FOUND: { code: 32004, status: 404, meaning: 'no such route' },
+  DID_NOT_FOUND: {
+    code: 32005,
+    status: 404,
+    meaning: 'the DID support service knows no owner of this DID name',
+  },
+  DID_UNAVAILABLE: {
+    code: 32006,
+    status: 503,
+    meaning: 'did= was given, the DID support service is down and the name was never resolved before',
+  },
+  COMPLAINT_NOT_FOUND: {
+    code: 32007,
+    status: 404,
+    meaning: 'neither a complaint nor a verdict is known for this bid',
+  },
+  STORE_UNAVAILABLE: { code: 32010, status: 503, meaning: 'the database is unavailable; retry' },
+} as const;
+
+export type PointsErrorName = keyof typeof POINTS_ERRORS;
+
+/** Thrown by handlers; the error handler turns it into `{code, message}` with the table's HTTP status. */
+export class PointsError extends Error {
+  override readonly name = 'PointsError';
+  readonly code: number;
+  readonly status: number;
+
+  constructor(
+    readonly kind: PointsErrorName,
+    message: string,
+  ) {
+    super(message);
+    this.code = POINTS_ERRORS[kind].code;
+    this.status = POINTS_ERRORS[kind].status;
+  }
+}

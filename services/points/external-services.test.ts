@@ -1,0 +1,153 @@
+/**
+ * KYC and DID through real local HTTP servers: cached for the refresh interval, a KYC change followed at the
+ * next refresh, and when the services are stopped the answers keep coming with the last known values,
+ * flagged stale.
+ */
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { startRelayAdminStandIn, type RelayAdminStandIn } from '../stand-ins/relay-admin/server.js';
+import { CachedLookup } from './cached-lookup.js';
+import { POINTS_ERRORS } from './errors.js';
+import { fetchKyc } from './external-services.js';
+import { pointsMigrations } from './migrations.js';
+import { pointTestConfig, startFakeDidSupport, startTestPoints, userAddress } from './test-harness.js';
+
+const BOB = userAddress(0xb0b);
+const CAROL = userAddress(0xca201);
+const REFRESH_MS = 60_000;
+
+describe('KYC and DID services: cache, refresh, and down', () => {
+  let db: TestDatabase;
+  let relayAdmin: RelayAdminStandIn;
+  let did: Awaited<ReturnType<typeof startFakeDidSupport>>;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  const clock = { ms: 1_800_000_000_000 };
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    relayAdmin = await startRelayAdminStandIn({ verified: [BOB] });
+    did = await startFakeDidSupport(new Map([[BOB, ['bob.example']]]));
+    points = await startTestPoints(
+      db,
+      pointTestConfig({ relayAdminUrl: relayAdmin.url, didSupportUrl: did.url, refreshInterval: REFRESH_MS }),
+      { clockMs: () => clock.ms, nowSeconds: () => Math.floor(clock.ms / 1000), consume: false },
+    );
+  });
+  afterAll(async () => {
+    await points?.close();
+    await relayAdmin?.close();
+    await did?.close();
+    await db?.drop();
+  });
+
+  it('follows a KYC change at the next refresh, not before', async () => {
+    expect((await points.get(`/user-point?address=${BOB}`)).body).toMatchObject({
+      score_tenths: 50,
+      kyc: { verified: true, stale: false },
+      did: { names: ['bob.example'], stale: false },
+    });
+    await relayAdmin.setVerified(BOB, false);
+    clock.ms += REFRESH_MS - 1;
+    expect((await points.get(`/user-point?address=${BOB}`)).body.score_tenths).toBe(50);
+    clock.ms += 1;
+    expect((await points.get(`/user-point?address=${BOB}`)).body).toMatchObject({
+      score_tenths: 20,
+      kyc: { verified: false, stale: false },
+    });
+    await relayAdmin.setVerified(BOB, true);
+    clock.ms += REFRESH_MS;
+    expect((await points.get(`/user-point?address=${BOB}`)).body.score_tenths).toBe(50);
+  });
+
+  it('keeps answering with the last known values, flagged stale, while both services are stopped', async () => {
+    expect((await points.get('/user-point?did=bob.example')).body.subject.address).toBe(BOB);
+    const relayPort = relayAdmin.port;
+    const didPort = did.port;
+    await relayAdmin.close();
+    await did.close();
+    clock.ms += REFRESH_MS;
+
+    const bob = await points.get(`/user-point?address=${BOB}`);
+    expect(bob.status).toBe(200);
+    expect(bob.body).toMatchObject({
+      score_tenths: 50,
+      kyc: { verified: true, known: true, stale: true },
+      did: { names: ['bob.example'], stale: true },
+    });
+    // Resolved before: still answers by DID name.
+    expect((await points.get('/user-point?did=bob.example')).body).toMatchObject({
+      score_tenths: 50,
+      subject: { address: BOB },
+    });
+    // Never seen: basis 2, KYC unknown, stale; a DID name never resolved cannot be answered.
+    expect((await points.get(`/user-point?address=${CAROL}`)).body).toMatchObject({
+      score_tenths: 20,
+      kyc: { verified: false, known: false, stale: true },
+      did: { names: [], stale: true },
+    });
+    expect(await points.get('/user-point?did=carol.example')).toMatchObject({
+      status: 503,
+      body: { code: POINTS_ERRORS.DID_UNAVAILABLE.code },
+    });
+    const metrics = await (await fetch(`${points.base}/metrics`)).text();
+    expect(metrics).toMatch(/points_lookups_total\{service="kyc",outcome="failed"\} [1-9]/);
+
+    // Back up (Carol verified meanwhile): after the back-off the next query is fresh again.
+    relayAdmin = await startRelayAdminStandIn({ port: relayPort, verified: [BOB, CAROL] });
+    did = await startFakeDidSupport(new Map([[CAROL, ['carol.example']]]), didPort);
+    clock.ms += 5_000;
+    expect((await points.get(`/user-point?address=${CAROL}`)).body).toMatchObject({
+      score_tenths: 50,
+      kyc: { verified: true, known: true, stale: false },
+      did: { names: ['carol.example'], stale: false },
+    });
+  });
+});
+
+describe('a KYC service that answers nonsense or hangs counts as down', () => {
+  it('refuses a malformed answer and a slow one, keeping the last known value', async () => {
+    let mode: 'ok' | 'malformed' | 'hang' = 'ok';
+    const app = Fastify({ loggerInstance: createLogger({ level: 'silent' }) as FastifyBaseLogger });
+    app.get('/kyc/:address', async (request, reply) => {
+      const address = (request.params as { address: string }).address;
+      if (mode === 'malformed') return { data: { address, verified: 'yes' } };
+      if (mode === 'hang') {
+        await new Promise((r) => setTimeout(r, 1_500));
+        return reply.send({ data: { address, verified: false } });
+      }
+      return { data: { address, verified: true } };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const clock = { ms: 0 };
+    const errors: string[] = [];
+    const kyc = new CachedLookup({
+      name: 'kyc',
+      fetch: fetchKyc(url),
+      refreshIntervalMs: 1_000,
+      timeoutMs: 300,
+      retryAfterFailureMs: 100,
+      clock: () => clock.ms,
+      onError: (_k, e) => errors.push(e.message),
+    });
+    try {
+      expect(await kyc.get(BOB)).toMatchObject({ value: true, stale: false });
+      mode = 'malformed';
+      clock.ms += 1_000;
+      expect(await kyc.get(BOB)).toMatchObject({ value: true, stale: true });
+      expect(errors.at(-1)).toMatch(/unexpected answer/);
+      // Within the back-off the service is not asked at all.
+      expect(kyc.down).toBe(true);
+      mode = 'hang';
+      clock.ms += 100;
+      const started = Date.now();
+      expect(await kyc.get(BOB)).toMatchObject({ value: true, stale: true });
+      expect(Date.now() - started).toBeLessThan(1_200);
+      expect(errors).toHaveLength(2);
+    } finally {
+      await app.close();
+    }
+  });
+});

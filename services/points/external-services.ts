@@ -1,0 +1,66 @@
+/**
+ * The two outside services Points reads, with every answer parsed by zod (a malformed answer counts as the
+ * service failing):
+ *
+ * - KYC, at `point.relayAdminUrl` (our contract; devnet stand-in in services/stand-ins/relay-admin):
+ *   `GET /kyc/{address}` (lower-case 0x address) → 200 `{"data":{"address":"0x…","verified":true|false}}`,
+ *   for any address (an unknown one is simply not verified).
+ * - DID names, at `point.didSupportUrl` (the real SDK's route, and our extension):
+ *   `GET /find/owner/{address}` → `{"data":[{"name":"alice.example"}]}`;
+ *   `GET /find/name/{name}` → `{"data":[{"owner":"0x…"}]}` (empty `data`: no such name).
+ */
+import { z } from 'zod';
+import { address as addressSchema } from '../../shared/schema/primitives.js';
+
+export const kycAnswer = z.object({
+  data: z.object({ address: addressSchema, verified: z.boolean() }),
+});
+export const didNamesAnswer = z.object({ data: z.array(z.object({ name: z.string().min(1) })) });
+export const didOwnersAnswer = z.object({ data: z.array(z.object({ owner: addressSchema })) });
+
+async function getJson<T>(url: string, schema: z.ZodType<T>, signal: AbortSignal): Promise<T> {
+  const response = await fetch(url, { signal, headers: { accept: 'application/json' } });
+  if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+  const parsed = schema.safeParse(await response.json());
+  if (!parsed.success) throw new Error(`GET ${url}: unexpected answer: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+const join = (base: string, path: string) => `${base.replace(/\/+$/, '')}${path}`;
+
+export function fetchKyc(relayAdminUrl: string) {
+  return async (address: string, signal: AbortSignal): Promise<boolean> => {
+    const answer = await getJson(
+      join(relayAdminUrl, `/kyc/${encodeURIComponent(address)}`),
+      kycAnswer,
+      signal,
+    );
+    if (answer.data.address.toLowerCase() !== address.toLowerCase()) {
+      throw new Error(`KYC answer is about ${answer.data.address}, not ${address}`);
+    }
+    return answer.data.verified;
+  };
+}
+
+export function fetchDidNames(didSupportUrl: string) {
+  return async (address: string, signal: AbortSignal): Promise<string[]> => {
+    const answer = await getJson(
+      join(didSupportUrl, `/find/owner/${encodeURIComponent(address)}`),
+      didNamesAnswer,
+      signal,
+    );
+    return answer.data.map((d) => d.name);
+  };
+}
+
+/** The owner address (lower-case) of a DID name, or null when the name has none. */
+export function fetchDidOwner(didSupportUrl: string) {
+  return async (name: string, signal: AbortSignal): Promise<string | null> => {
+    const answer = await getJson(
+      join(didSupportUrl, `/find/name/${encodeURIComponent(name)}`),
+      didOwnersAnswer,
+      signal,
+    );
+    return answer.data[0]?.owner.toLowerCase() ?? null;
+  };
+}

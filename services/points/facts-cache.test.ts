@@ -1,0 +1,116 @@
+/**
+ * The score cache answers from memory only while it hears about every change: a change committed by any
+ * process reaches it through NOTIFY; with its LISTEN connection gone it answers from the database.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/logging/logger.js';
+import { withTransaction } from '../../shared/db/pool.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { waitFor } from '../../test/support/wait.js';
+import { FactsCache, listenForChanges } from './facts-cache.js';
+import { pointsMigrations } from './migrations.js';
+import { violationEffects, verdictEffects } from './projection.js';
+import { windowEndingAt } from './scoring.js';
+import { PointsStore } from './store.js';
+import { hex32, userAddress, verdictPayload, violationPayload } from './test-harness.js';
+
+const NOW = 1_800_000_000;
+const WINDOW = windowEndingAt(NOW, 90);
+const USER = userAddress(0xfeed);
+
+describe('score cache', () => {
+  let db: TestDatabase;
+  let store: PointsStore;
+  let cache: FactsCache;
+  let listener: { stop(): Promise<void> };
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    store = new PointsStore(db.pool);
+    cache = new FactsCache(store);
+    listener = listenForChanges({ dbUrl: db.url, cache, log: createLogger({ level: 'silent' }) });
+    await waitFor(() => cache.enabled, 'the cache to listen');
+  });
+  afterAll(async () => {
+    await listener?.stop();
+    await db?.drop();
+  });
+
+  const insertQuietly = (bid: number) =>
+    db.pool.query(
+      `INSERT INTO points_deductions (bid_id, party, subject, arbitration_case, src_chain_id, chain_id, block_time, rule, tenths, transactions, event_id)
+       VALUES ($1, 'user', $2, 5, '9006', '9006', $3, 'r', 1, '[]', $1)`,
+      [hex32(bid), USER, NOW - 5],
+    );
+
+  it('keeps answering from memory, and forgets a subject when another process commits a change to it', async () => {
+    expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(0);
+    // A row written without a notification is not seen: the answer really comes from the cache.
+    await insertQuietly(1);
+    expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(0);
+    expect(await store.violationsInWindow('user', USER, WINDOW)).toBe(1);
+    // The projection's own write notifies at commit.
+    await withTransaction(db.pool, (tx) =>
+      store.apply(
+        tx,
+        violationEffects(
+          'v2',
+          violationPayload({ bid: hex32(2), party: 'user', subject: USER, blockTime: NOW - 1 }),
+        ),
+      ),
+    );
+    await waitFor(
+      async () => (await cache.violationsInWindow('user', USER, WINDOW)) === 2,
+      'the change to reach the cache',
+    );
+  });
+
+  it('computes LP figures for any window from prefix sums, as SQL does', async () => {
+    for (const [i, [offset, outcome, seconds]] of (
+      [
+        [-10, 'normal', 30],
+        [-20, 'normal', 50],
+        [-30, 'violation', null],
+        [-90 * 86_400, 'normal', 70],
+      ] as const
+    ).entries()) {
+      const verdict = verdictPayload({
+        bid: hex32(100 + i),
+        lpId: 'lp-x',
+        outcome,
+        party: outcome === 'violation' ? 'lp' : null,
+        blockTime: NOW + offset,
+        responseTimeSeconds: seconds,
+      });
+      await withTransaction(db.pool, (tx) => store.apply(tx, verdictEffects(`e${i}`, verdict)));
+    }
+    for (const at of [
+      NOW,
+      NOW - 10,
+      NOW - 11,
+      NOW - 30,
+      NOW + 1,
+      NOW - 90 * 86_400,
+      NOW + 90 * 86_400 - 11,
+    ]) {
+      const window = windowEndingAt(at, 90);
+      expect(await cache.lpFigures('lp-x', window)).toEqual(await store.lpFigures('lp-x', window));
+    }
+    expect(await cache.lpFigures('lp-x', WINDOW)).toMatchObject({
+      decidedSwaps: 3,
+      normalSwaps: 2,
+      responseSecondsSum: 80,
+    });
+  });
+
+  it('answers from the database while its LISTEN connection is gone, and caches again once back', async () => {
+    await db.pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'otmoic-points-listen'`,
+    );
+    await waitFor(() => !cache.enabled, 'the cache to notice the lost connection');
+    await insertQuietly(3);
+    expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(3);
+    await waitFor(() => cache.enabled, 'the listener to reconnect', 10_000);
+    expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(3);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * An in-process cache of each subject's facts (the block times of its deductions; an LP's counted swaps with
+ * prefix sums), so a score for any `at` is two binary searches instead of a database round trip. It only
+ * answers while it hears about every change: the projection sends `pg_notify('points_changed', key)` in the
+ * transaction that changes a subject (and the in-process consumer invalidates directly); when the LISTEN
+ * connection is lost the cache is emptied and bypassed until it listens again. A load that overlaps any
+ * invalidation is answered but not kept, so a stale load can never stay cached.
+ */
+import pg from 'pg';
+import type { Logger } from '../../shared/logging/logger.js';
+import type { Window } from './scoring.js';
+import type { LpFigures, LpSwapFact, PointsStore } from './store.js';
+
+export const CHANGE_CHANNEL = 'points_changed';
+
+/** The figures the queries need; the store answers them with SQL, the cache from memory. */
+export interface FiguresSource {
+  violationsInWindow(party: 'user' | 'lp', subject: string, window: Window): Promise<number>;
+  lpFigures(lpId: string, window: Window): Promise<LpFigures>;
+}
+
+export const subjectKey = (party: 'user' | 'lp', subject: string) => `${party}:${subject}`;
+
+/** Number of sorted values ≤ x. */
+function upperBound(sorted: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Facts in (from, to]: the difference of the counts up to each bound. */
+const inWindowCount = (sorted: Float64Array, window: Window) =>
+  upperBound(sorted, window.to) - upperBound(sorted, window.from);
+
+interface LpSwaps {
+  times: Float64Array;
+  /** prefix[i] = figure over the first i swaps. */
+  normal: Float64Array;
+  responseSum: Float64Array;
+  responseCount: Float64Array;
+}
+
+function lpSwapsOf(facts: LpSwapFact[]): LpSwaps {
+  const n = facts.length;
+  const s: LpSwaps = {
+    times: new Float64Array(n),
+    normal: new Float64Array(n + 1),
+    responseSum: new Float64Array(n + 1),
+    responseCount: new Float64Array(n + 1),
+  };
+  facts.forEach((f, i) => {
+    s.times[i] = f.blockTime;
+    s.normal[i + 1] = s.normal[i]! + (f.normal ? 1 : 0);
+    const timed = f.normal && f.responseTimeSeconds !== null;
+    s.responseSum[i + 1] = s.responseSum[i]! + (timed ? f.responseTimeSeconds! : 0);
+    s.responseCount[i + 1] = s.responseCount[i]! + (timed ? 1 : 0);
+  });
+  return s;
+}
+
+type Entry = { kind: 'times'; times: Float64Array } | { kind: 'lp-swaps'; swaps: LpSwaps };
+
+export class FactsCache implements FiguresSource {
+  private readonly entries = new Map<string, Entry>();
+  private generation = 0;
+  private listening = false;
+
+  constructor(
+    private readonly store: PointsStore,
+    private readonly options: { maxEntries?: number; maxFactsPerSubject?: number } = {},
+  ) {}
+
+  /** Whether the cache is answering (it is bypassed while it cannot hear about changes). */
+  get enabled(): boolean {
+    return this.listening;
+  }
+
+  setListening(listening: boolean): void {
+    this.listening = listening;
+    this.clear();
+  }
+
+  invalidate(key: string): void {
+    this.generation++;
+    this.entries.delete(key);
+  }
+
+  /** Forgets everything cached about one `party:subject`. */
+  invalidateSubject(key: string): void {
+    this.invalidate(`deductions:${key}`);
+    this.invalidate(`swaps:${key}`);
+  }
+
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  async violationsInWindow(party: 'user' | 'lp', subject: string, window: Window): Promise<number> {
+    if (!this.listening) return this.store.violationsInWindow(party, subject, window);
+    const entry = await this.entry(`deductions:${subjectKey(party, subject)}`, async () => {
+      const times = await this.store.deductionTimes(party, subject, this.limit + 1);
+      return times.length > this.limit ? null : { kind: 'times', times: Float64Array.from(times) };
+    });
+    if (entry?.kind !== 'times') return this.store.violationsInWindow(party, subject, window);
+    return inWindowCount(entry.times, window);
+  }
+
+  async lpFigures(lpId: string, window: Window): Promise<LpFigures> {
+    if (!this.listening) return this.store.lpFigures(lpId, window);
+    const [violations, entry] = await Promise.all([
+      this.violationsInWindow('lp', lpId, window),
+      this.entry(`swaps:${subjectKey('lp', lpId)}`, async () => {
+        const facts = await this.store.lpSwapFacts(lpId, this.limit + 1);
+        return facts.length > this.limit ? null : { kind: 'lp-swaps', swaps: lpSwapsOf(facts) };
+      }),
+    ]);
+    if (entry?.kind !== 'lp-swaps') return this.store.lpFigures(lpId, window);
+    const s = entry.swaps;
+    const lo = upperBound(s.times, window.from);
+    const hi = upperBound(s.times, window.to);
+    return {
+      violations,
+      decidedSwaps: hi - lo,
+      normalSwaps: s.normal[hi]! - s.normal[lo]!,
+      responseSecondsSum: s.responseSum[hi]! - s.responseSum[lo]!,
+      responseCount: s.responseCount[hi]! - s.responseCount[lo]!,
+    };
+  }
+
+  private get limit(): number {
+    return this.options.maxFactsPerSubject ?? 100_000;
+  }
+
+  private async entry(key: string, load: () => Promise<Entry | null>): Promise<Entry | null> {
+    const cached = this.entries.get(key);
+    if (cached) return cached;
+    const generation = this.generation;
+    const loaded = await load();
+    // Kept only if nothing changed meanwhile (the load may have read the state before that change).
+    if (loaded && this.listening && generation === this.generation) {
+      this.entries.set(key, loaded);
+      if (this.entries.size > (this.options.maxEntries ?? 200_000)) {
+        const oldest = this.entries.keys().next().value;
+        if (oldest !== undefined) this.entries.delete(oldest);
+      }
+    }
+    return loaded;
+  }
+}
+
+/**
+ * Keeps a LISTEN connection on CHANGE_CHANNEL and feeds the cache: every notification invalidates its
+ * subject; a lost connection empties and bypasses the cache until it listens again.
+ */
+export function listenForChanges(options: { dbUrl: string; cache: FactsCache; log: Logger }): {
+  stop(): Promise<void>;
+} {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    if (stopped) return;
+    const c = new pg.Client({ connectionString: options.dbUrl, application_name: 'otmoic-points-listen' });
+    client = c;
+    const lost = (reason: string) => {
+      if (client !== c) return;
+      client = undefined;
+      options.cache.setListening(false);
+      c.end().catch(() => undefined);
+      if (!stopped) {
+        options.log.warn({ reason }, 'points change listener lost; score cache bypassed until it reconnects');
+        retry = setTimeout(() => void connect(), 1_000);
+      }
+    };
+    c.on('error', (err) => lost(err.message));
+    c.on('end', () => lost('connection ended'));
+    c.on('notification', (n) => {
+      if (n.channel !== CHANGE_CHANNEL || !n.payload) return;
+      for (const key of n.payload.split('\n')) options.cache.invalidateSubject(key);
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${CHANGE_CHANNEL}`);
+      if (client === c) options.cache.setListening(true);
+    } catch (err) {
+      lost((err as Error).message);
+    }
+  };
+  void connect();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      options.cache.setListening(false);
+      await c?.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import type { MigrationSet } from '../../shared/db/migrate.js';
+
+/** Schema the live projections live in; a replay builds the same tables in a fresh schema beside it. */
+export const LIVE_SCHEMA = 'public';
+
+/**
+ * The projection tables of Points inside `schema`. One function for the live migration and for replay, so a
+ * replay's fresh tables are exactly the live ones. Never change the text for 'public' after it shipped: add a
+ * migration instead (the migration checksum would refuse it).
+ */
+export function projectionTablesSql(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `
+    -- One deduction per swap (a swap carries at most one violation), from the violations topic.
+    CREATE TABLE ${s}.points_deductions (
+      bid_id text PRIMARY KEY,
+      party text NOT NULL CHECK (party IN ('user', 'lp')),
+      subject text NOT NULL,
+      arbitration_case smallint NOT NULL CHECK (arbitration_case BETWEEN 1 AND 7),
+      src_chain_id text NOT NULL,
+      dst_chain_id text,
+      chain_id text NOT NULL,
+      block_time bigint NOT NULL,
+      rule text NOT NULL,
+      tenths smallint NOT NULL CHECK (tenths > 0),
+      transactions jsonb NOT NULL,
+      event_id text NOT NULL
+    );
+    -- A score counts one subject's deductions in a time range; records page newest first: both are one
+    -- index range scan (index-only for the count).
+    CREATE INDEX points_deductions_subject_time
+      ON ${s}.points_deductions (party, subject, block_time, bid_id);
+
+    -- Every verdict as published (the complaint answer and the explanation of LP statistics).
+    CREATE TABLE ${s}.points_verdicts (
+      bid_id text PRIMARY KEY,
+      outcome text NOT NULL,
+      block_time bigint NOT NULL,
+      verdict jsonb NOT NULL,
+      event_id text NOT NULL
+    );
+
+    -- The swaps that count for an LP's tier: normal swaps and swaps the LP broke, by the verdict's block time.
+    CREATE TABLE ${s}.points_lp_swaps (
+      bid_id text PRIMARY KEY,
+      lp_id text NOT NULL,
+      block_time bigint NOT NULL,
+      normal boolean NOT NULL,
+      response_time_seconds bigint,
+      CHECK (normal OR response_time_seconds IS NULL)
+    );
+    CREATE INDEX points_lp_swaps_lp_time
+      ON ${s}.points_lp_swaps (lp_id, block_time) INCLUDE (normal, response_time_seconds);
+
+    -- Complaints seen on chain (chain.events), so a complaint without a verdict yet can be shown as pending.
+    CREATE TABLE ${s}.points_complaints (
+      event_id text PRIMARY KEY,
+      bid_id text NOT NULL,
+      chain_id text NOT NULL,
+      tx_hash text NOT NULL,
+      block_number bigint NOT NULL,
+      block_time bigint NOT NULL,
+      complainant text NOT NULL,
+      fields jsonb NOT NULL
+    );
+    CREATE INDEX points_complaints_bid ON ${s}.points_complaints (bid_id, block_time);
+  `;
+}
+
+export const pointsMigrations: MigrationSet = {
+  namespace: 'points',
+  migrations: [
+    {
+      version: 1,
+      name: 'deductions, verdicts, LP swap statistics, complaints',
+      sql: projectionTablesSql(LIVE_SCHEMA),
+    },
+  ],
+};
+
+/** The projection tables, for replay's comparison (each has the primary key bid_id or event_id). */
+export const PROJECTION_TABLES = [
+  { table: 'points_deductions', key: 'bid_id' },
+  { table: 'points_verdicts', key: 'bid_id' },
+  { table: 'points_lp_swaps', key: 'bid_id' },
+  { table: 'points_complaints', key: 'event_id' },
+] as const;
+
+export function quoteIdentifier(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
+  return `"${name}"`;
+}

@@ -1,0 +1,259 @@
+/** The OpenAPI 3.1 document of the Points routes, served at `/openapi.json`. Hand-written: it is small. */
+import { POINTS_ERRORS } from './errors.js';
+
+const errorBody = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: {
+    code: { type: 'integer', enum: Object.values(POINTS_ERRORS).map((e) => e.code) },
+    message: { type: 'string' },
+  },
+};
+const errorTable = Object.values(POINTS_ERRORS)
+  .map((e) => `| ${e.code} | ${e.status} | ${e.meaning} |`)
+  .join('\n');
+
+const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+const errors = {
+  '400': { description: 'a bad query parameter (INVALID_QUERY)', ...json(errorBody) },
+  '404': { description: 'unknown route, DID name or bid', ...json(errorBody) },
+  '500': { description: 'internal error', ...json(errorBody) },
+  '503': { description: 'database or (for did=) DID service unavailable', ...json(errorBody) },
+};
+const q = (name: string, description: string, schema: object, required = false) => ({
+  name,
+  in: 'query',
+  required,
+  description,
+  schema,
+});
+const at = q('at', 'answer as of this moment (unix seconds); default: now', {
+  type: 'string',
+  pattern: '^[0-9]{1,12}$',
+});
+const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' };
+const lpId = q(
+  'lp_id',
+  'the LP id of the swap agreements',
+  { type: 'string', minLength: 1, maxLength: 200 },
+  true,
+);
+const limit = q('limit', 'records per page, 1–100 (default 20)', { type: 'string', pattern: '^[0-9]{1,3}$' });
+const cursor = q('cursor', 'next_cursor of the previous page', { type: 'string' });
+
+const window = {
+  type: 'object',
+  properties: {
+    days: { type: 'integer' },
+    from_exclusive: { type: 'integer' },
+    to_inclusive: { type: 'integer' },
+    rule: { type: 'string' },
+  },
+};
+const score = {
+  score: { type: 'string', description: 'one decimal, e.g. "1.9"' },
+  score_tenths: { type: 'integer', description: 'the score in tenths, e.g. 19' },
+  at: { type: 'integer' },
+  at_source: { enum: ['now', 'query'] },
+  basis: {
+    type: 'object',
+    properties: { tenths: { type: 'integer' }, points: { type: 'string' }, reason: { type: 'string' } },
+  },
+  deductions: {
+    type: 'object',
+    properties: {
+      violations: { type: 'integer' },
+      tenths: { type: 'integer' },
+      points: { type: 'string' },
+      per_violation_tenths: { type: 'integer' },
+    },
+  },
+  floored_at_zero: { type: 'boolean' },
+  window,
+  records: { type: 'string', description: 'the deduction records behind the score' },
+};
+const stale = {
+  type: 'object',
+  properties: { stale: { type: 'boolean' }, fetched_at: { type: ['integer', 'null'] } },
+};
+const statistics = {
+  type: 'object',
+  properties: {
+    decided_swaps: { type: 'integer' },
+    normal_swaps: { type: 'integer' },
+    success_rate_percent: { type: ['string', 'null'] },
+    average_response_seconds: { type: ['string', 'null'] },
+    response_time_sum_seconds: { type: 'integer' },
+    response_time_samples: { type: 'integer' },
+  },
+};
+const record = {
+  type: 'object',
+  properties: {
+    bid: { type: 'string' },
+    case: { type: 'integer', minimum: 1, maximum: 7 },
+    party: { enum: ['user', 'lp'] },
+    subject: { type: 'string' },
+    rule: { type: 'string' },
+    tenths: { type: 'integer' },
+    points: { type: 'string' },
+    block_time: { type: 'integer' },
+    decided_on_chain: { type: 'string' },
+    chains: {
+      type: 'object',
+      properties: { source: { type: 'string' }, destination: { type: ['string', 'null'] } },
+    },
+    transactions: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          step: { type: 'string' },
+          chain_id: { type: 'string' },
+          tx_hash: { type: 'string' },
+          block_time: { type: 'integer' },
+        },
+      },
+    },
+    counts: { type: 'boolean', description: 'whether it is inside the window and lowers the score' },
+  },
+};
+const records = json({
+  type: 'object',
+  properties: {
+    subject: { type: 'object' },
+    at: { type: 'integer' },
+    window,
+    records: { type: 'array', items: record },
+    next_cursor: { type: ['string', 'null'] },
+  },
+});
+
+export function pointsOpenApi() {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Otmoic reputation points',
+      version: '1',
+      description: `Scores are kept in tenths (integers) and shown with one decimal. A violation or swap counts while from_exclusive < block_time <= to_inclusive, the window of point.windowDays days ending at \`at\` (default now). An unknown subject gets the score at its basis with no records.\n\nErrors are always JSON {code, message} with a matching HTTP status:\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
+    },
+    paths: {
+      '/user-point': {
+        get: {
+          summary:
+            "a user's score: basis 2 (5 when KYC-verified) minus 0.1 per violation in the window, at least 0",
+          parameters: [
+            q('address', 'the user address (give this or did)', address),
+            q('did', 'a DID name; its owner address is asked of the DID support service', { type: 'string' }),
+            at,
+          ],
+          responses: {
+            '200': {
+              description: 'the score and what it is made of',
+              ...json({
+                type: 'object',
+                properties: {
+                  ...score,
+                  subject: { type: 'object' },
+                  kyc: {
+                    type: 'object',
+                    properties: {
+                      verified: { type: 'boolean' },
+                      known: { type: 'boolean' },
+                      ...stale.properties,
+                    },
+                  },
+                  did: {
+                    type: 'object',
+                    properties: { names: { type: 'array', items: { type: 'string' } }, ...stale.properties },
+                  },
+                },
+              }),
+            },
+            ...errors,
+          },
+        },
+      },
+      '/lp-point': {
+        get: {
+          summary:
+            "an LP's score: basis from the tier table over the window minus 0.1 per violation, at least 0",
+          parameters: [lpId, at],
+          responses: {
+            '200': {
+              description: 'the score, the statistics and every tier row with its three criteria',
+              ...json({
+                type: 'object',
+                properties: { ...score, subject: { type: 'object' }, statistics, tiers: { type: 'array' } },
+              }),
+            },
+            ...errors,
+          },
+        },
+      },
+      '/user-deduction-records': {
+        get: {
+          summary: "a user's deduction records that happened by `at`, newest first",
+          parameters: [q('address', 'the user address', address, true), at, limit, cursor],
+          responses: { '200': { description: 'one page', ...records }, ...errors },
+        },
+      },
+      '/lp-deduction-records': {
+        get: {
+          summary: "an LP's deduction records that happened by `at`, newest first",
+          parameters: [lpId, at, limit, cursor],
+          responses: { '200': { description: 'one page', ...records }, ...errors },
+        },
+      },
+      '/complaint': {
+        get: {
+          summary: 'a complaint, its verdict (or pending and what it waits for) and the evidence',
+          parameters: [q('bid', 'the bid id', { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' }, true)],
+          responses: {
+            '200': {
+              description: 'status decided or pending',
+              ...json({
+                type: 'object',
+                properties: {
+                  bid: { type: 'string' },
+                  status: { enum: ['decided', 'pending'] },
+                  complaint: { type: ['object', 'null'] },
+                  complaints_on_chain: { type: 'array' },
+                  verdict: { type: ['object', 'null'] },
+                  evidence: { type: ['object', 'null'] },
+                  pending: { type: ['object', 'null'] },
+                },
+              }),
+            },
+            ...errors,
+          },
+        },
+      },
+      '/lp-ranking': {
+        get: {
+          summary:
+            'LPs with a counted swap or a violation in the window, best score first (for credit_score)',
+          parameters: [
+            at,
+            q('limit', 'how many, 1–1000 (default 100)', { type: 'string', pattern: '^[0-9]{1,4}$' }),
+          ],
+          responses: {
+            '200': {
+              description: 'the ranking',
+              ...json({
+                type: 'object',
+                properties: {
+                  at: { type: 'integer' },
+                  window,
+                  lps: { type: 'array' },
+                  total: { type: 'integer' },
+                },
+              }),
+            },
+            ...errors,
+          },
+        },
+      },
+    },
+  };
+}

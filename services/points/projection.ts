@@ -1,0 +1,145 @@
+/**
+ * What each input event does to Points' projections, as pure functions (no database): the bus shell in
+ * consumer.ts applies the rows they return exactly once.
+ */
+import type { ChainEvent } from '../../topics/chain.events.js';
+import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
+import type { Violation } from '../../topics/violations.js';
+import { TENTHS_PER_VIOLATION } from './scoring.js';
+
+export interface DeductionRow {
+  bidId: string;
+  party: 'user' | 'lp';
+  subject: string;
+  case: number;
+  srcChainId: string;
+  dstChainId: string | null;
+  chainId: string;
+  blockTime: number;
+  rule: string;
+  tenths: number;
+  transactions: SwapTransaction[];
+  eventId: string;
+}
+
+export interface VerdictRow {
+  bidId: string;
+  outcome: SwapVerdict['outcome'];
+  blockTime: number;
+  verdict: SwapVerdict;
+  eventId: string;
+}
+
+/** A swap that counts for its LP's tier. */
+export interface LpSwapRow {
+  bidId: string;
+  lpId: string;
+  blockTime: number;
+  normal: boolean;
+  responseTimeSeconds: number | null;
+}
+
+export interface ComplaintRow {
+  eventId: string;
+  bidId: string;
+  chainId: string;
+  txHash: string;
+  blockNumber: number;
+  blockTime: number;
+  complainant: string;
+  fields: Record<string, string>;
+}
+
+export type Effect =
+  | { kind: 'deduction'; row: DeductionRow }
+  | { kind: 'verdict'; row: VerdictRow }
+  | { kind: 'lp-swap'; row: LpSwapRow }
+  | { kind: 'complaint'; row: ComplaintRow };
+
+/** Users are keyed by lower-case address everywhere (the topic says so; this makes it so). */
+export function normalizeSubject(party: 'user' | 'lp', subject: string): string {
+  return party === 'user' ? subject.toLowerCase() : subject;
+}
+
+export function violationEffects(eventId: string, v: Violation): Effect[] {
+  return [
+    {
+      kind: 'deduction',
+      row: {
+        bidId: v.bidId,
+        party: v.party,
+        subject: normalizeSubject(v.party, v.subject),
+        case: v.case,
+        srcChainId: v.srcChainId,
+        dstChainId: v.dstChainId,
+        chainId: v.chainId,
+        blockTime: v.blockTime,
+        rule: v.rule,
+        tenths: TENTHS_PER_VIOLATION,
+        transactions: v.transactions,
+        eventId,
+      },
+    },
+  ];
+}
+
+/**
+ * Which swaps count for an LP's tier: normal swaps, and swaps the LP itself broke. A swap the user broke (or
+ * an unknown one, or an invalid complaint) says nothing about the LP, so it is in neither the count nor the
+ * success rate: otherwise any user could lower an LP's rate by abandoning swaps.
+ */
+export function lpSwapOf(v: SwapVerdict): LpSwapRow | null {
+  if (v.lpId === null) return null;
+  const normal = v.outcome === 'normal';
+  const lpBroke = v.outcome === 'violation' && v.party === 'lp';
+  if (!normal && !lpBroke) return null;
+  return {
+    bidId: v.bidId,
+    lpId: v.lpId,
+    blockTime: v.blockTime,
+    normal,
+    responseTimeSeconds: normal ? v.responseTimeSeconds : null,
+  };
+}
+
+export function verdictEffects(eventId: string, v: SwapVerdict): Effect[] {
+  const effects: Effect[] = [
+    {
+      kind: 'verdict',
+      row: { bidId: v.bidId, outcome: v.outcome, blockTime: v.blockTime, verdict: v, eventId },
+    },
+  ];
+  const lpSwap = lpSwapOf(v);
+  if (lpSwap) effects.push({ kind: 'lp-swap', row: lpSwap });
+  return effects;
+}
+
+/** Only complaints matter to Points among chain events (kept until, and after, their verdict). */
+export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
+  if (e.kind !== 'Complaint') return [];
+  return [
+    {
+      kind: 'complaint',
+      row: {
+        eventId,
+        bidId: e.bidId,
+        chainId: e.chainId,
+        txHash: e.txHash,
+        blockNumber: e.blockNumber,
+        blockTime: e.blockTimestamp,
+        complainant: e.complainant,
+        fields: e.complaint,
+      },
+    },
+  ];
+}
+
+/** The subjects (`party:subject`) whose facts an event changes: what the score cache must forget. */
+export function changedSubjects(effects: readonly Effect[]): string[] {
+  const keys = new Set<string>();
+  for (const effect of effects) {
+    if (effect.kind === 'deduction') keys.add(`${effect.row.party}:${effect.row.subject}`);
+    if (effect.kind === 'lp-swap') keys.add(`lp:${effect.row.lpId}`);
+  }
+  return [...keys];
+}

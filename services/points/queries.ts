@@ -1,0 +1,165 @@
+/**
+ * The five queries and the LP ranking: figures from the projections, KYC and DID through their caches, the
+ * answer shapes from answers.ts. "Now" is the wall clock in unix seconds unless the caller gives `at`.
+ */
+import {
+  complaintAnswer,
+  lpPointAnswer,
+  lpScoreTenths,
+  lpStatsAnswer,
+  recordsAnswer,
+  userPointAnswer,
+  windowAnswer,
+} from './answers.js';
+import type { CachedLookup, Lookup } from './cached-lookup.js';
+import { PointsError } from './errors.js';
+import type { FiguresSource } from './facts-cache.js';
+import { formatTenths, lpBasisTenths, windowEndingAt } from './scoring.js';
+import type { LpRankingRow, PointsStore, RecordCursor } from './store.js';
+
+export interface PointsQueriesOptions {
+  store: PointsStore;
+  /** Where scores' figures come from: the score cache, or the store itself (default). */
+  figures?: FiguresSource;
+  windowDays: number;
+  kyc: CachedLookup<boolean>;
+  didNames: CachedLookup<string[]>;
+  didOwner: CachedLookup<string | null>;
+  /** Unix seconds; the wall clock unless a test moves time. */
+  nowSeconds?: () => number;
+}
+
+const DEFAULT_RECORDS_LIMIT = 20;
+const DEFAULT_RANKING_LIMIT = 100;
+/** The ranking as of "now" aggregates every LP's window: it is reused for this many seconds (its `at` says when). */
+export const RANKING_REUSE_SECONDS = 5;
+
+const flag = <T>(lookup: Lookup<T>) => ({
+  stale: lookup.stale,
+  fetched_at: lookup.fetchedAtMs === null ? null : Math.floor(lookup.fetchedAtMs / 1000),
+});
+
+export class PointsQueries {
+  private readonly nowSeconds: () => number;
+  private readonly figures: FiguresSource;
+  private latestRanking?: { now: number; rows: Promise<LpRankingRow[]> };
+
+  constructor(private readonly options: PointsQueriesOptions) {
+    this.figures = options.figures ?? options.store;
+    this.nowSeconds = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
+  }
+
+  private moment(at: number | undefined) {
+    const now = at ?? this.nowSeconds();
+    return { now, explicitAt: at !== undefined, window: windowEndingAt(now, this.options.windowDays) };
+  }
+
+  /** The address a DID name stands for (its owner at the DID support service). */
+  async resolveDid(name: string): Promise<string> {
+    const owner = await this.options.didOwner.get(name);
+    if (owner.value === undefined) {
+      throw new PointsError(
+        'DID_UNAVAILABLE',
+        `the DID support service is unavailable and ${name} was never resolved; retry later or query by address`,
+      );
+    }
+    if (owner.value === null)
+      throw new PointsError('DID_NOT_FOUND', `no owner is known for the DID name ${name}`);
+    return owner.value;
+  }
+
+  async userPoint(query: { address?: string; did?: string; at?: number }) {
+    const address = query.address ?? (await this.resolveDid(query.did!));
+    const { now, explicitAt, window } = this.moment(query.at);
+    const [violations, kyc, names] = await Promise.all([
+      this.figures.violationsInWindow('user', address, window),
+      this.options.kyc.get(address),
+      this.options.didNames.get(address),
+    ]);
+    return userPointAnswer({
+      address,
+      at: now,
+      explicitAt,
+      window,
+      violations,
+      kyc: { verified: kyc.value, ...flag(kyc) },
+      did: { names: names.value, ...flag(names) },
+    });
+  }
+
+  async lpPoint(query: { lp_id: string; at?: number }) {
+    const { now, explicitAt, window } = this.moment(query.at);
+    const figures = await this.figures.lpFigures(query.lp_id, window);
+    return lpPointAnswer({ lpId: query.lp_id, at: now, explicitAt, window, figures });
+  }
+
+  async deductionRecords(
+    party: 'user' | 'lp',
+    subject: string,
+    query: { at?: number; limit?: number; cursor?: RecordCursor },
+  ) {
+    const { now, window } = this.moment(query.at);
+    const limit = query.limit ?? DEFAULT_RECORDS_LIMIT;
+    const records = await this.options.store.deductionRecords(
+      party,
+      subject,
+      now,
+      limit,
+      query.cursor ?? null,
+    );
+    return { subject: { kind: party, id: subject }, ...recordsAnswer({ records, limit, window, at: now }) };
+  }
+
+  async complaint(bidId: string) {
+    const [complaints, verdict] = await Promise.all([
+      this.options.store.complaints(bidId),
+      this.options.store.verdict(bidId),
+    ]);
+    if (complaints.length === 0 && verdict === null) {
+      throw new PointsError('COMPLAINT_NOT_FOUND', `no complaint and no verdict is known for bid ${bidId}`);
+    }
+    return complaintAnswer(bidId, complaints, verdict);
+  }
+
+  /** Every LP with a counted swap or a violation in the window, best score first (ties: more swaps, then id). */
+  async lpRanking(query: { at?: number; limit?: number }) {
+    let { now, window } = this.moment(query.at);
+    let rows: LpRankingRow[];
+    const latest = this.latestRanking;
+    if (query.at === undefined && latest && now - latest.now < RANKING_REUSE_SECONDS) {
+      now = latest.now;
+      window = windowEndingAt(now, this.options.windowDays);
+      rows = await latest.rows;
+    } else {
+      const computing = this.options.store.lpRanking(window);
+      if (query.at === undefined) {
+        this.latestRanking = { now, rows: computing };
+        computing.catch(() => (this.latestRanking = undefined));
+      }
+      rows = await computing;
+    }
+    const ranked = rows
+      .map((figures) => ({ figures, scoreTenths: lpScoreTenths(figures) }))
+      .sort(
+        (a, b) =>
+          b.scoreTenths - a.scoreTenths ||
+          b.figures.decidedSwaps - a.figures.decidedSwaps ||
+          (a.figures.lpId < b.figures.lpId ? -1 : a.figures.lpId > b.figures.lpId ? 1 : 0),
+      )
+      .slice(0, query.limit ?? DEFAULT_RANKING_LIMIT);
+    return {
+      at: now,
+      window: windowAnswer(window),
+      lps: ranked.map(({ figures, scoreTenths }, index) => ({
+        rank: index + 1,
+        lp_id: figures.lpId,
+        score: formatTenths(scoreTenths),
+        score_tenths: scoreTenths,
+        basis_tenths: lpBasisTenths(figures).basisTenths,
+        violations: figures.violations,
+        statistics: lpStatsAnswer(figures),
+      })),
+      total: rows.length,
+    };
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The Points HTTP routes (DESIGN §6): thin handlers that parse the query with zod, ask PointsQueries and
+ * answer JSON. Every refusal is `{code, message}` with the HTTP status of errors.ts, 404 included.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Logger } from '../../shared/logging/logger.js';
+import { POINTS_ERRORS, PointsError } from './errors.js';
+import type { PointsMetrics } from './metrics.js';
+import { pointsOpenApi } from './openapi.js';
+import type { PointsQueries } from './queries.js';
+import {
+  complaintQuery,
+  lpPointQuery,
+  lpRankingQuery,
+  lpRecordsQuery,
+  parseQuery,
+  userPointQuery,
+  userRecordsQuery,
+} from './query-params.js';
+
+export function registerPointsRoutes(
+  app: FastifyInstance,
+  options: { queries: PointsQueries; log: Logger; metrics?: PointsMetrics },
+): void {
+  const { queries, log } = options;
+
+  app.setErrorHandler((error: FastifyError | PointsError, request, reply) => {
+    if (error instanceof PointsError)
+      return reply.code(error.status).send({ code: error.code, message: error.message });
+    const status = (error as FastifyError).statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return reply
+        .code(400)
+        .send({ code: POINTS_ERRORS.INVALID_QUERY.code, message: error.message.slice(0, 300) });
+    }
+    if (isDatabaseDown(error)) {
+      log.warn({ err: error.message, url: request.url }, 'points query: database unavailable');
+      return reply
+        .code(POINTS_ERRORS.STORE_UNAVAILABLE.status)
+        .send({ code: POINTS_ERRORS.STORE_UNAVAILABLE.code, message: 'the database is unavailable; retry' });
+    }
+    log.error({ err: error.message, url: request.url }, 'points query failed');
+    return reply.code(500).send({ code: POINTS_ERRORS.INTERNAL.code, message: 'internal error' });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      code: POINTS_ERRORS.ROUTE_NOT_FOUND.code,
+      message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}; see /openapi.json`,
+    }),
+  );
+  if (options.metrics) {
+    const histogram = options.metrics.queries;
+    app.addHook('onResponse', async (request, reply) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      if (route === '/metrics' || route === '/health') return;
+      histogram.observe({ route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    });
+  }
+
+  app.get('/user-point', async (request) => queries.userPoint(parseQuery(userPointQuery, request.query)));
+  app.get('/lp-point', async (request) => queries.lpPoint(parseQuery(lpPointQuery, request.query)));
+  app.get('/user-deduction-records', async (request) => {
+    const q = parseQuery(userRecordsQuery, request.query);
+    return queries.deductionRecords('user', q.address, q);
+  });
+  app.get('/lp-deduction-records', async (request) => {
+    const q = parseQuery(lpRecordsQuery, request.query);
+    return queries.deductionRecords('lp', q.lp_id, q);
+  });
+  app.get('/complaint', async (request) => queries.complaint(parseQuery(complaintQuery, request.query).bid));
+  app.get('/lp-ranking', async (request) => queries.lpRanking(parseQuery(lpRankingQuery, request.query)));
+
+  const document = pointsOpenApi();
+  app.get('/openapi.json', async () => document);
+}
+
+/** Connection failures and PostgreSQL's "cannot connect now" / admin shutdown classes. */
+function isDatabaseDown(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (
+    (typeof code === 'string' &&
+      (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03'].includes(code) ||
+        code.startsWith('08'))) ||
+    /Connection terminated|timeout exceeded when trying to connect/.test((error as Error).message ?? '')
+  );
+}

@@ -1,0 +1,325 @@
+/**
+ * Points' projection tables in one schema (the live 'public', or a replay's fresh one): the writes of the
+ * consumer and the reads of the queries. Reads are named prepared statements: each query is one round trip
+ * and one index range scan (see migrations.ts), parsed and planned once per connection.
+ */
+import type { Queryable } from '../../shared/db/pool.js';
+import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
+import { LIVE_SCHEMA, quoteIdentifier } from './migrations.js';
+import { changedSubjects, type ComplaintRow, type Effect } from './projection.js';
+import type { LpStats, Window } from './scoring.js';
+
+export interface DeductionRecord {
+  bidId: string;
+  party: 'user' | 'lp';
+  subject: string;
+  case: number;
+  srcChainId: string;
+  dstChainId: string | null;
+  chainId: string;
+  blockTime: number;
+  rule: string;
+  tenths: number;
+  transactions: SwapTransaction[];
+}
+
+export interface RecordCursor {
+  blockTime: number;
+  bidId: string;
+}
+
+export interface LpFigures extends LpStats {
+  violations: number;
+}
+
+/** One counted swap of an LP, as the score cache keeps it. */
+export interface LpSwapFact {
+  blockTime: number;
+  normal: boolean;
+  responseTimeSeconds: number | null;
+}
+
+export interface LpRankingRow extends LpFigures {
+  lpId: string;
+}
+
+export class PointsStore {
+  private readonly s: string;
+  private readonly tag: string;
+
+  constructor(
+    private readonly db: Queryable,
+    readonly schema: string = LIVE_SCHEMA,
+  ) {
+    this.s = quoteIdentifier(schema);
+    this.tag = schema === LIVE_SCHEMA ? 'points' : `points_${schema}`;
+  }
+
+  /** Writes the rows of one event. Idempotent on its own (a swap has one row), and run inside applyOnce. */
+  async apply(tx: Queryable, effects: readonly Effect[]): Promise<void> {
+    // Every Points process caches scores (facts-cache.ts): tell them, at commit, whose facts changed.
+    const changed = this.schema === LIVE_SCHEMA ? changedSubjects(effects) : [];
+    if (changed.length > 0) await tx.query(`SELECT pg_notify('points_changed', $1)`, [changed.join('\n')]);
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case 'deduction': {
+          const r = effect.row;
+          await tx.query(
+            `INSERT INTO ${this.s}.points_deductions (bid_id, party, subject, arbitration_case, src_chain_id,
+               dst_chain_id, chain_id, block_time, rule, tenths, transactions, event_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (bid_id) DO NOTHING`,
+            [
+              r.bidId,
+              r.party,
+              r.subject,
+              r.case,
+              r.srcChainId,
+              r.dstChainId,
+              r.chainId,
+              r.blockTime,
+              r.rule,
+              r.tenths,
+              JSON.stringify(r.transactions),
+              r.eventId,
+            ],
+          );
+          break;
+        }
+        case 'verdict': {
+          const r = effect.row;
+          await tx.query(
+            `INSERT INTO ${this.s}.points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (bid_id) DO NOTHING`,
+            [r.bidId, r.outcome, r.blockTime, JSON.stringify(r.verdict), r.eventId],
+          );
+          break;
+        }
+        case 'lp-swap': {
+          const r = effect.row;
+          await tx.query(
+            `INSERT INTO ${this.s}.points_lp_swaps (bid_id, lp_id, block_time, normal, response_time_seconds)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (bid_id) DO NOTHING`,
+            [r.bidId, r.lpId, r.blockTime, r.normal, r.responseTimeSeconds],
+          );
+          break;
+        }
+        case 'complaint': {
+          const r = effect.row;
+          await tx.query(
+            `INSERT INTO ${this.s}.points_complaints (event_id, bid_id, chain_id, tx_hash, block_number,
+               block_time, complainant, fields)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING`,
+            [
+              r.eventId,
+              r.bidId,
+              r.chainId,
+              r.txHash,
+              r.blockNumber,
+              r.blockTime,
+              r.complainant,
+              JSON.stringify(r.fields),
+            ],
+          );
+          break;
+        }
+      }
+    }
+  }
+
+  /** Violations of one subject inside the window. */
+  async violationsInWindow(party: 'user' | 'lp', subject: string, window: Window): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>({
+      name: `${this.tag}_violations_in_window`,
+      text: `SELECT count(*)::int AS n FROM ${this.s}.points_deductions
+             WHERE party = $1 AND subject = $2 AND block_time > $3 AND block_time <= $4`,
+      values: [party, subject, window.from, window.to],
+    });
+    return rows[0]!.n;
+  }
+
+  /** Block times of a subject's deductions, ascending (at most `limit`). */
+  async deductionTimes(party: 'user' | 'lp', subject: string, limit: number): Promise<number[]> {
+    const { rows } = await this.db.query<{ t: string }>({
+      name: `${this.tag}_deduction_times`,
+      text: `SELECT block_time::text AS t FROM ${this.s}.points_deductions
+             WHERE party = $1 AND subject = $2 ORDER BY block_time LIMIT $3`,
+      values: [party, subject, limit],
+    });
+    return rows.map((r) => safeInteger(r.t));
+  }
+
+  /** An LP's counted swaps, ascending by block time (at most `limit`). */
+  async lpSwapFacts(lpId: string, limit: number): Promise<LpSwapFact[]> {
+    const { rows } = await this.db.query<{ t: string; normal: boolean; r: string | null }>({
+      name: `${this.tag}_lp_swap_facts`,
+      text: `SELECT block_time::text AS t, normal, response_time_seconds::text AS r FROM ${this.s}.points_lp_swaps
+             WHERE lp_id = $1 ORDER BY block_time LIMIT $2`,
+      values: [lpId, limit],
+    });
+    return rows.map((r) => ({
+      blockTime: safeInteger(r.t),
+      normal: r.normal,
+      responseTimeSeconds: r.r === null ? null : safeInteger(r.r),
+    }));
+  }
+
+  /** An LP's violations and swap statistics inside the window, in one round trip. */
+  async lpFigures(lpId: string, window: Window): Promise<LpFigures> {
+    const { rows } = await this.db.query<{
+      violations: number;
+      decided: number;
+      normal: number;
+      response_sum: string;
+      response_count: number;
+    }>({
+      name: `${this.tag}_lp_figures`,
+      text: `SELECT
+               (SELECT count(*)::int FROM ${this.s}.points_deductions
+                 WHERE party = 'lp' AND subject = $1 AND block_time > $2 AND block_time <= $3) AS violations,
+               count(*)::int AS decided,
+               (count(*) FILTER (WHERE normal))::int AS normal,
+               (COALESCE(sum(response_time_seconds) FILTER (WHERE normal), 0))::text AS response_sum,
+               (count(response_time_seconds) FILTER (WHERE normal))::int AS response_count
+             FROM ${this.s}.points_lp_swaps
+             WHERE lp_id = $1 AND block_time > $2 AND block_time <= $3`,
+      values: [lpId, window.from, window.to],
+    });
+    const r = rows[0]!;
+    return {
+      violations: r.violations,
+      decidedSwaps: r.decided,
+      normalSwaps: r.normal,
+      responseSecondsSum: safeInteger(r.response_sum),
+      responseCount: r.response_count,
+    };
+  }
+
+  /** Every LP with a counted swap or a violation in the window, with its figures (for the ranking). */
+  async lpRanking(window: Window): Promise<LpRankingRow[]> {
+    const { rows } = await this.db.query<{
+      lp_id: string;
+      violations: number;
+      decided: number;
+      normal: number;
+      response_sum: string;
+      response_count: number;
+    }>({
+      name: `${this.tag}_lp_ranking`,
+      text: `WITH swaps AS (
+               SELECT lp_id, count(*)::int AS decided, (count(*) FILTER (WHERE normal))::int AS normal,
+                 COALESCE(sum(response_time_seconds) FILTER (WHERE normal), 0) AS response_sum,
+                 (count(response_time_seconds) FILTER (WHERE normal))::int AS response_count
+               FROM ${this.s}.points_lp_swaps WHERE block_time > $1 AND block_time <= $2 GROUP BY lp_id
+             ), deductions AS (
+               SELECT subject AS lp_id, count(*)::int AS violations FROM ${this.s}.points_deductions
+               WHERE party = 'lp' AND block_time > $1 AND block_time <= $2 GROUP BY subject
+             )
+             SELECT COALESCE(s.lp_id, d.lp_id) AS lp_id, COALESCE(d.violations, 0) AS violations,
+               COALESCE(s.decided, 0) AS decided, COALESCE(s.normal, 0) AS normal,
+               COALESCE(s.response_sum, 0)::text AS response_sum, COALESCE(s.response_count, 0) AS response_count
+             FROM swaps s FULL JOIN deductions d ON d.lp_id = s.lp_id`,
+      values: [window.from, window.to],
+    });
+    return rows.map((r) => ({
+      lpId: r.lp_id,
+      violations: r.violations,
+      decidedSwaps: r.decided,
+      normalSwaps: r.normal,
+      responseSecondsSum: safeInteger(r.response_sum),
+      responseCount: r.response_count,
+    }));
+  }
+
+  /** One page of a subject's deduction records that happened by `now`, newest first. */
+  async deductionRecords(
+    party: 'user' | 'lp',
+    subject: string,
+    now: number,
+    limit: number,
+    cursor: RecordCursor | null,
+  ): Promise<DeductionRecord[]> {
+    const { rows } = await this.db.query<DeductionRow>({
+      name: `${this.tag}_deduction_records`,
+      text: `SELECT bid_id, party, subject, arbitration_case, src_chain_id, dst_chain_id, chain_id,
+               block_time::text AS block_time, rule, tenths, transactions
+             FROM ${this.s}.points_deductions
+             WHERE party = $1 AND subject = $2 AND block_time <= $3
+               AND ($4::bigint IS NULL OR (block_time, bid_id) < ($4::bigint, $5::text))
+             ORDER BY block_time DESC, bid_id DESC LIMIT $6`,
+      values: [party, subject, now, cursor?.blockTime ?? null, cursor?.bidId ?? null, limit],
+    });
+    return rows.map(toDeductionRecord);
+  }
+
+  async verdict(bidId: string): Promise<SwapVerdict | null> {
+    const { rows } = await this.db.query<{ verdict: SwapVerdict }>(
+      `SELECT verdict FROM ${this.s}.points_verdicts WHERE bid_id = $1`,
+      [bidId],
+    );
+    return rows[0]?.verdict ?? null;
+  }
+
+  async complaints(bidId: string): Promise<ComplaintRow[]> {
+    const { rows } = await this.db.query<{
+      event_id: string;
+      bid_id: string;
+      chain_id: string;
+      tx_hash: string;
+      block_number: string;
+      block_time: string;
+      complainant: string;
+      fields: Record<string, string>;
+    }>(
+      `SELECT event_id, bid_id, chain_id, tx_hash, block_number::text, block_time::text, complainant, fields
+       FROM ${this.s}.points_complaints WHERE bid_id = $1 ORDER BY block_time, event_id`,
+      [bidId],
+    );
+    return rows.map((r) => ({
+      eventId: r.event_id,
+      bidId: r.bid_id,
+      chainId: r.chain_id,
+      txHash: r.tx_hash,
+      blockNumber: safeInteger(r.block_number),
+      blockTime: safeInteger(r.block_time),
+      complainant: r.complainant,
+      fields: r.fields,
+    }));
+  }
+}
+
+interface DeductionRow {
+  bid_id: string;
+  party: 'user' | 'lp';
+  subject: string;
+  arbitration_case: number;
+  src_chain_id: string;
+  dst_chain_id: string | null;
+  chain_id: string;
+  block_time: string;
+  rule: string;
+  tenths: number;
+  transactions: SwapTransaction[];
+}
+
+function toDeductionRecord(r: DeductionRow): DeductionRecord {
+  return {
+    bidId: r.bid_id,
+    party: r.party,
+    subject: r.subject,
+    case: r.arbitration_case,
+    srcChainId: r.src_chain_id,
+    dstChainId: r.dst_chain_id,
+    chainId: r.chain_id,
+    blockTime: safeInteger(r.block_time),
+    rule: r.rule,
+    tenths: r.tenths,
+    transactions: r.transactions,
+  };
+}
+
+/** bigint columns arrive as text; unix seconds and sums of seconds are far inside the safe integer range. */
+function safeInteger(text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n)) throw new Error(`integer out of the safe range: ${text}`);
+  return n;
+}

@@ -1,0 +1,266 @@
+/**
+ * Points end to end on the devnet, behind the chain clients, the Connector and the Classifier: swaps change
+ * exactly the scores they should, and every deduction record leads back to the swap's own transactions.
+ */
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChainClient } from '../../services/chain-client/index.js';
+import { chainClientMigrations } from '../../services/chain-client/migrations.js';
+import { createClassifier, subscribeEngine, watchedChains } from '../../services/classifier/index.js';
+import { classifierMigrations } from '../../services/classifier/migrations.js';
+import { classifierTables } from '../../services/classifier/tables.js';
+import { connectorService } from '../../services/connector/index.js';
+import { connectorMigrations } from '../../services/connector/migrations.js';
+import { startPoints } from '../../services/points/index.js';
+import { pointsMigrations } from '../../services/points/migrations.js';
+import { pointTestConfig } from '../../services/points/test-harness.js';
+import { startDidSupport, type DidSupport } from '../../services/stand-ins/did-support/index.js';
+import {
+  startRelayAdminStandIn,
+  type RelayAdminStandIn,
+} from '../../services/stand-ins/relay-admin/server.js';
+import type { Subscription } from '../../shared/bus/port.js';
+import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
+import { lockSwap, runSwap, type ScenarioOptions } from '../../shared/devnet/swap-scenarios.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { freePort } from '../../shared/net/free-port.js';
+import type { RunningService } from '../../shared/runtime/service.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { serviceContext } from '../support/service-context.js';
+import { waitFor } from '../support/wait.js';
+
+const SRC = { evm: 97, system: '9006' };
+const DST = { evm: 11155420, system: '614' };
+const E = 60;
+const Tol = 120;
+
+describe('points end to end on the devnet, with the classifier', () => {
+  let devnet: Devnet;
+  let db: TestDatabase;
+  let did: DidSupport;
+  let relayAdmin: RelayAdminStandIn;
+  let ctx: Awaited<ReturnType<typeof serviceContext>>;
+  let connector: RunningService;
+  let subscription: Subscription;
+  let stopDid: () => void;
+  let points: Awaited<ReturnType<typeof startPoints>>;
+  const clients: Array<{ stop(): Promise<void> }> = [];
+  const src = () => devnet.chain(SRC.evm);
+  const dst = () => devnet.chain(DST.evm);
+  const options = (extra: Partial<ScenarioOptions> = {}): ScenarioOptions => ({
+    src: src(),
+    dst: dst(),
+    srcSystemChainId: Number(SRC.system),
+    dstSystemChainId: Number(DST.system),
+    didChain: dst(),
+    E,
+    Tol,
+    ...extra,
+  });
+
+  async function moveTo(at: number): Promise<void> {
+    for (const chain of [src(), dst()]) {
+      const now = await chain.latestTimestamp();
+      if (at > now) await chain.setNextBlockTimestamp(at);
+      await chain.mine(7);
+    }
+  }
+  /** Points answers as of the chains' newest block time (devnet time runs ahead of the wall clock). */
+  const chainsNow = async () => Math.max(await src().latestTimestamp(), await dst().latestTimestamp());
+  const get = async (path: string) => {
+    const at = await chainsNow();
+    const response = await fetch(
+      `http://127.0.0.1:${points.port}${path}${path.includes('?') ? '&' : '?'}at=${at}`,
+    );
+    expect(response.status).toBe(200);
+    return (await response.json()) as Record<string, any>;
+  };
+
+  beforeAll(async () => {
+    [devnet, db] = await Promise.all([
+      startDevnet({ chains: [{ chainId: SRC.evm }, { chainId: DST.evm }] }),
+      createTestDatabase([
+        chainClientMigrations,
+        connectorMigrations,
+        classifierMigrations,
+        pointsMigrations,
+      ]),
+    ]);
+    did = await startDidSupport({ rpcUrl: dst().rpcUrl, registry: dst().contracts.reputation });
+    relayAdmin = await startRelayAdminStandIn();
+    const ports: number[] = [];
+    for (const { evm, system } of [SRC, DST]) {
+      const chain = devnet.chain(evm);
+      const client = await startChainClient(
+        { db: db.pool, log: createLogger({ level: 'silent' }), metrics: new Registry() },
+        {
+          port: 0,
+          rpc: chain.rpcUrl,
+          systemChainId: system,
+          contractAddr: chain.contracts.otmoic,
+          reputationContractAddr: chain.contracts.reputation,
+          confirmations: 0,
+          startBlock: 0,
+          pollIntervalMs: 100,
+          deliveryAttempts: 10,
+        },
+      );
+      clients.push(client);
+      ports.push(client.port);
+    }
+    const connectorPort = await freePort();
+    const toml = [
+      `[connector]\nport = ${connectorPort}\ncallbackUrl = "http://127.0.0.1:${connectorPort}/callback"\nreregisterIntervalMs = 2000\nbackfillRetryMs = 3000`,
+      `[classifier]\nport = ${await freePort()}\ndidSupportUrl = "${did.url}"\ndidCacheMs = 1000`,
+      `[rpc-urls]\n${SRC.evm} = "${src().rpcUrl}"\n${DST.evm} = "${dst().rpcUrl}"`,
+      ...[SRC, DST].map(
+        (c, i) =>
+          `[[chainClients]]\nurl = "http://127.0.0.1:${ports[i]}"\nhistoryUrl = "http://127.0.0.1:${ports[i]}"\ninitBlockHeight = 0\nchainId = "${c.system}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${devnet.chain(c.evm).contracts.otmoic}"\nreputationContractAddr = "${devnet.chain(c.evm).contracts.reputation}"`,
+      ),
+    ].join('\n\n');
+    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls']);
+    connector = await connectorService.start(ctx);
+    const parts = createClassifier({
+      pool: db.pool,
+      tables: classifierTables(),
+      group: 'classifier',
+      chains: watchedChains(ctx.config.chainClients!),
+      didSupportUrl: did.url,
+      didCacheMs: 1_000,
+      bus: ctx.bus,
+      log: ctx.log,
+    });
+    stopDid = () => parts.did.stop();
+    subscription = await subscribeEngine(ctx.bus, parts.engine, 'classifier');
+    points = await startPoints(
+      ctx,
+      pointTestConfig({ relayAdminUrl: relayAdmin.url, didSupportUrl: did.url }),
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    await points?.stop();
+    await subscription?.stop();
+    stopDid?.();
+    await connector?.stop();
+    await ctx?.close();
+    for (const client of clients) await client.stop();
+    await did?.stop();
+    await relayAdmin?.close();
+    await devnet?.stop();
+    await db?.drop();
+  });
+
+  it('an honest swap counts as a normal swap of its LP and deducts nothing', async () => {
+    const swap = await runSwap('honest', options());
+    await moveTo(swap.times.T + 10);
+    const user = swap.out.sender.toLowerCase();
+    await waitFor(
+      async () => (await get(`/lp-point?lp_id=${swap.lpId}`)).statistics.normal_swaps === 1,
+      'the normal swap',
+      90_000,
+    );
+    expect((await get(`/lp-point?lp_id=${swap.lpId}`)).statistics).toMatchObject({
+      decided_swaps: 1,
+      normal_swaps: 1,
+    });
+    expect(await get(`/user-point?address=${user}`)).toMatchObject({
+      score_tenths: 20,
+      deductions: { violations: 0 },
+    });
+  }, 180_000);
+
+  it('case 2 deducts 0.1 from the user, and its record names the swap and its transactions', async () => {
+    const swap = await runSwap('short_amount', options());
+    await moveTo(swap.times.T + 10);
+    const user = swap.out.sender.toLowerCase();
+    await waitFor(
+      async () => (await get(`/user-deduction-records?address=${user}`)).records.length === 1,
+      'the user deduction',
+      90_000,
+    );
+    const [record] = (await get(`/user-deduction-records?address=${user}`)).records;
+    expect(record).toMatchObject({
+      bid: swap.bidId.toLowerCase(),
+      case: 2,
+      party: 'user',
+      tenths: 1,
+      counts: true,
+    });
+    const transferOut = swap.steps.find((s) => s.step === 'transferOut')!;
+    expect(record.transactions).toContainEqual(
+      expect.objectContaining({
+        step: 'transferOut',
+        chain_id: SRC.system,
+        tx_hash: transferOut.txHash.toLowerCase(),
+        block_time: transferOut.timestamp,
+      }),
+    );
+    expect(await get(`/user-point?address=${user}`)).toMatchObject({ score: '1.9', score_tenths: 19 });
+    // The LP's figures do not move for a swap the user broke.
+    expect((await get(`/lp-point?lp_id=${swap.lpId}`)).statistics.decided_swaps).toBe(1);
+  }, 180_000);
+
+  it('case 3 deducts 0.1 from the LP and counts against its success rate; the user is untouched', async () => {
+    const swap = await lockSwap(options({ lpAnswer: 'none' }));
+    await moveTo(swap.times.T + 3 * E + 3 * Tol + 5);
+    await waitFor(
+      async () => (await get(`/lp-deduction-records?lp_id=${swap.lpId}`)).records.length === 1,
+      'the LP deduction',
+      90_000,
+    );
+    const [record] = (await get(`/lp-deduction-records?lp_id=${swap.lpId}`)).records;
+    expect(record).toMatchObject({
+      bid: swap.bidId.toLowerCase(),
+      case: 3,
+      party: 'lp',
+      decided_on_chain: DST.system,
+    });
+    const transferOut = swap.steps.find((s) => s.step === 'transferOut')!;
+    expect(record.transactions.map((t: any) => t.tx_hash)).toContain(transferOut.txHash.toLowerCase());
+    const lp = await get(`/lp-point?lp_id=${swap.lpId}`);
+    expect(lp).toMatchObject({
+      statistics: { decided_swaps: 2, normal_swaps: 1, success_rate_percent: '50.0' },
+      deductions: { violations: 1 },
+      basis: { tenths: 0 },
+      score_tenths: 0,
+      floored_at_zero: true,
+    });
+    expect((await get(`/user-point?address=${swap.out.sender.toLowerCase()}`)).score_tenths).toBe(19);
+  }, 180_000);
+
+  it('cases 4, 5 and 7 each deduct exactly once, from the party that broke the swap', async () => {
+    const scenarios = [
+      {
+        expected: 4,
+        party: 'lp',
+        swap: await lockSwap(options({ lpAnswer: 'wrong_amount', parties: { user: 5, lp: 6 } })),
+      },
+      { expected: 5, party: 'user', swap: await lockSwap(options({ parties: { user: 7, lp: 8 } })) },
+      {
+        expected: 7,
+        party: 'user',
+        swap: await runSwap('confirm_in_without_confirm_out', options({ parties: { user: 9, lp: 10 } })),
+      },
+    ] as const;
+    await moveTo(Math.max(...scenarios.map(({ swap }) => swap.times.T)) + 3 * E + 3 * Tol + 5);
+    for (const { expected, party, swap } of scenarios) {
+      const user = swap.out.sender.toLowerCase();
+      const records = (subject: 'user' | 'lp') =>
+        subject === 'user'
+          ? get(`/user-deduction-records?address=${user}`)
+          : get(`/lp-deduction-records?lp_id=${swap.lpId}`);
+      await waitFor(
+        async () => (await records(party)).records.length === 1,
+        `the case ${expected} deduction`,
+        90_000,
+      );
+      expect((await records(party)).records.map((r: any) => [r.bid, r.case])).toEqual([
+        [swap.bidId.toLowerCase(), expected],
+      ]);
+      expect((await records(party === 'user' ? 'lp' : 'user')).records).toEqual([]);
+      expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(party === 'user' ? 19 : 20);
+      expect((await get(`/lp-point?lp_id=${swap.lpId}`)).deductions.violations).toBe(party === 'lp' ? 1 : 0);
+    }
+  }, 240_000);
+});
