@@ -140,6 +140,8 @@ export async function startAgent(
         scrub,
         log,
       }),
+    // Refusals carry the Agent's 41xxx codes (errors.ts), 404 included.
+    { ownErrorVocabulary: true },
   );
   submitter.start();
   log.info(

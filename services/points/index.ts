@@ -99,8 +99,12 @@ export async function startPoints(
             for (const key of subjects) cache.invalidateSubject(key);
           },
         });
-  const http = await startHttpService(context as ServiceContext, 'points', config.port, (app) =>
-    registerPointsRoutes(app, { queries, log, metrics }),
+  const http = await startHttpService(
+    context as ServiceContext,
+    'points',
+    config.port,
+    (app) => registerPointsRoutes(app, { queries, log, metrics }),
+    { ownErrorVocabulary: true },
   );
   const address = http.app.server.address();
   return {

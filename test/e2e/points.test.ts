@@ -21,7 +21,15 @@ import {
 } from '../../services/stand-ins/relay-admin/server.js';
 import type { Subscription } from '../../shared/bus/port.js';
 import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
-import { lockSwap, runSwap, type ScenarioOptions } from '../../shared/devnet/swap-scenarios.js';
+import {
+  lockSwap,
+  runSwap,
+  tryStep,
+  type LockedSwap,
+  type ScenarioOptions,
+} from '../../shared/devnet/swap-scenarios.js';
+import { fileComplaint } from '../../shared/devnet/complaints.js';
+import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { freePort } from '../../shared/net/free-port.js';
 import type { RunningService } from '../../shared/runtime/service.js';
@@ -262,5 +270,75 @@ describe('points end to end on the devnet, with the classifier', () => {
       expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(party === 'user' ? 19 : 20);
       expect((await get(`/lp-point?lp_id=${swap.lpId}`)).deductions.violations).toBe(party === 'lp' ? 1 : 0);
     }
+  }, 240_000);
+
+  /** Files the agreement of a swap nobody locked, as `complainant` with `domain`. */
+  async function complain(swap: LockedSwap, complainant: number, domain: string) {
+    const c = complaintOfAgreement(swap.agreement);
+    return fileComplaint(
+      dst(),
+      {
+        ...c,
+        srcChainId: Number(c.srcChainId),
+        srcAddress: BigInt(c.srcAddress),
+        dstChainId: Number(c.dstChainId),
+        dstAddress: BigInt(c.dstAddress),
+        expectedSingleStepTime: E,
+        tolerantSingleStepTime: Tol,
+        earliestRefundTime: swap.times.R,
+        agreementReachedTime: swap.times.T,
+      },
+      { complainant, domain },
+    );
+  }
+
+  it('case 6 deducts from the LP; a valid complaint (case 1) from the user; an invalid one (case 0) from nobody', async () => {
+    const late = await lockSwap(options({ parties: { user: 11, lp: 12 } }));
+    expect((await tryStep(late, src(), 'confirmOut', 11, late.times.T + 3)).ok).toBe(true);
+    const unlocked = await lockSwap(options({ lock: false, parties: { user: 13, lp: 14 } }));
+    await complain(unlocked, 14, unlocked.lpId);
+    const bogus = await lockSwap(options({ lock: false, parties: { user: 15, lp: 16 } }));
+    await complain(bogus, 17, 'stranger-17.devnet');
+    // Pending first: the complaint is shown with what it waits for.
+    const pending = await get(`/complaint?bid=${unlocked.bidId}`);
+    expect(pending.status).toBe('pending');
+    expect(pending.complaints_on_chain).toHaveLength(1);
+
+    await moveTo(Math.max(late.times.T, unlocked.times.T, bogus.times.T) + 3 * E + 3 * Tol + 5);
+    await waitFor(
+      async () => (await get(`/lp-deduction-records?lp_id=${late.lpId}`)).records.length === 1,
+      'the case 6 deduction',
+      90_000,
+    );
+    expect((await get(`/lp-deduction-records?lp_id=${late.lpId}`)).records[0].case).toBe(6);
+    expect((await get(`/user-point?address=${late.out.sender.toLowerCase()}`)).score_tenths).toBe(20);
+
+    const user = unlocked.out.sender.toLowerCase();
+    await waitFor(
+      async () => (await get(`/complaint?bid=${unlocked.bidId}`)).status === 'decided',
+      'the case 1 verdict',
+      90_000,
+    );
+    const decided = await get(`/complaint?bid=${unlocked.bidId}`);
+    expect(decided.verdict).toMatchObject({ case: 1, party: 'user', subject: user });
+    expect(decided.complaint).toMatchObject({ valid: true, complainantParty: 'lp' });
+    await waitFor(
+      async () => (await get(`/user-deduction-records?address=${user}`)).records.length === 1,
+      'the case 1 deduction',
+    );
+    expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(19);
+    expect((await get(`/lp-point?lp_id=${unlocked.lpId}`)).deductions.violations).toBe(0);
+
+    await waitFor(
+      async () => (await get(`/complaint?bid=${bogus.bidId}`)).status === 'decided',
+      'the case 0 verdict',
+      90_000,
+    );
+    expect((await get(`/complaint?bid=${bogus.bidId}`)).verdict).toMatchObject({
+      outcome: 'invalid_complaint',
+      case: 0,
+    });
+    expect((await get(`/user-point?address=${bogus.out.sender.toLowerCase()}`)).score_tenths).toBe(20);
+    expect((await get(`/lp-point?lp_id=${bogus.lpId}`)).deductions.violations).toBe(0);
   }, 240_000);
 });
