@@ -353,6 +353,30 @@ describe('Agent complaint intake and submission on the devnet', () => {
     );
   });
 
+  it('starts without its chain: 503 for complaints until the chain id of agent.rpc is known', async () => {
+    const early = await startTestAgent(
+      db,
+      agentTestConfig({
+        rpc: 'http://127.0.0.1:9',
+        contractAddr: chain.contracts.reputation,
+        chainId: undefined,
+      }),
+      undefined,
+      { waitForChain: false },
+    );
+    try {
+      const answer = await early.post('/submit-complaint', await body(sampleComplaint()));
+      expect(answer).toMatchObject({ status: 503, body: { code: AGENT_ERRORS.CHAIN_UNAVAILABLE.code } });
+      expect((await early.get('/status')).body).toMatchObject({
+        chainId: null,
+        submitter: { chainOk: false },
+      });
+      expect((await fetch(`${early.base}/health`)).status).toBe(200);
+    } finally {
+      await early.close();
+    }
+  });
+
   it('limits complaints per DID domain (counted only for its owner) and requests per client', async () => {
     const limited = await startTestAgent(
       db,

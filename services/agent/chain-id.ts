@@ -1,6 +1,7 @@
 /**
  * The EVM chain id of `agent.rpc` (the EIP-712 domain and transaction signing need it): `agent.chainId`
- * when configured, else asked once at start (eth_chainId, each URL in order). Errors never name a URL.
+ * when configured, else asked at start (eth_chainId, each URL in order; the caller retries). Errors never
+ * name a URL.
  */
 import { z } from 'zod';
 

@@ -41,6 +41,7 @@ describe('Agent process killed between signing and receipt', () => {
     );
     processes.push(agent);
     await agent.waitFor(/"msg":"ready"/, 60_000);
+    await agent.waitFor(/agent bound to its chain/, 30_000);
     return agent;
   };
   const row = async (bid: string) =>

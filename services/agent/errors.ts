@@ -50,7 +50,8 @@ export const AGENT_ERRORS = {
   CHAIN_UNAVAILABLE: {
     code: 41008,
     status: 503,
-    meaning: 'the reputation contract could not be read (hasComplaint); nothing was accepted, retry',
+    meaning:
+      'the reputation contract could not be read (hasComplaint), or the chain id of agent.rpc is not known yet; nothing was accepted, retry',
   },
   STORE_UNAVAILABLE: {
     code: 41009,

@@ -12,12 +12,17 @@ import { AGENT_ERRORS, AgentError, isAgentError, type AgentErrorName } from './e
 import { agentOpenApiDocument } from './openapi.js';
 import type { AcceptOutcome, ComplaintRow, ComplaintStore } from './store.js';
 
-export interface AgentRoutesOptions {
+/** What the checks need of the chain; undefined while the chain id of agent.rpc is not known yet. */
+export interface AgentChain {
   chainId: number;
-  contractAddr: string;
-  store: ComplaintStore;
   did: DidOwnership;
   hasComplaint: (bidId: string) => Promise<boolean>;
+}
+
+export interface AgentRoutesOptions {
+  contractAddr: string;
+  store: ComplaintStore;
+  chain: () => AgentChain | undefined;
   rateLimit: { max: number; windowMs: number };
   domainRateLimit: { max: number; windowMs: number };
   bodyLimit: number;
@@ -94,13 +99,17 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
   };
 
   /** Everything that can be known without gas: the signer owns the domain, the bid has no complaint. */
-  const checkBeforeGas = async (request: FastifyRequest, parsed: ParsedComplaint): Promise<void> => {
+  const checkBeforeGas = async (
+    request: FastifyRequest,
+    parsed: ParsedComplaint,
+    chain: AgentChain,
+  ): Promise<void> => {
     let ownership;
     try {
-      ownership = await options.did.check(parsed.domain, parsed.signer);
+      ownership = await chain.did.check(parsed.domain, parsed.signer);
     } catch (error) {
       log.warn(
-        { err: scrub((error as Error).message).slice(0, 300), source: options.did.source },
+        { err: scrub((error as Error).message).slice(0, 300), source: chain.did.source },
         'DID read failed',
       );
       throw new AgentError('DID_UNAVAILABLE', `the owner of DID ${parsed.domain} could not be read; retry`);
@@ -119,7 +128,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       );
     let exists: boolean;
     try {
-      exists = await options.hasComplaint(parsed.bidId);
+      exists = await chain.hasComplaint(parsed.bidId);
     } catch (error) {
       log.warn({ err: scrub((error as Error).message).slice(0, 300) }, 'hasComplaint read failed');
       throw new AgentError('CHAIN_UNAVAILABLE', 'the reputation contract could not be read; retry');
@@ -129,12 +138,21 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
   };
 
   app.post('/submit-complaint', { bodyLimit: options.bodyLimit }, async (request) => {
-    const parsed = parseComplaintBody(request.body, options);
+    const chain = options.chain();
+    if (chain === undefined)
+      throw new AgentError(
+        'CHAIN_UNAVAILABLE',
+        'the chain id of agent.rpc could not be read yet (the signature cannot be checked); nothing was accepted, retry',
+      );
+    const parsed = parseComplaintBody(request.body, {
+      chainId: chain.chainId,
+      contractAddr: options.contractAddr,
+    });
     const known = await stored(() => store.get(parsed.bidId));
     const same = known !== undefined && known.signer === parsed.signer && known.domain === parsed.domain;
     if (known !== undefined && !same) throw taken(known);
     // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
-    if (known === undefined || known.status === 'failed') await checkBeforeGas(request, parsed);
+    if (known === undefined || known.status === 'failed') await checkBeforeGas(request, parsed, chain);
     const outcome: AcceptOutcome = await stored(() =>
       store.accept(
         {

@@ -42,6 +42,7 @@ export async function startTestAgent(
   db: { pool: Pool; url: string },
   config: AgentConfig,
   log: Logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+  options: { didSupportUrl?: string; waitForChain?: boolean } = {},
 ) {
   const bus = new PostgresBus({
     pool: db.pool,
@@ -52,7 +53,12 @@ export async function startTestAgent(
   });
   await bus.ensureTopics([topicSpec(complaintCommands, 4)]);
   const metrics = new Registry();
-  const agent = await startAgent({ db: db.pool, bus, log, metrics }, config);
+  const agent = await startAgent({ db: db.pool, bus, log, metrics }, config, options);
+  // Without agent.chainId the Agent reads it from the RPC in the background: wait for it (unless told not to).
+  for (let waited = 0; options.waitForChain !== false && agent.submitter() === undefined; waited += 20) {
+    if (waited > 30_000) throw new Error('the Agent did not learn its chain id');
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const base = `http://127.0.0.1:${agent.port}`;
   return {
     ...agent,

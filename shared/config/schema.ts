@@ -44,7 +44,7 @@ export const agentSection = z.strictObject({
   priv: privateKey,
   /** The reputation (complaint) contract: the EIP-712 verifyingContract and the submitComplaint target. */
   contractAddr: evmAddress,
-  /** Ours: EVM chain id of `rpc` (EIP-712 domain, signing); read once from the RPC at start when absent. */
+  /** Ours: EVM chain id of `rpc` (EIP-712 domain, signing); read from the RPC at start when absent (complaints answer 503 until then). */
   chainId: z.number().int().positive().optional(),
   /** Ours: more JSON-RPC endpoints of the same chain, tried in order when `rpc` fails (and all get broadcasts). */
   rpcFallbacks: z.array(httpUrl).max(8).default([]),

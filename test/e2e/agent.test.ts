@@ -129,6 +129,8 @@ describe('a complaint through the Agent, the chain client, the Connector, the Cl
         didSupportUrl: did.url,
       }),
     );
+    // Its chain id is read from agent.rpc in the background.
+    await waitFor(() => agent.submitter() !== undefined, 'the Agent bound to its chain');
   }, 180_000);
 
   afterAll(async () => {
