@@ -34,7 +34,8 @@ import { createLogger } from '../../shared/logging/logger.js';
 import { freePort } from '../../shared/net/free-port.js';
 import type { RunningService } from '../../shared/runtime/service.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { serviceContext } from '../support/service-context.js';
+import { productionSkipReason, serviceContext, type Profile } from '../support/service-context.js';
+import { announceSkip } from '../support/external.js';
 import { waitFor } from '../support/wait.js';
 
 const SRC = { evm: 97, system: '9006' };
@@ -42,7 +43,22 @@ const DST = { evm: 11155420, system: '614' };
 const E = 60;
 const Tol = 120;
 
-describe('points end to end on the devnet, with the classifier', () => {
+const skipProduction = productionSkipReason();
+if (skipProduction) announceSkip('points end to end on the production profile', skipProduction);
+
+/**
+ * The whole reputation pipeline on the devnet (our chain clients, the Connector, the Classifier, Points), on
+ * both profiles: the postgres log with the JSONB archive, and Kafka with FerretDB (PostgreSQL keeping effects,
+ * positions and scores). The same swaps must give the same verdicts, deductions and scores on both.
+ */
+describe.each([
+  { profile: 'embedded' as Profile, skip: undefined },
+  { profile: 'production' as Profile, skip: skipProduction },
+])('points end to end on the devnet, with the classifier ($profile profile)', ({ profile, skip }) => {
+  if (skip) {
+    it.skip(`SKIPPED: ${skip}`, () => undefined);
+    return;
+  }
   let devnet: Devnet;
   let db: TestDatabase;
   let did: DidSupport;
@@ -126,7 +142,7 @@ describe('points end to end on the devnet, with the classifier', () => {
           `[[chainClients]]\nurl = "http://127.0.0.1:${ports[i]}"\nhistoryUrl = "http://127.0.0.1:${ports[i]}"\ninitBlockHeight = 0\nchainId = "${c.system}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${devnet.chain(c.evm).contracts.otmoic}"\nreputationContractAddr = "${devnet.chain(c.evm).contracts.reputation}"`,
       ),
     ].join('\n\n');
-    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls']);
+    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls'], profile);
     connector = await connectorService.start(ctx);
     const parts = createClassifier({
       pool: db.pool,
@@ -176,6 +192,11 @@ describe('points end to end on the devnet, with the classifier', () => {
       score_tenths: 20,
       deductions: { violations: 0 },
     });
+    // The raw chain-client bodies are in this profile's archive (JSONB table, or FerretDB).
+    expect([ctx.bus.kind, ctx.archive.kind]).toEqual(
+      profile === 'production' ? ['kafka', 'mongodb'] : ['postgres', 'postgres'],
+    );
+    expect(await ctx.archive.count('chain-events')).toBeGreaterThanOrEqual(swap.steps.length);
   }, 180_000);
 
   it('case 2 deducts 0.1 from the user, and its record names the swap and its transactions', async () => {
