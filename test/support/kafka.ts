@@ -143,7 +143,17 @@ export async function startKafka(options: KafkaBrokerOptions = {}): Promise<Kafk
     const clusterId = randomBytes(16).toString('base64url');
     await run(
       'java',
-      [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', properties, '--ignore-formatted'],
+      // `--cluster-id=<id>` in one argument: a base64url id may start with '-' (1 in 32), which the tool's
+      // argument parser would take for an option.
+      [
+        ...jvm,
+        'kafka.tools.StorageTool',
+        'format',
+        `--cluster-id=${clusterId}`,
+        '-c',
+        properties,
+        '--ignore-formatted',
+      ],
       { timeout: 120_000 },
     );
   }
