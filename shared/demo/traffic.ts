@@ -51,11 +51,7 @@ export async function playRound(
     const n = round * queue.length + i;
     const parties = {
       user: USER_CASES.has(kind) ? CHEATING_USER : LP_CASES.has(kind) ? pick([4, 6], n) : pick(DEMO_USERS, n),
-      lp: LP_CASES.has(kind)
-        ? CHEATING_LP
-        : USER_CASES.has(kind)
-          ? pick([2, 7], n)
-          : pick(DEMO_LPS, n + round),
+      lp: LP_CASES.has(kind) ? CHEATING_LP : USER_CASES.has(kind) ? pick([2, 7], n) : honestLp(i),
     };
     const swap = await playSwap(kind, parties, 1 + (n % 9), chains, route);
     log.info(
@@ -69,11 +65,11 @@ export async function playRound(
   return { swaps, settledAt };
 }
 
-/** Both chains to at least `at`, then a few more blocks so the chain clients report the new time. */
+/** Both chains to at least `at`, then blocks enough to close the chain clients' 5-block chunk holding it. */
 export async function moveTo(chains: DemoChains, at: number): Promise<void> {
   for (const chain of [chains.src, chains.dst]) {
     if ((await chain.latestTimestamp()) < at) await chain.setNextBlockTimestamp(at);
-    await chain.mine(3);
+    await chain.mine(6);
   }
 }
 
