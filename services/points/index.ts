@@ -9,6 +9,7 @@ import { fetchDidNames, fetchDidOwner, fetchKyc } from './external-services.js';
 import { pointsMetrics } from './metrics.js';
 import { pointsMigrations } from './migrations.js';
 import { PointsQueries } from './queries.js';
+import { registerDashboard } from './dashboard-routes.js';
 import { registerPointsRoutes } from './routes.js';
 import { PointsStore } from './store.js';
 
@@ -99,9 +100,10 @@ export async function startPoints(
             for (const key of subjects) cache.invalidateSubject(key);
           },
         });
-  const http = await startHttpService(context as ServiceContext, 'points', config.port, (app) =>
-    registerPointsRoutes(app, { queries, log, metrics }),
-  );
+  const http = await startHttpService(context as ServiceContext, 'points', config.port, async (app) => {
+    registerPointsRoutes(app, { queries, log, metrics });
+    await registerDashboard(app, { db: context.db, metrics: context.metrics });
+  });
   const address = http.app.server.address();
   return {
     app: http.app,
