@@ -5,6 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import TOML from '@iarna/toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium } from 'playwright-core';
+import { chromiumPath } from '../support/chromium.js';
 import { isolatedEnv, PROJECT_ROOT, spawnTs, type Spawned } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 
@@ -26,6 +28,7 @@ describe('npm start on the shipped config (devnet)', () => {
     chainClient: Array<{ port: number }>;
   };
   let system: Spawned | undefined;
+  let cheaters: { user: string; lpId: string } | undefined;
   const points = () => `http://127.0.0.1:${config.point.port}`;
 
   beforeAll(async () => {
@@ -150,6 +153,7 @@ describe('npm start on the shipped config (devnet)', () => {
     for (const swap of played) expect(cases.get(swap.bidId), `${swap.kind} ${swap.bidId}`).toBe(swap.kind);
 
     const cheater = played.find((p) => p.kind === '2')!.user;
+    cheaters = { user: cheater, lpId: played.find((p) => p.kind === '3')!.lpId };
     const user = (await (await fetch(`${points()}/user-point?address=${cheater}`)).json()) as {
       score_tenths: number;
       basis: { tenths: number };
@@ -163,6 +167,80 @@ describe('npm start on the shipped config (devnet)', () => {
     expect(lp.basis.tenths).toBeGreaterThan(0);
     expect(lp.score_tenths).toBeLessThan(lp.basis.tenths);
   }, 180_000);
+
+  it('the dashboard shows them: verdicts by case, the cheating LP below its tier, pipeline health', async () => {
+    const verdicts = (await (await fetch(`${points()}/dashboard/verdicts`)).json()) as {
+      series: Record<string, number[]>;
+    };
+    expect(Object.keys(verdicts.series)).toEqual(
+      expect.arrayContaining([
+        'normal',
+        'case 1',
+        'case 2',
+        'case 3',
+        'case 4',
+        'case 5',
+        'case 6',
+        'case 7',
+      ]),
+    );
+    const pipeline = (await (await fetch(`${points()}/dashboard/pipeline`)).json()) as {
+      chains: Array<{ chain: string; connector_height: number }>;
+      consumers: Array<{ group: string }>;
+      commands: Record<string, unknown>;
+    };
+    expect(pipeline.chains.map((c) => c.chain).sort()).toEqual(['614', '9006']);
+    expect(pipeline.consumers.map((c) => c.group)).toEqual(expect.arrayContaining(['classifier', 'points']));
+    expect(pipeline.commands).toHaveProperty('relay');
+    const page = await fetch(`${points()}/dashboard/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('/dashboard/vendor/chart.umd.min.js');
+  });
+
+  it('the dashboard in headless Chromium: no console error, live data, a lookup, a screenshot', async (context) => {
+    const executablePath = chromiumPath();
+    if (!executablePath) {
+      console.log('SKIPPED: no Chromium (apt-get install -y chromium, or set CHROMIUM_PATH)');
+      context.skip();
+      return;
+    }
+    const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 1500 } });
+      const problems: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') problems.push(message.text());
+      });
+      page.on('pageerror', (error) => problems.push(error.message));
+      await page.goto(`${points()}/dashboard`);
+      // Live data: the ranking lists the cheating LP below its tier, the chart has its datasets, heights show.
+      const lpRow = page.locator('#ranking tbody tr', { hasText: cheaters!.lpId });
+      await lpRow.locator('.below').waitFor({ timeout: 15_000 });
+      await page.locator('#chains tbody tr', { hasText: '9006' }).waitFor();
+      const datasets = await page.evaluate(
+        () =>
+          (
+            globalThis as unknown as { Chart: { getChart(id: string): { data: { datasets: unknown[] } } } }
+          ).Chart.getChart('verdicts-chart').data.datasets.length,
+      );
+      expect(datasets).toBeGreaterThanOrEqual(8);
+      // A lookup of the cheating user: its score, a history, deduction records linking to the swap.
+      await page.fill('#subject', cheaters!.user);
+      await page.click('#lookup button');
+      await page.locator('#records tbody tr').first().waitFor({ timeout: 10_000 });
+      expect(await page.locator('#summary').textContent()).toMatch(/score \d\.\d/);
+      expect(await page.locator('#records tbody tr').count()).toBeGreaterThanOrEqual(4);
+      expect(await page.locator('#records a[href^="/complaint?bid=0x"]').count()).toBeGreaterThanOrEqual(4);
+      await page.waitForTimeout(500);
+      await page.screenshot({
+        path: path.join(PROJECT_ROOT, 'test-artifacts', 'dashboard.png'),
+        fullPage: true,
+      });
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
 
   it('Ctrl-C stops everything; the next start continues on the same chains and scores', async () => {
     const chainUrl = Object.values(config['rpc-urls'])[0]!;
