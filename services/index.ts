@@ -4,6 +4,7 @@ import { chainClientService } from './chain-client/index.js';
 import { classifierService } from './classifier/index.js';
 import { connectorService } from './connector/index.js';
 import { devnetService } from './devnet/index.js';
+import { notifierService } from './notifier/index.js';
 import { pointsService } from './points/index.js';
 import { relayService } from './relay/index.js';
 
@@ -16,4 +17,5 @@ export const services: readonly ServiceDefinition[] = [
   pointsService,
   agentService,
   relayService,
+  notifierService,
 ];

@@ -8,7 +8,8 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Pool } from '../../shared/db/pool.js';
-import { pipelineHealth, verdictsQuery, verdictSeries } from './dashboard-data.js';
+import { pipelineHealth } from '../../shared/runtime/pipeline-health.js';
+import { verdictsQuery, verdictSeries } from './dashboard-data.js';
 import { parseQuery } from './query-params.js';
 
 const PAGE_DIR = path.join(import.meta.dirname, 'dashboard');

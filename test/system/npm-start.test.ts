@@ -103,6 +103,7 @@ describe('npm start on the shipped config (devnet)', () => {
       'points',
       'agent',
       'relay',
+      'notifier',
     ]);
     expect(urls.dashboard).toBe(`${points()}/dashboard`);
     const ports = [
