@@ -6,6 +6,7 @@ import type { ComplaintFields } from '../devnet/complaints.js';
 import type { DevnetChain } from '../devnet/devnet.js';
 import { lockSwap, runSwap, tryStep, type ScenarioOptions } from '../devnet/swap-scenarios.js';
 import { complain, type ComplaintPath, type ComplaintRoute } from './complain.js';
+import { rescueByRelay, type RelayRoute } from './relay-rescue.js';
 
 export const SWAP_KINDS = ['honest', '1', '2', '3', '4', '5', '6', '7'] as const;
 export type SwapKind = (typeof SWAP_KINDS)[number];
@@ -27,6 +28,8 @@ export interface PlayedSwap {
   /** Chain time after which every window of the swap has closed. */
   settledAfter: number;
   complaint?: ComplaintPath;
+  /** The relay's behalf command that confirmed in for a late LP. */
+  relayCommand?: string;
 }
 
 export const E = 60;
@@ -38,7 +41,7 @@ export async function playSwap(
   parties: { user: number; lp: number },
   amountTenths: number,
   chains: DemoChains,
-  route: ComplaintRoute,
+  route: ComplaintRoute & { relay?: RelayRoute & { chainId: number } },
 ): Promise<PlayedSwap> {
   const options: ScenarioOptions = {
     src: chains.src,
@@ -100,7 +103,26 @@ export async function playSwap(
       // Both locked; the user never reveals the preimage.
       return played(await lockSwap(options));
     case '6': {
-      // The user confirms out; the LP never confirms in.
+      // The user confirms out; the LP never confirms in. Every other time the swap goes the other way, to the
+      // relay's chain, and the relay confirms in for the late LP.
+      const relay = route.relay;
+      if (relay && amountTenths % 2 === 1) {
+        const toRelay = chains.src.chainId === relay.chainId ? chains.src : chains.dst;
+        const other = toRelay === chains.src ? chains.dst : chains.src;
+        const systemOf = (c: DevnetChain) =>
+          c === chains.src ? chains.srcSystemChainId : chains.dstSystemChainId;
+        const swap = await lockSwap({
+          ...options,
+          src: other,
+          dst: toRelay,
+          srcSystemChainId: systemOf(other),
+          dstSystemChainId: systemOf(toRelay),
+        });
+        const out = await tryStep(swap, other, 'confirmOut', parties.user, swap.times.T + 3);
+        if (!out.ok) throw new Error(`case 6: confirmOut refused: ${out.revert}`);
+        const rescued = await rescueByRelay(swap, toRelay, relay);
+        return { ...played(swap), relayCommand: rescued.commandId };
+      }
       const swap = await lockSwap(options);
       const out = await tryStep(swap, chains.src, 'confirmOut', parties.user, swap.times.T + 3);
       if (!out.ok) throw new Error(`case 6: confirmOut refused: ${out.revert}`);

@@ -43,10 +43,16 @@ export async function runDemo(config: AppConfig, options: DemoOptions, log: Logg
   const chains = demoChains(config);
   const agentUrl = config.agent ? `http://127.0.0.1:${config.agent.port}` : undefined;
   const pointsUrl = config.point ? `http://127.0.0.1:${config.point.port}` : undefined;
+  const relay = config.relay
+    ? {
+        url: `http://127.0.0.1:${config.relay.port}/evm-client-${config.relay.systemChainId}/relay`,
+        chainId: config.relay.chainId,
+      }
+    : undefined;
   try {
     for (let round = 0; options.rounds === 0 || round < options.rounds; round++) {
       if (options.signal?.aborted) break;
-      const result = await playRound(round, options.mix, chains, { agentUrl }, log);
+      const result = await playRound(round, options.mix, chains, { agentUrl, relay }, log);
       const kinds = result.swaps.map((s) => s.kind).join(' ');
       log.info({ round, swaps: result.swaps.length, settledAt: result.settledAt }, `round played: ${kinds}`);
       if (pointsUrl) await reportScores(pointsUrl, chains, log);

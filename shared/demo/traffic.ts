@@ -4,6 +4,7 @@
 import type { Logger } from '../logging/logger.js';
 import { playSwap, SWAP_KINDS, type DemoChains, type PlayedSwap, type SwapKind } from './cases.js';
 import type { ComplaintRoute } from './complain.js';
+import type { RelayRoute } from './relay-rescue.js';
 
 export const DEMO_USERS = [4, 5, 6] as const;
 export const DEMO_LPS = [2, 7, 8] as const;
@@ -39,7 +40,7 @@ export async function playRound(
   round: number,
   mix: Mix,
   chains: DemoChains,
-  route: ComplaintRoute,
+  route: ComplaintRoute & { relay?: RelayRoute & { chainId: number } },
   log: Logger,
 ): Promise<RoundResult> {
   const queue: SwapKind[] = [];
@@ -55,7 +56,14 @@ export async function playRound(
     };
     const swap = await playSwap(kind, parties, 1 + (n % 9), chains, route);
     log.info(
-      { kind, bidId: swap.bidId, user: swap.user, lpId: swap.lpId, complaint: swap.complaint },
+      {
+        kind,
+        bidId: swap.bidId,
+        user: swap.user,
+        lpId: swap.lpId,
+        complaint: swap.complaint,
+        relayCommand: swap.relayCommand,
+      },
       'swap played',
     );
     swaps.push(swap);

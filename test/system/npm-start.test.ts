@@ -23,7 +23,7 @@ describe('npm start on the shipped config (devnet)', () => {
     agent: { port: number };
     connector: { port: number };
     classifier: { port: number };
-    relay: { port: number };
+    relay: { port: number; systemChainId: string };
     'rpc-urls': Record<string, string>;
     chainClient: Array<{ port: number }>;
   };
@@ -129,7 +129,16 @@ describe('npm start on the shipped config (devnet)', () => {
       .output()
       .split('\n')
       .filter((line) => line.includes('"msg":"swap played"'))
-      .map((line) => JSON.parse(line) as { kind: string; bidId: string; user: string; lpId: string });
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            kind: string;
+            bidId: string;
+            user: string;
+            lpId: string;
+            relayCommand?: string;
+          },
+      );
     expect(new Set(played.map((p) => p.kind))).toEqual(
       new Set(['honest', '1', '2', '3', '4', '5', '6', '7']),
     );
@@ -152,6 +161,19 @@ describe('npm start on the shipped config (devnet)', () => {
       120_000,
     );
     for (const swap of played) expect(cases.get(swap.bidId), `${swap.kind} ${swap.bidId}`).toBe(swap.kind);
+
+    // The late LP of one case-6 swap was rescued by the relay's behalf confirm_in, confirmed on chain.
+    const rescued = played.find((p) => p.relayCommand !== undefined);
+    expect(rescued?.kind).toBe('6');
+    const relayBase = `http://127.0.0.1:${config.relay.port}/evm-client-${config.relay.systemChainId}/relay`;
+    const command = (await (await fetch(`${relayBase}/behalf/commands/${rescued!.relayCommand}`)).json()) as {
+      command: { action: string; status: string; tx_hash: string };
+    };
+    expect(command.command).toMatchObject({
+      action: 'confirm_in',
+      status: 'confirmed',
+      tx_hash: expect.stringMatching(/^0x/),
+    });
 
     const cheater = played.find((p) => p.kind === '2')!.user;
     cheaters = { user: cheater, lpId: played.find((p) => p.kind === '3')!.lpId };
