@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { applyOnce } from '../shared/bus/apply-once.js';
+import { KafkaBus } from '../shared/bus/kafka/kafka-bus.js';
+import type { EventBus } from '../shared/bus/port.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
+import { kafkaProblem, startKafka } from '../test/support/kafka.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
@@ -17,7 +20,8 @@ const VALUE = JSON.stringify({
 
 /**
  * `npm run bench -- bus`: messages/s through the postgres log end to end (publish → handled and committed),
- * beside the raw INSERT rate of the same PostgreSQL in the same run, with the ratios.
+ * beside the raw INSERT rate of the same PostgreSQL in the same run, with the ratios; then the same through
+ * Kafka (KAFKA_BROKERS, else a broker started from the Maven cache; SKIPPED when neither can be had).
  */
 export async function run(): Promise<void> {
   const database = await scratchDatabase();
@@ -74,6 +78,7 @@ export async function run(): Promise<void> {
       ),
     );
     await bus.close();
+    const kafka = await kafkaFigures(pool, url);
 
     const single = rate(rawSingle.count, rawSingle.ms);
     const batched = rate(rawBatched.count, rawBatched.ms);
@@ -97,8 +102,96 @@ export async function run(): Promise<void> {
         `${fmt(e2eOnce)} msg/s   = ${(e2eOnce / single).toFixed(2)}x A`,
       ],
     ]);
+    if ('skipped' in kafka) console.log(`\nKafka bus: SKIPPED (${kafka.skipped})`);
+    else {
+      const k = (r: { count: number; ms: number }) => rate(r.count, r.ms);
+      printTable(
+        `Kafka bus, same run (${kafka.source}; positions, attempts and effects in the same PostgreSQL)`,
+        [
+          ['kafka: publish, batches of 100', `${fmt(k(kafka.publish))} msg/s`],
+          [
+            'kafka: consume a backlog, commit each',
+            `${fmt(k(kafka.consume))} msg/s   = ${(k(kafka.consume) / consumed).toFixed(2)}x postgres log`,
+          ],
+          [
+            'kafka end to end: publish → handled',
+            `${fmt(k(kafka.e2e))} msg/s   = ${(k(kafka.e2e) / e2e).toFixed(2)}x postgres log`,
+          ],
+          [
+            'kafka end to end, exactly-once effect (applyOnce)',
+            `${fmt(k(kafka.once))} msg/s   = ${(k(kafka.once) / e2eOnce).toFixed(2)}x postgres log`,
+          ],
+        ],
+      );
+    }
   } finally {
     await database.dispose();
+  }
+}
+
+type Timed = { count: number; ms: number };
+
+/** The same four measurements through Kafka, or why they could not be made. */
+async function kafkaFigures(
+  pool: Parameters<typeof applyOnce>[0],
+  url: string,
+): Promise<
+  { skipped: string } | { source: string; publish: Timed; consume: Timed; e2e: Timed; once: Timed }
+> {
+  let brokers = process.env.KAFKA_BROKERS?.split(',');
+  let stop = async () => undefined as void;
+  let source = 'KAFKA_BROKERS';
+  if (!brokers) {
+    const problem = await kafkaProblem();
+    if (problem) return { skipped: problem };
+    const broker = await startKafka();
+    brokers = broker.brokers;
+    stop = () => broker.close();
+    source = 'Kafka 3.9 started for this run';
+  }
+  const bus = new KafkaBus({
+    brokers,
+    clientId: 'bench',
+    log: createLogger({ level: 'warn' }),
+    pool,
+    connectionString: url,
+  });
+  try {
+    const suffix = randomBytes(3).toString('hex');
+    const topics = ['plain', 'e2e', 'once'].map((t) => `bench.kafka.${t}.${suffix}`);
+    await bus.ensureTopics(topics.map((name) => ({ name, partitions: 8, retentionMs: null })));
+    const [plain, e2eTopic, onceTopic] = topics as [string, string, string];
+    const publish = await time(async () => {
+      await publishAll(bus, plain);
+      return MESSAGES;
+    });
+    const consumeBacklog = await time(() => consume(bus, plain, async () => undefined, false));
+    const e2e = await time(() => consume(bus, e2eTopic, async () => undefined, true));
+    const once = await time(() =>
+      consume(
+        bus,
+        onceTopic,
+        async (message, context) => {
+          await applyOnce(
+            pool,
+            'bench-kafka',
+            `${message.partition}:${message.offset}`,
+            context,
+            async (tx) => {
+              await tx.query('INSERT INTO effects (event_id, key) VALUES ($1, $2)', [
+                String(message.offset),
+                message.key,
+              ]);
+            },
+          );
+        },
+        true,
+      ),
+    );
+    return { source, publish, consume: consumeBacklog, e2e, once };
+  } finally {
+    await bus.close();
+    await stop();
   }
 }
 
@@ -108,7 +201,7 @@ async function time(fn: () => Promise<number>): Promise<{ count: number; ms: num
   return { count, ms: performance.now() - start };
 }
 
-async function publishAll(bus: PostgresBus, topic: string): Promise<void> {
+async function publishAll(bus: EventBus, topic: string): Promise<void> {
   for (let i = 0; i < MESSAGES; i += PUBLISH_BATCH) {
     await bus.publish(
       topic,
@@ -119,9 +212,9 @@ async function publishAll(bus: PostgresBus, topic: string): Promise<void> {
 
 /** Subscribes a fresh group and resolves when every message was handled; optionally publishes meanwhile. */
 async function consume(
-  bus: PostgresBus,
+  bus: EventBus,
   topic: string,
-  handler: Parameters<PostgresBus['subscribe']>[0]['handler'],
+  handler: Parameters<EventBus['subscribe']>[0]['handler'],
   publishConcurrently: boolean,
 ): Promise<number> {
   let handled = 0;

@@ -135,7 +135,7 @@ export async function run(): Promise<void> {
     );
     const listener = listenForChanges({ dbUrl: db.url, cache, log });
     while (!cache.enabled) await new Promise((r) => setTimeout(r, 20));
-    const app = createHttpServer({ service: 'points', log, metrics, db: db.pool });
+    const app = createHttpServer({ service: 'points', log, metrics, db: db.pool, ownErrorVocabulary: true });
     registerPointsRoutes(app, { queries, log, metrics: pointsMetrics(metrics) });
     app.get('/bare', async () => ({ bare: true }));
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm run replay -- <name> [--keep]`: rebuilds a consumer's projections from the beginning of its input topics
+// `npm run replay [-- <name> …] [--keep]`: rebuilds a consumer's projections (all of them, in pipeline order,
+// when none is named) from the beginning of its input topics
 // into fresh tables and compares them with the live ones (exit code 1 when they differ). It shares the
 // database of a running `npm start` rather than restarting it.
 import { ConfigError, loadConfig } from '../shared/config/index.js';
@@ -10,10 +11,12 @@ import { replayers } from './replayers.js';
 
 const args = process.argv.slice(2);
 const keep = args.includes('--keep');
-const names = args.filter((a) => !a.startsWith('--'));
+const named = args.filter((a) => !a.startsWith('--'));
+// No name: the whole pipeline, in its order (classifier, then points).
+const names = named.length > 0 ? named : Object.keys(replayers);
 const unknown = names.filter((n) => !(n in replayers));
-if (names.length === 0 || unknown.length > 0) {
-  console.error(`usage: npm run replay -- <${Object.keys(replayers).join('|')}> [--keep]`);
+if (unknown.length > 0) {
+  console.error(`usage: npm run replay [-- <${Object.keys(replayers).join('|')}> …] [--keep]`);
   process.exit(2);
 }
 

@@ -8,6 +8,7 @@ import { classifierMigrations } from '../services/classifier/migrations.js';
 import { replayClassifier } from '../services/classifier/replay.js';
 import { pointsMigrations } from '../services/points/migrations.js';
 import { replayPoints } from '../services/points/replay.js';
+import { progressBar } from './progress.js';
 
 export interface ReplayContext {
   config: AppConfig;
@@ -23,25 +24,30 @@ export interface Replayer {
   replay(context: ReplayContext): Promise<{ identical: boolean }>;
 }
 
+/** In pipeline order: `npm run replay` without a name replays them all, in this order. */
 export const replayers: Record<string, Replayer> = {
   classifier: {
     sections: ['classifier', 'chainClients'],
     migrations: [classifierMigrations],
-    replay: ({ config, db, bus, log, keep }) =>
-      replayClassifier({
+    replay: ({ config, db, bus, log, keep }) => {
+      const bar = progressBar('classifier replay');
+      return replayClassifier({
         pool: db,
         bus,
         chainClients: config.chainClients!,
         didSupportUrl: config.classifier!.didSupportUrl,
         log,
         keep,
-        onProgress: (done, left) =>
-          process.stderr.write(`\rclassifier replay: ${done} messages handled, ${left} left   `),
-      }),
+        onProgress: (done, left) => bar.update(left, done),
+      });
+    },
   },
   points: {
     sections: [],
     migrations: [pointsMigrations],
-    replay: ({ db, bus, log, keep }) => replayPoints({ db, bus, log, keep }),
+    replay: ({ db, bus, log, keep }) => {
+      const bar = progressBar('points replay');
+      return replayPoints({ db, bus, log, keep, onProgress: (left) => bar.update(left) });
+    },
   },
 };

@@ -100,10 +100,16 @@ export async function startPoints(
             for (const key of subjects) cache.invalidateSubject(key);
           },
         });
-  const http = await startHttpService(context as ServiceContext, 'points', config.port, async (app) => {
-    registerPointsRoutes(app, { queries, log, metrics });
-    await registerDashboard(app, { db: context.db, metrics: context.metrics });
-  });
+  const http = await startHttpService(
+    context as ServiceContext,
+    'points',
+    config.port,
+    async (app) => {
+      registerPointsRoutes(app, { queries, log, metrics });
+      await registerDashboard(app, { db: context.db, metrics: context.metrics });
+    },
+    { ownErrorVocabulary: true },
+  );
   const address = http.app.server.address();
   return {
     app: http.app,

@@ -208,7 +208,7 @@ export function pointsOpenApi() {
       '/complaint': {
         get: {
           summary: 'a complaint, its verdict (or pending and what it waits for) and the evidence',
-          parameters: [q('bid', 'the bid id', { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' }, true)],
+          parameters: [q('bid', 'the bid id', { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' }, true), at],
           responses: {
             '200': {
               description: 'status decided or pending',

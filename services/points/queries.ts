@@ -110,11 +110,14 @@ export class PointsQueries {
     return { subject: { kind: party, id: subject }, ...recordsAnswer({ records, limit, window, at: now }) };
   }
 
-  async complaint(bidId: string) {
-    const [complaints, verdict] = await Promise.all([
+  /** As of `at` (like every query, DESIGN §6): complaints filed and a verdict reached by then. */
+  async complaint(bidId: string, at?: number) {
+    const [allComplaints, storedVerdict] = await Promise.all([
       this.options.store.complaints(bidId),
       this.options.store.verdict(bidId),
     ]);
+    const complaints = at === undefined ? allComplaints : allComplaints.filter((c) => c.blockTime <= at);
+    const verdict = at !== undefined && storedVerdict && storedVerdict.blockTime > at ? null : storedVerdict;
     if (complaints.length === 0 && verdict === null) {
       throw new PointsError('COMPLAINT_NOT_FOUND', `no complaint and no verdict is known for bid ${bidId}`);
     }

@@ -59,6 +59,7 @@ export const complaintQuery = z.strictObject({
     .string()
     .regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of 0x-prefixed hex')
     .transform((s) => s.toLowerCase()),
+  at,
 });
 const rankingLimit = z
   .string()

@@ -27,6 +27,8 @@ export interface PointsReplayOptions {
   keep: boolean;
   /** Give up when the rebuild has not reached the ends of the topics after this long (default 10 min). */
   timeoutMs?: number;
+  /** Called while it runs with the messages left to handle. */
+  onProgress?(left: number): void;
 }
 
 export interface PointsReplayReport {
@@ -70,7 +72,10 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     const timeoutMs = context.timeoutMs ?? 10 * 60_000;
     const deadline = Date.now() + timeoutMs;
     try {
-      while ((await totalLag(context, group)) > 0n) {
+      for (;;) {
+        const left = await totalLag(context, group);
+        context.onProgress?.(Number(left));
+        if (left === 0n) break;
         if (Date.now() > deadline)
           throw new Error(`replay did not reach the ends of ${POINTS_TOPICS.join(', ')} in ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 200));

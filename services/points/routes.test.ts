@@ -290,6 +290,10 @@ describe('points queries over HTTP', () => {
       evidence: { userConsent: true },
     });
     expect(decided.body.complaints_on_chain).toHaveLength(1);
+    // As of a moment: before its verdict (NOW − 40) the complaint was pending; before it was filed, unknown.
+    const before = await points.get(`/complaint?bid=${hex32(21)}&at=${NOW - 41}`);
+    expect(before.body).toMatchObject({ status: 'pending', verdict: null });
+    expect((await points.get(`/complaint?bid=${hex32(21)}&at=${NOW - 51}`)).status).toBe(404);
     const none = await points.get(`/complaint?bid=${hex32(99)}`);
     expect(none).toMatchObject({ status: 404, body: { code: POINTS_ERRORS.COMPLAINT_NOT_FOUND.code } });
   });

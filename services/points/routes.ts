@@ -67,7 +67,10 @@ export function registerPointsRoutes(
     const q = parseQuery(lpRecordsQuery, request.query);
     return queries.deductionRecords('lp', q.lp_id, q);
   });
-  app.get('/complaint', async (request) => queries.complaint(parseQuery(complaintQuery, request.query).bid));
+  app.get('/complaint', async (request) => {
+    const { bid, at } = parseQuery(complaintQuery, request.query);
+    return queries.complaint(bid, at);
+  });
   app.get('/lp-ranking', async (request) => queries.lpRanking(parseQuery(lpRankingQuery, request.query)));
 
   const document = pointsOpenApi();

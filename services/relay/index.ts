@@ -136,6 +136,7 @@ export async function startRelay(
         }),
         log,
       }),
+    { ownErrorVocabulary: true },
   );
   submitter.start();
   log.info(

@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type Db } from 'mongodb';
+import { MongoBulkWriteError, MongoClient, MongoServerError, type Db } from 'mongodb';
 import type { MongoTarget } from '../config/load.js';
 import type { Archive, ArchivedDocument } from './port.js';
 
@@ -17,6 +17,8 @@ const DUPLICATE_KEY = 11_000;
  */
 export class MongoArchive implements Archive {
   readonly kind = 'mongodb' as const;
+  /** Collections whose `seq` index this process has ensured (list() pages by it). */
+  private readonly indexed = new Map<string, Promise<unknown>>();
 
   private constructor(
     private readonly client: MongoClient,
@@ -33,32 +35,63 @@ export class MongoArchive implements Archive {
     return this.db.collection<StoredDoc>(`archive.${name}`);
   }
 
-  async put(collection: string, id: string, document: unknown): Promise<boolean> {
-    if (await this.collection(collection).findOne({ _id: id }, { projection: { _id: 1 } })) return false;
-    const counter = await this.db
-      .collection<{ _id: string; seq: number }>('archive.counters')
-      .findOneAndUpdate({ _id: collection }, { $inc: { seq: 1 } }, { upsert: true, returnDocument: 'after' });
-    try {
-      await this.collection(collection).insertOne({
-        _id: id,
-        seq: counter!.seq,
-        document,
-        storedAt: new Date(),
-      });
-      return true;
-    } catch (err) {
-      if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) return false;
-      throw err;
+  private async ensureIndex(name: string): Promise<void> {
+    let done = this.indexed.get(name);
+    if (!done) {
+      done = this.collection(name).createIndex({ seq: 1 }, { name: 'seq' });
+      done.catch(() => this.indexed.delete(name));
+      this.indexed.set(name, done);
+    }
+    await done;
+  }
+
+  /** Reserves `count` consecutive insertion numbers of a collection; returns the first. */
+  private async reserve(collection: string, count: number): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const counter = await this.db
+          .collection<{ _id: string; seq: number }>('archive.counters')
+          .findOneAndUpdate(
+            { _id: collection },
+            { $inc: { seq: count } },
+            { upsert: true, returnDocument: 'after' },
+          );
+        return counter!.seq - count + 1;
+      } catch (err) {
+        // Two first writers upserting the counter together: one insert wins; the other retries as an update.
+        if (!(err instanceof MongoServerError && err.code === DUPLICATE_KEY) || attempt >= 5) throw err;
+      }
     }
   }
 
+  async put(collection: string, id: string, document: unknown): Promise<boolean> {
+    return (await this.putMany(collection, [{ id, document }])) === 1;
+  }
+
+  /**
+   * One counter reservation and one unordered insert for the batch. The unique _id decides who was first:
+   * ids already stored (or repeated in the batch, or written concurrently) fail alone with a duplicate-key
+   * error and are not counted. A reserved number left unused is a harmless gap in `seq`.
+   */
   async putMany(
     collection: string,
     documents: ReadonlyArray<{ id: string; document: unknown }>,
   ): Promise<number> {
-    let stored = 0;
-    for (const { id, document } of documents) if (await this.put(collection, id, document)) stored++;
-    return stored;
+    if (documents.length === 0) return 0;
+    await this.ensureIndex(collection);
+    const first = await this.reserve(collection, documents.length);
+    const storedAt = new Date();
+    try {
+      const result = await this.collection(collection).insertMany(
+        documents.map((d, i) => ({ _id: d.id, seq: first + i, document: d.document, storedAt })),
+        { ordered: false },
+      );
+      return result.insertedCount;
+    } catch (err) {
+      if (err instanceof MongoBulkWriteError && onlyDuplicates(err)) return err.result.insertedCount;
+      if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) return 0;
+      throw err;
+    }
   }
 
   async get<T>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined> {
@@ -88,8 +121,16 @@ export class MongoArchive implements Archive {
   }
 }
 
+function onlyDuplicates(err: MongoBulkWriteError): boolean {
+  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  return errors.every((e) => e.code === DUPLICATE_KEY);
+}
+
 export function mongoUrl(target: MongoTarget): string {
   const url = new URL(`mongodb://${target.host}:${target.port}/`);
+  // One named server, never replica-set discovery: a single-node replica set (or FerretDB) otherwise
+  // advertises member names the client may not reach, and server selection times out.
+  url.searchParams.set('directConnection', 'true');
   if (target.user) url.username = target.user;
   if (target.pass) url.password = target.pass;
   if (target.user) url.searchParams.set('authSource', 'admin');

@@ -10,22 +10,42 @@ export interface DeliveryOptions {
   /** Aborted when the consumer stops: no further attempt starts. */
   signal: AbortSignal;
   log: Logger;
-  /** The adapter's way to commit inside the handler's transaction (postgres log) or a no-op (Kafka). */
+  /** Counts one more attempt of this message in PostgreSQL and returns the count (it survives restarts). */
+  recordAttempt(): Promise<number>;
+  /** Commits the position inside the handler's transaction (both buses: a compare-and-set in PostgreSQL). */
   commitIn(tx: PoolClient): Promise<void>;
-  /** Commits the offset after success, unless the handler already did it in its transaction. */
+  /** Commits the position after success, unless the handler already did it in its transaction. */
   commitAfter(committedByHandler: boolean): Promise<void>;
-  /** Publishes `deadLetter` to the dead-letter topic and commits past the message. */
+  /** Publishes `deadLetter` to the dead-letter topic and commits past the message, atomically. */
   deadLetter(message: OutgoingMessage): Promise<void>;
   group: string;
 }
 
 /**
- * One message through the handler: retries with back-off, a poison message or one that keeps failing goes to
- * the dead-letter topic after `maxAttempts`, and the offset is committed only after one of those succeeded.
- * Returns 'stopped' when the consumer stopped before the message was settled (it will be delivered again).
+ * One message through the handler: retries with back-off; a poison message, or one that failed `maxAttempts`
+ * times (counted across restarts, so one that kills the process goes too), goes to the dead-letter topic, and
+ * the position is committed only after one of those succeeded. A failing commit after a successful handler
+ * is thrown to the adapter (which re-reads its position and delivers again); it never counts as a handler
+ * failure. Returns 'stopped' when the consumer stopped before the message was settled.
  */
 export async function deliver(message: BusMessage, options: DeliveryOptions): Promise<'done' | 'stopped'> {
-  for (let attempt = 1; ; attempt++) {
+  const where = {
+    topic: message.topic,
+    partition: message.partition,
+    offset: String(message.offset),
+  };
+  for (;;) {
+    if (options.signal.aborted) return 'stopped';
+    const attempt = await options.recordAttempt();
+    if (attempt > options.maxAttempts) {
+      // Earlier attempts ended with no outcome at all: the process died or was stopped while handling.
+      const error = new Error(
+        `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
+      );
+      await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group));
+      options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
+      return 'done';
+    }
     let committedByHandler = false;
     try {
       await options.handler(message, {
@@ -36,37 +56,38 @@ export async function deliver(message: BusMessage, options: DeliveryOptions): Pr
           committedByHandler = true;
         },
       });
-      await options.commitAfter(committedByHandler);
-      return 'done';
     } catch (err) {
       if (err instanceof PartitionFencedError) throw err;
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
         await options.deadLetter(deadLetterMessage(message, error, attempt, options.group));
         options.log.error(
-          {
-            topic: message.topic,
-            partition: message.partition,
-            offset: String(message.offset),
-            attempt,
-            err: error.message,
-          },
+          { ...where, attempt, err: error.message },
           'message moved to the dead-letter topic',
         );
         return 'done';
       }
-      options.log.warn(
-        {
-          topic: message.topic,
-          partition: message.partition,
-          offset: String(message.offset),
-          attempt,
-          err: error.message,
-        },
-        'handler failed; will retry',
-      );
+      options.log.warn({ ...where, attempt, err: error.message }, 'handler failed; will retry');
       await sleep(backoffMs(attempt), options.signal);
-      if (options.signal.aborted) return 'stopped';
+      continue;
+    }
+    await commitRetrying(() => options.commitAfter(committedByHandler), options.signal);
+    return 'done';
+  }
+}
+
+/**
+ * The handler succeeded: its commit is retried a few times on its own (never the handler again). A fenced
+ * commit is final at once; one that keeps failing is thrown to the adapter, which starts again from its
+ * stored position.
+ */
+async function commitRetrying(commit: () => Promise<void>, signal: AbortSignal): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await commit();
+    } catch (err) {
+      if (err instanceof PartitionFencedError || attempt >= 5 || signal.aborted) throw err;
+      await sleep(backoffMs(attempt), signal);
     }
   }
 }

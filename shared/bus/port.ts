@@ -40,9 +40,10 @@ export interface HandlerContext {
   /** Aborted when the subscription is stopping; long handlers should give up at a safe point. */
   signal: AbortSignal;
   /**
-   * Commit this message's offset inside the handler's own PostgreSQL transaction, so the effect and the
-   * offset commit are atomic. Postgres log: written into `tx`. Kafka: a no-op; the offset is committed
-   * after the handler returns, and effects stay exactly once through the processed_events dedupe key.
+   * Commit this message's position inside the handler's own PostgreSQL transaction, so the effect and the
+   * position are atomic. Both buses keep positions in PostgreSQL (bus_group_offsets; on Kafka the consumer
+   * seeks to them on assignment, Kafka's own commit being only a hint). A compare-and-set: throws
+   * PartitionFencedError (rolling the transaction back) when the group was sought or the partition taken.
    */
   commitIn(tx: PoolClient): Promise<void>;
 }
@@ -81,8 +82,9 @@ export interface PartitionLag {
 
 export interface PublishOptions {
   /**
-   * Postgres log only: publish inside this transaction (visible to consumers when it commits). The Kafka
-   * adapter publishes at once; callers rely on idempotent consumers there (envelope ids are dedupe keys).
+   * Publish inside this transaction: nothing is delivered unless it commits. Postgres log: written into the
+   * log in `tx`. Kafka: written to the outbox table in `tx` and sent by the outbox relay after the commit
+   * (at least once; envelope ids are dedupe keys).
    */
   tx?: PoolClient;
 }
@@ -93,7 +95,7 @@ export interface EventBus {
   ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
   publish(topic: string, messages: readonly OutgoingMessage[], options?: PublishOptions): Promise<void>;
   subscribe(options: SubscribeOptions): Promise<Subscription>;
-  /** Moves a group's committed position; takes effect for running members at their next commit. */
+  /** Moves a group's stored position; running members move there promptly (a handler in flight is fenced). */
   seek(group: string, topic: string, position: SeekPosition): Promise<void>;
   lag(group: string, topics: readonly string[]): Promise<PartitionLag[]>;
   close(): Promise<void>;

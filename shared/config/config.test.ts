@@ -159,6 +159,39 @@ describe('configuration', () => {
     expect(issuesOf(() => load('', { KAFKA_BROKERS: 'no-port' }))[0]?.key).toBe('env.KAFKA_BROKERS');
   });
 
+  it('reads the Kafka topic, timeout, TLS and SASL keys; the SASL password only from the environment', () => {
+    const text = `[bus.kafka]
+replicationFactor = 3
+minInsyncReplicas = 2
+ssl = true
+caFile = "/etc/kafka/ca.pem"
+saslMechanism = "scram-sha-512"
+saslUsername = "otmoic"
+`;
+    const config = load(text, { KAFKA_BROKERS: 'k1:9092', KAFKA_SASL_PASSWORD: 's3cret-pass' });
+    expect(config.bus.kafka).toEqual({
+      replicationFactor: 3,
+      minInsyncReplicas: 2,
+      publishTimeoutMs: 30_000,
+      ssl: true,
+      caFile: '/etc/kafka/ca.pem',
+      saslMechanism: 'scram-sha-512',
+      saslUsername: 'otmoic',
+    });
+    expect(config.bus.kafkaSaslPassword).toBe('s3cret-pass');
+    expect(JSON.stringify(redactConfig(config))).not.toContain('s3cret-pass');
+    expect(issuesOf(() => load(text, { KAFKA_BROKERS: 'k1:9092' }))[0]?.key).toBe('bus.kafka.saslMechanism');
+    expect(issuesOf(() => load('[bus.kafka]\nsaslPassword = "x"\n'))[0]?.key).toBe('bus.kafka');
+    // Environment overrides for deployments that keep the file generic.
+    const fromEnv = load('', {
+      KAFKA_SSL: 'true',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'p',
+    });
+    expect(fromEnv.bus.kafka).toMatchObject({ ssl: true, saslMechanism: 'plain', saslUsername: 'u' });
+  });
+
   it('reports TOML syntax errors with their line', () => {
     expect(issuesOf(() => load('[point]\nport = = 1'))[0]?.key).toBe('line 2');
   });

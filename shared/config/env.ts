@@ -31,6 +31,14 @@ export const envSchema = z.object({
       .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be a comma-separated list of host:port')
       .optional(),
   ),
+  /** Kafka TLS/SASL overrides of [bus.kafka]; the SASL password exists only here. */
+  KAFKA_SSL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['true', 'false']).optional()),
+  KAFKA_SASL_MECHANISM: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  ),
+  KAFKA_SASL_USERNAME: optionalText,
+  KAFKA_SASL_PASSWORD: optionalText,
   LOG_LEVEL: z.preprocess(
     (v) => (v === '' ? undefined : v),
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),

@@ -42,7 +42,7 @@ export interface AppConfig {
   relay?: RelayConfig;
   devnet?: DevnetConfig;
   database: DatabaseTarget;
-  bus: z.infer<typeof busSection> & { kafkaBrokers?: string[] };
+  bus: z.infer<typeof busSection> & { kafkaBrokers?: string[]; kafkaSaslPassword?: string };
   archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };
   log: z.infer<typeof logSection>;
 }
@@ -116,6 +116,21 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   config.bus = env.KAFKA_BROKERS
     ? { ...bus!, adapter: 'kafka', kafkaBrokers: env.KAFKA_BROKERS.split(',') }
     : bus!;
+  config.bus.kafka = {
+    ...config.bus.kafka,
+    ...(env.KAFKA_SSL && { ssl: env.KAFKA_SSL === 'true' }),
+    ...(env.KAFKA_SASL_MECHANISM && { saslMechanism: env.KAFKA_SASL_MECHANISM }),
+    ...(env.KAFKA_SASL_USERNAME && { saslUsername: env.KAFKA_SASL_USERNAME }),
+  };
+  if (env.KAFKA_SASL_PASSWORD) config.bus.kafkaSaslPassword = env.KAFKA_SASL_PASSWORD;
+  if (config.bus.kafka.saslMechanism && !(config.bus.kafka.saslUsername && config.bus.kafkaSaslPassword)) {
+    throw new ConfigError(source, [
+      {
+        key: 'bus.kafka.saslMechanism',
+        problem: 'is set but saslUsername or KAFKA_SASL_PASSWORD is missing',
+      },
+    ]);
+  }
   if (config.bus.adapter === 'kafka' && !config.bus.kafkaBrokers) {
     throw new ConfigError(source, [
       { key: 'bus.adapter', problem: 'is "kafka" but KAFKA_BROKERS is not set' },

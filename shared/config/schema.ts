@@ -211,6 +211,25 @@ export const busSection = z.strictObject({
   /** Attempts of a failing handler before its message goes to the dead-letter topic. */
   maxAttempts: z.number().int().min(1).max(100).default(5),
   clientId: z.string().min(1).default('otmoic'),
+  /** Kafka only (production profile); ignored by the postgres log. */
+  kafka: z
+    .strictObject({
+      /** Replicas of each topic the services create; unset: the broker's default.replication.factor. */
+      replicationFactor: z.number().int().min(1).max(32).optional(),
+      /** min.insync.replicas of each topic (with acks=all, writes fail below it); unset: the broker's default. */
+      minInsyncReplicas: z.number().int().min(1).max(32).optional(),
+      /** A publish that Kafka has not acknowledged by then fails (bounded retries inside it). */
+      publishTimeoutMs: z.number().int().min(1_000).max(600_000).default(30_000),
+      /** TLS to the brokers; CA / client certificate files are optional (system CAs otherwise). */
+      ssl: z.boolean().default(false),
+      caFile: z.string().min(1).optional(),
+      certFile: z.string().min(1).optional(),
+      keyFile: z.string().min(1).optional(),
+      /** SASL; the password comes from KAFKA_SASL_PASSWORD only, never the file. */
+      saslMechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+      saslUsername: z.string().min(1).optional(),
+    })
+    .default({ publishTimeoutMs: 30_000, ssl: false }),
 });
 
 export const archiveSection = z.strictObject({

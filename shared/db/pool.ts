@@ -34,6 +34,10 @@ export async function withTransaction<T>(
   fn: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client whose connection drops between two queries emits 'error' with no pool listener on
+  // it: without this one that would crash the process. The next query on it fails and the caller sees that.
+  const onError = () => undefined;
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -43,6 +47,7 @@ export async function withTransaction<T>(
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
+    client.off('error', onError);
     client.release();
   }
 }

@@ -11,7 +11,7 @@ export async function startHttpService(
   name: string,
   port: number,
   register: (app: FastifyInstance) => void | Promise<void> = () => undefined,
-  options: { healthChecks?: Readonly<Record<string, HealthCheck>> } = {},
+  options: { healthChecks?: Readonly<Record<string, HealthCheck>>; ownErrorVocabulary?: boolean } = {},
 ): Promise<RunningService & { app: FastifyInstance }> {
   const app = createHttpServer({
     service: name,
@@ -19,6 +19,7 @@ export async function startHttpService(
     metrics: context.metrics,
     db: context.db,
     healthChecks: options.healthChecks,
+    ownErrorVocabulary: options.ownErrorVocabulary,
   });
   await register(app);
   await app.listen({ port, host: process.env.HOST ?? '127.0.0.1' });

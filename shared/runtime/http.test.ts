@@ -76,3 +76,34 @@ describe('GET /health with checks contributed by a service', () => {
     });
   });
 });
+
+describe('the error vocabulary every HTTP service starts with', () => {
+  let db: TestDatabase;
+  beforeAll(async () => void (db = await createTestDatabase()));
+  afterAll(async () => db?.drop());
+
+  it('answers an unknown route with 404 {code, message}, and a malformed body with its 4xx {code, message}', async () => {
+    const app = createHttpServer({
+      service: 't',
+      log: createLogger({ level: 'silent' }),
+      metrics: new Registry(),
+      db: db.pool,
+    });
+    app.post('/echo', async (request) => request.body);
+    try {
+      const missing = await app.inject({ method: 'GET', url: '/nothing?x=1' });
+      expect(missing.statusCode).toBe(404);
+      expect(missing.json()).toEqual({ code: 404, message: 'no route GET /nothing' });
+      const bad = await app.inject({
+        method: 'POST',
+        url: '/echo',
+        headers: { 'content-type': 'application/json' },
+        payload: '{',
+      });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json()).toMatchObject({ code: 400 });
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -12,6 +12,11 @@ export interface HttpServerOptions {
   bodyLimit?: number;
   /** Checks a service adds to GET /health beside the database check, by name (see HealthCheck). */
   healthChecks?: Readonly<Record<string, HealthCheck>>;
+  /**
+   * The service answers errors and unknown routes itself, with codes of its own (fastify allows one
+   * not-found handler per prefix): the defaults here ({code: <HTTP status>, message}) are not installed.
+   */
+  ownErrorVocabulary?: boolean;
 }
 
 /**
@@ -53,14 +58,24 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
 
   // Every error answers {code, message} with a matching HTTP status. Client errors (bad JSON, too large) keep
   // fastify's status and message; anything unexpected is a 500 that says nothing internal and is logged.
-  app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
-    const status =
-      error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-    if (status === 500) request.log.error({ err: error.message, url: request.url }, 'request failed');
-    return reply
-      .code(status)
-      .send({ code: status, message: status === 500 ? 'internal error' : error.message });
-  });
+  if (!options.ownErrorVocabulary) {
+    app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
+      const status =
+        error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+      if (status === 500) request.log.error({ err: error.message, url: request.url }, 'request failed');
+      return reply
+        .code(status)
+        .send({ code: status, message: status === 500 ? 'internal error' : error.message });
+    });
+    app.setNotFoundHandler((request, reply) =>
+      reply
+        .code(404)
+        .send({
+          code: 404,
+          message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
+        }),
+    );
+  }
 
   app.get('/health', async (_request, reply) => {
     const started = Date.now();

@@ -55,11 +55,29 @@ export async function startInfrastructure(
     let bus: EventBus;
     if (config.bus.adapter === 'kafka') {
       const { KafkaBus } = await import('../bus/kafka/kafka-bus.js');
+      const kafka = config.bus.kafka;
       bus = new KafkaBus({
         brokers: config.bus.kafkaBrokers!,
         clientId: config.bus.clientId,
         log,
+        // Positions, delivery attempts and the outbox live in the service database, beside the effects.
+        pool: db,
+        connectionString: dbUrl,
         maxAttempts: config.bus.maxAttempts,
+        replicationFactor: kafka.replicationFactor,
+        minInsyncReplicas: kafka.minInsyncReplicas,
+        publishTimeoutMs: kafka.publishTimeoutMs,
+        ssl: kafka.ssl
+          ? { caFile: kafka.caFile, certFile: kafka.certFile, keyFile: kafka.keyFile }
+          : undefined,
+        sasl:
+          kafka.saslMechanism && kafka.saslUsername && config.bus.kafkaSaslPassword
+            ? {
+                mechanism: kafka.saslMechanism,
+                username: kafka.saslUsername,
+                password: config.bus.kafkaSaslPassword,
+              }
+            : undefined,
       });
     } else {
       const postgresBus = new PostgresBus({

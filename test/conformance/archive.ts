@@ -75,6 +75,41 @@ export function archiveConformanceSuite(
       expect(await archive.putMany(c, [])).toBe(0);
     });
 
+    it('concurrent puts of one id: exactly one wins, and its document is the one stored', async () => {
+      const c = collection();
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => archive.put(c, 'contended', { writer: i })),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = results.indexOf(true);
+      expect((await archive.get(c, 'contended'))?.document).toEqual({ writer: winner });
+      expect(await archive.count(c)).toBe(1);
+      expect((await archive.list(c)).map((d) => d.id)).toEqual(['contended']);
+    });
+
+    it('pages through a large collection in insertion order, each document once', async () => {
+      const c = collection();
+      const total = 2_500;
+      const ids = Array.from({ length: total }, (_, i) => `doc-${(i * 7_919) % total}`); // not sorted by id
+      for (let i = 0; i < total; i += 500) {
+        const stored = await archive.putMany(
+          c,
+          ids.slice(i, i + 500).map((id, j) => ({ id, document: { n: i + j } })),
+        );
+        expect(stored).toBe(500);
+      }
+      const paged: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await archive.list<{ n: number }>(c, { after, limit: 300 });
+        if (page.length === 0) break;
+        paged.push(...page.map((d) => d.id));
+        after = page.at(-1)!.id;
+      }
+      expect(paged).toEqual(ids);
+      expect(await archive.count(c)).toBe(total);
+    });
+
     it('stores concurrent puts of distinct ids without loss', async () => {
       const c = collection();
       const results = await Promise.all(

@@ -2,29 +2,49 @@ import { createLogger } from '../../shared/logging/logger.js';
 import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
 import { createTestDatabase } from '../support/database.js';
 import { announceSkip, kafkaForTests } from '../support/external.js';
+import { kafkaProblem, startKafka } from '../support/kafka.js';
 import { busConformanceSuite } from './bus.js';
 
-const kafka = await kafkaForTests();
+const kafka = kafkaForTests();
 if (kafka.skipReason) announceSkip('EventBus conformance: kafka', kafka.skipReason);
+const log = createLogger({ level: (process.env.BUS_TEST_LOG as 'warn') ?? 'silent' });
 
 busConformanceSuite(
   `kafka${kafka.skipReason ? ` (skipped: ${kafka.skipReason})` : ''}`,
   async () => {
     const db = await createTestDatabase();
-    const bus = new KafkaBus({
-      brokers: kafka.target!.brokers,
-      clientId: 'conformance',
-      log: createLogger({ level: 'warn' }),
-    });
+    const make = (brokers: string[]) =>
+      new KafkaBus({
+        brokers,
+        clientId: 'conformance',
+        log,
+        pool: db.pool,
+        connectionString: db.url,
+        publishTimeoutMs: 10_000,
+        positionCheckMs: 200,
+      });
+    const bus = make(kafka.target!.brokers);
     return {
       bus,
       pool: db.pool,
+      async ownServer() {
+        const problem = await kafkaProblem();
+        if (problem) return { skip: problem };
+        // A broker of its own, which the test stops and starts; the bus is made before it runs.
+        const broker = await startKafka();
+        await broker.stop(0);
+        return {
+          bus: make(broker.brokers),
+          stopServer: () => broker.stop(0),
+          startServer: () => broker.start(),
+          close: () => broker.close(),
+        };
+      },
       async cleanup() {
         await bus.close();
         await db.drop();
-        await kafka.stop();
       },
     };
   },
-  { skip: kafka.skipReason },
+  { skip: kafka.skipReason, serverOutage: true },
 );

@@ -8,7 +8,7 @@ busConformanceSuite('postgres log', async () => {
   const bus = new PostgresBus({
     pool: db.pool,
     connectionString: db.url,
-    log: createLogger({ level: 'silent' }),
+    log: createLogger({ level: (process.env.BUS_TEST_LOG as 'warn') ?? 'silent' }),
     rebalanceMs: 200,
   });
   return {

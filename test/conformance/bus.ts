@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Pool } from '../../shared/db/pool.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { withTransaction, type Pool } from '../../shared/db/pool.js';
 import {
   DLQ_HEADERS,
   PoisonMessageError,
@@ -8,14 +8,29 @@ import {
   deadLetterTopic,
   type BusMessage,
   type EventBus,
+  type Handler,
   type Subscription,
 } from '../../shared/bus/index.js';
 import { waitFor } from '../support/wait.js';
 
 export interface BusUnderTest {
   bus: EventBus;
-  /** PostgreSQL where consumers write their effects (and, on the postgres log, the bus itself). */
+  /** PostgreSQL where consumers write their effects and the bus keeps positions (and, on the log, itself). */
   pool: Pool;
+  /**
+   * A second bus on a server of its own that the test stops and starts (Kafka: a broker; not given for the
+   * postgres log, whose server is the database: see the pg_terminate_backend test). Returned with the
+   * server stopped.
+   */
+  ownServer?(): Promise<
+    | { skip: string }
+    | {
+        bus: EventBus;
+        stopServer(): Promise<void>;
+        startServer(): Promise<void>;
+        close(): Promise<void>;
+      }
+  >;
   cleanup(): Promise<void>;
 }
 
@@ -26,8 +41,9 @@ export interface BusUnderTest {
 export function busConformanceSuite(
   name: string,
   make: () => Promise<BusUnderTest>,
-  options: { skip?: string } = {},
+  options: { skip?: string; serverOutage?: boolean } = {},
 ) {
+  const ifOutage = options.serverOutage ? it : () => undefined;
   const suite = options.skip ? describe.skip : describe;
   suite(`EventBus conformance: ${name}`, () => {
     let t: BusUnderTest;
@@ -38,9 +54,15 @@ export function busConformanceSuite(
       await t.pool.query(
         'CREATE TABLE IF NOT EXISTS conformance_effects (id bigserial, event_id text, key text)',
       );
+      await t.pool.query(
+        'CREATE TABLE IF NOT EXISTS conformance_ordered (id bigserial, consumer text, key text, seq int)',
+      );
+    });
+    afterEach(async () => {
+      // Each test's members leave at its end (fewer connections, no work left running).
+      await Promise.all(subscriptions.splice(0).map((s) => s.stop()));
     });
     afterAll(async () => {
-      await Promise.all(subscriptions.map((s) => s.stop()));
       await t?.cleanup();
     });
 
@@ -63,7 +85,7 @@ export function busConformanceSuite(
     }
 
     async function collect(
-      topicName: string,
+      topicName: string | string[],
       group: string,
       handle?: (m: BusMessage, attempt: number) => Promise<void>,
       extra: { startFrom?: 'earliest' | 'latest'; maxAttempts?: number } = {},
@@ -71,7 +93,7 @@ export function busConformanceSuite(
       const seen: BusMessage[] = [];
       const sub = await t.bus.subscribe({
         group,
-        topics: [topicName],
+        topics: Array.isArray(topicName) ? topicName : [topicName],
         ...extra,
         handler: async (m, ctx) => {
           await handle?.(m, ctx.attempt);
@@ -80,6 +102,47 @@ export function busConformanceSuite(
       });
       subscriptions.push(sub);
       return { seen, sub };
+    }
+
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const seqOf = (m: BusMessage) => (JSON.parse(m.value) as { seq: number }).seq;
+
+    /** A handler that applies {key, seq} exactly once into conformance_ordered (the effect order is the id). */
+    function orderedEffect(consumer: string) {
+      return async (m: BusMessage, ctx: Parameters<Handler>[1]) => {
+        const { key, seq } = JSON.parse(m.value) as { key: string; seq: number };
+        await applyOnce(t.pool, consumer, `${m.topic}/${key}/${seq}`, ctx, async (tx) => {
+          await tx.query('INSERT INTO conformance_ordered (consumer, key, seq) VALUES ($1, $2, $3)', [
+            consumer,
+            key,
+            seq,
+          ]);
+        });
+      };
+    }
+
+    async function orderedSequences(consumer: string): Promise<Map<string, number[]>> {
+      const { rows } = await t.pool.query<{ key: string; seqs: number[] }>(
+        `SELECT key, array_agg(seq ORDER BY id) AS seqs FROM conformance_ordered WHERE consumer = $1
+         GROUP BY key`,
+        [consumer],
+      );
+      return new Map(rows.map((r) => [r.key, r.seqs]));
+    }
+
+    async function orderedCount(consumer: string): Promise<number> {
+      // Retried: the test's own pooled connections are among those the outage tests terminate.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const { rows } = await t.pool.query<{ n: string }>(
+            'SELECT count(*) AS n FROM conformance_ordered WHERE consumer = $1',
+            [consumer],
+          );
+          return Number(rows[0]!.n);
+        } catch (err) {
+          if (attempt >= 5) throw err;
+        }
+      }
     }
 
     function sequencesByKey(messages: BusMessage[]): Map<string, number[]> {
@@ -265,6 +328,318 @@ export function busConformanceSuite(
       expect(b.seen.length).toBeGreaterThan(0);
       for (const seqs of sequencesByKey([...a.seen, ...b.seen]).values()) expect(seqs).toHaveLength(10);
     });
+
+    it('seeks to the beginning, an offset, a time and the end while the group is running', async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      await publishSequences(name, ['k'], 3);
+      let gate: Promise<void> | undefined;
+      const { seen } = await collect(name, group, async () => {
+        await gate;
+      });
+      await waitFor(() => seen.length >= 3, 'the first 3');
+
+      await t.bus.seek(group, name, { to: 'beginning' });
+      await waitFor(() => seen.length >= 6, 'the 3 again, without a restart');
+      expect(seen.map(seqOf)).toEqual([0, 1, 2, 0, 1, 2]);
+
+      await t.bus.seek(group, name, { to: 'offset', partition: seen[1]!.partition, offset: seen[1]!.offset });
+      await waitFor(() => seen.length >= 8, 'from offset 1');
+      expect(seen.slice(6).map(seqOf)).toEqual([1, 2]);
+
+      await pause(1_100);
+      const middle = new Date();
+      await pause(50);
+      await t.bus.publish(name, [{ key: 'k', value: JSON.stringify({ key: 'k', seq: 3 }) }]);
+      await waitFor(() => seen.length >= 9, 'seq 3');
+      await t.bus.seek(group, name, { to: 'timestamp', at: middle });
+      await waitFor(() => seen.length >= 10, 'seq 3 again, from the time');
+      expect(seen.slice(8).map(seqOf)).toEqual([3, 3]);
+
+      // The end, with a backlog the member is in the middle of: the rest of the backlog is skipped.
+      let release!: () => void;
+      gate = new Promise<void>((r) => (release = r));
+      await publishSequences(name, ['k'], 10); // seq 0..9 again, offsets 4..13
+      await waitFor(() => seen.length >= 10 && seen.length < 11, 'held at the first of the backlog');
+      await pause(200);
+      await t.bus.seek(group, name, { to: 'end' });
+      expect((await t.bus.lag(group, [name])).map((p) => p.lag)).toEqual([0n]);
+      gate = undefined;
+      release();
+      await pause(1_000);
+      await t.bus.publish(name, [{ key: 'k', value: JSON.stringify({ key: 'k', seq: 99 }) }]);
+      await waitFor(() => seen.some((m) => seqOf(m) === 99), 'the message after the end');
+      await pause(300);
+      // The held message finished (its commit was fenced by the seek); nothing else of the backlog ran.
+      expect(seen.slice(10).map(seqOf)).toEqual([0, 99]);
+      expect((await t.bus.lag(group, [name])).map((p) => p.lag)).toEqual([0n]);
+    });
+
+    it('a seek to the end of a stopped group: lag 0, and a new member replays nothing', async () => {
+      const name = await topic(2);
+      const group = fresh('g');
+      await publishSequences(name, ['a', 'b'], 3);
+      await t.bus.seek(group, name, { to: 'end' });
+      expect((await t.bus.lag(group, [name])).every((p) => p.lag === 0n)).toBe(true);
+      const { seen } = await collect(name, group);
+      await t.bus.publish(name, [{ key: 'a', value: JSON.stringify({ key: 'a', seq: 7 }) }]);
+      await waitFor(() => seen.length >= 1, 'the new message');
+      await pause(500);
+      expect(seen.map(seqOf)).toEqual([7]);
+    });
+
+    it('members joining and leaving mid-stream: no loss, effects once each, in per-key order', async () => {
+      const name = await topic(6);
+      const group = fresh('g');
+      const consumer = fresh('members');
+      const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
+      const perKey = 40;
+      const member = async () => {
+        const sub = await t.bus.subscribe({ group, topics: [name], handler: orderedEffect(consumer) });
+        subscriptions.push(sub);
+        return sub;
+      };
+      const a = await member();
+      const publishing = (async () => {
+        for (let seq = 0; seq < perKey; seq++) {
+          await t.bus.publish(
+            name,
+            keys.map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
+          );
+          await pause(25);
+        }
+      })();
+      await pause(300);
+      const b = await member();
+      await pause(300);
+      await a.stop();
+      const c = await member();
+      await pause(300);
+      await b.stop();
+      await publishing;
+      await waitFor(
+        async () => (await orderedCount(consumer)) >= keys.length * perKey,
+        'every effect',
+        60_000,
+      );
+      await c.stop();
+      expect(await orderedCount(consumer)).toBe(keys.length * perKey);
+      const sequences = await orderedSequences(consumer);
+      expect(sequences.size).toBe(keys.length);
+      for (const seqs of sequences.values()) expect(seqs).toEqual(seqs.map((_, i) => i));
+    });
+
+    it('a commit that fails is not a handler failure: nothing handled is dead-lettered', async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      // The first commit of this group fails, inside the database. A sequence counts the calls: its
+      // nextval survives the rollback of the failing transaction.
+      const counter = `conformance_fail_${group}`;
+      await t.pool.query(`CREATE SEQUENCE "${counter}"`);
+      await t.pool.query(`CREATE OR REPLACE FUNCTION conformance_fail_commit() RETURNS trigger AS $$
+        BEGIN
+          IF NEW.next_offset <> OLD.next_offset
+             AND to_regclass(format('%I', 'conformance_fail_' || NEW.group_id)) IS NOT NULL
+             AND nextval(format('%I', 'conformance_fail_' || NEW.group_id)) = 1 THEN
+            RAISE EXCEPTION 'commit refused (test)';
+          END IF;
+          RETURN NEW;
+        END $$ LANGUAGE plpgsql`);
+      await t.pool.query(`CREATE OR REPLACE TRIGGER conformance_fail_commit BEFORE UPDATE ON bus_group_offsets
+        FOR EACH ROW EXECUTE FUNCTION conformance_fail_commit()`);
+      await publishSequences(name, ['k'], 3);
+      const { seen } = await collect(name, group, undefined, { maxAttempts: 1 });
+      const dead = await collect(deadLetterTopic(name), fresh('dlq'));
+      await waitFor(() => new Set(seen.map(seqOf)).size >= 3, 'all 3 handled');
+      await pause(1_000);
+      const calls = await t.pool.query<{ is_called: boolean }>(`SELECT is_called FROM "${counter}"`);
+      expect(calls.rows[0]!.is_called).toBe(true); // a commit did fail
+      expect(dead.seen).toHaveLength(0);
+      // At least once: the message whose commit failed may come again, in order.
+      expect(seen.map(seqOf).filter((v, i, all) => all.indexOf(v) === i)).toEqual([0, 1, 2]);
+      await waitFor(async () => (await t.bus.lag(group, [name])).every((p) => p.lag === 0n), 'lag 0');
+    });
+
+    it('database connections dropped mid-stream (pg_terminate_backend): the group goes on, no loss', async () => {
+      const name = await topic(4);
+      const consumer = fresh('drop');
+      const keys = Array.from({ length: 8 }, (_, i) => `k${i}`);
+      const sub = await t.bus.subscribe({
+        group: fresh('g'),
+        topics: [name],
+        handler: orderedEffect(consumer),
+      });
+      subscriptions.push(sub);
+      // The test's own publishes meet terminated connections too: each is retried (a publish is atomic).
+      const publish = async (seq: number) => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await t.bus.publish(
+              name,
+              keys.map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
+            );
+          } catch (err) {
+            if (attempt >= 10) throw err;
+            await pause(50);
+          }
+        }
+      };
+      const publishing = (async () => {
+        for (let seq = 0; seq < 50; seq++) {
+          await publish(seq);
+          await pause(10);
+        }
+      })();
+      publishing.catch(() => undefined); // awaited below; not unhandled meanwhile
+      // Every other session of this database, again and again while the stream runs.
+      const admin = await t.pool.connect();
+      try {
+        for (let i = 0; i < 8; i++) {
+          await pause(150);
+          // Half the rounds spare the bus's own long-lived sessions: then only the pool's queries fail.
+          await admin.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()
+               AND ($1 OR application_name NOT IN ('otmoic-bus', 'otmoic-outbox'))`,
+            [i % 2 === 0],
+          );
+        }
+      } finally {
+        admin.release(true);
+      }
+      await publishing;
+      await waitFor(async () => (await orderedCount(consumer)) >= 400, 'every effect', 60_000);
+      const sequences = await orderedSequences(consumer);
+      for (const seqs of sequences.values()) expect(seqs).toEqual(seqs.map((_, i) => i));
+      expect(await orderedCount(consumer)).toBe(400);
+    });
+
+    it('stop() waits for the handler in flight; the next member goes on after it', async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      await publishSequences(name, ['k'], 5);
+      let finished = 0;
+      const first = await collect(name, group, async (m) => {
+        if (seqOf(m) === 1) await pause(800);
+        finished++;
+      });
+      await waitFor(() => first.seen.length >= 1, 'seq 0');
+      await pause(100); // seq 1 is in its handler now
+      await first.sub.stop();
+      const atStop = finished;
+      expect(atStop).toBeGreaterThanOrEqual(2); // seq 1 finished before stop() resolved
+      await pause(300);
+      expect(finished).toBe(atStop); // and nothing ran after it
+      const second = await collect(name, group);
+      await waitFor(() => first.seen.length + second.seen.length >= 5, 'the rest');
+      await pause(300);
+      expect([...first.seen, ...second.seen].map(seqOf)).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it('a publish in a rolled-back transaction never reaches consumers; a committed one does', async () => {
+      const name = await topic(2);
+      const { seen } = await collect(name, fresh('g'));
+      await expect(
+        withTransaction(t.pool, async (tx) => {
+          await t.bus.publish(name, [{ key: 'a', value: JSON.stringify({ key: 'a', seq: 1 }) }], { tx });
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      await withTransaction(t.pool, async (tx) => {
+        await t.bus.publish(name, [{ key: 'a', value: JSON.stringify({ key: 'a', seq: 2 }) }], { tx });
+      });
+      await waitFor(() => seen.length >= 1, 'the committed message');
+      await pause(1_000);
+      expect(seen.map(seqOf)).toEqual([2]);
+    });
+
+    it('one group over several topics: each topic delivered, lag and seek per topic', async () => {
+      const one = await topic(2);
+      const two = await topic(3);
+      const group = fresh('g');
+      await publishSequences(one, ['a', 'b'], 3);
+      await publishSequences(two, ['c'], 4);
+      const { seen } = await collect([one, two], group);
+      await waitFor(() => seen.length >= 10, 'both topics');
+      expect(seen.filter((m) => m.topic === one)).toHaveLength(6);
+      expect(seen.filter((m) => m.topic === two)).toHaveLength(4);
+      await waitFor(
+        async () => (await t.bus.lag(group, [one, two])).every((p) => p.lag === 0n),
+        'lag 0 on both',
+      );
+      expect(new Set((await t.bus.lag(group, [one, two])).map((p) => p.topic))).toEqual(new Set([one, two]));
+      await t.bus.seek(group, two, { to: 'beginning' });
+      await waitFor(() => seen.length >= 14, 'topic two again');
+      await pause(500);
+      expect(seen.slice(10).every((m) => m.topic === two)).toBe(true);
+      expect(seen).toHaveLength(14);
+    });
+
+    it('a failing handler on a dead-letter topic dead-letters into its own dead-letter topic', async () => {
+      const name = await topic(1);
+      const dlq = deadLetterTopic(name);
+      await collect(name, fresh('g'), async () => {
+        throw new PoisonMessageError('bad');
+      });
+      await collect(dlq, fresh('g'), async () => {
+        throw new PoisonMessageError('still bad');
+      });
+      const last = await collect(deadLetterTopic(dlq), fresh('g'));
+      await publishSequences(name, ['k'], 1);
+      await waitFor(() => last.seen.length >= 1, 'the message two dead-letter topics down', 30_000);
+      expect(last.seen[0]!.headers[DLQ_HEADERS.error]).toBe('still bad');
+    });
+
+    it('a publish to a topic that does not exist fails within a bounded time', async () => {
+      const started = Date.now();
+      await expect(t.bus.publish(fresh('missing'), [{ key: 'k', value: 'v' }])).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(45_000);
+    }, 60_000);
+
+    ifOutage(
+      'the server stops and comes back: a failed connect is retried, nothing is lost',
+      async () => {
+        const own = await t.ownServer!();
+        if ('skip' in own) throw new Error(`no server of its own: ${own.skip}`);
+        try {
+          const name = fresh('outage');
+          // The server is down: the first call fails, and the bus must not remember that failure.
+          await expect(own.bus.ensureTopics([{ name, partitions: 2, retentionMs: null }])).rejects.toThrow();
+          await own.startServer();
+          await own.bus.ensureTopics([{ name, partitions: 2, retentionMs: null }]);
+          const consumer = fresh('outage');
+          const sub = await own.bus.subscribe({
+            group: fresh('g'),
+            topics: [name],
+            handler: orderedEffect(consumer),
+          });
+          const send = (seq: number) =>
+            withTransaction(t.pool, (tx) =>
+              own.bus.publish(
+                name,
+                ['a', 'b'].map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
+                { tx },
+              ),
+            );
+          for (let seq = 0; seq < 5; seq++) await send(seq);
+          await waitFor(async () => (await orderedCount(consumer)) >= 10, 'before the outage');
+          await own.stopServer();
+          // Published while the server is down: kept in the outbox (a committed transaction) until it is back.
+          for (let seq = 5; seq < 10; seq++) await send(seq);
+          await pause(2_000);
+          await own.startServer();
+          await waitFor(async () => (await orderedCount(consumer)) >= 20, 'after the outage', 120_000);
+          await sub.stop();
+          const sequences = await orderedSequences(consumer);
+          for (const seqs of sequences.values())
+            expect(seqs).toEqual(Array.from({ length: 10 }, (_, i) => i));
+        } finally {
+          await own.bus.close().catch(() => undefined);
+          await own.close();
+        }
+      },
+      240_000,
+    );
 
     it('reports consumer lag per partition', async () => {
       const name = await topic(2);

@@ -21,12 +21,21 @@ import {
 } from '../../services/stand-ins/relay-admin/server.js';
 import type { Subscription } from '../../shared/bus/port.js';
 import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
-import { lockSwap, runSwap, type ScenarioOptions } from '../../shared/devnet/swap-scenarios.js';
+import {
+  lockSwap,
+  runSwap,
+  tryStep,
+  type LockedSwap,
+  type ScenarioOptions,
+} from '../../shared/devnet/swap-scenarios.js';
+import { fileComplaint } from '../../shared/devnet/complaints.js';
+import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { freePort } from '../../shared/net/free-port.js';
 import type { RunningService } from '../../shared/runtime/service.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { serviceContext } from '../support/service-context.js';
+import { productionSkipReason, serviceContext, type Profile } from '../support/service-context.js';
+import { announceSkip } from '../support/external.js';
 import { waitFor } from '../support/wait.js';
 
 const SRC = { evm: 97, system: '9006' };
@@ -34,7 +43,22 @@ const DST = { evm: 11155420, system: '614' };
 const E = 60;
 const Tol = 120;
 
-describe('points end to end on the devnet, with the classifier', () => {
+const skipProduction = productionSkipReason();
+if (skipProduction) announceSkip('points end to end on the production profile', skipProduction);
+
+/**
+ * The whole reputation pipeline on the devnet (our chain clients, the Connector, the Classifier, Points), on
+ * both profiles: the postgres log with the JSONB archive, and Kafka with FerretDB (PostgreSQL keeping effects,
+ * positions and scores). The same swaps must give the same verdicts, deductions and scores on both.
+ */
+describe.each([
+  { profile: 'embedded' as Profile, skip: undefined },
+  { profile: 'production' as Profile, skip: skipProduction },
+])('points end to end on the devnet, with the classifier ($profile profile)', ({ profile, skip }) => {
+  if (skip) {
+    it.skip(`SKIPPED: ${skip}`, () => undefined);
+    return;
+  }
   let devnet: Devnet;
   let db: TestDatabase;
   let did: DidSupport;
@@ -118,7 +142,7 @@ describe('points end to end on the devnet, with the classifier', () => {
           `[[chainClients]]\nurl = "http://127.0.0.1:${ports[i]}"\nhistoryUrl = "http://127.0.0.1:${ports[i]}"\ninitBlockHeight = 0\nchainId = "${c.system}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${devnet.chain(c.evm).contracts.otmoic}"\nreputationContractAddr = "${devnet.chain(c.evm).contracts.reputation}"`,
       ),
     ].join('\n\n');
-    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls']);
+    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls'], profile);
     connector = await connectorService.start(ctx);
     const parts = createClassifier({
       pool: db.pool,
@@ -168,6 +192,11 @@ describe('points end to end on the devnet, with the classifier', () => {
       score_tenths: 20,
       deductions: { violations: 0 },
     });
+    // The raw chain-client bodies are in this profile's archive (JSONB table, or FerretDB).
+    expect([ctx.bus.kind, ctx.archive.kind]).toEqual(
+      profile === 'production' ? ['kafka', 'mongodb'] : ['postgres', 'postgres'],
+    );
+    expect(await ctx.archive.count('chain-events')).toBeGreaterThanOrEqual(swap.steps.length);
   }, 180_000);
 
   it('case 2 deducts 0.1 from the user, and its record names the swap and its transactions', async () => {
@@ -262,5 +291,75 @@ describe('points end to end on the devnet, with the classifier', () => {
       expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(party === 'user' ? 19 : 20);
       expect((await get(`/lp-point?lp_id=${swap.lpId}`)).deductions.violations).toBe(party === 'lp' ? 1 : 0);
     }
+  }, 240_000);
+
+  /** Files the agreement of a swap nobody locked, as `complainant` with `domain`. */
+  async function complain(swap: LockedSwap, complainant: number, domain: string) {
+    const c = complaintOfAgreement(swap.agreement);
+    return fileComplaint(
+      dst(),
+      {
+        ...c,
+        srcChainId: Number(c.srcChainId),
+        srcAddress: BigInt(c.srcAddress),
+        dstChainId: Number(c.dstChainId),
+        dstAddress: BigInt(c.dstAddress),
+        expectedSingleStepTime: E,
+        tolerantSingleStepTime: Tol,
+        earliestRefundTime: swap.times.R,
+        agreementReachedTime: swap.times.T,
+      },
+      { complainant, domain },
+    );
+  }
+
+  it('case 6 deducts from the LP; a valid complaint (case 1) from the user; an invalid one (case 0) from nobody', async () => {
+    const late = await lockSwap(options({ parties: { user: 11, lp: 12 } }));
+    expect((await tryStep(late, src(), 'confirmOut', 11, late.times.T + 3)).ok).toBe(true);
+    const unlocked = await lockSwap(options({ lock: false, parties: { user: 13, lp: 14 } }));
+    await complain(unlocked, 14, unlocked.lpId);
+    const bogus = await lockSwap(options({ lock: false, parties: { user: 15, lp: 16 } }));
+    await complain(bogus, 17, 'stranger-17.devnet');
+    // Pending first: the complaint is shown with what it waits for.
+    const pending = await get(`/complaint?bid=${unlocked.bidId}`);
+    expect(pending.status).toBe('pending');
+    expect(pending.complaints_on_chain).toHaveLength(1);
+
+    await moveTo(Math.max(late.times.T, unlocked.times.T, bogus.times.T) + 3 * E + 3 * Tol + 5);
+    await waitFor(
+      async () => (await get(`/lp-deduction-records?lp_id=${late.lpId}`)).records.length === 1,
+      'the case 6 deduction',
+      90_000,
+    );
+    expect((await get(`/lp-deduction-records?lp_id=${late.lpId}`)).records[0].case).toBe(6);
+    expect((await get(`/user-point?address=${late.out.sender.toLowerCase()}`)).score_tenths).toBe(20);
+
+    const user = unlocked.out.sender.toLowerCase();
+    await waitFor(
+      async () => (await get(`/complaint?bid=${unlocked.bidId}`)).status === 'decided',
+      'the case 1 verdict',
+      90_000,
+    );
+    const decided = await get(`/complaint?bid=${unlocked.bidId}`);
+    expect(decided.verdict).toMatchObject({ case: 1, party: 'user', subject: user });
+    expect(decided.complaint).toMatchObject({ valid: true, complainantParty: 'lp' });
+    await waitFor(
+      async () => (await get(`/user-deduction-records?address=${user}`)).records.length === 1,
+      'the case 1 deduction',
+    );
+    expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(19);
+    expect((await get(`/lp-point?lp_id=${unlocked.lpId}`)).deductions.violations).toBe(0);
+
+    await waitFor(
+      async () => (await get(`/complaint?bid=${bogus.bidId}`)).status === 'decided',
+      'the case 0 verdict',
+      90_000,
+    );
+    expect((await get(`/complaint?bid=${bogus.bidId}`)).verdict).toMatchObject({
+      outcome: 'invalid_complaint',
+      case: 0,
+    });
+    expect((await get(`/user-point?address=${bogus.out.sender.toLowerCase()}`)).score_tenths).toBe(20);
+    expect((await get(`/lp-point?lp_id=${bogus.lpId}`)).deductions.violations).toBe(0);
   }, 240_000);
 });

@@ -1,24 +1,38 @@
-// A consumer process for the crash test: projects bus messages into a table, exactly once, until killed.
-// Env: DB_URL, TOPIC, GROUP, TABLE.
-import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+// A consumer process for the crash tests: projects bus messages into a table, exactly once, until killed.
+// Env: BUS (postgres | kafka), DB_URL, TOPIC, GROUP, TABLE; KAFKA_BROKERS for kafka; MAX_ATTEMPTS;
+// CRASH_ON: an event id whose handling kills this process (SIGKILL), as a poison message that crashes would.
+import type { EventBus } from '../../shared/bus/port.js';
 import { applyOnce } from '../../shared/bus/apply-once.js';
 import { createPool } from '../../shared/db/pool.js';
 import { createLogger } from '../../shared/logging/logger.js';
 
-const { DB_URL, TOPIC, GROUP, TABLE } = process.env as Record<string, string>;
+const { BUS, DB_URL, TOPIC, GROUP, TABLE, KAFKA_BROKERS, CRASH_ON, MAX_ATTEMPTS } = process.env;
 const pool = createPool(DB_URL!, { max: 12 });
-const bus = new PostgresBus({
-  pool,
-  connectionString: DB_URL!,
-  log: createLogger({ level: 'warn' }),
-  rebalanceMs: 200,
-});
+const log = createLogger({ level: 'warn' });
+const maxAttempts = MAX_ATTEMPTS ? Number(MAX_ATTEMPTS) : undefined;
+
+let bus: EventBus;
+if (BUS === 'kafka') {
+  const { KafkaBus } = await import('../../shared/bus/kafka/kafka-bus.js');
+  bus = new KafkaBus({
+    brokers: KAFKA_BROKERS!.split(','),
+    clientId: 'crash-consumer',
+    log,
+    pool,
+    connectionString: DB_URL!,
+    maxAttempts,
+  });
+} else {
+  const { PostgresBus } = await import('../../shared/bus/postgres/postgres-bus.js');
+  bus = new PostgresBus({ pool, connectionString: DB_URL!, log, rebalanceMs: 200, maxAttempts });
+}
 
 await bus.subscribe({
   group: GROUP!,
   topics: [TOPIC!],
   handler: async (message, context) => {
     const { id, key, seq } = JSON.parse(message.value) as { id: string; key: string; seq: number };
+    if (id === CRASH_ON) process.kill(process.pid, 'SIGKILL');
     await applyOnce(pool, `projection:${TABLE}`, id, context, async (tx) => {
       await tx.query(`INSERT INTO ${TABLE} (key, seq, event_id) VALUES ($1, $2, $3)`, [key, seq, id]);
     });

@@ -1,156 +1,351 @@
-import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
+import { readFileSync } from 'node:fs';
+import kafkajs, { Kafka, Partitioners, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
+import { withTransaction, type Pool } from '../../db/pool.js';
+
+// Not among the names Node finds in kafkajs's CommonJS exports: taken from the default export.
+const { ConfigResourceTypes } = kafkajs;
 import type { Logger } from '../../logging/logger.js';
-import { deliver } from '../deliver.js';
 import {
   deadLetterTopic,
-  type BusMessage,
   type EventBus,
   type OutgoingMessage,
   type PartitionLag,
+  type PublishOptions,
   type SeekPosition,
   type SubscribeOptions,
   type Subscription,
   type TopicSpec,
 } from '../port.js';
+import { initPosition, loadPositions, setPosition } from '../positions.js';
+import { backoffMs, sleep } from '../retry.js';
+import { KafkaSubscription } from './kafka-subscription.js';
+import { OutboxRelay, writeOutbox, type OutboxBatch } from './outbox.js';
+
+export interface KafkaTls {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
 
 export interface KafkaBusOptions {
   brokers: string[];
   clientId: string;
   log: Logger;
+  /** The PostgreSQL the consumers write their effects to: positions, attempts and the outbox live there. */
+  pool: Pool;
+  /** For the outbox relay's LISTEN connection. */
+  connectionString: string;
   maxAttempts?: number;
+  /** Unset: the broker's default.replication.factor. */
+  replicationFactor?: number;
+  /** Unset: the broker's default. */
+  minInsyncReplicas?: number;
+  /** A publish not acknowledged by then fails. Default 30 s. */
+  publishTimeoutMs?: number;
+  /** TLS to the brokers (true: system CAs). */
+  ssl?: boolean | KafkaTls;
+  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  /** How often running members compare their positions with the stored ones (a seek by anyone). */
+  positionCheckMs?: number;
 }
 
 /**
- * The production profile's event bus on Kafka (kafkajs). Thin on purpose: ordering, groups and retention are
- * Kafka's; this adapter adds commit-after-success, bounded retries and the dead-letter topic, the same way
- * the postgres log does (shared `deliver`).
+ * The production profile's event bus on Kafka (kafkajs). Kafka keeps the log, the partitions and the group
+ * membership; the positions of groups live in PostgreSQL (bus_group_offsets) beside the effects, exactly as
+ * on the postgres log, and consumers seek to them (Kafka's committed offset is only a hint). publish(tx) goes
+ * through a transactional outbox. Delivery, retries and dead letters are the shared `deliver`.
  */
 export class KafkaBus implements EventBus {
   readonly kind = 'kafka' as const;
-  private readonly kafka: Kafka;
+  readonly kafka: Kafka;
   private readonly producer: Producer;
   private readonly admin: Admin;
+  private readonly outbox: OutboxRelay;
   private connected: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaSubscription>();
 
-  constructor(private readonly options: KafkaBusOptions) {
+  constructor(readonly options: KafkaBusOptions) {
     const log = options.log.child({ component: 'kafkajs' });
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
+      ssl: tlsOptions(options.ssl),
+      sasl: options.sasl as SASLOptions | undefined,
+      connectionTimeout: 3_000,
+      // Bounded: a broker that stays away fails the call (the callers retry), it does not hang it.
+      retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
       logLevel: logLevel.WARN,
       logCreator: () => (entry) =>
         log.warn({ kafka: entry.log.message, namespace: entry.namespace }, 'kafka'),
     });
-    // Idempotent producer, acks from all in-sync replicas: a retried send is not a duplicate in the log.
+    // Idempotent (a retried send is not written twice), acks from all in-sync replicas, one request in
+    // flight. kafkajs retries an idempotent producer for ever by default, which hung a publish to a missing
+    // topic (and the caller's transaction with it): here the retries are bounded and send() has a timeout.
     this.producer = this.kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
     });
     this.admin = this.kafka.admin();
+    this.outbox = new OutboxRelay({
+      pool: options.pool,
+      connectionString: options.connectionString,
+      log: options.log.child({ component: 'kafka-outbox' }),
+      send: (batches) => this.send(batches),
+    });
   }
 
+  get pool(): Pool {
+    return this.options.pool;
+  }
+
+  get log(): Logger {
+    return this.options.log;
+  }
+
+  /** Connects once; a failed connect is forgotten, so the next call tries again. */
   private connect(): Promise<void> {
-    this.connected ??= Promise.all([this.producer.connect(), this.admin.connect()]).then(() => undefined);
+    this.connected ??= Promise.all([this.producer.connect(), this.admin.connect()]).then(
+      () => this.outbox.start(),
+      (err: unknown) => {
+        this.connected = undefined;
+        throw err;
+      },
+    );
     return this.connected;
   }
 
   async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
     await this.connect();
-    const existing = new Set(await this.admin.listTopics());
     const all = specs.flatMap((s) => [s, { ...s, name: deadLetterTopic(s.name), retentionMs: null }]);
+    const existing = new Set(await this.admin.listTopics());
     const missing = all.filter((s) => !existing.has(s.name));
-    if (missing.length === 0) return;
-    await this.admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((s) => ({
-        topic: s.name,
-        numPartitions: s.partitions,
-        configEntries: [{ name: 'retention.ms', value: String(s.retentionMs ?? -1) }],
-      })),
-    });
+    if (missing.length > 0) await this.createTopics(missing);
+    const present = all.filter((s) => existing.has(s.name));
+    if (present.length > 0) await this.reconcile(present);
   }
 
-  async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    await this.connect();
-    await this.producer.send({
-      topic,
-      acks: -1,
-      messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {} })),
+  private async createTopics(specs: readonly TopicSpec[]): Promise<void> {
+    // Retried: waiting for leaders can meet metadata not yet there; a repeat finds the topics existing.
+    await this.retrying(() =>
+      this.admin.createTopics({
+        waitForLeaders: true,
+        topics: specs.map((s) => ({
+          topic: s.name,
+          numPartitions: s.partitions,
+          ...(this.options.replicationFactor && { replicationFactor: this.options.replicationFactor }),
+          configEntries: this.topicConfig(s),
+        })),
+      }),
+    );
+  }
+
+  private topicConfig(spec: TopicSpec): Array<{ name: string; value: string }> {
+    return [
+      { name: 'retention.ms', value: String(spec.retentionMs ?? -1) },
+      ...(this.options.minInsyncReplicas
+        ? [{ name: 'min.insync.replicas', value: String(this.options.minInsyncReplicas) }]
+        : []),
+    ];
+  }
+
+  /**
+   * Existing topics follow the configuration: more partitions when it says more (never fewer: Kafka cannot,
+   * and keys would move), retention and min.insync.replicas as configured. Replication is only reported.
+   */
+  private async reconcile(specs: readonly TopicSpec[]): Promise<void> {
+    const { topics } = await this.admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
+    const grow: Array<{ topic: string; count: number }> = [];
+    for (const spec of specs) {
+      const meta = topics.find((t) => t.name === spec.name);
+      if (!meta) continue;
+      if (meta.partitions.length < spec.partitions) {
+        grow.push({ topic: spec.name, count: spec.partitions });
+        this.log.warn(
+          { topic: spec.name, from: meta.partitions.length, to: spec.partitions },
+          'adding partitions: keys hashed to new partitions lose their order across the change',
+        );
+      }
+      const replicas = meta.partitions[0]?.replicas.length ?? 0;
+      if (this.options.replicationFactor && replicas !== this.options.replicationFactor) {
+        this.log.warn(
+          { topic: spec.name, replicas, configured: this.options.replicationFactor },
+          'topic keeps its replication factor (reassign partitions with Kafka tools to change it)',
+        );
+      }
+    }
+    if (grow.length > 0) await this.admin.createPartitions({ topicPartitions: grow });
+
+    const described = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.name })),
     });
+    for (const spec of specs) {
+      const current = described.resources.find((r) => r.resourceName === spec.name)?.configEntries ?? [];
+      const wanted = this.topicConfig(spec);
+      const differs = wanted.some(
+        (w) => current.find((c) => c.configName === w.name)?.configValue !== w.value,
+      );
+      if (!differs) continue;
+      // AlterConfigs replaces a topic's whole dynamic config: keep the entries set on it that we do not manage.
+      const kept = current
+        .filter((c) => !c.isDefault && c.configSource === 1 && !wanted.some((w) => w.name === c.configName))
+        .map((c) => ({ name: c.configName, value: c.configValue }));
+      await this.admin.alterConfigs({
+        validateOnly: false,
+        resources: [
+          { type: ConfigResourceTypes.TOPIC, name: spec.name, configEntries: [...kept, ...wanted] },
+        ],
+      });
+    }
+  }
+
+  /** A subscribed topic's dead-letter topic exists before any message needs it (also `X.dlq.dlq`). */
+  private async ensureDeadLetterTopics(topics: readonly string[]): Promise<void> {
+    const existing = new Set(await this.admin.listTopics());
+    const missing = topics.filter((t) => !existing.has(deadLetterTopic(t)));
+    if (missing.length === 0) return;
+    const { topics: meta } = await this.admin.fetchTopicMetadata({ topics: missing });
+    await this.createTopics(
+      meta.map((t) => ({
+        name: deadLetterTopic(t.name),
+        partitions: t.partitions.length,
+        retentionMs: null,
+      })),
+    );
+  }
+
+  async publish(
+    topic: string,
+    messages: readonly OutgoingMessage[],
+    options: PublishOptions = {},
+  ): Promise<void> {
+    if (messages.length === 0) return;
+    // In a transaction: through the outbox, so nothing reaches Kafka unless the transaction commits.
+    if (options.tx) return writeOutbox(options.tx, topic, messages);
+    await this.connect();
+    await this.send([{ topic, messages: [...messages] }]);
+  }
+
+  /** Sends with bounded retries and an overall timeout (the kafkajs retries alone can take long). */
+  private async send(batches: OutboxBatch[]): Promise<void> {
+    await this.connect();
+    const timeoutMs = this.options.publishTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Kafka did not acknowledge the publish within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([
+        this.producer.sendBatch({
+          acks: -1,
+          timeout: Math.min(timeoutMs, 30_000),
+          topicMessages: batches.map((b) => ({
+            topic: b.topic,
+            messages: b.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {} })),
+          })),
+        }),
+        timeout,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     await this.connect();
-    if ((options.startFrom ?? 'earliest') === 'latest')
-      await this.pinNewGroupAtEnd(options.group, options.topics);
-    const consumer = this.kafka.consumer({ groupId: options.group });
-    const subscription = new KafkaSubscription(this, consumer, {
+    await this.ensureDeadLetterTopics(options.topics);
+    // Every partition has a stored position before the group joins: `latest` means the end as of now.
+    const startFrom = options.startFrom ?? 'earliest';
+    for (const topic of options.topics) {
+      for (const end of await this.retrying(() => this.admin.fetchTopicOffsets(topic))) {
+        await initPosition(
+          this.pool,
+          { group: options.group, topic, partition: end.partition },
+          BigInt(startFrom === 'latest' ? end.high : end.low),
+        );
+      }
+    }
+    const subscription = new KafkaSubscription(this, {
       ...options,
       maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
-      log: this.options.log.child({ group: options.group }),
+      log: this.log.child({ group: options.group }),
+      positionCheckMs: this.options.positionCheckMs ?? 500,
     });
     this.consumers.add(subscription);
-    await subscription.start();
-    return subscription;
-  }
-
-  /**
-   * A new group starting at `latest` gets its offsets set to the current ends before it joins, so that, as on
-   * the postgres log, nothing published after subscribe() resolved is skipped (kafkajs would otherwise fix
-   * "latest" only at its first fetch). A group with committed offsets keeps them.
-   */
-  private async pinNewGroupAtEnd(group: string, topics: readonly string[]): Promise<void> {
-    const committed = await this.admin.fetchOffsets({ groupId: group, topics: [...topics] });
-    for (const { topic, partitions } of committed) {
-      if (partitions.every((p) => p.offset === '-1'))
-        await this.admin.resetOffsets({ groupId: group, topic, earliest: false });
+    try {
+      await subscription.start();
+    } catch (err) {
+      await subscription.stop().catch(() => undefined);
+      throw err;
     }
+    return subscription;
   }
 
   forget(subscription: KafkaSubscription): void {
     this.consumers.delete(subscription);
   }
 
-  /** Kafka only moves offsets of a group with no running member: stop the group's consumers first. */
-  async seek(group: string, topic: string, position: SeekPosition): Promise<void> {
-    await this.connect();
-    switch (position.to) {
-      case 'beginning':
-      case 'end':
-        await this.admin.resetOffsets({ groupId: group, topic, earliest: position.to === 'beginning' });
-        return;
-      case 'offset':
-        await this.admin.setOffsets({
-          groupId: group,
-          topic,
-          partitions: [{ partition: position.partition, offset: position.offset.toString() }],
-        });
-        return;
-      case 'timestamp': {
-        const offsets = await this.admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime());
-        await this.admin.setOffsets({
-          groupId: group,
-          topic,
-          partitions: offsets.map((o) => ({ partition: o.partition, offset: o.offset })),
-        });
+  /**
+   * Admin reads right after a topic was created or a broker came back can meet a partition without a leader
+   * yet (NOT_LEADER, retriable), which kafkajs's admin passes through: retried here, bounded.
+   */
+  private async retrying<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
+        await sleep(backoffMs(attempt, 100, 2_000));
       }
     }
   }
 
+  /** The first offset still in the log (retention may have deleted older ones). */
+  async lowWatermark(topic: string, partition: number): Promise<bigint> {
+    await this.connect();
+    const ends = await this.retrying(() => this.admin.fetchTopicOffsets(topic));
+    return BigInt(ends.find((e) => e.partition === partition)?.low ?? '0');
+  }
+
+  /** Writes the group's stored positions; running members move there within positionCheckMs. */
+  async seek(group: string, topic: string, position: SeekPosition): Promise<void> {
+    await this.connect();
+    let targets: Array<{ partition: number; offset: bigint }>;
+    if (position.to === 'offset') {
+      targets = [{ partition: position.partition, offset: position.offset }];
+    } else if (position.to === 'timestamp') {
+      // kafkajs answers the high watermark for a partition with nothing at or after the time.
+      const offsets = await this.retrying(() =>
+        this.admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime()),
+      );
+      targets = offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) }));
+    } else {
+      const ends = await this.retrying(() => this.admin.fetchTopicOffsets(topic));
+      targets = ends.map((e) => ({
+        partition: e.partition,
+        offset: BigInt(position.to === 'beginning' ? e.low : e.high),
+      }));
+    }
+    await withTransaction(this.pool, async (tx) => {
+      for (const t of targets) await setPosition(tx, { group, topic, partition: t.partition }, t.offset);
+    });
+  }
+
   async lag(group: string, topics: readonly string[]): Promise<PartitionLag[]> {
     await this.connect();
-    const committed = await this.admin.fetchOffsets({ groupId: group, topics: [...topics] });
+    const stored = await loadPositions(this.pool, group, topics);
     const result: PartitionLag[] = [];
     for (const topic of topics) {
-      const ends = await this.admin.fetchTopicOffsets(topic);
-      const mine = committed.find((c) => c.topic === topic)?.partitions ?? [];
-      for (const end of ends) {
-        const at = mine.find((p) => p.partition === end.partition)?.offset ?? '-1';
-        const from = at === '-1' ? BigInt(end.low) : BigInt(at);
-        result.push({ group, topic, partition: end.partition, lag: BigInt(end.high) - from });
+      for (const end of await this.retrying(() => this.admin.fetchTopicOffsets(topic))) {
+        const low = BigInt(end.low);
+        const at = stored.get(`${topic}/${end.partition}`) ?? low;
+        const lag = BigInt(end.high) - (at > low ? at : low);
+        result.push({ group, topic, partition: end.partition, lag: lag > 0n ? lag : 0n });
       }
     }
     return result.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
@@ -158,92 +353,20 @@ export class KafkaBus implements EventBus {
 
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.stop()));
-    if (this.connected) await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+    await this.outbox.stop();
+    if (this.connected) {
+      await this.connected.catch(() => undefined);
+      await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+    }
   }
 }
 
-class KafkaSubscription implements Subscription {
-  readonly group: string;
-  private readonly stopController = new AbortController();
-  private stopped: Promise<void> | undefined;
-
-  constructor(
-    private readonly bus: KafkaBus,
-    private readonly consumer: Consumer,
-    private readonly options: SubscribeOptions & { maxAttempts: number; log: Logger },
-  ) {
-    this.group = options.group;
-  }
-
-  /** Resolves once the consumer joined its group (partitions assigned), or fails after 60 s. */
-  async start(): Promise<void> {
-    const { consumer, options } = this;
-    let removeListener: (() => void) | undefined;
-    const joined = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`group ${options.group} did not join within 60 s`)),
-        60_000,
-      );
-      removeListener = consumer.on(consumer.events.GROUP_JOIN, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    await consumer.connect();
-    await consumer.subscribe({
-      topics: [...options.topics],
-      fromBeginning: (options.startFrom ?? 'earliest') === 'earliest',
-    });
-    await consumer.run({
-      autoCommit: false,
-      // Partitions are worked one message at a time each: per-key order holds.
-      eachMessage: async ({ topic, partition, message }) => {
-        const msg: BusMessage = {
-          topic,
-          partition,
-          offset: BigInt(message.offset),
-          key: message.key?.toString() ?? '',
-          value: message.value?.toString() ?? '',
-          headers: Object.fromEntries(
-            Object.entries(message.headers ?? {}).map(([k, v]) => [
-              k,
-              Array.isArray(v) ? String(v[0]) : String(v ?? ''),
-            ]),
-          ),
-          timestamp: new Date(Number(message.timestamp)),
-        };
-        const commit = () =>
-          consumer.commitOffsets([{ topic, partition, offset: (msg.offset + 1n).toString() }]);
-        const outcome = await deliver(msg, {
-          handler: options.handler,
-          maxAttempts: options.maxAttempts,
-          group: options.group,
-          log: options.log,
-          signal: this.stopController.signal,
-          commitIn: async () => undefined, // effects are deduped by event id in their own transaction
-          commitAfter: commit,
-          deadLetter: async (dead) => {
-            await this.bus.publish(deadLetterTopic(topic), [dead]);
-            await commit();
-          },
-        });
-        // Stopped before settling: make kafkajs stop this partition here so the message is fetched again.
-        if (outcome === 'stopped') throw new Error('consumer stopping');
-      },
-    });
-    try {
-      await joined;
-    } finally {
-      removeListener?.();
-    }
-  }
-
-  stop(): Promise<void> {
-    this.stopped ??= (async () => {
-      this.stopController.abort();
-      await this.consumer.disconnect();
-      this.bus.forget(this);
-    })();
-    return this.stopped;
-  }
+function tlsOptions(ssl: KafkaBusOptions['ssl']) {
+  if (!ssl) return undefined;
+  if (ssl === true) return true;
+  return {
+    ...(ssl.caFile && { ca: [readFileSync(ssl.caFile, 'utf8')] }),
+    ...(ssl.certFile && { cert: readFileSync(ssl.certFile, 'utf8') }),
+    ...(ssl.keyFile && { key: readFileSync(ssl.keyFile, 'utf8') }),
+  };
 }

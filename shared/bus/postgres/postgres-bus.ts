@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { withTransaction, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
 import { partitionFor } from '../partitioner.js';
+import { setPosition } from '../positions.js';
 import {
   deadLetterTopic,
   type EventBus,
@@ -82,6 +83,27 @@ export class PostgresBus implements EventBus {
     return rows[0]!.partitions;
   }
 
+  /**
+   * A subscribed topic's dead-letter topic exists before any message can need it (also for a subscription to
+   * a dead-letter topic itself: `X.dlq.dlq`).
+   */
+  private async ensureDeadLetterTopic(topic: string): Promise<void> {
+    const partitions = await this.partitionCount(topic);
+    const dlq = deadLetterTopic(topic);
+    await withTransaction(this.options.pool, async (client) => {
+      await client.query(
+        `INSERT INTO bus_topics (topic, partitions, retention_ms) VALUES ($1, $2, NULL) ON CONFLICT DO NOTHING`,
+        [dlq, partitions],
+      );
+      await client.query(
+        `INSERT INTO bus_partitions (topic, partition)
+         SELECT $1, p FROM generate_series(0, (SELECT partitions FROM bus_topics WHERE topic = $1) - 1) p
+         ON CONFLICT DO NOTHING`,
+        [dlq],
+      );
+    });
+  }
+
   async publish(
     topic: string,
     messages: readonly OutgoingMessage[],
@@ -129,7 +151,7 @@ export class PostgresBus implements EventBus {
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
-    for (const topic of options.topics) await this.partitionCount(topic);
+    for (const topic of options.topics) await this.ensureDeadLetterTopic(topic);
     const subscription = new PostgresSubscription(this, {
       ...options,
       maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
@@ -153,12 +175,10 @@ export class PostgresBus implements EventBus {
     await withTransaction(this.options.pool, async (client) => {
       for (const partition of partitions) {
         const target = await this.resolvePosition(client, topic, partition, position);
-        await client.query(
-          `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()`,
-          [group, topic, partition, target.toString()],
-        );
+        await setPosition(client, { group, topic, partition }, target);
       }
+      // Running members re-read their position when woken.
+      await client.query('SELECT pg_notify($1, $2)', [BUS_CHANNEL, topic]);
     });
   }
 

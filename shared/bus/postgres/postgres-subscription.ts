@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../../logging/logger.js';
-import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
+import { withTransaction, type Pool } from '../../db/pool.js';
 import { PartitionFencedError } from '../errors.js';
 import { deliver } from '../deliver.js';
+import {
+  commitPosition,
+  initPosition,
+  loadPosition,
+  recordAttempt,
+  type PartitionRef,
+} from '../positions.js';
+import { backoffMs, sleep } from '../retry.js';
 import { WakeSignal } from '../../runtime/wake-signal.js';
 import { deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
 import { BUS_CHANNEL } from './channel.js';
@@ -100,12 +108,19 @@ export class PostgresSubscription implements Subscription {
       if (n.channel !== BUS_CHANNEL || !n.payload) return;
       for (const worker of this.workers.values()) if (worker.topic === n.payload) worker.wake();
     });
-    await client.query(`LISTEN ${BUS_CHANNEL}`);
-    await client.query(
-      `INSERT INTO bus_group_members (group_id, member_id, pid, backend_start)
-       SELECT $1, $2, pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
-      [this.group, this.memberId],
-    );
+    try {
+      await client.query(`LISTEN ${BUS_CHANNEL}`);
+      // A reconnect after a lost connection: the same member, now on this session.
+      await client.query(
+        `INSERT INTO bus_group_members (group_id, member_id, pid, backend_start)
+         SELECT $1, $2, pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()
+         ON CONFLICT (group_id, member_id) DO UPDATE SET pid = EXCLUDED.pid, backend_start = EXCLUDED.backend_start`,
+        [this.group, this.memberId],
+      );
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
     this.control = client;
   }
 
@@ -116,6 +131,15 @@ export class PostgresSubscription implements Subscription {
     this.options.log.warn({ err: err?.message }, 'bus control connection lost; giving up partitions');
     for (const worker of this.workers.values()) void worker.stop();
     this.workers.clear();
+  }
+
+  /** A worker gave up: forget it and unlock its partition, so any member can take it at its next rebalance. */
+  async release(worker: PartitionWorker): Promise<void> {
+    if (this.workers.get(worker.id) !== worker) return;
+    this.workers.delete(worker.id);
+    await this.control
+      ?.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [worker.lockKey])
+      .catch(() => undefined);
   }
 
   private onRebalanceError(err: unknown): void {
@@ -180,12 +204,16 @@ export class PostgresSubscription implements Subscription {
   }
 }
 
+/** Consecutive failed passes (database errors) before a worker gives its partition up for another to take. */
+const MAX_FAILED_PASSES = 6;
+
 /** Works one owned partition: fetch in offset order, handle, commit, repeat; sleeps until notified. */
 class PartitionWorker {
   readonly id: string;
   private readonly stopController = new AbortController();
   private running: Promise<void> = Promise.resolve();
   private readonly wakeSignal = new WakeSignal();
+  private readonly ref: PartitionRef;
 
   constructor(
     private readonly subscription: PostgresSubscription,
@@ -194,6 +222,7 @@ class PartitionWorker {
     readonly lockKey: string,
   ) {
     this.id = `${topic}/${partition}`;
+    this.ref = { group: subscription.options.group, topic, partition };
     // Stopping the subscription stops every worker (and cuts short their retry back-off).
     subscription.signal.addEventListener('abort', () => this.stopController.abort(), { once: true });
   }
@@ -202,7 +231,7 @@ class PartitionWorker {
     return this.subscription.options;
   }
 
-  /** Starts working the partition; resolves when its starting offset is known. */
+  /** Starts working the partition; resolves when its starting offset is known (or the worker gave up). */
   start(): Promise<void> {
     let positioned!: () => void;
     const ready = new Promise<void>((resolve) => (positioned = resolve));
@@ -230,46 +259,81 @@ class PartitionWorker {
     return this.stopController.signal.aborted;
   }
 
+  /**
+   * Passes over the partition, each starting from the stored position (so a seek takes effect at the next
+   * pass). A pass that fails on the database is retried with back-off; after MAX_FAILED_PASSES in a row the
+   * worker releases the partition (another member, or this one at its next rebalance, takes it afresh).
+   */
   private async loop(positioned: () => void): Promise<void> {
-    let committed = await this.loadCommitted();
-    positioned();
+    let failures = 0;
     while (!this.stopping) {
-      this.wakeSignal.reset();
-      const rows = await this.fetch(committed);
-      if (rows.length === 0) {
-        await this.wakeSignal.sleep(this.options.idlePollMs, this.stopController.signal);
-        continue;
-      }
-      for (const message of rows) {
+      try {
+        await this.pass(positioned);
+        failures = 0;
+      } catch (err) {
         if (this.stopping) return;
-        try {
-          const outcome = await this.handle(message, committed);
-          if (outcome === 'stopped') return;
-          committed = message.offset + 1n;
-        } catch (err) {
-          if (!(err instanceof PartitionFencedError)) throw err;
-          // Seeked or taken over: start again from what is committed now.
-          committed = await this.loadCommitted();
-          break;
+        failures++;
+        if (failures >= MAX_FAILED_PASSES) {
+          this.options.log.error(
+            { err: (err as Error).message, partition: this.id, failures },
+            'partition worker gives its partition up after repeated database errors',
+          );
+          this.stopController.abort();
+          await this.subscription.release(this);
+          return;
         }
+        this.options.log.warn(
+          { err: (err as Error).message, partition: this.id, failures },
+          'partition worker pass failed; retrying',
+        );
+        await sleep(backoffMs(failures, 200), this.stopController.signal);
       }
     }
   }
 
+  /** Reads the position, handles what is there from it, or sleeps until notified when nothing is. */
+  private async pass(positioned: () => void): Promise<void> {
+    this.wakeSignal.reset();
+    let committed = await this.loadCommitted();
+    positioned();
+    const rows = await this.fetch(committed);
+    if (rows.length === 0) {
+      await this.wakeSignal.sleep(this.options.idlePollMs, this.stopController.signal);
+      return;
+    }
+    for (const message of rows) {
+      if (this.stopping) return;
+      try {
+        const outcome = await this.handle(message, committed);
+        if (outcome === 'stopped') return;
+        committed = message.offset + 1n;
+      } catch (err) {
+        // Seeked or taken over: the next pass starts from what is stored now.
+        if (err instanceof PartitionFencedError) return;
+        throw err;
+      }
+    }
+  }
+
+  private initialized = false;
+
   private async loadCommitted(): Promise<bigint> {
-    const { pool, group, startFrom } = this.options;
-    await pool.query(
-      `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset)
-       SELECT $1, $2, $3, CASE WHEN $4 = 'latest' THEN p.next_offset ELSE 0 END
-       FROM bus_partitions p WHERE p.topic = $2 AND p.partition = $3
-       ON CONFLICT DO NOTHING`,
-      [group, this.topic, this.partition, startFrom],
-    );
-    const { rows } = await pool.query<{ next_offset: string }>(
-      'SELECT next_offset FROM bus_group_offsets WHERE group_id = $1 AND topic = $2 AND partition = $3',
-      [group, this.topic, this.partition],
-    );
-    return BigInt(rows[0]!.next_offset);
+    const { pool, startFrom } = this.options;
+    if (!this.initialized) {
+      // A group's first start: at the beginning, or at the current end for `latest`.
+      if (startFrom === 'latest') {
+        await pool.query(
+          `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset)
+           SELECT $1, $2, $3, p.next_offset FROM bus_partitions p WHERE p.topic = $2 AND p.partition = $3
+           ON CONFLICT DO NOTHING`,
+          [this.ref.group, this.topic, this.partition],
+        );
+      } else await initPosition(pool, this.ref, 0n);
+      this.initialized = true;
+    }
+    const stored = await loadPosition(pool, this.ref);
+    if (stored === undefined) throw new Error(`no stored position for ${this.id}`);
+    return stored;
   }
 
   private async fetch(from: bigint): Promise<BusMessage[]> {
@@ -295,16 +359,6 @@ class PartitionWorker {
     }));
   }
 
-  /** Compare-and-set of the committed offset: fails if anyone else moved it since we read it. */
-  private async commit(client: Pick<PoolClient, 'query'>, expected: bigint, next: bigint): Promise<void> {
-    const result = await client.query(
-      `UPDATE bus_group_offsets SET next_offset = $4, updated_at = now()
-       WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
-      [this.options.group, this.topic, this.partition, next.toString(), expected.toString()],
-    );
-    if (result.rowCount !== 1) throw new PartitionFencedError(this.topic, this.partition);
-  }
-
   private async handle(message: BusMessage, committed: bigint): Promise<'done' | 'stopped'> {
     const { handler, maxAttempts, log, pool, group } = this.options;
     const next = message.offset + 1n;
@@ -314,15 +368,16 @@ class PartitionWorker {
       group,
       log,
       signal: this.stopController.signal,
-      commitIn: (tx) => this.commit(tx, committed, next),
+      recordAttempt: () => recordAttempt(pool, this.ref, message.offset),
+      commitIn: (tx) => commitPosition(tx, this.ref, committed, next),
       commitAfter: async (committedByHandler) => {
-        if (!committedByHandler) await this.commit(pool, committed, next);
+        if (!committedByHandler) await commitPosition(pool, this.ref, committed, next);
       },
       // The dead letter and the commit past it are one transaction: neither happens without the other.
       deadLetter: (dead) =>
         withTransaction(pool, async (tx) => {
           await this.subscription.bus.publish(deadLetterTopic(message.topic), [dead], { tx });
-          await this.commit(tx, committed, next);
+          await commitPosition(tx, this.ref, committed, next);
         }),
     });
   }

@@ -80,5 +80,24 @@ export const coreMigrations: MigrationSet = {
         CREATE INDEX archive_documents_seq ON archive_documents (collection, seq);
       `,
     },
+    {
+      version: 4,
+      name: 'bus positions for kafka, persistent attempts, outbox',
+      sql: `
+        -- bus_group_offsets is the authoritative position of a group on both buses (Kafka's own commit is a
+        -- hint). attempts counts delivery attempts of attempt_offset across restarts, so a message that
+        -- crashes the process is dead-lettered after maxAttempts; a commit resets it.
+        ALTER TABLE bus_group_offsets ADD COLUMN attempt_offset bigint, ADD COLUMN attempts int NOT NULL DEFAULT 0;
+        -- Transactional outbox of the Kafka bus: publish(tx) writes here; a relay sends in id order, then deletes.
+        CREATE TABLE bus_outbox (
+          id bigserial PRIMARY KEY,
+          topic text NOT NULL,
+          key text NOT NULL,
+          value text NOT NULL,
+          headers jsonb NOT NULL DEFAULT '{}',
+          created_at timestamptz NOT NULL DEFAULT now()
+        );
+      `,
+    },
   ],
 };

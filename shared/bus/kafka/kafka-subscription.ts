@@ -1,0 +1,255 @@
+import type { Consumer, EachMessagePayload } from 'kafkajs';
+import { withTransaction } from '../../db/pool.js';
+import type { Logger } from '../../logging/logger.js';
+import { deliver } from '../deliver.js';
+import { PartitionFencedError } from '../errors.js';
+import { deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
+import {
+  commitPosition,
+  loadPosition,
+  loadPositions,
+  recordAttempt,
+  type PartitionRef,
+} from '../positions.js';
+import { sleep } from '../retry.js';
+import type { KafkaBus } from './kafka-bus.js';
+import { writeOutbox } from './outbox.js';
+
+export interface KafkaSubscriptionOptions extends SubscribeOptions {
+  maxAttempts: number;
+  log: Logger;
+  positionCheckMs: number;
+}
+
+/**
+ * One member of a consumer group on Kafka. Kafka assigns the partitions; where to read in each is the
+ * position stored in PostgreSQL, committed with a compare-and-set (in the handler's transaction when it calls
+ * commitIn). A message at another offset than the stored position is skipped (already handled) or answered by
+ * a seek to it; a fenced commit (a seek, or a member that took the partition) seeks to what is stored now.
+ */
+export class KafkaSubscription implements Subscription {
+  readonly group: string;
+  private readonly consumer: Consumer;
+  private readonly stopController = new AbortController();
+  /** Next offset to handle per `topic/partition`, as stored; absent: read it before the next message. */
+  private readonly positions = new Map<string, bigint>();
+  /** Bumped at each local change of a position, so a background check never undoes a commit it raced. */
+  private readonly versions = new Map<string, number>();
+  private readonly inFlight = new Set<string>();
+  private checker: NodeJS.Timeout | undefined;
+  private checking: Promise<void> = Promise.resolve();
+  private stopped: Promise<void> | undefined;
+
+  constructor(
+    private readonly bus: KafkaBus,
+    private readonly options: KafkaSubscriptionOptions,
+  ) {
+    this.group = options.group;
+    this.consumer = bus.kafka.consumer({
+      groupId: options.group,
+      // A member stopped or killed gives its partitions up quickly.
+      sessionTimeout: 10_000,
+      heartbeatInterval: 1_000,
+      rebalanceTimeout: 20_000,
+      retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5_000 },
+      // stop() waits for the fetch in progress: keep an idle fetch short.
+      maxWaitTimeInMs: 1_000,
+    });
+  }
+
+  private get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  /** Resolves once the consumer joined its group (partitions assigned), or fails after 60 s. */
+  async start(): Promise<void> {
+    const { consumer, options } = this;
+    let removeListener: (() => void) | undefined;
+    const joined = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`group ${options.group} did not join within 60 s`)),
+        60_000,
+      );
+      removeListener = consumer.on(consumer.events.GROUP_JOIN, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    // A new assignment: every assigned partition is sought to its stored position.
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      for (const key of this.positions.keys()) this.bump(key);
+      this.positions.clear();
+      this.checking = this.checking.then(() => this.seekAssigned(event.payload.memberAssignment));
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
+    await consumer.run({
+      // Kafka's committed offset is only a hint where to fetch from; the position is in PostgreSQL.
+      autoCommit: true,
+      autoCommitInterval: 5_000,
+      // Partitions in parallel, each one message at a time: per-key order holds.
+      partitionsConsumedConcurrently: 4,
+      eachMessage: (payload) => this.onMessage(payload),
+    });
+    try {
+      await joined;
+    } finally {
+      removeListener?.();
+    }
+    this.checker = setInterval(() => {
+      this.checking = this.checking.then(() => this.checkPositions());
+    }, options.positionCheckMs);
+  }
+
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      clearInterval(this.checker);
+      this.stopController.abort();
+      await this.checking;
+      // Waits for the handler in flight, then leaves the group.
+      await this.consumer.disconnect();
+      this.bus.forget(this);
+    })();
+    return this.stopped;
+  }
+
+  private bump(key: string): void {
+    this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
+  }
+
+  private setPosition(key: string, next: bigint | undefined): void {
+    this.bump(key);
+    if (next === undefined) this.positions.delete(key);
+    else this.positions.set(key, next);
+  }
+
+  private seekTo(topic: string, partition: number, offset: bigint): void {
+    if (!this.stopping) this.consumer.seek({ topic, partition, offset: offset.toString() });
+  }
+
+  private async onMessage({ topic, partition, message }: EachMessagePayload): Promise<void> {
+    if (this.stopping) return;
+    const key = `${topic}/${partition}`;
+    const ref: PartitionRef = { group: this.group, topic, partition };
+    const offset = BigInt(message.offset);
+    this.inFlight.add(key);
+    try {
+      let expected = this.positions.get(key);
+      if (expected === undefined) {
+        expected = (await loadPosition(this.bus.pool, ref)) ?? 0n;
+        this.setPosition(key, expected);
+      }
+      if (offset < expected) return; // handled before: Kafka's hint was behind
+      if (offset > expected) {
+        const low = await this.bus.lowWatermark(topic, partition);
+        if (low > expected) {
+          // Retention deleted messages this group never handled: nothing to wait for, go on from the log's start.
+          this.options.log.warn(
+            { topic, partition, from: String(expected), to: String(low) },
+            'messages expired before this group handled them',
+          );
+          await commitPosition(this.bus.pool, ref, expected, low);
+          expected = low;
+          this.setPosition(key, low);
+        }
+        if (offset !== expected) return this.seekTo(topic, partition, expected);
+      }
+      const from = expected;
+      const next = offset + 1n;
+      const outcome = await deliver(toBusMessage(topic, partition, message), {
+        handler: this.options.handler,
+        maxAttempts: this.options.maxAttempts,
+        group: this.group,
+        log: this.options.log,
+        signal: this.stopController.signal,
+        recordAttempt: () => recordAttempt(this.bus.pool, ref, offset),
+        commitIn: (tx) => commitPosition(tx, ref, from, next),
+        commitAfter: async (committedByHandler) => {
+          if (!committedByHandler) await commitPosition(this.bus.pool, ref, from, next);
+        },
+        // The dead letter (through the outbox) and the commit past it are one transaction.
+        deadLetter: (dead) =>
+          withTransaction(this.bus.pool, async (tx) => {
+            await writeOutbox(tx, deadLetterTopic(topic), [dead]);
+            await commitPosition(tx, ref, from, next);
+          }),
+      });
+      if (outcome === 'done') this.setPosition(key, next);
+    } catch (err) {
+      this.setPosition(key, undefined);
+      if (!(err instanceof PartitionFencedError)) {
+        this.options.log.warn(
+          { topic, partition, offset: String(offset), err: (err as Error).message },
+          'message not settled (database or broker error); retrying from the stored position',
+        );
+        await sleep(500, this.stopController.signal);
+      }
+      // Fenced (seeked, or taken over) or failed: go on from what is stored now.
+      const stored = await loadPosition(this.bus.pool, ref).catch(() => undefined);
+      if (stored !== undefined) this.setPosition(key, stored);
+      this.seekTo(topic, partition, stored ?? offset);
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+
+  private async seekAssigned(assignment: Record<string, number[]>): Promise<void> {
+    if (this.stopping) return;
+    try {
+      const stored = await loadPositions(this.bus.pool, this.group, this.options.topics);
+      for (const [topic, partitions] of Object.entries(assignment)) {
+        for (const partition of partitions) {
+          const key = `${topic}/${partition}`;
+          const at = stored.get(key);
+          if (at === undefined || this.inFlight.has(key) || this.positions.has(key)) continue;
+          this.setPosition(key, at);
+          this.seekTo(topic, partition, at);
+        }
+      }
+    } catch (err) {
+      // Each partition's first message reads its position anyway.
+      this.options.log.warn({ err: (err as Error).message }, 'could not seek the assigned partitions');
+    }
+  }
+
+  /** A seek by anyone moved a stored position: an idle member moves there too (a busy one is fenced). */
+  private async checkPositions(): Promise<void> {
+    if (this.stopping || this.positions.size === 0) return;
+    const versions = new Map(this.versions);
+    try {
+      const stored = await loadPositions(this.bus.pool, this.group, this.options.topics);
+      for (const [key, mine] of this.positions) {
+        const theirs = stored.get(key);
+        if (theirs === undefined || theirs === mine) continue;
+        if (this.inFlight.has(key) || this.versions.get(key) !== versions.get(key)) continue;
+        const [topic, partition] = splitKey(key);
+        this.setPosition(key, theirs);
+        this.seekTo(topic, partition, theirs);
+      }
+    } catch (err) {
+      this.options.log.warn({ err: (err as Error).message }, 'position check failed');
+    }
+  }
+}
+
+function splitKey(key: string): [string, number] {
+  const at = key.lastIndexOf('/');
+  return [key.slice(0, at), Number(key.slice(at + 1))];
+}
+
+function toBusMessage(topic: string, partition: number, message: EachMessagePayload['message']): BusMessage {
+  return {
+    topic,
+    partition,
+    offset: BigInt(message.offset),
+    key: message.key?.toString() ?? '',
+    value: message.value?.toString() ?? '',
+    headers: Object.fromEntries(
+      Object.entries(message.headers ?? {}).map(([k, v]) => [
+        k,
+        Array.isArray(v) ? String(v[0]) : String(v ?? ''),
+      ]),
+    ),
+    timestamp: new Date(Number(message.timestamp)),
+  };
+}

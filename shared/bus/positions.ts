@@ -1,0 +1,86 @@
+import type { Queryable } from '../db/pool.js';
+import { PartitionFencedError } from './errors.js';
+
+/**
+ * A group's position per partition in PostgreSQL (bus_group_offsets): the postgres log's committed offsets and,
+ * on Kafka, the authoritative position a consumer seeks to (DESIGN §4). Writing it in the transaction of an
+ * effect makes the effect and the position one atomic step.
+ */
+export interface PartitionRef {
+  group: string;
+  topic: string;
+  partition: number;
+}
+
+/** Creates the row at `start` unless one exists (a group's first start: earliest or latest). */
+export async function initPosition(db: Queryable, ref: PartitionRef, start: bigint): Promise<void> {
+  await db.query(
+    `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
+     ON CONFLICT DO NOTHING`,
+    [ref.group, ref.topic, ref.partition, start.toString()],
+  );
+}
+
+export async function loadPosition(db: Queryable, ref: PartitionRef): Promise<bigint | undefined> {
+  const { rows } = await db.query<{ next_offset: string }>(
+    'SELECT next_offset FROM bus_group_offsets WHERE group_id = $1 AND topic = $2 AND partition = $3',
+    [ref.group, ref.topic, ref.partition],
+  );
+  return rows[0] ? BigInt(rows[0].next_offset) : undefined;
+}
+
+/** Every stored position of a group on `topics`, keyed `topic/partition`. */
+export async function loadPositions(
+  db: Queryable,
+  group: string,
+  topics: readonly string[],
+): Promise<Map<string, bigint>> {
+  const { rows } = await db.query<{ topic: string; partition: number; next_offset: string }>(
+    'SELECT topic, partition, next_offset FROM bus_group_offsets WHERE group_id = $1 AND topic = ANY($2)',
+    [group, topics],
+  );
+  return new Map(rows.map((r) => [`${r.topic}/${r.partition}`, BigInt(r.next_offset)]));
+}
+
+/**
+ * Compare-and-set of the position: fails with PartitionFencedError if anyone moved it since it was read
+ * (a seek, or another member that took the partition), so the caller's transaction rolls back with it.
+ */
+export async function commitPosition(
+  db: Queryable,
+  ref: PartitionRef,
+  expected: bigint,
+  next: bigint,
+): Promise<void> {
+  const result = await db.query(
+    `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = NULL, attempts = 0, updated_at = now()
+     WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
+    [ref.group, ref.topic, ref.partition, next.toString(), expected.toString()],
+  );
+  if (result.rowCount !== 1) throw new PartitionFencedError(ref.topic, ref.partition);
+}
+
+/** Moves the position unconditionally (seek); running members notice at their next commit or check. */
+export async function setPosition(db: Queryable, ref: PartitionRef, next: bigint): Promise<void> {
+  await db.query(
+    `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (group_id, topic, partition) DO UPDATE
+       SET next_offset = EXCLUDED.next_offset, attempt_offset = NULL, attempts = 0, updated_at = now()`,
+    [ref.group, ref.topic, ref.partition, next.toString()],
+  );
+}
+
+/**
+ * Counts one more delivery attempt of `offset` and returns the count, including attempts made by processes
+ * that died while handling it. Committed before the handler runs, so a crash cannot lose it.
+ */
+export async function recordAttempt(db: Queryable, ref: PartitionRef, offset: bigint): Promise<number> {
+  const { rows } = await db.query<{ attempts: number }>(
+    `UPDATE bus_group_offsets
+     SET attempts = CASE WHEN attempt_offset = $4 THEN attempts + 1 ELSE 1 END, attempt_offset = $4
+     WHERE group_id = $1 AND topic = $2 AND partition = $3 RETURNING attempts`,
+    [ref.group, ref.topic, ref.partition, offset.toString()],
+  );
+  if (!rows[0]) throw new PartitionFencedError(ref.topic, ref.partition);
+  return rows[0].attempts;
+}
