@@ -41,10 +41,10 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
     lag.set(group, (lag.get(group) ?? 0) + v.value);
   }
 
-  // Every service's "…_commands{status}" gauge (relay_commands, agent_…): one row per service.
+  // Every service's "…_commands{status}" / "…_submissions{status}" gauge (relay_commands, agent_submissions).
   const commands: PipelineHealth['commands'] = {};
   for (const m of metrics) {
-    const match = /^([a-z]+)_(?:commands|complaints)$/.exec(m.name);
+    const match = /^([a-z]+)_(?:commands|complaints|submissions)$/.exec(m.name);
     if (!match || !m.values.some((v) => v.labels.status !== undefined)) continue;
     const byStatus = (commands[match[1]!] ??= {});
     for (const v of m.values)
