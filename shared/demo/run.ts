@@ -55,6 +55,11 @@ export async function runDemo(config: AppConfig, options: DemoOptions, log: Logg
       const result = await playRound(round, options.mix, chains, { agentUrl, relay }, log);
       const kinds = result.swaps.map((s) => s.kind).join(' ');
       log.info({ round, swaps: result.swaps.length, settledAt: result.settledAt }, `round played: ${kinds}`);
+      // Points scores the window ending at the wall clock: blocks after it do not count yet.
+      if (result.settledAt > Date.now() / 1000)
+        log.warn(
+          'chain time passed the wall clock: new verdicts count only once it is reached (delete data/ to begin again)',
+        );
       if (pointsUrl) await reportScores(pointsUrl, chains, log);
       if (options.rounds === 0 || round + 1 < options.rounds)
         await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
