@@ -38,9 +38,58 @@ export const pointSection = z
 
 export const agentSection = z.strictObject({
   port,
+  /** JSON-RPC endpoint of the chain holding the reputation contract (secret: may carry an API key). */
   rpc: httpUrl,
+  /** Private key of the wallet that pays gas for complaints (secret). */
   priv: privateKey,
+  /** The reputation (complaint) contract: the EIP-712 verifyingContract and the submitComplaint target. */
   contractAddr: evmAddress,
+  /** Ours: EVM chain id of `rpc` (EIP-712 domain, signing); read from the RPC at start when absent (complaints answer 503 until then). */
+  chainId: z.number().int().positive().optional(),
+  /** Ours: more JSON-RPC endpoints of the same chain, tried in order when `rpc` fails (and all get broadcasts). */
+  rpcFallbacks: z.array(httpUrl).max(8).default([]),
+  /** Ours: milliseconds after which one RPC call is abandoned (and the next endpoint tried). */
+  rpcTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /**
+   * Ours: who says which address owns a DID before gas is spent. `didSupport`: the DID support service's
+   * `GET /find/owner/{signer}` (production; `didSupportUrl`, else `point.didSupportUrl`). `contract`: the
+   * reputation contract's `ownerOfDomain` (the devnet's DID registry). Default: `didSupport` when a URL is
+   * known, else `contract`.
+   */
+  didSource: z.enum(['didSupport', 'contract']).optional(),
+  /** Ours: the DID support service; defaults to `point.didSupportUrl`. */
+  didSupportUrl: httpUrl.optional(),
+  /** Ours: typical seconds between blocks: how often the submitter looks at the chain. */
+  blockTimeSeconds: z.number().positive().max(600).default(2),
+  /** Ours: most wei per gas a complaint transaction may offer, speed-ups included (decimal string). */
+  maxGasPriceWei: z
+    .string()
+    .regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount')
+    .default('200000000000'),
+  /** Ours: most gas one complaint transaction may use (a devnet submitComplaint with 65-byte signature strings uses ~124 000). */
+  maxGasLimit: z.number().int().min(21_000).max(30_000_000).default(1_000_000),
+  /** Ours: blocks a receipt must be deep before a complaint is `confirmed` (1 = mined). */
+  confirmations: z.number().int().min(1).max(1_000).default(2),
+  /** Ours: blocks a transaction may stay unmined before it is replaced at its nonce with a higher fee. */
+  bumpAfterBlocks: z.number().int().min(1).max(1_000).default(3),
+  /** Ours: outright node refusals of a broadcast after which the nonce is freed (self-transfer). */
+  maxRefusals: z.number().int().min(1).max(100).default(3),
+  /** Ours: requests per client IP and window on every Agent route. */
+  rateLimit: z
+    .strictObject({
+      max: z.number().int().min(1).default(60),
+      windowMs: z.number().int().min(100).default(60_000),
+    })
+    .default({ max: 60, windowMs: 60_000 }),
+  /** Ours: complaints per complainant DID domain and window on POST /submit-complaint. */
+  domainRateLimit: z
+    .strictObject({
+      max: z.number().int().min(1).default(10),
+      windowMs: z.number().int().min(100).default(60_000),
+    })
+    .default({ max: 10, windowMs: 60_000 }),
+  /** Ours: bodies larger than this many bytes are refused (413) before they are parsed. */
+  bodyLimit: z.number().int().min(1_024).max(1_048_576).default(32_768),
 });
 
 /** The classifier (ours): arbitration of every swap, DESIGN §7. */

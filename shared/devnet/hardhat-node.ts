@@ -49,6 +49,28 @@ export interface HardhatNode {
 
 let defaultAccounts: GenesisAccount[] | undefined;
 
+// EDR sets up its provider factories on first use; two providers created at the same moment in one process
+// (startDevnet starts its chains in parallel) were seen to fail under load with "Provider for provided chain
+// type does not exist". Providers are created one at a time (each takes ~0.1 s), and that error is retried.
+let creating: Promise<unknown> = Promise.resolve();
+const CREATE_ATTEMPTS = 3;
+
+function oneAtATime<T>(create: () => Promise<T>): Promise<T> {
+  const attempt = async (): Promise<T> => {
+    for (let n = 1; ; n++) {
+      try {
+        return await create();
+      } catch (error) {
+        if (n >= CREATE_ATTEMPTS || !/chain type does not exist/i.test(String(error))) throw error;
+        await new Promise((r) => setTimeout(r, 100 * n));
+      }
+    }
+  };
+  const next = creating.then(attempt, attempt);
+  creating = next.catch(() => undefined);
+  return next;
+}
+
 /**
  * Hardhat's default accounts (mnemonic "test test ... junk", m/44'/60'/0'/0/i, 10 000 ETH each).
  * Derived once per process: the BIP-39 seed stretch costs ~0.3 s.
@@ -75,29 +97,31 @@ export async function startHardhatNode(options: HardhatNodeOptions): Promise<Har
     ? openJournal(options.journal, options.chainId, options.initialTimestamp ?? Math.floor(Date.now() / 1000))
     : undefined;
   const initialTimestamp = journal?.genesis ?? options.initialTimestamp;
-  const provider = await createHardhatNetworkProvider(
-    {
-      chainId: options.chainId,
-      networkId: options.chainId,
-      hardfork: defaults.hardfork,
-      blockGasLimit: defaults.blockGasLimit,
-      minGasPrice: defaults.minGasPrice,
-      // Reverted transactions come back as JSON-RPC errors carrying the revert data, as on `hardhat node`.
-      throwOnTransactionFailures: true,
-      throwOnCallFailures: true,
-      // One block per transaction: tests pin each block's timestamp with evm_setNextBlockTimestamp.
-      automine: true,
-      intervalMining: 0,
-      mempoolOrder: 'priority',
-      chains: defaults.chains,
-      genesisAccounts: [...(options.accounts ?? hardhatDefaultAccounts())],
-      allowUnlimitedContractSize: false,
-      allowBlocksWithSameTimestamp: false,
-      initialDate: initialTimestamp === undefined ? undefined : new Date(initialTimestamp * 1000),
-      enableTransientStorage: false,
-      enableRip7212: false,
-    },
-    { enabled: false },
+  const provider = await oneAtATime(() =>
+    createHardhatNetworkProvider(
+      {
+        chainId: options.chainId,
+        networkId: options.chainId,
+        hardfork: defaults.hardfork,
+        blockGasLimit: defaults.blockGasLimit,
+        minGasPrice: defaults.minGasPrice,
+        // Reverted transactions come back as JSON-RPC errors carrying the revert data, as on `hardhat node`.
+        throwOnTransactionFailures: true,
+        throwOnCallFailures: true,
+        // One block per transaction: tests pin each block's timestamp with evm_setNextBlockTimestamp.
+        automine: true,
+        intervalMining: 0,
+        mempoolOrder: 'priority',
+        chains: defaults.chains,
+        genesisAccounts: [...(options.accounts ?? hardhatDefaultAccounts())],
+        allowUnlimitedContractSize: false,
+        allowBlocksWithSameTimestamp: false,
+        initialDate: initialTimestamp === undefined ? undefined : new Date(initialTimestamp * 1000),
+        enableTransientStorage: false,
+        enableRip7212: false,
+      },
+      { enabled: false },
+    ),
   );
 
   const direct: Request = (args) => provider.request(args);

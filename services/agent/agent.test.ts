@@ -1,0 +1,416 @@
+import { Contract, Wallet } from 'ethers';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { registerDids } from '../../shared/devnet/agreements.js';
+import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
+import { reputationInterface } from '../../shared/otmoic/abi.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { waitFor } from '../../test/support/wait.js';
+import { AGENT_ERRORS } from './errors.js';
+import { agentMigrationSets } from './migrations.js';
+import {
+  AGENT_DEV_KEY,
+  agentTestConfig,
+  hasComplaintOnChain,
+  sampleComplaint,
+  sdkBody,
+  startTestAgent,
+  submitComplaintLogs,
+  type SdkComplaint,
+} from './test-harness.js';
+
+type Agent = Awaited<ReturnType<typeof startTestAgent>>;
+
+/**
+ * The Agent on the devnet with bodies made exactly as the SDK makes them (ethers signTypedData over the
+ * Complaint under the "Otmoic Reputation" domain, the `params` array): each accepted complaint is on chain
+ * once; every refusal stores and sends nothing.
+ */
+describe('Agent complaint intake and submission on the devnet', () => {
+  let devnet: Devnet;
+  let chain: DevnetChain;
+  let db: TestDatabase;
+  let agent: Agent;
+  const agentAddress = new Wallet(AGENT_DEV_KEY).address;
+  const DOMAIN = 'complainant-5.devnet';
+  let complainant: Wallet;
+  let stranger: Wallet;
+
+  const body = (complaint: SdkComplaint, signer: Wallet = complainant, domain = DOMAIN) =>
+    sdkBody(signer, complaint, domain, { chainId: chain.chainId, reputation: chain.contracts.reputation });
+  const counts = async () => {
+    const { rows } = await db.pool.query<{ complaints: string; messages: string }>(
+      'SELECT (SELECT count(*) FROM agent_complaints) AS complaints, (SELECT count(*) FROM bus_messages) AS messages',
+    );
+    return {
+      ...rows[0]!,
+      agentTxs: await chain.provider.getTransactionCount(agentAddress, 'latest'),
+      logs: (await submitComplaintLogs(chain)).length,
+    };
+  };
+  const statusOf = async (bid: string) => (await agent.get(`/complaint-status?bid=${bid}`)).body;
+  const settled = async (bid: string) => {
+    await waitFor(
+      async () => ['confirmed', 'failed'].includes((await statusOf(bid)).status),
+      `complaint ${bid} settled`,
+      20_000,
+    );
+    return statusOf(bid);
+  };
+  const config = () =>
+    agentTestConfig({
+      rpc: chain.rpcUrl,
+      contractAddr: chain.contracts.reputation,
+      chainId: undefined, // read from the RPC at start
+      domainRateLimit: { max: 1_000, windowMs: 60_000 },
+    });
+  /**
+   * Restarts the Agent while the test holds its wallet's sender lock: complaints are accepted and scheduled,
+   * the submitter stands by until `release` (then its next pass takes the lock and sends).
+   */
+  const holdSender = async () => {
+    await agent.close();
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
+      `otmoic:sender-wallet:${chain.chainId}:${agentAddress}`,
+    ]);
+    agent = await startTestAgent(db, config());
+    return async () => {
+      await client.query('SELECT pg_advisory_unlock_all()');
+      await client.end();
+    };
+  };
+
+  beforeAll(async () => {
+    [devnet, db] = await Promise.all([
+      startDevnet({ chains: [{ chainId: 97 }] }),
+      createTestDatabase(agentMigrationSets),
+    ]);
+    chain = devnet.chain(97);
+    complainant = new Wallet(chain.accounts[5]!.privateKey);
+    stranger = new Wallet(chain.accounts[6]!.privateKey);
+    await registerDids(chain, { [DOMAIN]: complainant.address, 'stranger-6.devnet': stranger.address });
+    agent = await startTestAgent(db, config());
+  }, 120_000);
+  afterAll(async () => {
+    await agent?.close();
+    await devnet?.stop();
+    await db?.drop();
+  });
+  beforeEach(async () => {
+    await chain.provider.send('evm_setAutomine', [true]);
+  });
+
+  it('accepts the SDK body and puts the complaint on chain once, from the Agent wallet', async () => {
+    const before = await counts();
+    const complaint = sampleComplaint();
+    const answer = await agent.post('/submit-complaint', await body(complaint));
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      code: 0,
+      message: 'complaint accepted',
+      status: 'accepted',
+      domain: DOMAIN,
+      complainant: complainant.address,
+    });
+    const bid = answer.body.bid_id as string;
+    const done = await settled(bid);
+    expect(done).toMatchObject({ code: 0, status: 'confirmed', already_on_chain: false, reason: null });
+    expect(await hasComplaintOnChain(chain, bid)).toBe(true);
+    const logs = (await submitComplaintLogs(chain)).filter((l) => l.bidId === bid);
+    expect(logs).toHaveLength(1);
+    expect(done.tx_hash).toBe(logs[0]!.txHash);
+    const receipt = (await chain.provider.getTransactionReceipt(done.tx_hash))!;
+    expect(receipt.from).toBe(agentAddress);
+    expect(done.block_number).toBe(receipt.blockNumber);
+    // The contract's own bid id is the one the Agent computed (spec/otmoic.md §5).
+    const reputation = new Contract(chain.contracts.reputation, reputationInterface, chain.provider);
+    const parsed = reputationInterface.parseLog(receipt.logs[0]!)!;
+    expect((parsed.args[0] as string).toLowerCase()).toBe(bid);
+    expect(await reputation.getFunction('hasComplaint')(bid)).toBe(true);
+    const after = await counts();
+    expect(after).toEqual({
+      complaints: String(Number(before.complaints) + 1),
+      messages: String(Number(before.messages) + 1),
+      agentTxs: before.agentTxs + 1,
+      logs: before.logs + 1,
+    });
+    const metrics = await agent.metrics.metrics();
+    expect(metrics).toMatch(/agent_complaints_total\{outcome="accepted"\} 1/);
+    expect(metrics).toMatch(/agent_complaints_total\{outcome="confirmed"\} 1/);
+    expect(metrics).toMatch(/agent_submissions\{status="confirmed"\} 1/);
+    expect(metrics).toMatch(/agent_wallet_balance_wei \d/);
+  }, 60_000);
+
+  it('the same body N times, concurrently and after it is on chain: one row, one message, one transaction', async () => {
+    const before = await counts();
+    const sdk = await body(sampleComplaint());
+    const answers = await Promise.all(Array.from({ length: 6 }, () => agent.post('/submit-complaint', sdk)));
+    const bids = new Set(answers.map((a) => a.body.bid_id));
+    expect(bids.size).toBe(1);
+    for (const a of answers) expect(a.body.code).toBe(0);
+    expect(answers.filter((a) => a.body.message === 'complaint accepted')).toHaveLength(1);
+    const bid = [...bids][0] as string;
+    await settled(bid);
+    const again = await agent.post('/submit-complaint', sdk);
+    expect(again.body).toMatchObject({ code: 0, message: 'complaint already accepted', status: 'confirmed' });
+    const after = await counts();
+    expect(after.complaints).toBe(String(Number(before.complaints) + 1));
+    expect(after.messages).toBe(String(Number(before.messages) + 1));
+    expect(after.agentTxs).toBe(before.agentTxs + 1);
+    expect((await submitComplaintLogs(chain)).filter((l) => l.bidId === bid)).toHaveLength(1);
+  }, 60_000);
+
+  describe('refusals store and send nothing', () => {
+    const refuse = async (
+      payload: unknown,
+      expected: keyof typeof AGENT_ERRORS,
+      message: RegExp,
+    ): Promise<void> => {
+      const before = await counts();
+      const answer = await agent.post('/submit-complaint', payload);
+      expect(answer.status).toBe(AGENT_ERRORS[expected].status);
+      expect(answer.body.code).toBe(AGENT_ERRORS[expected].code);
+      expect(answer.body.message).toMatch(message);
+      // Give a wrongly accepted complaint the time to be sent before counting.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await counts()).toEqual(before);
+    };
+
+    it('a signature by a key that does not own the domain', async () => {
+      const complaint = sampleComplaint();
+      const signedByStranger = await body(complaint, stranger, DOMAIN);
+      await refuse(
+        signedByStranger,
+        'NOT_DOMAIN_OWNER',
+        new RegExp(`recovers ${stranger.address}.*owned by ${complainant.address}`),
+      );
+    });
+
+    it('a complaint altered after signing (the signature recovers someone else)', async () => {
+      const sdk = await body(sampleComplaint());
+      const altered = { params: [{ ...sdk.params[0], dstAmount: '1' }, sdk.params[1], sdk.params[2]] };
+      await refuse(altered, 'NOT_DOMAIN_OWNER', /does not own the DID domain/);
+    });
+
+    it('a malformed signature', async () => {
+      const sdk = await body(sampleComplaint());
+      await refuse(
+        { params: [sdk.params[0], sdk.params[1].slice(0, 130), DOMAIN] },
+        'INVALID_SIGNATURE',
+        /65 bytes/,
+      );
+      const badV = `${sdk.params[1].slice(0, 130)}1d`;
+      await refuse({ params: [sdk.params[0], badV, DOMAIN] }, 'INVALID_SIGNATURE', /v must be/);
+    });
+
+    it('a signer who owns another domain, and a domain nobody owns', async () => {
+      await refuse(await body(sampleComplaint(), stranger, DOMAIN), 'NOT_DOMAIN_OWNER', /owned by/);
+      await refuse(
+        await body(sampleComplaint(), complainant, 'nobody.devnet'),
+        'NOT_DOMAIN_OWNER',
+        /not registered/,
+      );
+    });
+
+    it('malformed members, each named', async () => {
+      const sdk = await body(sampleComplaint());
+      const c = sdk.params[0] as unknown as Record<string, unknown>;
+      await refuse(
+        {
+          params: [
+            { ...c, srcChainId: -1, dstChainId: '18446744073709551616', srcAddress: 5, lpSign: undefined },
+            sdk.params[1],
+            DOMAIN,
+          ],
+        },
+        'INVALID_COMPLAINT',
+        /srcChainId must not be negative.*srcAddress must be a decimal integer string.*dstChainId must be below 2\^64.*lpSign is required/,
+      );
+      await refuse(
+        { params: [{ ...c, dstAddress: (1n << 256n).toString() }, sdk.params[1], DOMAIN] },
+        'INVALID_COMPLAINT',
+        /dstAddress must be below 2\^256/,
+      );
+      await refuse(
+        { params: [{ ...c, userSign: 7 }, sdk.params[1], DOMAIN] },
+        'INVALID_COMPLAINT',
+        /userSign must be a string/,
+      );
+      await refuse({ params: [sdk.params[0], sdk.params[1]] }, 'INVALID_BODY', /exactly/);
+      await refuse({ params: [sdk.params[0], sdk.params[1], ''] }, 'INVALID_DOMAIN', /DID domain/);
+      await refuse('{"params":', 'INVALID_BODY', /not valid JSON/);
+    });
+
+    it('a bid that already has its complaint on chain', async () => {
+      const sdk = await body(sampleComplaint());
+      // Submitted directly, as anybody may: the contract takes one complaint per bid.
+      const reputation = new Contract(chain.contracts.reputation, reputationInterface, chain.wallet(7));
+      await (await reputation.getFunction('submitComplaint')(sdk.params[0], sdk.params[1], DOMAIN)).wait();
+      await refuse(sdk, 'COMPLAINT_EXISTS', /already has a complaint on chain/);
+    });
+
+    it('another complainant for a bid whose complaint was accepted here', async () => {
+      const complaint = sampleComplaint();
+      const first = await agent.post('/submit-complaint', await body(complaint));
+      await settled(first.body.bid_id);
+      await refuse(
+        await body(complaint, stranger, 'stranger-6.devnet'),
+        'COMPLAINT_EXISTS',
+        /accepted here from DID/,
+      );
+    });
+  });
+
+  it('DuplicateBidId at submission (someone else was first) is a success, nothing of ours mined', async () => {
+    const release = await holdSender();
+    const sdk = await body(sampleComplaint());
+    const before = await chain.provider.getTransactionCount(agentAddress, 'latest');
+    let bid: string;
+    try {
+      const answer = await agent.post('/submit-complaint', sdk);
+      expect(answer.body.code).toBe(0);
+      bid = answer.body.bid_id;
+      await waitFor(async () => (await statusOf(bid)).status === 'scheduled', 'scheduled');
+      const reputation = new Contract(chain.contracts.reputation, reputationInterface, chain.wallet(7));
+      await (await reputation.getFunction('submitComplaint')(sdk.params[0], sdk.params[1], DOMAIN)).wait();
+    } finally {
+      await release();
+    }
+    const done = await settled(bid);
+    expect(done).toMatchObject({ status: 'confirmed', already_on_chain: true, tx_hash: null });
+    expect(done.reason).toMatch(/DuplicateBidId/);
+    expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before);
+    expect((await submitComplaintLogs(chain)).filter((l) => l.bidId === bid)).toHaveLength(1);
+  }, 60_000);
+
+  it('any other revert fails the complaint with the decoded reason, nothing sent', async () => {
+    const release = await holdSender();
+    const complaint = sampleComplaint();
+    const domain = 'moving-5.devnet';
+    await registerDids(chain, { [domain]: complainant.address });
+    const sdk = await body(complaint, complainant, domain);
+    const before = await chain.provider.getTransactionCount(agentAddress, 'latest');
+    let bid: string;
+    try {
+      const answer = await agent.post('/submit-complaint', sdk);
+      expect(answer.body.code).toBe(0);
+      bid = answer.body.bid_id;
+      await waitFor(async () => (await statusOf(bid)).status === 'scheduled', 'scheduled');
+      // The DID moves to another owner after the Agent checked it.
+      await registerDids(chain, { [domain]: stranger.address });
+    } finally {
+      await release();
+    }
+    const done = await settled(bid);
+    expect(done.status).toBe('failed');
+    expect(done.reason).toMatch(
+      new RegExp(
+        `InvalidSigner: the signature recovers ${complainant.address}, the DID domain is owned by ${stranger.address}`,
+      ),
+    );
+    expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before);
+    expect(await hasComplaintOnChain(chain, bid)).toBe(false);
+    // The same complaint again is refused now (the signer no longer owns the domain) and stays failed.
+    const again = await agent.post('/submit-complaint', sdk);
+    expect(again.body.code).toBe(AGENT_ERRORS.NOT_DOMAIN_OWNER.code);
+    // Once the DID is back, the same complaint is re-opened and goes on chain.
+    await registerDids(chain, { [domain]: complainant.address });
+    const reopened = await agent.post('/submit-complaint', sdk);
+    expect(reopened.body).toMatchObject({
+      code: 0,
+      status: 'scheduled',
+      message: 'complaint accepted again (it had failed)',
+    });
+    expect((await settled(bid)).status).toBe('confirmed');
+    expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 1);
+  }, 60_000);
+
+  it('status, 404, rate limits and body limit answer {code, message} with their status', async () => {
+    expect((await agent.get(`/complaint-status?bid=0x${'ab'.repeat(32)}`)).body).toMatchObject({
+      code: 41010,
+    });
+    expect((await agent.get(`/complaint-status?bid=0x${'ab'.repeat(32)}`)).status).toBe(404);
+    expect((await agent.get('/complaint-status?bid=12')).status).toBe(400);
+    const missing = await agent.get('/nope');
+    expect(missing).toMatchObject({ status: 404, body: { code: 41011 } });
+    const large = await agent.post('/submit-complaint', { params: ['x'.repeat(40_000), '0x', 'd'] });
+    expect(large).toMatchObject({ status: 413, body: { code: 41012 } });
+    const media = await fetch(`${agent.base}/submit-complaint`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
+    expect(media.status).toBe(415);
+    expect(((await media.json()) as { code: number }).code).toBe(41013);
+    const status = await agent.get('/status');
+    expect(status.body).toMatchObject({ code: 0, wallet: agentAddress, chainId: 97, didSource: 'contract' });
+    expect(JSON.stringify(status.body)).not.toContain(chain.rpcUrl);
+    const document = await agent.get('/openapi.json');
+    expect(Object.keys(document.body.paths)).toEqual(
+      expect.arrayContaining(['/submit-complaint', '/complaint-status']),
+    );
+  });
+
+  it('starts without its chain: 503 for complaints until the chain id of agent.rpc is known', async () => {
+    const early = await startTestAgent(
+      db,
+      agentTestConfig({
+        rpc: 'http://127.0.0.1:9',
+        contractAddr: chain.contracts.reputation,
+        chainId: undefined,
+      }),
+      undefined,
+      { waitForChain: false },
+    );
+    try {
+      const answer = await early.post('/submit-complaint', await body(sampleComplaint()));
+      expect(answer).toMatchObject({ status: 503, body: { code: AGENT_ERRORS.CHAIN_UNAVAILABLE.code } });
+      expect((await early.get('/status')).body).toMatchObject({
+        chainId: null,
+        submitter: { chainOk: false },
+      });
+      expect((await fetch(`${early.base}/health`)).status).toBe(200);
+    } finally {
+      await early.close();
+    }
+  });
+
+  it('limits complaints per DID domain (counted only for its owner) and requests per client', async () => {
+    const limited = await startTestAgent(
+      db,
+      agentTestConfig({
+        rpc: chain.rpcUrl,
+        contractAddr: chain.contracts.reputation,
+        domainRateLimit: { max: 2, windowMs: 60_000 },
+        rateLimit: { max: 12, windowMs: 60_000 },
+      }),
+    );
+    try {
+      // A stranger naming the domain is refused for the signature and uses none of the domain's budget.
+      for (let i = 0; i < 3; i++) {
+        const junk = await limited.post('/submit-complaint', await body(sampleComplaint(), stranger, DOMAIN));
+        expect(junk.body.code).toBe(AGENT_ERRORS.NOT_DOMAIN_OWNER.code);
+      }
+      for (let i = 0; i < 2; i++)
+        expect((await limited.post('/submit-complaint', await body(sampleComplaint()))).body.code).toBe(0);
+      const third = await limited.post('/submit-complaint', await body(sampleComplaint()));
+      expect(third).toMatchObject({ status: 429, body: { code: AGENT_ERRORS.DOMAIN_RATE_LIMITED.code } });
+      // Another domain still has its budget.
+      expect(
+        (
+          await limited.post(
+            '/submit-complaint',
+            await body(sampleComplaint(), stranger, 'stranger-6.devnet'),
+          )
+        ).body.code,
+      ).toBe(0);
+      const answers = [];
+      for (let i = 0; i < 8; i++) answers.push(await limited.get('/complaint-status?bid=12'));
+      expect(answers.at(-1)).toMatchObject({ status: 429, body: { code: AGENT_ERRORS.RATE_LIMITED.code } });
+    } finally {
+      await limited.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,61 @@
+/**
+ * Does the complainant's key own the DID domain it names? Asked before any gas is spent (the contract asks
+ * again when the call is made). Production asks the DID support service (`GET /find/owner/{address}` →
+ * `{code:0, data:[{name}]}`, the real SDK's route); the devnet asks the reputation contract's own registry
+ * (`ownerOfDomain`), which only our devnet contract has.
+ */
+import { Contract, getAddress, ZeroAddress } from 'ethers';
+import { z } from 'zod';
+import type { RpcPool } from '../../shared/sender/index.js';
+
+export type Ownership = { owns: true } | { owns: false; detail: string };
+
+export interface DidOwnership {
+  readonly source: 'didSupport' | 'contract';
+  /** Throws when the source cannot be read (the caller answers 503 and stores nothing). */
+  check(domain: string, signer: string): Promise<Ownership>;
+}
+
+const findOwnerAnswer = z.object({
+  code: z.literal(0),
+  data: z.array(z.object({ name: z.string() })),
+});
+
+export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000): DidOwnership {
+  const base = baseUrl.replace(/\/+$/, '');
+  return {
+    source: 'didSupport',
+    async check(domain, signer) {
+      const response = await fetch(`${base}/find/owner/${getAddress(signer)}`, {
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
+      const answer = findOwnerAnswer.safeParse(await response.json());
+      if (!answer.success) throw new Error('DID support answered an unexpected body');
+      const names = answer.data.data.map((d) => d.name);
+      if (names.includes(domain)) return { owns: true };
+      return {
+        owns: false,
+        detail:
+          names.length === 0
+            ? 'it owns no DID domain'
+            : `it owns ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`,
+      };
+    },
+  };
+}
+
+export function contractOwnership(rpc: RpcPool, registry: string): DidOwnership {
+  const abi = ['function ownerOfDomain(string domain) view returns (address)'];
+  return {
+    source: 'contract',
+    async check(domain, signer) {
+      const owner = (await rpc.read((p) =>
+        new Contract(registry, abi, p).getFunction('ownerOfDomain').staticCall(domain),
+      )) as string;
+      if (owner === ZeroAddress) return { owns: false, detail: 'the domain is not registered' };
+      if (getAddress(owner) === getAddress(signer)) return { owns: true };
+      return { owns: false, detail: `the domain is owned by ${getAddress(owner)}` };
+    },
+  };
+}

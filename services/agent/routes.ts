@@ -1,0 +1,251 @@
+/**
+ * The Agent's routes: POST /submit-complaint (the SDK's body, success `{code: 0, …}`), GET /complaint-status,
+ * GET /status, GET /openapi.json. Every refusal is `{code, message}` with the HTTP status of errors.ts, and
+ * nothing is stored or sent before the complaint passed every check that can be made without gas.
+ */
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from '../../shared/logging/logger.js';
+import { parseComplaintBody, type ParsedComplaint } from './complaint-body.js';
+import type { DidOwnership } from './did-ownership.js';
+import { AGENT_ERRORS, AgentError, isAgentError, type AgentErrorName } from './errors.js';
+import { agentOpenApiDocument } from './openapi.js';
+import type { AcceptOutcome, ComplaintRow, ComplaintStore } from './store.js';
+
+/** What the checks need of the chain; undefined while the chain id of agent.rpc is not known yet. */
+export interface AgentChain {
+  chainId: number;
+  did: DidOwnership;
+  hasComplaint: (bidId: string) => Promise<boolean>;
+}
+
+export interface AgentRoutesOptions {
+  contractAddr: string;
+  store: ComplaintStore;
+  chain: () => AgentChain | undefined;
+  rateLimit: { max: number; windowMs: number };
+  domainRateLimit: { max: number; windowMs: number };
+  bodyLimit: number;
+  /** A failed complaint was re-opened: the sender should look now. */
+  onReopened?: () => void;
+  onOutcome?: (outcome: 'accepted' | 'repeated' | 'reopened') => void;
+  onRefused?: (reason: AgentErrorName) => void;
+  status: () => Record<string, unknown>;
+  /** Removes RPC URLs (API keys) from any text before it is answered or logged. */
+  scrub: (text: string) => string;
+  log: Logger;
+}
+
+const BID = /^0x[0-9a-fA-F]{64}$/;
+
+export async function registerAgentRoutes(app: FastifyInstance, options: AgentRoutesOptions): Promise<void> {
+  const { store, log, scrub } = options;
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    let kind: AgentErrorName | undefined;
+    let message: string;
+    if (isAgentError(error)) {
+      kind = error.kind;
+      message = error.message;
+    } else {
+      kind = frameworkErrorKind(error);
+      message = kind === undefined ? '' : publicMessage(kind, error, options.bodyLimit);
+    }
+    if (kind === undefined) {
+      log.error({ err: scrub(error.message), url: request.url }, 'agent route failed');
+      kind = 'INTERNAL';
+      message = 'internal error';
+    }
+    if (request.routeOptions.url === '/submit-complaint') options.onRefused?.(kind);
+    const { code, status } = AGENT_ERRORS[kind];
+    return reply.code(status).send({ code, message: scrub(message) });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      code: AGENT_ERRORS.ROUTE_NOT_FOUND.code,
+      message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
+    }),
+  );
+
+  // JSON only: fastify would otherwise hand a text/plain body to the handler as a string.
+  app.removeContentTypeParser('text/plain');
+  // Per client IP on every route, before the body is parsed.
+  await app.register(rateLimit, {
+    global: true,
+    max: options.rateLimit.max,
+    timeWindow: options.rateLimit.windowMs,
+    errorResponseBuilder: (_request, context) =>
+      new AgentError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(context.ttl / 1000)} s`),
+  });
+  // Per DID domain, counted only once the signer is known to own it: nobody can use up another's budget.
+  const domainLimit = app.createRateLimit({
+    max: options.domainRateLimit.max,
+    timeWindow: options.domainRateLimit.windowMs,
+    keyGenerator: (request: FastifyRequest) =>
+      `domain:${((request.body as { params: unknown[] }).params[2] as string).slice(0, 255)}`,
+  });
+
+  const stored = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (isAgentError(error)) throw error;
+      log.error({ err: scrub((error as Error).message).slice(0, 300) }, 'complaint store failed');
+      throw new AgentError(
+        'STORE_UNAVAILABLE',
+        'the complaint store is unavailable; nothing was accepted, retry',
+      );
+    }
+  };
+
+  /** Everything that can be known without gas: the signer owns the domain, the bid has no complaint. */
+  const checkBeforeGas = async (
+    request: FastifyRequest,
+    parsed: ParsedComplaint,
+    chain: AgentChain,
+  ): Promise<void> => {
+    let ownership;
+    try {
+      ownership = await chain.did.check(parsed.domain, parsed.signer);
+    } catch (error) {
+      log.warn(
+        { err: scrub((error as Error).message).slice(0, 300), source: chain.did.source },
+        'DID read failed',
+      );
+      throw new AgentError('DID_UNAVAILABLE', `the owner of DID ${parsed.domain} could not be read; retry`);
+    }
+    if (!ownership.owns) {
+      throw new AgentError(
+        'NOT_DOMAIN_OWNER',
+        `the signature recovers ${parsed.signer}, which does not own the DID domain ${JSON.stringify(parsed.domain)} (${ownership.detail}); the signature, the domain or the complaint is not the one signed`,
+      );
+    }
+    const limit = await domainLimit(request);
+    if (!limit.isAllowed && limit.isExceeded)
+      throw new AgentError(
+        'DOMAIN_RATE_LIMITED',
+        `too many complaints for DID ${parsed.domain}; retry in ${limit.ttlInSeconds} s`,
+      );
+    let exists: boolean;
+    try {
+      exists = await chain.hasComplaint(parsed.bidId);
+    } catch (error) {
+      log.warn({ err: scrub((error as Error).message).slice(0, 300) }, 'hasComplaint read failed');
+      throw new AgentError('CHAIN_UNAVAILABLE', 'the reputation contract could not be read; retry');
+    }
+    if (exists)
+      throw new AgentError('COMPLAINT_EXISTS', `bid ${parsed.bidId} already has a complaint on chain`);
+  };
+
+  app.post('/submit-complaint', { bodyLimit: options.bodyLimit }, async (request) => {
+    const chain = options.chain();
+    if (chain === undefined)
+      throw new AgentError(
+        'CHAIN_UNAVAILABLE',
+        'the chain id of agent.rpc could not be read yet (the signature cannot be checked); nothing was accepted, retry',
+      );
+    const parsed = parseComplaintBody(request.body, {
+      chainId: chain.chainId,
+      contractAddr: options.contractAddr,
+    });
+    const known = await stored(() => store.get(parsed.bidId));
+    const same = known !== undefined && known.signer === parsed.signer && known.domain === parsed.domain;
+    if (known !== undefined && !same) throw taken(known);
+    // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
+    if (known === undefined || known.status === 'failed') await checkBeforeGas(request, parsed, chain);
+    const outcome: AcceptOutcome = await stored(() =>
+      store.accept(
+        {
+          bidId: parsed.bidId,
+          complaint: parsed.stored,
+          signature: parsed.signature,
+          domain: parsed.domain,
+          signer: parsed.signer,
+        },
+        { reopen: true },
+      ),
+    );
+    if (outcome.kind === 'taken') throw taken(outcome.row);
+    if (outcome.kind !== 'repeated')
+      log.info(
+        {
+          bid: parsed.bidId,
+          domain: parsed.domain,
+          signer: parsed.signer,
+          reopened: outcome.kind === 'reopened',
+        },
+        'complaint accepted',
+      );
+    if (outcome.kind === 'reopened') options.onReopened?.();
+    options.onOutcome?.(outcome.kind === 'created' ? 'accepted' : outcome.kind);
+    return {
+      code: 0,
+      message:
+        outcome.kind === 'created'
+          ? 'complaint accepted'
+          : outcome.kind === 'reopened'
+            ? 'complaint accepted again (it had failed)'
+            : 'complaint already accepted',
+      ...publicComplaint(outcome.row, scrub),
+    };
+  });
+
+  app.get('/complaint-status', async (request) => {
+    const bid = (request.query as Record<string, unknown>)['bid'];
+    if (typeof bid !== 'string' || !BID.test(bid))
+      throw new AgentError('INVALID_QUERY', 'bid (query) must be 32 bytes of 0x-prefixed hex');
+    const row = await stored(() => store.get(bid));
+    if (row === undefined)
+      throw new AgentError('COMPLAINT_NOT_FOUND', `no complaint for bid ${bid.toLowerCase()}`);
+    return { code: 0, message: 'ok', ...publicComplaint(row, scrub) };
+  });
+
+  app.get('/status', async () =>
+    JSON.parse(scrub(JSON.stringify({ code: 0, message: 'ok', ...options.status() }))),
+  );
+
+  const document = agentOpenApiDocument();
+  app.get('/openapi.json', async () => document);
+}
+
+function taken(row: ComplaintRow): AgentError {
+  return new AgentError(
+    'COMPLAINT_EXISTS',
+    `bid ${row.bidId} already has a complaint accepted here from DID ${JSON.stringify(row.domain)} (status ${row.status})`,
+  );
+}
+
+/** What the routes show of a complaint: its progress and transactions, never raw signed transactions. */
+export function publicComplaint(row: ComplaintRow, scrub: (text: string) => string = (t) => t) {
+  return {
+    bid_id: row.bidId,
+    status: row.status,
+    domain: row.domain,
+    complainant: row.signer,
+    tx_hash: row.txHash,
+    block_number: row.blockNumber,
+    nonce: row.nonce,
+    already_on_chain: row.alreadyOnChain,
+    reason: row.reason === null ? null : scrub(row.reason),
+    transactions: row.txs.map((t) => ({ kind: t.kind, tx_hash: t.hash })),
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** Fastify's own refusals (bad JSON, wrong content type, too large, rate limit) mapped to Agent codes. */
+function frameworkErrorKind(error: FastifyError): AgentErrorName | undefined {
+  const status = error.statusCode ?? 500;
+  if (status === 413) return 'BODY_TOO_LARGE';
+  if (status === 429) return 'RATE_LIMITED';
+  if (status === 415) return 'UNSUPPORTED_MEDIA_TYPE';
+  if (status >= 400 && status < 500) return 'INVALID_BODY';
+  return undefined;
+}
+
+function publicMessage(kind: AgentErrorName, error: FastifyError, bodyLimit: number): string {
+  if (kind === 'BODY_TOO_LARGE') return `the body is larger than ${bodyLimit} bytes`;
+  if (kind === 'UNSUPPORTED_MEDIA_TYPE') return 'the body must be application/json';
+  if (kind === 'RATE_LIMITED') return 'too many requests';
+  return `the body is not valid JSON: ${error.message.slice(0, 200)}`;
+}

@@ -1,0 +1,285 @@
+/**
+ * The Agent's PostgreSQL state: one complaint per bid, stored and published to complaint.commands in one
+ * transaction (postgres log), and the sender's view of it (nonce, signed attempts, receipt).
+ */
+import type { EventBus } from '../../shared/bus/port.js';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
+import type { SignedAttempt, Settlement, WalletRef } from '../../shared/sender/index.js';
+import { takeNonce } from '../../shared/sender/nonces.js';
+import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
+import { encode, envelope } from '../../topics/envelope.js';
+
+export type ComplaintStatus =
+  'accepted' | 'scheduled' | 'signed' | 'sent' | 'cancelling' | 'confirmed' | 'failed';
+export const COMPLAINT_STATUSES: readonly ComplaintStatus[] = [
+  'accepted',
+  'scheduled',
+  'signed',
+  'sent',
+  'cancelling',
+  'confirmed',
+  'failed',
+];
+
+export interface ComplaintRow {
+  bidId: string;
+  complaint: Record<string, string>;
+  signature: string;
+  domain: string;
+  signer: string;
+  status: ComplaintStatus;
+  alreadyOnChain: boolean;
+  reason: string | null;
+  nonce: number | null;
+  txHash: string | null;
+  blockNumber: number | null;
+  attempts: number;
+  txs: SignedAttempt[];
+  refusals: number;
+  minedBlock: number | null;
+  cancelReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface DbRow {
+  bid_id: string;
+  complaint: Record<string, string>;
+  signature: string;
+  domain: string;
+  signer: string;
+  status: ComplaintStatus;
+  already_on_chain: boolean;
+  reason: string | null;
+  nonce: string | null;
+  tx_hash: string | null;
+  block_number: string | null;
+  attempts: number;
+  txs: SignedAttempt[];
+  refusals: number;
+  mined_block: string | null;
+  cancel_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const num = (v: string | null) => (v === null ? null : Number(v));
+const toRow = (r: DbRow): ComplaintRow => ({
+  bidId: r.bid_id,
+  complaint: r.complaint,
+  signature: r.signature,
+  domain: r.domain,
+  signer: r.signer,
+  status: r.status,
+  alreadyOnChain: r.already_on_chain,
+  reason: r.reason,
+  nonce: num(r.nonce),
+  txHash: r.tx_hash,
+  blockNumber: num(r.block_number),
+  attempts: r.attempts,
+  txs: r.txs,
+  refusals: r.refusals,
+  minedBlock: num(r.mined_block),
+  cancelReason: r.cancel_reason,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const OPEN = `('scheduled', 'signed', 'sent', 'cancelling')`;
+const INSERT = `INSERT INTO agent_complaints (bid_id, complaint, signature, domain, signer, status)
+  VALUES ($1, $2, $3, $4, $5, $6)`;
+
+export interface NewComplaint extends ComplaintCommand {
+  signer: string;
+}
+
+export type AcceptOutcome =
+  | { kind: 'created'; row: ComplaintRow }
+  | { kind: 'repeated'; row: ComplaintRow }
+  | { kind: 'reopened'; row: ComplaintRow }
+  /** The bid's complaint here is another complainant's (or another signature's). */
+  | { kind: 'taken'; row: ComplaintRow };
+
+export class ComplaintStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly bus: EventBus,
+    private readonly source: string,
+  ) {}
+
+  /**
+   * One complaint per bid: a new one is stored and published to complaint.commands in the same transaction
+   * (postgres log). The same complaint again (same signer and domain) finds its row; a failed one is
+   * re-opened when `reopen` is set (the caller has checked DID ownership and hasComplaint again).
+   */
+  async accept(complaint: NewComplaint, options: { reopen?: boolean } = {}): Promise<AcceptOutcome> {
+    return withTransaction(this.pool, async (tx) => {
+      const inserted = await tx.query(`${INSERT} ON CONFLICT (bid_id) DO NOTHING`, [
+        complaint.bidId,
+        JSON.stringify(complaint.complaint),
+        complaint.signature,
+        complaint.domain,
+        complaint.signer,
+        'accepted',
+      ]);
+      if (inserted.rowCount === 1) {
+        const { signer: _signer, ...payload } = complaint;
+        const message = envelope(complaintCommands, payload, {
+          id: complaint.bidId,
+          occurredAt: Math.floor(Date.now() / 1000),
+          source: this.source,
+        });
+        await this.bus.publish(complaintCommands.name, [encode(complaintCommands, message)], { tx });
+        return { kind: 'created', row: (await this.get(complaint.bidId, tx))! };
+      }
+      const { rows } = await tx.query<DbRow>('SELECT * FROM agent_complaints WHERE bid_id = $1 FOR UPDATE', [
+        complaint.bidId,
+      ]);
+      const row = toRow(rows[0]!);
+      if (row.signer !== complaint.signer || row.domain !== complaint.domain) return { kind: 'taken', row };
+      if (row.status === 'failed' && options.reopen === true) {
+        await tx.query(
+          `UPDATE agent_complaints SET status = 'scheduled', nonce = NULL, raw_tx = NULL, tx_hash = NULL,
+             block_number = NULL, txs = '[]', refusals = 0, mined_block = NULL, cancel_reason = NULL,
+             already_on_chain = false, reason = $2, updated_at = now() WHERE bid_id = $1`,
+          [row.bidId, `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`],
+        );
+        return { kind: 'reopened', row: (await this.get(row.bidId, tx))! };
+      }
+      return { kind: 'repeated', row };
+    });
+  }
+
+  /**
+   * The consumer's effect: the complaint is due for the submitter. Inserts it when this database has not
+   * seen it (Kafka profile: the message may arrive before the accepting transaction commits).
+   */
+  async schedule(tx: PoolClient, complaint: NewComplaint): Promise<void> {
+    await tx.query(
+      `${INSERT} ON CONFLICT (bid_id) DO UPDATE SET status = 'scheduled', updated_at = now()
+       WHERE agent_complaints.status = 'accepted'`,
+      [
+        complaint.bidId,
+        JSON.stringify(complaint.complaint),
+        complaint.signature,
+        complaint.domain,
+        complaint.signer,
+        'scheduled',
+      ],
+    );
+  }
+
+  async get(bidId: string, db: Queryable = this.pool): Promise<ComplaintRow | undefined> {
+    const { rows } = await db.query<DbRow>('SELECT * FROM agent_complaints WHERE bid_id = $1', [
+      bidId.toLowerCase(),
+    ]);
+    return rows[0] ? toRow(rows[0]) : undefined;
+  }
+
+  async countByStatus(): Promise<Record<string, number>> {
+    const { rows } = await this.pool.query<{ status: string; n: string }>(
+      'SELECT status, count(*) AS n FROM agent_complaints GROUP BY status',
+    );
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
+
+  /** Complaints the sender still has to move: in-flight ones first (by nonce), then oldest first. */
+  async open(): Promise<ComplaintRow[]> {
+    const { rows } = await this.pool.query<DbRow>(
+      `SELECT * FROM agent_complaints WHERE status IN ${OPEN}
+       ORDER BY (status = 'scheduled'), nonce, created_at LIMIT 100`,
+    );
+    return rows.map(toRow);
+  }
+
+  async signFirst(
+    id: string,
+    wallet: WalletRef,
+    sign: (nonce: number) => Promise<SignedAttempt>,
+  ): Promise<{ nonce: number; attempt: SignedAttempt } | undefined> {
+    return withTransaction(this.pool, async (tx) => {
+      const claimed = await tx.query(
+        `SELECT 1 FROM agent_complaints WHERE bid_id = $1 AND status = 'scheduled' AND raw_tx IS NULL FOR UPDATE`,
+        [id],
+      );
+      if (claimed.rowCount !== 1) return undefined;
+      const nonce = await takeNonce(tx, wallet);
+      const attempt = await sign(nonce);
+      await tx.query(
+        `UPDATE agent_complaints SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, txs = $5,
+           reason = NULL, updated_at = now() WHERE bid_id = $1`,
+        [id, nonce, attempt.raw, attempt.hash, JSON.stringify([attempt])],
+      );
+      return { nonce, attempt };
+    });
+  }
+
+  async addAttempt(
+    id: string,
+    knownAttempts: number,
+    attempt: SignedAttempt,
+    reason?: string,
+  ): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE agent_complaints SET txs = txs || $3::jsonb, raw_tx = $4, tx_hash = $5,
+         status = CASE WHEN $6::text IS NULL THEN status ELSE 'cancelling' END,
+         cancel_reason = COALESCE($6, cancel_reason), reason = COALESCE($6, reason), updated_at = now()
+       WHERE bid_id = $1 AND status IN ('signed', 'sent', 'cancelling') AND jsonb_array_length(txs) = $2`,
+      [id, knownAttempts, JSON.stringify([attempt]), attempt.raw, attempt.hash, reason ?? null],
+    );
+    return result.rowCount === 1;
+  }
+
+  async note(id: string, problem: string, refused = false): Promise<void> {
+    await this.pool.query(
+      `UPDATE agent_complaints SET attempts = attempts + 1, refusals = refusals + $3, reason = $2,
+         updated_at = now() WHERE bid_id = $1`,
+      [id, problem, refused ? 1 : 0],
+    );
+  }
+
+  async markSent(id: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE agent_complaints SET status = 'sent', updated_at = now() WHERE bid_id = $1 AND status = 'signed'`,
+      [id],
+    );
+  }
+
+  async setMinedBlock(id: string, block: number | null): Promise<void> {
+    await this.pool.query(
+      'UPDATE agent_complaints SET mined_block = $2, updated_at = now() WHERE bid_id = $1',
+      [id, block],
+    );
+  }
+
+  /** Final status; a settlement naming a transaction records it as the complaint's (the one mined). */
+  async finish(id: string, outcome: Settlement): Promise<void> {
+    await this.pool.query(
+      `UPDATE agent_complaints SET status = $2, block_number = $3, reason = $4,
+         tx_hash = COALESCE($5, tx_hash),
+         raw_tx = COALESCE((SELECT t->>'raw' FROM jsonb_array_elements(txs) t WHERE t->>'hash' = $5 LIMIT 1), raw_tx),
+         updated_at = now()
+       WHERE bid_id = $1 AND status IN ${OPEN}`,
+      [
+        id,
+        outcome.status,
+        outcome.blockNumber ?? null,
+        outcome.status === 'failed' ? outcome.reason : null,
+        outcome.txHash ?? null,
+      ],
+    );
+  }
+
+  /**
+   * The bid's complaint is on chain, but not by a transaction of ours that succeeded (the contract said
+   * DuplicateBidId): a success. Our own transactions stay listed; tx_hash / block_number then name none.
+   */
+  async finishAlreadyOnChain(id: string, note: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE agent_complaints SET status = 'confirmed', already_on_chain = true, reason = $2,
+         tx_hash = NULL, block_number = NULL, updated_at = now()
+       WHERE bid_id = $1 AND status IN ${OPEN}`,
+      [id, note],
+    );
+  }
+}
