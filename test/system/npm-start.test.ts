@@ -137,6 +137,7 @@ describe('npm start on the shipped config (devnet)', () => {
             user: string;
             lpId: string;
             relayCommand?: string;
+            complaint?: string;
           },
       );
     expect(new Set(played.map((p) => p.kind))).toEqual(
@@ -162,6 +163,8 @@ describe('npm start on the shipped config (devnet)', () => {
     );
     for (const swap of played) expect(cases.get(swap.bidId), `${swap.kind} ${swap.bidId}`).toBe(swap.kind);
 
+    // The case-1 complaint went through the Agent's HTTP route, as the SDK sends it.
+    expect(played.find((p) => p.kind === '1')?.complaint).toBe('agent');
     // The late LP of one case-6 swap was rescued by the relay's behalf confirm_in, confirmed on chain.
     const rescued = played.find((p) => p.relayCommand !== undefined);
     expect(rescued?.kind).toBe('6');
