@@ -243,6 +243,15 @@ describe('npm start on the shipped config (devnet)', () => {
       const lpRow = page.locator('#ranking tbody tr', { hasText: cheaters!.lpId });
       await lpRow.locator('.below').waitFor({ timeout: 15_000 });
       await page.locator('#chains tbody tr', { hasText: '9006' }).waitFor();
+      // The relay's behalf command and the Agent's complaint, each confirmed.
+      await page
+        .locator('#commands tbody tr', { hasText: 'relay' })
+        .filter({ hasText: 'confirmed: 1' })
+        .waitFor();
+      await page
+        .locator('#commands tbody tr', { hasText: 'agent' })
+        .filter({ hasText: 'confirmed: 1' })
+        .waitFor();
       const datasets = await page.evaluate(
         () =>
           (
