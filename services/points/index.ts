@@ -9,6 +9,7 @@ import { fetchDidNames, fetchDidOwner, fetchKyc } from './external-services.js';
 import { pointsMetrics } from './metrics.js';
 import { pointsMigrations } from './migrations.js';
 import { PointsQueries } from './queries.js';
+import { registerDashboard } from './dashboard-routes.js';
 import { registerPointsRoutes } from './routes.js';
 import { PointsStore } from './store.js';
 
@@ -103,7 +104,10 @@ export async function startPoints(
     context as ServiceContext,
     'points',
     config.port,
-    (app) => registerPointsRoutes(app, { queries, log, metrics }),
+    async (app) => {
+      registerPointsRoutes(app, { queries, log, metrics });
+      await registerDashboard(app, { db: context.db, metrics: context.metrics });
+    },
     { ownErrorVocabulary: true },
   );
   const address = http.app.server.address();

@@ -229,6 +229,60 @@ export function pointsOpenApi() {
           },
         },
       },
+      '/dashboard/verdicts': {
+        get: {
+          summary:
+            'the dashboard: verdicts by kind ("normal", "case 1" … "case 7", …) in up to 24 buckets of block time',
+          parameters: [
+            q('since', 'only verdicts with a block time after this (unix seconds)', {
+              type: 'string',
+              pattern: '^[0-9]{1,12}$',
+            }),
+          ],
+          responses: {
+            '200': {
+              description: 'counts per kind and bucket',
+              ...json({
+                type: 'object',
+                required: ['bucket_seconds', 'buckets', 'series', 'total'],
+                properties: {
+                  bucket_seconds: { type: 'integer' },
+                  buckets: { type: 'array', items: { type: 'integer' } },
+                  series: {
+                    type: 'object',
+                    additionalProperties: { type: 'array', items: { type: 'integer' } },
+                  },
+                  total: { type: 'integer' },
+                },
+              }),
+            },
+            ...errors,
+          },
+        },
+      },
+      '/dashboard/pipeline': {
+        get: {
+          summary:
+            "the dashboard: heights and lag per chain, consumer lag per group, commands by status (this process's services)",
+          responses: {
+            '200': {
+              description: 'pipeline health',
+              ...json({
+                type: 'object',
+                required: ['chains', 'consumers', 'commands', 'oldestUnconfirmedSeconds', 'classifier'],
+                properties: {
+                  chains: { type: 'array', items: { type: 'object', required: ['chain'] } },
+                  consumers: { type: 'array', items: { type: 'object', required: ['group', 'lag'] } },
+                  commands: { type: 'object' },
+                  oldestUnconfirmedSeconds: { type: 'object' },
+                  classifier: { type: 'object' },
+                },
+              }),
+            },
+            ...errors,
+          },
+        },
+      },
       '/lp-ranking': {
         get: {
           summary:

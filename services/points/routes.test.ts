@@ -336,12 +336,28 @@ describe('points queries over HTTP', () => {
     const doc = await points.get('/openapi.json');
     expect(Object.keys(doc.body.paths).sort()).toEqual([
       '/complaint',
+      '/dashboard/pipeline',
+      '/dashboard/verdicts',
       '/lp-deduction-records',
       '/lp-point',
       '/lp-ranking',
       '/user-deduction-records',
       '/user-point',
     ]);
+    const verdicts = await points.get('/dashboard/verdicts');
+    expect(verdicts.status).toBe(200);
+    expect(verdicts.body.total).toBeGreaterThan(0);
+    expect(
+      Object.values(verdicts.body.series as Record<string, number[]>)
+        .flat()
+        .reduce((a, b) => a + b, 0),
+    ).toBe(verdicts.body.total);
+    expect((await points.get('/dashboard/verdicts?since=abc')).status).toBe(400);
+    expect((await points.get('/dashboard/pipeline')).body).toHaveProperty('consumers');
+    const page = await fetch(`${points.base}/dashboard/`);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect((await fetch(`${points.base}/dashboard/vendor/chart.umd.min.js`)).status).toBe(200);
+    expect((await fetch(`${points.base}/dashboard/vendor/chart.cjs`)).status).toBe(404);
     const text = await (await fetch(`${points.base}/metrics`)).text();
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="duplicate"\} 1/);
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="applied"\} 5/);

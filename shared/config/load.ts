@@ -17,6 +17,7 @@ import {
   type AgentConfig,
   type PointConfig,
   type RelayConfig,
+  type DevnetConfig,
   type SectionName,
   type ClassifierConfig,
 } from './schema.js';
@@ -39,6 +40,7 @@ export interface AppConfig {
   chainClients?: ChainClientConfig[];
   chainClient?: ChainClientInstanceConfig[];
   relay?: RelayConfig;
+  devnet?: DevnetConfig;
   database: DatabaseTarget;
   bus: z.infer<typeof busSection> & { kafkaBrokers?: string[]; kafkaSaslPassword?: string };
   archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };

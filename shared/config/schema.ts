@@ -224,6 +224,25 @@ export const relaySection = z.strictObject({
   errorsAsHttp200: z.boolean().default(false),
 });
 
+/**
+ * Ours: a local devnet started by `npm start` before the services (shared/devnet): one in-process Hardhat chain
+ * per `rpc-urls` entry on that URL's port, our contracts at their fixed addresses, the DID support stand-in on
+ * `point.didSupportUrl`'s port and the relay-admin (KYC) stand-in on `point.relayAdminUrl`'s. Never in production.
+ */
+export const devnetSection = z.strictObject({
+  /** Where each chain's journal (every block-producing call, replayed at the next start) and the KYC list live. */
+  stateDir: z.string().min(1).default('data/devnet'),
+  /** EVM chain id whose Reputation contract is the DID registry the DID stand-in reads. */
+  didChainId: z.number().int().positive(),
+  /**
+   * A new chain's genesis is this many days before now: Points scores the window ending at the wall clock, and
+   * the demo moves chain time forward, so the chain starts in the past to keep its blocks inside the window.
+   */
+  genesisDaysAgo: z.number().int().min(0).max(80).default(30),
+  /** Addresses the KYC stand-in reports verified at first start. */
+  kycVerified: z.array(evmAddress).default([]),
+});
+
 export const databaseSection = z.strictObject({
   /** Where the embedded profile keeps PostgreSQL's files (ignored when DATABASE_URL or DBHOST is set). */
   dataDir: z.string().min(1).default('data/postgres'),
@@ -281,6 +300,7 @@ export const configFileSchema = z.looseObject({
   chainClients: z.unknown().optional(),
   chainClient: z.unknown().optional(),
   relay: z.unknown().optional(),
+  devnet: z.unknown().optional(),
   database: z.unknown().optional(),
   bus: z.unknown().optional(),
   archive: z.unknown().optional(),
@@ -297,6 +317,7 @@ export const sectionSchemas = {
   chainClients: z.array(chainClientEntry).min(1),
   chainClient: z.array(chainClientInstance).min(1),
   relay: relaySection,
+  devnet: devnetSection,
 } as const;
 
 export type SectionName = keyof typeof sectionSchemas;
@@ -308,6 +329,7 @@ export type ClassifierConfig = z.infer<typeof classifierSection>;
 export type ChainClientConfig = z.infer<typeof chainClientEntry>;
 export type ChainClientInstanceConfig = z.infer<typeof chainClientInstance>;
 export type RelayConfig = z.infer<typeof relaySection>;
+export type DevnetConfig = z.infer<typeof devnetSection>;
 export type DatabaseConfig = z.infer<typeof databaseSection>;
 export type BusConfig = z.infer<typeof busSection>;
 export type ArchiveConfig = z.infer<typeof archiveSection>;

@@ -1,6 +1,7 @@
 // A local multi-chain devnet: one Hardhat network per EVM chain id, each with Otmoic, Reputation and
 // TestToken deployed and the Hardhat test accounts funded (10 000 ETH at genesis plus TestTokens).
-import { JsonRpcProvider, Network, Wallet } from 'ethers';
+import path from 'node:path';
+import { JsonRpcProvider, Network, Wallet, getCreateAddress } from 'ethers';
 import { compileContracts } from '../../contracts/compile.js';
 import type { CompiledContracts } from '../../contracts/compile.js';
 import { chainClock } from './chain-clock.js';
@@ -30,6 +31,11 @@ export interface StartDevnetOptions {
   tokensPerAccount?: bigint;
   /** How many of the 20 accounts get TestTokens; default 10. */
   fundedAccounts?: number;
+  /**
+   * Directory of the chains' journals (`<chainId>.jsonl`): a chain is replayed from its journal at start and
+   * keeps recording, so its state survives a restart (journal.ts). Default: none, the chain lives in memory.
+   */
+  stateDir?: string;
   /** Already compiled contracts (default: compileContracts(), cached on disk). */
   compiled?: CompiledContracts;
 }
@@ -92,6 +98,7 @@ export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> 
           host: options.host,
           port: chainOptions.port,
           initialTimestamp: chainOptions.initialTimestamp,
+          journal: options.stateDir && path.join(options.stateDir, `${chainOptions.chainId}.jsonl`),
         });
         nodes.push(node);
         const chain = await prepareChain(node, accounts, compiled, options);
@@ -117,6 +124,12 @@ export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> 
   };
 }
 
+/** Where deployDevnetContracts put them: the deployer's nonces 0, 1, 2 (a replayed chain has them). */
+function deployedContracts(deployer: string): DevnetContracts {
+  const at = (nonce: number) => getCreateAddress({ from: deployer, nonce });
+  return { token: at(0), otmoic: at(1), reputation: at(2) };
+}
+
 async function prepareChain(
   node: HardhatNode,
   accounts: readonly DevnetAccount[],
@@ -138,10 +151,12 @@ async function prepareChain(
   };
 
   const fundedCount = options.fundedAccounts ?? DEFAULT_FUNDED_ACCOUNTS;
-  const contracts = await deployDevnetContracts(wallet(0), compiled, {
-    fundAccounts: accounts.slice(0, fundedCount).map((account) => account.address),
-    tokensPerAccount: options.tokensPerAccount ?? DEFAULT_TOKENS_PER_ACCOUNT,
-  });
+  const contracts = node.resumed
+    ? deployedContracts(accounts[0]!.address)
+    : await deployDevnetContracts(wallet(0), compiled, {
+        fundAccounts: accounts.slice(0, fundedCount).map((account) => account.address),
+        tokensPerAccount: options.tokensPerAccount ?? DEFAULT_TOKENS_PER_ACCOUNT,
+      });
 
   return {
     chainId: node.chainId,

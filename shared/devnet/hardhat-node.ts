@@ -7,6 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
+import { openJournal, type Request } from './journal.js';
 
 type ProviderModule = typeof import('hardhat/internal/hardhat-network/provider/provider.js');
 type HandlerModule = typeof import('hardhat/internal/hardhat-network/jsonrpc/handler.js');
@@ -25,6 +26,8 @@ export interface HardhatNodeOptions {
   initialTimestamp?: number;
   /** Private keys funded at genesis (default: Hardhat's 20 mnemonic accounts). */
   accounts?: readonly GenesisAccount[];
+  /** Journal file: the chain is replayed from it at start and every new block is recorded (journal.ts). */
+  journal?: string;
 }
 
 export interface GenesisAccount {
@@ -37,6 +40,8 @@ export interface HardhatNode {
   chainId: number;
   rpcUrl: string;
   port: number;
+  /** True when the chain was replayed from a non-empty journal (its contracts already exist). */
+  resumed: boolean;
   /** Direct EIP-1193 access to the chain, bypassing HTTP. */
   request(method: string, params?: unknown[]): Promise<unknown>;
   close(): Promise<void>;
@@ -88,6 +93,10 @@ export async function startHardhatNode(options: HardhatNodeOptions): Promise<Har
   const { defaultHardhatNetworkParams: defaults } =
     require('hardhat/internal/core/config/default-config') as DefaultConfigModule;
 
+  const journal = options.journal
+    ? openJournal(options.journal, options.chainId, options.initialTimestamp ?? Math.floor(Date.now() / 1000))
+    : undefined;
+  const initialTimestamp = journal?.genesis ?? options.initialTimestamp;
   const provider = await oneAtATime(() =>
     createHardhatNetworkProvider(
       {
@@ -107,8 +116,7 @@ export async function startHardhatNode(options: HardhatNodeOptions): Promise<Har
         genesisAccounts: [...(options.accounts ?? hardhatDefaultAccounts())],
         allowUnlimitedContractSize: false,
         allowBlocksWithSameTimestamp: false,
-        initialDate:
-          options.initialTimestamp === undefined ? undefined : new Date(options.initialTimestamp * 1000),
+        initialDate: initialTimestamp === undefined ? undefined : new Date(initialTimestamp * 1000),
         enableTransientStorage: false,
         enableRip7212: false,
       },
@@ -116,7 +124,15 @@ export async function startHardhatNode(options: HardhatNodeOptions): Promise<Har
     ),
   );
 
-  const handler = new JsonRpcHandler(provider);
+  const direct: Request = (args) => provider.request(args);
+  await journal?.replay(direct);
+  const request = journal ? journal.wrap(direct) : direct;
+  // The handler only calls request() and, for subscriptions, the listener methods.
+  const handler = new JsonRpcHandler({
+    request,
+    addListener: provider.addListener.bind(provider),
+    removeListener: provider.removeListener.bind(provider),
+  } as unknown as typeof provider);
   const server = createServer((req, res) => void handler.handleHttp(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -129,7 +145,8 @@ export async function startHardhatNode(options: HardhatNodeOptions): Promise<Har
     chainId: options.chainId,
     rpcUrl: `http://${host}:${port}`,
     port,
-    request: (method, params = []) => provider.request({ method, params }),
+    resumed: (journal?.entries ?? 0) > 0,
+    request: (method, params = []) => request({ method, params }),
     close: () =>
       new Promise<void>((resolve, reject) => {
         // Keep-alive sockets of clients would otherwise hold close() open for seconds.

@@ -1,4 +1,5 @@
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { createRequire } from 'node:module';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -29,5 +30,27 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   // Synchronous writes: the last lines before an exit (shutdown, fatal start-up errors) are never lost.
-  return pino(config, pino.destination({ dest: 1, sync: true }));
+  return pino(config, prettyStream() ?? pino.destination({ dest: 1, sync: true }));
+}
+
+/**
+ * On a terminal, one readable line per event (pino-pretty, a dev dependency: present after `npm install`);
+ * JSON lines otherwise, or with LOG_FORMAT=json. Without pino-pretty (a production install) JSON as well.
+ */
+function prettyStream(): DestinationStream | undefined {
+  const format = process.env.LOG_FORMAT;
+  if (format === 'json' || (format !== 'pretty' && !process.stdout.isTTY)) return undefined;
+  try {
+    const pretty = createRequire(import.meta.url)('pino-pretty') as (options: object) => DestinationStream;
+    return pretty({
+      sync: true,
+      singleLine: true,
+      colorize: process.stdout.isTTY,
+      translateTime: 'SYS:HH:MM:ss',
+      ignore: 'pid,hostname,service',
+      messageFormat: '{if service}{service}: {end}{msg}',
+    });
+  } catch {
+    return undefined;
+  }
 }

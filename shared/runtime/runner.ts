@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '../logging/logger.js';
 import { startInfrastructure, type Infrastructure } from './infrastructure.js';
 import { createMetrics } from './metrics.js';
 import type { RunningService, ServiceDefinition } from './service.js';
+import { serviceUrls } from './summary.js';
 
 /** Exit code for configuration errors (sysexits EX_CONFIG). */
 export const EXIT_CONFIG = 78;
@@ -95,7 +96,8 @@ export async function runServices(
       });
       running.push({ name: definition.name, service });
     }
-    log.info({ services: running.map((r) => r.name) }, 'ready');
+    const names = running.map((r) => r.name);
+    log.info({ services: names, urls: serviceUrls(config, names) }, 'ready');
   } catch (err) {
     log.fatal({ err: (err as Error).message }, 'start-up failed');
     await stop('start-up failed');

@@ -90,7 +90,8 @@ embeddedPort = ${ports.db}
   it('starts every present service, stops on SIGINT within 5 s, and a second start reuses the data', async () => {
     const first = await startAndStop();
     expect(first).toContain('embedded PostgreSQL cluster created');
-    expect(first).toMatch(/"services":\["connector","points","agent"\]/);
+    // n8nUrl is set, so the notifier runs too.
+    expect(first).toMatch(/"services":\["connector","points","agent","notifier"\]/);
     expect(first).toContain('migration applied');
 
     const second = await startAndStop();

@@ -12,9 +12,15 @@ export interface Spawned {
 }
 
 /** Runs a TypeScript entry point of the project in its own node process (tsx loader), as npm scripts do. */
-export function spawnTs(entry: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, entry), ...args], {
-    cwd: PROJECT_ROOT,
+export function spawnTs(
+  entry: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { cwd?: string } = {},
+): Spawned {
+  const root = options.cwd ?? PROJECT_ROOT;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, entry), ...args], {
+    cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

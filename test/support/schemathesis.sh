@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs schemathesis (pip package, in a cached venv) against the served OpenAPI documents of the relay and of
-# the Agent, each on a devnet with a fresh database: fails on any 5xx or answer that does not match the
+# the Agent, each on a devnet, and of Points, each with a fresh database: fails on any 5xx or answer that does not match the
 # document. Called by .ci/run.
 # SCHEMATHESIS_EXAMPLES bounds the examples per operation (default 25: about a minute on 2 cores).
 set -euo pipefail
@@ -26,4 +26,5 @@ fi
 status=0
 node --import tsx test/support/schemathesis-relay.ts "$VENV/bin/st" || status=$?
 node --import tsx test/support/schemathesis-agent.ts "$VENV/bin/st" || status=$?
+node --import tsx test/support/schemathesis-points.ts "$VENV/bin/st" || status=$?
 exit "$status"

@@ -1,0 +1,162 @@
+import { createServer, type Server } from 'node:http';
+import { Gauge, Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../shared/net/free-port.js';
+import type { RunningService } from '../../shared/runtime/service.js';
+import { encode, envelope } from '../../topics/envelope.js';
+import { swapVerdicts, verdictId } from '../../topics/swap.verdicts.js';
+import { violationId, violations } from '../../topics/violations.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { serviceContext } from '../../test/support/service-context.js';
+import { waitFor } from '../../test/support/wait.js';
+import { hex32, userAddress, verdictPayload, violationPayload } from '../points/test-harness.js';
+import { startNotifier } from './index.js';
+import { notifierMigrations } from './migrations.js';
+
+/**
+ * The n8n outbox: notifications made while the receiver is down (connection refused, then failing with 503)
+ * are all delivered once it recovers, retried with back-off; none is lost and none is made twice.
+ */
+describe('n8n notifier outbox', () => {
+  let db: TestDatabase;
+  let ctx: Awaited<ReturnType<typeof serviceContext>>;
+  let notifier: RunningService;
+  let receiver: Server | undefined;
+  let port: number;
+  const received: Array<{ id: string; kind: string; [k: string]: unknown }> = [];
+  let failuresLeft = 3;
+  let refusedWith503 = 0;
+  const registry = new Registry();
+  const relayCommands = new Gauge({
+    name: 'relay_commands',
+    help: 'test',
+    labelNames: ['status'],
+    registers: [registry],
+  });
+
+  beforeAll(async () => {
+    db = await createTestDatabase([notifierMigrations]);
+    port = await freePort();
+    ctx = await serviceContext(db, `n8nUrl = "http://127.0.0.1:${port}/webhook/otmoic"`, ['n8nUrl']);
+    notifier = await startNotifier(
+      { ...ctx, metrics: registry },
+      { url: ctx.config.n8nUrl!, baseBackoffMs: 50, maxBackoffMs: 400, pollMs: 50, watchIntervalMs: 50 },
+    );
+  });
+
+  afterAll(async () => {
+    await notifier?.stop();
+    await new Promise((resolve) => receiver?.close(resolve) ?? resolve(undefined));
+    await ctx?.close();
+    await db?.drop();
+  });
+
+  const outbox = async () =>
+    (
+      await db.pool.query<{ id: string; attempts: number; delivered: boolean }>(
+        'SELECT id, attempts, delivered_at IS NOT NULL AS delivered FROM notifier_outbox ORDER BY id',
+      )
+    ).rows;
+
+  it('keeps every notification while the receiver is down and delivers each once it recovers', async () => {
+    const now = 1_800_000_000;
+    const bids = [1, 2, 3, 4].map((n) => hex32(n));
+    await ctx.bus.publish(
+      violations.name,
+      bids.map((bid, i) =>
+        encode(
+          violations,
+          envelope(
+            violations,
+            violationPayload({ bid, party: 'user', subject: userAddress(i + 1), blockTime: now + i }),
+            {
+              occurredAt: now + i,
+              source: 'test',
+              id: violationId(bid),
+            },
+          ),
+        ),
+      ),
+    );
+    const complained = hex32(9);
+    const verdicts = [
+      verdictPayload({
+        bid: complained,
+        lpId: 'lp-a',
+        outcome: 'violation',
+        party: 'user',
+        case: 1,
+        blockTime: now + 10,
+        complaint: {
+          complainant: 'lp-a',
+          complainantParty: 'lp',
+          valid: true,
+          invalidReason: null,
+          fields: {},
+        },
+      } as Parameters<typeof verdictPayload>[0]),
+      verdictPayload({ bid: hex32(10), lpId: 'lp-a', outcome: 'normal', blockTime: now + 11 }),
+    ];
+    await ctx.bus.publish(
+      swapVerdicts.name,
+      verdicts.map((v) =>
+        encode(
+          swapVerdicts,
+          envelope(swapVerdicts, v, { occurredAt: v.blockTime, source: 'test', id: verdictId(v.bidId) }),
+        ),
+      ),
+    );
+    relayCommands.set({ status: 'failed' }, 2);
+
+    // Receiver down: connection refused; rows wait and are retried with back-off.
+    const expected = [
+      ...bids.map((b) => `violation:${b}`),
+      `complaint:${complained}`,
+      'submission_failed:relay:2',
+    ].sort();
+    await waitFor(async () => {
+      const rows = await outbox();
+      return rows.length === expected.length && rows.some((r) => r.attempts >= 2);
+    }, 'notifications queued and retried while the receiver is down');
+    expect((await outbox()).map((r) => r.id)).toEqual(expected);
+    expect((await outbox()).every((r) => !r.delivered)).toBe(true);
+
+    // The receiver comes up failing (503 three times), then recovers.
+    receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        if (failuresLeft > 0) {
+          failuresLeft--;
+          refusedWith503++;
+          response.writeHead(503).end();
+          return;
+        }
+        received.push(JSON.parse(body));
+        response.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => receiver!.listen(port, '127.0.0.1', resolve));
+
+    await waitFor(
+      async () => (await outbox()).every((r) => r.delivered),
+      'every notification delivered',
+      20_000,
+    );
+    expect(refusedWith503).toBe(3);
+    expect(received.map((r) => r.id).sort()).toEqual(expected);
+    expect(received.find((r) => r.id === `complaint:${complained}`)).toMatchObject({
+      kind: 'complaint_outcome',
+      case: 1,
+      complainant: 'lp-a',
+    });
+    expect(received.find((r) => r.kind === 'violation')).toMatchObject({
+      party: 'user',
+      rule: expect.any(String),
+    });
+
+    // The same failed count again (a later look, or a restart) notifies nothing new.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(received).toHaveLength(expected.length);
+  }, 60_000);
+});

@@ -1,0 +1,156 @@
+/**
+ * The outbox of n8n notifications: rows are written in the same transaction as the event's offset commit,
+ * and posted to `n8nUrl` until the receiver answers 2xx, with exponential back-off. Nothing is ever dropped:
+ * while the receiver is down rows wait; delivery is at least once (the receiver dedupes by `id`).
+ */
+import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { Logger } from '../../shared/logging/logger.js';
+
+export type NotificationKind =
+  'violation' | 'complaint_outcome' | 'submission_failed' | 'submission_stuck' | 'connector_lagging';
+
+export interface Notification {
+  id: string;
+  kind: NotificationKind;
+  payload: Record<string, unknown>;
+}
+
+/** Adds a notification once (a second add with the same id is a no-op). */
+export async function enqueue(db: Pool | PoolClient, n: Notification): Promise<void> {
+  await db.query(
+    'INSERT INTO notifier_outbox (id, kind, payload) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+    [n.id, n.kind, JSON.stringify(n.payload)],
+  );
+}
+
+export interface OutboxSenderOptions {
+  pool: Pool;
+  url: string;
+  log: Logger;
+  /** First retry after this; doubled per failure up to maxBackoffMs. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** How often due rows are looked for when nothing woke the sender. */
+  pollMs?: number;
+  timeoutMs?: number;
+  onOutcome?: (outcome: 'delivered' | 'failed') => void;
+}
+
+export class OutboxSender {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private downSince: number | undefined;
+
+  constructor(private readonly options: OutboxSenderOptions) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Look now (a row was added). */
+  wake(): void {
+    if (!this.stopped && !this.running) this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.sendDue()
+        .catch((err: Error) => this.options.log.warn({ err: err.message }, 'n8n outbox pass failed'))
+        .finally(() => {
+          this.running = undefined;
+          if (!this.stopped) this.schedule(this.options.pollMs ?? 1_000);
+        });
+    }, ms);
+  }
+
+  /** Posts every due row, oldest first; each row is locked while it is posted (several processes may run). */
+  private async sendDue(): Promise<void> {
+    const { pool, log } = this.options;
+    while (!this.stopped) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { rows } = await client.query<{
+          id: string;
+          kind: string;
+          payload: Record<string, unknown>;
+          attempts: number;
+          created_at: Date;
+        }>(
+          `SELECT id, kind, payload, attempts, created_at FROM notifier_outbox
+            WHERE delivered_at IS NULL AND next_attempt_at <= now()
+            ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+        );
+        const row = rows[0];
+        if (!row) {
+          await client.query('COMMIT');
+          return;
+        }
+        const error = await this.post({
+          id: row.id,
+          kind: row.kind,
+          created_at: row.created_at,
+          ...row.payload,
+        });
+        if (error === undefined) {
+          await client.query(
+            'UPDATE notifier_outbox SET delivered_at = now(), attempts = attempts + 1 WHERE id = $1',
+            [row.id],
+          );
+          await client.query('COMMIT');
+          this.options.onOutcome?.('delivered');
+          if (this.downSince !== undefined) log.info({ id: row.id }, 'n8n receiver reachable again');
+          this.downSince = undefined;
+          continue;
+        }
+        const backoff = Math.min(
+          (this.options.baseBackoffMs ?? 1_000) * 2 ** Math.min(row.attempts, 20),
+          this.options.maxBackoffMs ?? 300_000,
+        );
+        await client.query(
+          `UPDATE notifier_outbox SET attempts = attempts + 1, last_error = $2,
+              next_attempt_at = now() + make_interval(secs => $3::double precision / 1000) WHERE id = $1`,
+          [row.id, error, backoff],
+        );
+        await client.query('COMMIT');
+        this.options.onOutcome?.('failed');
+        // Once per outage, not per row and attempt.
+        if (this.downSince === undefined) {
+          this.downSince = Date.now();
+          log.warn({ err: error }, 'n8n receiver failing; notifications wait in the outbox');
+        }
+        return;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  /** undefined when delivered; otherwise why not (no URL: it may carry a token). */
+  private async post(body: Record<string, unknown>): Promise<string | undefined> {
+    try {
+      const response = await fetch(this.options.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-otmoic-notification-id': String(body.id) },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+      });
+      await response.arrayBuffer().catch(() => undefined);
+      return response.ok ? undefined : `HTTP ${response.status}`;
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      return cause ?? (err as Error).name;
+    }
+  }
+}

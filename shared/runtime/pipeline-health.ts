@@ -1,0 +1,72 @@
+/**
+ * The pipeline's health from the process's metrics registry: the services that share this process (with
+ * `npm start`, all of them; a single-service process sees only its own figures). Read by the dashboard
+ * (GET /dashboard/pipeline) and the notifier's watch.
+ */
+import type { Registry } from 'prom-client';
+
+export interface PipelineHealth {
+  chains: Array<{
+    chain: string;
+    chain_client_height?: number;
+    connector_height?: number;
+    lag_blocks?: number;
+  }>;
+  consumers: Array<{ group: string; lag: number }>;
+  commands: Record<string, Record<string, number>>;
+  classifier: { pending: Record<string, number>; oldest_pending_age_seconds?: number };
+  /** Per sending service (relay, agent): age of its oldest sent but unconfirmed transaction. */
+  oldestUnconfirmedSeconds: Record<string, number>;
+}
+
+type MetricJson = { name: string; values: Array<{ value: number; labels: Record<string, string | number> }> };
+
+/** Heights and lag per chain, consumer lag per group, commands by status, from the metrics registry. */
+export async function pipelineHealth(registry: Registry): Promise<PipelineHealth> {
+  const metrics = (await registry.getMetricsAsJSON()) as unknown as MetricJson[];
+  const values = (name: string) => metrics.find((m) => m.name === name)?.values ?? [];
+  const chains = new Map<string, PipelineHealth['chains'][number]>();
+  const chain = (id: string) => chains.get(id) ?? chains.set(id, { chain: id }).get(id)!;
+  for (const v of values('chain_client_height'))
+    chain(String(v.labels.instance)).chain_client_height = v.value;
+  for (const v of values('connector_height'))
+    if (v.labels.stream === 'swap') chain(String(v.labels.chain)).connector_height = v.value;
+  for (const c of chains.values())
+    if (c.chain_client_height !== undefined && c.connector_height !== undefined)
+      c.lag_blocks = Math.max(0, c.chain_client_height - c.connector_height);
+
+  const lag = new Map<string, number>();
+  for (const v of values('bus_consumer_lag')) {
+    const group = String(v.labels.group);
+    lag.set(group, (lag.get(group) ?? 0) + v.value);
+  }
+
+  // Every service's "…_commands{status}" / "…_submissions{status}" gauge (relay_commands, agent_submissions).
+  const commands: PipelineHealth['commands'] = {};
+  for (const m of metrics) {
+    const match = /^([a-z]+)_(?:commands|complaints|submissions)$/.exec(m.name);
+    if (!match || !m.values.some((v) => v.labels.status !== undefined)) continue;
+    const byStatus = (commands[match[1]!] ??= {});
+    for (const v of m.values)
+      byStatus[String(v.labels.status)] = (byStatus[String(v.labels.status)] ?? 0) + v.value;
+  }
+
+  const pending: Record<string, number> = {};
+  for (const v of values('classifier_pending_swaps')) pending[String(v.labels.waiting_for)] = v.value;
+  return {
+    chains: [...chains.values()].sort((a, b) => a.chain.localeCompare(b.chain)),
+    consumers: [...lag]
+      .map(([group, n]) => ({ group, lag: n }))
+      .sort((a, b) => a.group.localeCompare(b.group)),
+    commands,
+    oldestUnconfirmedSeconds: Object.fromEntries(
+      metrics
+        .filter((m) => /^[a-z]+_oldest_unconfirmed_seconds$/.test(m.name) && m.values[0] !== undefined)
+        .map((m) => [m.name.split('_')[0]!, m.values[0]!.value]),
+    ),
+    classifier: {
+      pending,
+      oldest_pending_age_seconds: values('classifier_oldest_pending_age_seconds')[0]?.value,
+    },
+  };
+}
