@@ -1,108 +1,35 @@
 /**
- * `test/support/schemathesis.sh` runs this: a relay on a fresh devnet and a fresh database (DATABASE_URL's
- * server, else an embedded PostgreSQL in a temporary directory), then schemathesis (the CLI path is argv[2])
- * against the relay's served OpenAPI document. Fails on any 5xx or answer that does not match the document.
- * Chain checks at accept time are on, as in production; the rate limit is out of the way.
+ * `test/support/schemathesis.sh` runs this: a relay on a fresh devnet and a fresh database, then schemathesis
+ * against the relay's served OpenAPI document (schemathesis-target.ts). Chain checks at accept time are on, as
+ * in production; the rate limit is out of the way.
  */
-import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { Registry } from 'prom-client';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
-import { startEmbeddedPostgres } from '../../shared/db/embedded.js';
-import { migrate } from '../../shared/db/migrate.js';
-import { coreMigrations } from '../../shared/db/migrations/core.js';
-import { createPool } from '../../shared/db/pool.js';
 import { startDevnet } from '../../shared/devnet/devnet.js';
 import { createLogger } from '../../shared/logging/logger.js';
-import { freePort } from '../../shared/net/free-port.js';
 import { startRelay } from '../../services/relay/index.js';
 import { relayMigrationSets } from '../../services/relay/migrations.js';
 import { relayTestConfig } from '../../services/relay/test-harness.js';
 import { topicSpec } from '../../topics/envelope.js';
 import { relayCommands } from '../../topics/relay.commands.js';
+import { runSchemathesis } from './schemathesis-target.js';
 
-const st = process.argv[2];
-if (st === undefined) throw new Error('usage: schemathesis-relay.ts <path of the st CLI>');
-const examples = process.env.SCHEMATHESIS_EXAMPLES ?? '25';
-
-const cleanups: (() => Promise<unknown>)[] = [];
-let code = 1;
-try {
-  let serverUrl = process.env.DATABASE_URL;
-  if (serverUrl === undefined) {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-schemathesis-pg-'));
-    await chmod(dir, 0o755);
-    const server = await startEmbeddedPostgres({
-      dataDir: path.join(dir, 'data'),
-      port: await freePort(),
-      database: 'otmoic_test',
-    });
-    cleanups.push(
-      () => rm(dir, { recursive: true, force: true }),
-      () => server.stop(),
+await runSchemathesis({
+  name: 'relay',
+  migrations: relayMigrationSets,
+  async serve({ pool, url }, cleanups) {
+    const devnet = await startDevnet({ chains: [{ chainId: 97 }] });
+    cleanups.push(() => devnet.stop());
+    const chain = devnet.chain(97);
+    const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
+    const bus = new PostgresBus({ pool, connectionString: url, log, idlePollMs: 200 });
+    await bus.ensureTopics([topicSpec(relayCommands, 4)]);
+    cleanups.push(() => bus.close());
+    const relay = await startRelay(
+      { db: pool, bus, log, metrics: new Registry() },
+      relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic, acceptChecks: true }),
     );
-    serverUrl = server.url;
-  }
-  const name = `schemathesis_${process.pid}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  cleanups.push(async () => {
-    const dropper = new pg.Client({ connectionString: serverUrl });
-    await dropper.connect();
-    await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await dropper.end();
-  });
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const pool = createPool(url.toString(), { max: 10 });
-  cleanups.push(() => pool.end());
-  await migrate(pool, [coreMigrations, ...relayMigrationSets]);
-
-  const devnet = await startDevnet({ chains: [{ chainId: 97 }] });
-  cleanups.push(() => devnet.stop());
-  const chain = devnet.chain(97);
-  const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
-  const bus = new PostgresBus({ pool, connectionString: url.toString(), log, idlePollMs: 200 });
-  await bus.ensureTopics([topicSpec(relayCommands, 4)]);
-  cleanups.push(() => bus.close());
-  const relay = await startRelay(
-    { db: pool, bus, log, metrics: new Registry() },
-    relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic, acceptChecks: true }),
-  );
-  cleanups.push(() => relay.stop());
-  const base = `http://127.0.0.1:${relay.port}`;
-
-  const args = [
-    'run',
-    `${base}/evm-client-9006/relay/openapi.json`,
-    '--url',
-    base,
-    '--checks',
-    'not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance',
-    '--max-examples',
-    examples,
-    '--workers',
-    '2',
-    '--phases',
-    'examples,coverage,fuzzing',
-    '--generation-database',
-    'none',
-    '--request-timeout',
-    '20',
-    '--no-color',
-  ];
-  console.log(`schemathesis: ${st} ${args.join(' ')}`);
-  code = await new Promise<number>((resolve, reject) => {
-    const child = spawn(st, args, { stdio: 'inherit' });
-    child.on('error', reject);
-    child.on('exit', (exitCode) => resolve(exitCode ?? 1));
-  });
-} finally {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-}
-process.exit(code);
+    cleanups.push(() => relay.stop());
+    return { base: `http://127.0.0.1:${relay.port}`, openapiPath: '/evm-client-9006/relay/openapi.json' };
+  },
+});
