@@ -5,116 +5,37 @@
  * `GET /complaint?bid=`. The Agent asks DID ownership of the DID support service (the production path).
  */
 import { Wallet } from 'ethers';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent } from '../../services/agent/index.js';
 import { agentMigrations } from '../../services/agent/migrations.js';
 import { agentTestConfig, sdkBody, type SdkComplaint } from '../../services/agent/test-harness.js';
-import { startChainClient } from '../../services/chain-client/index.js';
-import { chainClientMigrations } from '../../services/chain-client/migrations.js';
-import { createClassifier, subscribeEngine, watchedChains } from '../../services/classifier/index.js';
-import { classifierMigrations } from '../../services/classifier/migrations.js';
-import { classifierTables } from '../../services/classifier/tables.js';
-import { connectorService } from '../../services/connector/index.js';
-import { connectorMigrations } from '../../services/connector/migrations.js';
 import { startPoints } from '../../services/points/index.js';
 import { pointsMigrations } from '../../services/points/migrations.js';
 import { pointTestConfig } from '../../services/points/test-harness.js';
-import { startDidSupport, type DidSupport } from '../../services/stand-ins/did-support/index.js';
 import {
   startRelayAdminStandIn,
   type RelayAdminStandIn,
 } from '../../services/stand-ins/relay-admin/server.js';
-import type { Subscription } from '../../shared/bus/port.js';
 import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from '../../shared/devnet/agreements.js';
-import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
-import { createLogger } from '../../shared/logging/logger.js';
-import { freePort } from '../../shared/net/free-port.js';
 import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
-import type { RunningService } from '../../shared/runtime/service.js';
 import { senderMigrations } from '../../shared/sender/nonces.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { serviceContext } from '../support/service-context.js';
+import { DST, E, SRC, Tol, startPipeline, type Pipeline } from '../support/pipeline.js';
 import { waitFor } from '../support/wait.js';
 
-const SRC = { evm: 97, system: '9006' };
-const DST = { evm: 11155420, system: '614' };
-const E = 60;
-const Tol = 120;
-
 describe('a complaint through the Agent, the chain client, the Connector, the Classifier and Points', () => {
-  let devnet: Devnet;
-  let db: TestDatabase;
-  let did: DidSupport;
+  let pipeline: Pipeline;
   let relayAdmin: RelayAdminStandIn;
-  let ctx: Awaited<ReturnType<typeof serviceContext>>;
-  let connector: RunningService;
-  let subscription: Subscription;
-  let stopDid: () => void;
   let points: Awaited<ReturnType<typeof startPoints>>;
   let agent: Awaited<ReturnType<typeof startAgent>>;
-  const clients: Array<{ stop(): Promise<void> }> = [];
-  const src = () => devnet.chain(SRC.evm);
-  const dst = () => devnet.chain(DST.evm);
+  const src = () => pipeline.src();
+  const dst = () => pipeline.dst();
 
   beforeAll(async () => {
-    [devnet, db] = await Promise.all([
-      startDevnet({ chains: [{ chainId: SRC.evm }, { chainId: DST.evm }] }),
-      createTestDatabase([
-        chainClientMigrations,
-        connectorMigrations,
-        classifierMigrations,
-        pointsMigrations,
-        senderMigrations,
-        agentMigrations,
-      ]),
-    ]);
-    did = await startDidSupport({ rpcUrl: dst().rpcUrl, registry: dst().contracts.reputation });
-    relayAdmin = await startRelayAdminStandIn();
-    const ports: number[] = [];
-    for (const { evm, system } of [SRC, DST]) {
-      const chain = devnet.chain(evm);
-      const client = await startChainClient(
-        { db: db.pool, log: createLogger({ level: 'silent' }), metrics: new Registry() },
-        {
-          port: 0,
-          rpc: chain.rpcUrl,
-          systemChainId: system,
-          contractAddr: chain.contracts.otmoic,
-          reputationContractAddr: chain.contracts.reputation,
-          confirmations: 0,
-          startBlock: 0,
-          pollIntervalMs: 100,
-          deliveryAttempts: 10,
-        },
-      );
-      clients.push(client);
-      ports.push(client.port);
-    }
-    const connectorPort = await freePort();
-    const toml = [
-      `[connector]\nport = ${connectorPort}\ncallbackUrl = "http://127.0.0.1:${connectorPort}/callback"\nreregisterIntervalMs = 2000\nbackfillRetryMs = 3000`,
-      `[classifier]\nport = ${await freePort()}\ndidSupportUrl = "${did.url}"\ndidCacheMs = 1000`,
-      `[rpc-urls]\n${SRC.evm} = "${src().rpcUrl}"\n${DST.evm} = "${dst().rpcUrl}"`,
-      ...[SRC, DST].map(
-        (c, i) =>
-          `[[chainClients]]\nurl = "http://127.0.0.1:${ports[i]}"\nhistoryUrl = "http://127.0.0.1:${ports[i]}"\ninitBlockHeight = 0\nchainId = "${c.system}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${devnet.chain(c.evm).contracts.otmoic}"\nreputationContractAddr = "${devnet.chain(c.evm).contracts.reputation}"`,
-      ),
-    ].join('\n\n');
-    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls']);
-    connector = await connectorService.start(ctx);
-    const parts = createClassifier({
-      pool: db.pool,
-      tables: classifierTables(),
-      group: 'classifier',
-      chains: watchedChains(ctx.config.chainClients!),
-      didSupportUrl: did.url,
-      didCacheMs: 1_000,
-      bus: ctx.bus,
-      log: ctx.log,
+    pipeline = await startPipeline({
+      extraMigrations: [pointsMigrations, senderMigrations, agentMigrations],
     });
-    stopDid = () => parts.did.stop();
-    subscription = await subscribeEngine(ctx.bus, parts.engine, 'classifier');
+    const { ctx, did } = pipeline;
+    relayAdmin = await startRelayAdminStandIn();
     points = await startPoints(
       ctx,
       pointTestConfig({ relayAdminUrl: relayAdmin.url, didSupportUrl: did.url }),
@@ -136,15 +57,8 @@ describe('a complaint through the Agent, the chain client, the Connector, the Cl
   afterAll(async () => {
     await agent?.stop();
     await points?.stop();
-    await subscription?.stop();
-    stopDid?.();
-    await connector?.stop();
-    await ctx?.close();
-    for (const client of clients) await client.stop();
-    await did?.stop();
     await relayAdmin?.close();
-    await devnet?.stop();
-    await db?.drop();
+    await pipeline?.stop();
   });
 
   it('case 1: the LP complains through the Agent that the user never locked; Points shows the verdict', async () => {

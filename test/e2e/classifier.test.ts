@@ -1,21 +1,14 @@
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startChainClient } from '../../services/chain-client/index.js';
-import { chainClientMigrations } from '../../services/chain-client/migrations.js';
-import { createClassifier, subscribeEngine, watchedChains } from '../../services/classifier/index.js';
-import { classifierMigrations } from '../../services/classifier/migrations.js';
+import { watchedChains } from '../../services/classifier/index.js';
 import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
 import { ClassifierEngine } from '../../services/classifier/engine.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
-import { connectorService } from '../../services/connector/index.js';
-import { connectorMigrations } from '../../services/connector/migrations.js';
-import { startDidSupport, type DidSupport } from '../../services/stand-ins/did-support/index.js';
-import type { Subscription } from '../../shared/bus/port.js';
+import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
 import { fileComplaint, type ComplaintFields } from '../../shared/devnet/complaints.js';
 import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from '../../shared/devnet/agreements.js';
 import { deployDevnetContracts } from '../../shared/devnet/deploy.js';
 import { compileContracts } from '../../contracts/compile.js';
-import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
+import type { Devnet, DevnetChain } from '../../shared/devnet/devnet.js';
 import {
   lockSwap,
   runSwap,
@@ -23,9 +16,6 @@ import {
   type LockedSwap,
   type ScenarioOptions,
 } from '../../shared/devnet/swap-scenarios.js';
-import { freePort } from '../../shared/net/free-port.js';
-import { createLogger } from '../../shared/logging/logger.js';
-import type { RunningService } from '../../shared/runtime/service.js';
 import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
 import {
   chainEvents,
@@ -35,40 +25,23 @@ import {
   type ChainHeight,
   type SwapVerdict,
 } from '../../topics/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { serviceContext } from '../support/service-context.js';
+import type { TestDatabase } from '../support/database.js';
+import { DST, E, SRC, Tol, startPipeline, type Pipeline } from '../support/pipeline.js';
 import { waitFor } from '../support/wait.js';
-
-const SRC = { evm: 97, system: '9006' };
-const DST = { evm: 11155420, system: '614' };
-const E = 60;
-const Tol = 120;
 
 /**
  * The classifier on the devnet, behind our chain clients and the Connector: real contracts, genuine signed
  * agreements, exact block times, DID names from the devnet's registry through the DID support stand-in.
  */
 describe('classifier end to end on the devnet', () => {
+  let pipeline: Pipeline;
   let devnet: Devnet;
   let db: TestDatabase;
   let did: DidSupport;
-  let ctx: Awaited<ReturnType<typeof serviceContext>>;
-  let connector: RunningService;
-  let subscription: Subscription;
-  let stopDid: () => void;
-  const clients: Array<{ stop(): Promise<void> }> = [];
-  const src = () => devnet.chain(SRC.evm);
-  const dst = () => devnet.chain(DST.evm);
-  const options = (extra: Partial<ScenarioOptions> = {}): ScenarioOptions => ({
-    src: src(),
-    dst: dst(),
-    srcSystemChainId: Number(SRC.system),
-    dstSystemChainId: Number(DST.system),
-    didChain: dst(),
-    E,
-    Tol,
-    ...extra,
-  });
+  let ctx: Pipeline['ctx'];
+  const src = () => pipeline.src();
+  const dst = () => pipeline.dst();
+  const options = (extra: Partial<ScenarioOptions> = {}) => pipeline.options(extra);
 
   async function verdictOf(bidId: string, timeoutMs = 60_000): Promise<SwapVerdict> {
     let verdict: SwapVerdict | undefined;
@@ -133,66 +106,12 @@ describe('classifier end to end on the devnet', () => {
   const afterWindows = (s: LockedSwap) => s.times.T + 3 * E + 3 * Tol + 5;
 
   beforeAll(async () => {
-    [devnet, db] = await Promise.all([
-      startDevnet({ chains: [{ chainId: SRC.evm }, { chainId: DST.evm }] }),
-      createTestDatabase([chainClientMigrations, connectorMigrations, classifierMigrations]),
-    ]);
-    did = await startDidSupport({ rpcUrl: dst().rpcUrl, registry: dst().contracts.reputation });
-    const ports: number[] = [];
-    for (const { evm, system } of [SRC, DST]) {
-      const chain = devnet.chain(evm);
-      const client = await startChainClient(
-        { db: db.pool, log: createLogger({ level: 'silent' }), metrics: new Registry() },
-        {
-          port: 0,
-          rpc: chain.rpcUrl,
-          systemChainId: system,
-          contractAddr: chain.contracts.otmoic,
-          reputationContractAddr: chain.contracts.reputation,
-          confirmations: 0,
-          startBlock: 0,
-          pollIntervalMs: 100,
-          deliveryAttempts: 10,
-        },
-      );
-      clients.push(client);
-      ports.push(client.port);
-    }
-    const connectorPort = await freePort();
-    const toml = [
-      `[connector]\nport = ${connectorPort}\ncallbackUrl = "http://127.0.0.1:${connectorPort}/callback"\nreregisterIntervalMs = 2000\nbackfillRetryMs = 3000`,
-      `[classifier]\nport = ${await freePort()}\ndidSupportUrl = "${did.url}"\ndidCacheMs = 1000`,
-      `[rpc-urls]\n${SRC.evm} = "${src().rpcUrl}"\n${DST.evm} = "${dst().rpcUrl}"`,
-      ...[SRC, DST].map(
-        (c, i) =>
-          `[[chainClients]]\nurl = "http://127.0.0.1:${ports[i]}"\nhistoryUrl = "http://127.0.0.1:${ports[i]}"\ninitBlockHeight = 0\nchainId = "${c.system}"\nnativeChainId = "${c.evm}"\nregisterPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "${devnet.chain(c.evm).contracts.otmoic}"\nreputationContractAddr = "${devnet.chain(c.evm).contracts.reputation}"`,
-      ),
-    ].join('\n\n');
-    ctx = await serviceContext(db, toml, ['connector', 'classifier', 'chainClients', 'rpc-urls']);
-    connector = await connectorService.start(ctx);
-    const parts = createClassifier({
-      pool: db.pool,
-      tables: classifierTables(),
-      group: 'classifier',
-      chains: watchedChains(ctx.config.chainClients!),
-      didSupportUrl: did.url,
-      didCacheMs: 1_000,
-      bus: ctx.bus,
-      log: ctx.log,
-    });
-    stopDid = () => parts.did.stop();
-    subscription = await subscribeEngine(ctx.bus, parts.engine, 'classifier');
+    pipeline = await startPipeline();
+    ({ devnet, db, did, ctx } = pipeline);
   }, 180_000);
 
   afterAll(async () => {
-    await subscription?.stop();
-    stopDid?.();
-    await connector?.stop();
-    await ctx?.close();
-    for (const client of clients) await client.stop();
-    await did?.stop();
-    await devnet?.stop();
-    await db?.drop();
+    await pipeline?.stop();
   });
 
   it('judges an honest swap normal, with its response time, once the LP confirmed in', async () => {
