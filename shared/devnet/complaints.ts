@@ -3,6 +3,7 @@
 import { Contract, type TransactionReceipt } from 'ethers';
 import { bidId, complaintDomain, complaintTypedDataTypes, parseComplaint } from '../chain/index.js';
 import { OTMOIC_REPUTATION_ABI } from '../otmoic/abi.js';
+import { complaintOfAgreement, type SignedAgreement } from '../otmoic/agreement.js';
 import type { DevnetChain } from './devnet.js';
 
 export interface ComplaintFields {
@@ -23,6 +24,22 @@ export interface ComplaintFields {
   agreementReachedTime: number;
   userSign: string;
   lpSign: string;
+}
+
+/** The Complaint of a signed agreement in the contract's argument types (what fileComplaint takes). */
+export function complaintFieldsOf(agreement: SignedAgreement): ComplaintFields {
+  const c = complaintOfAgreement(agreement);
+  return {
+    ...c,
+    srcChainId: Number(c.srcChainId),
+    srcAddress: BigInt(c.srcAddress),
+    dstChainId: Number(c.dstChainId),
+    dstAddress: BigInt(c.dstAddress),
+    expectedSingleStepTime: Number(c.expectedSingleStepTime),
+    tolerantSingleStepTime: Number(c.tolerantSingleStepTime),
+    earliestRefundTime: Number(c.earliestRefundTime),
+    agreementReachedTime: Number(c.agreementReachedTime),
+  };
 }
 
 export interface FiledComplaint {

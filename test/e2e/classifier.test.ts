@@ -4,11 +4,11 @@ import { classifierDdl, classifierTables } from '../../services/classifier/table
 import { ClassifierEngine } from '../../services/classifier/engine.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
 import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
-import { fileComplaint, type ComplaintFields } from '../../shared/devnet/complaints.js';
-import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from '../../shared/devnet/agreements.js';
+import { complaintFieldsOf, fileComplaint } from '../../shared/devnet/complaints.js';
+import { bidIdOf } from '../../shared/devnet/agreements.js';
 import { deployDevnetContracts } from '../../shared/devnet/deploy.js';
 import { compileContracts } from '../../contracts/compile.js';
-import type { Devnet, DevnetChain } from '../../shared/devnet/devnet.js';
+import type { DevnetChain } from '../../shared/devnet/devnet.js';
 import {
   lockSwap,
   runSwap,
@@ -16,7 +16,6 @@ import {
   type LockedSwap,
   type ScenarioOptions,
 } from '../../shared/devnet/swap-scenarios.js';
-import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
 import {
   chainEvents,
   chainHeights,
@@ -35,7 +34,6 @@ import { waitFor } from '../support/wait.js';
  */
 describe('classifier end to end on the devnet', () => {
   let pipeline: Pipeline;
-  let devnet: Devnet;
   let db: TestDatabase;
   let did: DidSupport;
   let ctx: Pipeline['ctx'];
@@ -107,7 +105,7 @@ describe('classifier end to end on the devnet', () => {
 
   beforeAll(async () => {
     pipeline = await startPipeline();
-    ({ devnet, db, did, ctx } = pipeline);
+    ({ db, did, ctx } = pipeline);
   }, 180_000);
 
   afterAll(async () => {
@@ -187,22 +185,7 @@ describe('classifier end to end on the devnet', () => {
       const swap = await lockSwap(options({ lock: false }));
       const locked = await tryStep(swap, src(), 'transferOut', 1, swap.times.T + E + offset);
       expect(locked.ok).toBe(offset <= 0);
-      const c = complaintOfAgreement(swap.agreement);
-      await fileComplaint(
-        dst(),
-        {
-          ...c,
-          srcChainId: Number(c.srcChainId),
-          srcAddress: BigInt(c.srcAddress),
-          dstChainId: Number(c.dstChainId),
-          dstAddress: BigInt(c.dstAddress),
-          expectedSingleStepTime: E,
-          tolerantSingleStepTime: Tol,
-          earliestRefundTime: swap.times.R,
-          agreementReachedTime: swap.times.T,
-        },
-        { complainant: 2, domain: swap.lpId },
-      );
+      await fileComplaint(dst(), complaintFieldsOf(swap.agreement), { complainant: 2, domain: swap.lpId });
       await moveTo(afterWindows(swap));
       verdicts.push((await verdictOf(swap.bidId)).case);
     }
@@ -245,46 +228,10 @@ describe('classifier end to end on the devnet', () => {
     expect(verdict).toMatchObject({ case: 7, party: 'user', subject: swap.out.sender.toLowerCase() });
   }, 120_000);
 
-  /** An agreement the parties signed but the user never locked, and a complaint about it. */
+  /** An agreement the parties signed (and registered their DIDs for) but the user never locked. */
   async function unlockedAgreement() {
-    const user = src().accounts[1]!;
-    const lp = src().accounts[2]!;
-    await registerDids(dst(), { [lpIdOf(lp.address)]: lp.address, [userDid(user.address)]: user.address });
-    const T = Math.max(await src().latestTimestamp(), await dst().latestTimestamp()) + 10;
-    const agreement = signAgreement(
-      {
-        srcChainId: BigInt(SRC.system),
-        srcAddress: user.address,
-        srcToken: '0x0000000000000000000000000000000000000000',
-        srcAmount: '1000',
-        dstChainId: BigInt(DST.system),
-        dstAddress: user.address,
-        dstToken: '0x0000000000000000000000000000000000000000',
-        dstAmount: '990',
-        dstNativeAmount: '0',
-        requestor: user.address,
-        lpId: lpIdOf(lp.address),
-        agreementReachedTime: BigInt(T),
-        expectedSingleStepTime: BigInt(E),
-        tolerantSingleStepTime: BigInt(Tol),
-        earliestRefundTime: BigInt(T + 3 * E + 3 * Tol + 60),
-      },
-      { userKey: user.privateKey, lpKey: lp.privateKey },
-      { srcEvmChainId: SRC.evm, dstEvmChainId: DST.evm },
-    );
-    const c = complaintOfAgreement(agreement);
-    const fields: ComplaintFields = {
-      ...c,
-      srcChainId: Number(c.srcChainId),
-      srcAddress: BigInt(c.srcAddress),
-      dstChainId: Number(c.dstChainId),
-      dstAddress: BigInt(c.dstAddress),
-      expectedSingleStepTime: E,
-      tolerantSingleStepTime: Tol,
-      earliestRefundTime: Number(c.earliestRefundTime),
-      agreementReachedTime: T,
-    };
-    return { T, agreement, fields, lp: lp.address };
+    const swap = await lockSwap(options({ lock: false }));
+    return { T: swap.times.T, agreement: swap.agreement, fields: complaintFieldsOf(swap.agreement) };
   }
 
   it('case 1: a valid complaint by the LP and no TransferOut by T+E on the source chain', async () => {

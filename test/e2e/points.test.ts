@@ -17,8 +17,7 @@ import {
   type LockedSwap,
   type ScenarioOptions,
 } from '../../shared/devnet/swap-scenarios.js';
-import { fileComplaint } from '../../shared/devnet/complaints.js';
-import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
+import { complaintFieldsOf, fileComplaint } from '../../shared/devnet/complaints.js';
 import { DST, E, SRC, Tol, startPipeline, type Pipeline } from '../support/pipeline.js';
 import { productionSkipReason, type Profile } from '../support/service-context.js';
 import { announceSkip } from '../support/external.js';
@@ -202,22 +201,7 @@ describe.each([
 
   /** Files the agreement of a swap nobody locked, as `complainant` with `domain`. */
   async function complain(swap: LockedSwap, complainant: number, domain: string) {
-    const c = complaintOfAgreement(swap.agreement);
-    return fileComplaint(
-      dst(),
-      {
-        ...c,
-        srcChainId: Number(c.srcChainId),
-        srcAddress: BigInt(c.srcAddress),
-        dstChainId: Number(c.dstChainId),
-        dstAddress: BigInt(c.dstAddress),
-        expectedSingleStepTime: E,
-        tolerantSingleStepTime: Tol,
-        earliestRefundTime: swap.times.R,
-        agreementReachedTime: swap.times.T,
-      },
-      { complainant, domain },
-    );
+    return fileComplaint(dst(), complaintFieldsOf(swap.agreement), { complainant, domain });
   }
 
   it('case 6 deducts from the LP; a valid complaint (case 1) from the user; an invalid one (case 0) from nobody', async () => {
