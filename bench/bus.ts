@@ -214,7 +214,7 @@ async function publishAll(bus: EventBus, topic: string): Promise<void> {
 async function consume(
   bus: EventBus,
   topic: string,
-  handler: Parameters<EventBus['subscribe']>[0]['handler'],
+  handler: NonNullable<Parameters<EventBus['subscribe']>[0]['handler']>,
   publishConcurrently: boolean,
 ): Promise<number> {
   let handled = 0;

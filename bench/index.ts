@@ -1,11 +1,12 @@
 // `npm run bench -- <name> [<name> …]`: runs the named benchmarks (all when none is named).
-const suites: Record<string, () => Promise<{ run(): Promise<void> }>> = {
+const suites: Record<string, () => Promise<{ run(): Promise<unknown> }>> = {
   bus: () => import('./bus.js'),
   crypto: () => import('./crypto.js'),
   connector: () => import('./connector.js'),
   relay: () => import('./relay.js'),
   classifier: () => import('./classifier.js'),
   points: () => import('./points.js'),
+  replay: () => import('./replay.js'),
 };
 
 const asked = process.argv.slice(2);

@@ -3,11 +3,14 @@
  * each chain's clock, and records and publishes each swap's one verdict and at most one violation, all in the
  * transaction that also records the input message (exactly-once effects).
  *
+ * A batch of inputs is one transaction: its rows are read in a fixed number of statements, decided in
+ * memory in input order, and written back in a fixed number (working-set.ts).
+ *
  * Every transaction of one classifier group takes one advisory lock first. Events of a swap come from
  * several chains, which the bus hands to concurrent partition workers; the lock makes "read the facts,
  * decide, write" one step, so no fact is lost between a TransferIn and its TransferOut arriving together.
  */
-import { applyOnce } from '../../shared/bus/apply-once.js';
+import { recordProcessed } from '../../shared/bus/apply-once.js';
 import type { EventBus, HandlerContext } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
@@ -28,6 +31,7 @@ import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { judge } from './judge.js';
 import type { ClassifierMetrics } from './metrics.js';
 import type { ClassifierTables } from './tables.js';
+import { WorkingSet, clockKey, readPlan, type Stream, type StoredSwap } from './working-set.js';
 
 export interface WatchedChain {
   evmChainId: number;
@@ -48,69 +52,61 @@ export interface EngineOptions {
   log: Logger;
 }
 
-type Stream = 'swap' | 'reputation';
-
-/** Per-transaction view of the clocks (small table, read once per transaction). */
-type Clocks = Map<string, number>;
-const clockKey = (chainId: string, stream: Stream) => `${chainId}/${stream}`;
+/** One input of a batch: a chain event or a chain height, with its envelope id. */
+export type ClassifierInput =
+  { kind: 'event'; id: string; event: ChainEvent } | { kind: 'height'; id: string; height: ChainHeight };
 
 export class ClassifierEngine {
   private readonly didWanted = new Set<string>();
+  private readonly reputationChains: string[];
 
-  constructor(private readonly o: EngineOptions) {}
+  constructor(private readonly o: EngineOptions) {
+    this.reputationChains = [...o.chains].filter(([, c]) => c.reputation).map(([id]) => id);
+  }
 
   /** chain.events: one event joins its swap (or waits for it), and the swap is judged again. */
-  async handleEvent(id: string, event: ChainEvent, context: HandlerContext): Promise<void> {
-    await applyOnce(this.o.pool, this.o.group, id, context, async (tx) => {
-      await this.lock(tx);
-      const clocks = await this.loadClocks(tx);
-      const swap = await this.route(tx, id, event);
-      if (swap !== null) await this.judgeAndSave(tx, swap, clocks);
-      // Heights that waited for this event may now move their chain's clock.
-      const released = await tx.query<{
-        chain_id: string;
-        stream: Stream;
-        height: string;
-        block_time: string;
-      }>(
-        `DELETE FROM ${this.o.tables.pendingHeights} WHERE last_event_id = $1 RETURNING chain_id, stream, height, block_time`,
-        [id],
-      );
-      for (const h of released.rows)
-        await this.advanceClock(tx, clocks, h.chain_id, h.stream, Number(h.height), Number(h.block_time));
-    });
-    this.flushDidRequests();
+  handleEvent(id: string, event: ChainEvent, context: HandlerContext): Promise<void> {
+    return this.handleBatch([{ kind: 'event', id, event }], context);
   }
 
   /** chain.heights: a chain's clock moves once every event up to the height has been handled. */
-  async handleHeight(id: string, height: ChainHeight, context: HandlerContext): Promise<void> {
-    await applyOnce(this.o.pool, this.o.group, id, context, async (tx) => {
+  handleHeight(id: string, height: ChainHeight, context: HandlerContext): Promise<void> {
+    return this.handleBatch([{ kind: 'height', id, height }], context);
+  }
+
+  /**
+   * Inputs in order, in one transaction with the position (exactly once: an id handled before, or earlier
+   * in the batch, changes nothing). The rows are read and written in a fixed number of statements
+   * (working-set.ts); the decisions in between are the same as one input at a time.
+   */
+  async handleBatch(inputs: readonly ClassifierInput[], context: HandlerContext): Promise<void> {
+    const events = inputs.flatMap((i) => (i.kind === 'event' ? [{ id: i.id, event: i.event }] : []));
+    const heights = inputs.flatMap((i) => (i.kind === 'height' ? [i.height] : []));
+    await withTransaction(this.o.pool, async (tx) => {
       await this.lock(tx);
-      const clocks = await this.loadClocks(tx);
-      const seen =
-        height.lastEventId === null ||
-        (
-          await tx.query('SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2', [
-            this.o.group,
-            height.lastEventId,
-          ])
-        ).rowCount === 1;
-      if (seen) {
-        await this.advanceClock(
-          tx,
-          clocks,
-          height.chainId,
-          height.stream,
-          height.height,
-          height.blockTimestamp,
-        );
-      } else {
-        await tx.query(
-          `INSERT INTO ${this.o.tables.pendingHeights} (chain_id, stream, height, block_time, last_event_id)
-           VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-          [height.chainId, height.stream, height.height, height.blockTimestamp, height.lastEventId],
-        );
+      // Read before the ids are recorded: a height's last event counts as handled only once it was.
+      const w = await WorkingSet.read(
+        tx,
+        this.o.tables,
+        this.o.group,
+        readPlan(events, heights),
+        this.reputationChains,
+      );
+      const fresh = await recordProcessed(
+        tx,
+        this.o.group,
+        inputs.map((i) => i.id),
+      );
+      const handled = new Set<string>();
+      for (const input of inputs) {
+        if (!fresh.has(input.id) || handled.has(input.id)) continue;
+        handled.add(input.id);
+        if (input.kind === 'event') this.onEvent(w, input.id, input.event);
+        else this.onHeight(w, input.height, handled);
       }
+      await w.write();
+      await this.publish(tx, w);
+      await context.commitIn(tx);
     });
     this.flushDidRequests();
   }
@@ -119,13 +115,10 @@ export class ClassifierEngine {
   async didAnswered(address: string): Promise<void> {
     await withTransaction(this.o.pool, async (tx) => {
       await this.lock(tx);
-      const clocks = await this.loadClocks(tx);
-      const waiting = await tx.query<{ bid_id: string }>(
-        `SELECT bid_id FROM ${this.o.tables.swaps}
-          WHERE status = 'pending' AND wait_kind = 'did' AND wait_address = $1 ORDER BY bid_id`,
-        [address.toLowerCase()],
-      );
-      for (const { bid_id } of waiting.rows) await this.evaluate(tx, bid_id, clocks);
+      const w = await WorkingSet.readDidWaiters(tx, this.o.tables, address);
+      for (const bid of w.pendingWhere(() => true)) this.evaluate(w, bid);
+      await w.write();
+      await this.publish(tx, w);
     });
     this.flushDidRequests();
   }
@@ -147,92 +140,81 @@ export class ClassifierEngine {
     this.didWanted.clear();
   }
 
-  private async loadClocks(tx: PoolClient): Promise<Clocks> {
-    const { rows } = await tx.query<{ chain_id: string; stream: Stream; block_time: string }>(
-      `SELECT chain_id, stream, block_time FROM ${this.o.tables.clocks}`,
-    );
-    return new Map(rows.map((r) => [clockKey(r.chain_id, r.stream), Number(r.block_time)]));
+  private onEvent(w: WorkingSet, id: string, event: ChainEvent): void {
+    const swap = this.route(w, id, event);
+    if (swap !== null) this.judgeAndSave(w, swap);
+    // Heights that waited for this event may now move their chain's clock.
+    for (const h of w.releaseHeights(id)) this.advanceClock(w, h.chainId, h.stream, h.height, h.blockTime);
   }
 
-  private env(clocks: Clocks, bidId: string): JudgeEnv {
-    const reputationChains = [...this.o.chains].filter(([, c]) => c.reputation).map(([id]) => id);
+  private onHeight(w: WorkingSet, height: ChainHeight, handledInBatch: ReadonlySet<string>): void {
+    if (height.lastEventId === null || w.handled(height.lastEventId, handledInBatch)) {
+      this.advanceClock(w, height.chainId, height.stream, height.height, height.blockTimestamp);
+    } else {
+      w.holdHeight({
+        chainId: height.chainId,
+        stream: height.stream,
+        height: height.height,
+        blockTime: height.blockTimestamp,
+        lastEventId: height.lastEventId,
+      });
+    }
+  }
+
+  private env(clocks: ReadonlyMap<string, number>, bidId: string): JudgeEnv {
     return {
       now: (chainId) => clocks.get(clockKey(chainId, 'swap')),
-      complaintsSeenThrough: () => {
-        if (reputationChains.length === 0) return Number.POSITIVE_INFINITY;
-        let min = Number.POSITIVE_INFINITY;
-        for (const chainId of reputationChains) {
-          const t = clocks.get(clockKey(chainId, 'reputation'));
-          if (t === undefined) return undefined;
-          min = Math.min(min, t);
-        }
-        return min;
-      },
+      complaintsSeenThrough: () => this.complaintsSeenThrough(clocks),
       evmChainId: (chainId) => this.o.chains.get(chainId)?.evmChainId,
       didNames: (address) => this.o.did.names(address, bidId),
     };
   }
 
-  private async advanceClock(
-    tx: PoolClient,
-    clocks: Clocks,
+  /** Complaints are seen up to the oldest reputation chain's clock (all of them, with none). */
+  private complaintsSeenThrough(clocks: ReadonlyMap<string, number>): number | undefined {
+    let min = Number.POSITIVE_INFINITY;
+    for (const chainId of this.reputationChains) {
+      const t = clocks.get(clockKey(chainId, 'reputation'));
+      if (t === undefined) return undefined;
+      min = Math.min(min, t);
+    }
+    return min;
+  }
+
+  private advanceClock(
+    w: WorkingSet,
     chainId: string,
     stream: Stream,
     height: number,
     blockTime: number,
-  ): Promise<void> {
-    const t = this.o.tables;
-    await tx.query(
-      `INSERT INTO ${t.clocks} (chain_id, stream, height, block_time) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (chain_id, stream) DO UPDATE
-         SET height = GREATEST(${t.clocks}.height, EXCLUDED.height),
-             block_time = GREATEST(${t.clocks}.block_time, EXCLUDED.block_time)`,
-      [chainId, stream, height, blockTime],
-    );
-    const key = clockKey(chainId, stream);
-    const now = Math.max(clocks.get(key) ?? 0, blockTime);
-    clocks.set(key, now);
+  ): void {
+    const now = w.advanceClock(chainId, stream, height, blockTime);
     this.o.metrics?.clock.set({ chain: chainId, stream }, now);
-    const due =
-      stream === 'swap'
-        ? await tx.query<{ bid_id: string }>(
-            `SELECT bid_id FROM ${t.swaps} WHERE status = 'pending' AND wait_kind = 'clock'
-               AND wait_chain = $1 AND wait_until <= $2 ORDER BY bid_id`,
-            [chainId, now],
-          )
-        : await tx.query<{ bid_id: string }>(
-            `SELECT bid_id FROM ${t.swaps} WHERE status = 'pending' AND wait_kind = 'complaints'
-               AND wait_until <= $1 ORDER BY bid_id`,
-            [Math.min(this.env(clocks, '').complaintsSeenThrough() ?? -1, Number.MAX_SAFE_INTEGER)],
-          );
-    for (const { bid_id } of due.rows) await this.evaluate(tx, bid_id, clocks);
+    let due: string[];
+    if (stream === 'swap') {
+      due = w.pendingWhere((wait) => wait.kind === 'clock' && wait.chainId === chainId && wait.until <= now);
+    } else {
+      const seen = this.complaintsSeenThrough(w.clocks) ?? -1;
+      due = w.pendingWhere((wait) => wait.kind === 'complaints' && wait.until <= seen);
+    }
+    for (const bid of due) this.evaluate(w, bid);
   }
 
   /**
-   * Joins an event to its swap (in memory; the caller judges and writes the swap once), or keeps it until its
-   * swap is known. Returns the swap to judge, or null.
+   * Joins an event to its swap (the caller judges and writes the swap), or keeps it until its swap is known.
+   * Returns the swap to judge, or null.
    */
-  private async route(tx: PoolClient, id: string, event: ChainEvent): Promise<Loaded | null> {
-    const t = this.o.tables;
-    const orphan = async (ref: string) => {
-      await tx.query(
-        `INSERT INTO ${t.orphans} (event_id, ref, event) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-        [id, ref, JSON.stringify(event)],
-      );
+  private route(w: WorkingSet, id: string, event: ChainEvent): Loaded | null {
+    const orphan = (ref: string) => {
+      w.addOrphan(id, ref, event);
       return null;
     };
-    const join = async (where: string, value: string): Promise<Loaded | null> => {
-      const { rows } = await tx.query<{ facts: SwapFacts; status: string }>(
-        `SELECT facts, status FROM ${t.swaps} WHERE ${where} = $1`,
-        [value],
-      );
-      const row = rows[0];
-      return row ? { facts: addFact(row.facts, event), decided: row.status === 'decided' } : null;
-    };
+    const join = (swap: StoredSwap | undefined): Loaded | null =>
+      swap ? { facts: addFact(swap.facts, event), decided: swap.decided } : null;
 
     switch (event.kind) {
       case 'TransferOut': {
-        const existing = await this.load(tx, event.bidId);
+        const existing = w.swap(event.bidId);
         if (existing?.facts.out) {
           if (existing.facts.out.transferId !== event.transferId)
             this.o.log.warn(
@@ -241,33 +223,32 @@ export class ClassifierEngine {
             );
           return null;
         }
-        const swap = existing ?? { facts: emptyFacts(event.bidId), decided: false };
-        swap.facts = await this.adopt(tx, addFact(swap.facts, event), event.transferId);
+        const swap: Loaded = existing
+          ? { facts: existing.facts, decided: existing.decided }
+          : { facts: emptyFacts(event.bidId), decided: false };
+        swap.facts = this.adopt(w, addFact(swap.facts, event), event.transferId);
         return swap;
       }
       case 'TransferIn': {
-        const swap = await join('out_transfer_id', event.srcTransferId);
+        const swap = join(w.swapByOut(event.srcTransferId));
         if (swap === null) return orphan(event.srcTransferId);
-        swap.facts = await this.adopt(tx, swap.facts, event.transferId);
+        swap.facts = this.adopt(w, swap.facts, event.transferId);
         return swap;
       }
       case 'ConfirmOut':
       case 'RefundOut':
-        return (await join('out_transfer_id', event.transferId)) ?? orphan(event.transferId);
+        return join(w.swapByOut(event.transferId)) ?? orphan(event.transferId);
       case 'ConfirmIn':
       case 'RefundIn': {
-        const link = await tx.query<{ bid_id: string }>(
-          `SELECT bid_id FROM ${t.inLinks} WHERE in_transfer_id = $1`,
-          [event.transferId],
-        );
-        const bid = link.rows[0]?.bid_id;
-        return bid === undefined ? orphan(event.transferId) : join('bid_id', bid);
+        const bid = w.linkedBid(event.transferId);
+        return bid === undefined ? orphan(event.transferId) : join(w.swap(bid));
       }
       case 'Complaint': {
-        const existing = await this.load(tx, event.bidId);
-        const swap = existing ?? { facts: emptyFacts(event.bidId), decided: false };
-        swap.facts = addFact(swap.facts, event);
-        return swap;
+        const existing = w.swap(event.bidId);
+        return {
+          facts: addFact(existing?.facts ?? emptyFacts(event.bidId), event),
+          decided: existing?.decided ?? false,
+        };
       }
     }
   }
@@ -276,19 +257,13 @@ export class ClassifierEngine {
    * Events that named a transfer of this swap before it was known join it, transitively (a TransferIn brings
    * its ConfirmIn / RefundIn); every TransferIn of the swap is linked for the ones still to come.
    */
-  private async adopt(tx: PoolClient, facts: SwapFacts, ref: string): Promise<SwapFacts> {
-    const t = this.o.tables;
+  private adopt(w: WorkingSet, facts: SwapFacts, ref: string): SwapFacts {
     let joined = facts;
     const refs = [ref];
     const links: string[] = [];
     for (const e of facts.ins) if (e.transferId === ref) links.push(ref);
     while (refs.length > 0) {
-      const next = refs.pop()!;
-      const { rows } = await tx.query<{ event: ChainEvent }>(
-        `DELETE FROM ${t.orphans} WHERE ref = $1 RETURNING event`,
-        [next],
-      );
-      for (const { event } of rows) {
+      for (const event of w.adoptOrphans(refs.pop()!)) {
         joined = addFact(joined, event);
         if (event.kind === 'TransferIn') {
           links.push(event.transferId);
@@ -296,105 +271,76 @@ export class ClassifierEngine {
         }
       }
     }
-    if (links.length > 0) {
-      await tx.query(
-        `INSERT INTO ${t.inLinks} (in_transfer_id, bid_id) SELECT unnest($1::text[]), $2 ON CONFLICT DO NOTHING`,
-        [links, facts.bidId],
-      );
-    }
+    w.link(links, facts.bidId);
     return joined;
   }
 
-  private async load(tx: PoolClient, bid: string): Promise<Loaded | null> {
-    const { rows } = await tx.query<{ facts: SwapFacts; status: string }>(
-      `SELECT facts, status FROM ${this.o.tables.swaps} WHERE bid_id = $1`,
-      [bid],
-    );
-    return rows[0] ? { facts: rows[0].facts, decided: rows[0].status === 'decided' } : null;
-  }
-
-  /** Judges a stored pending swap again (its chain's clock moved, or a DID answer came). */
-  private async evaluate(tx: PoolClient, bid: string, clocks: Clocks): Promise<void> {
-    const swap = await this.load(tx, bid);
-    if (swap && !swap.decided) await this.judgeAndSave(tx, swap, clocks);
+  /** Judges a pending swap again (its chain's clock moved, or a DID answer came). */
+  private evaluate(w: WorkingSet, bid: string): void {
+    const swap = w.swap(bid);
+    if (swap && !swap.decided) this.judgeAndSave(w, { facts: swap.facts, decided: false });
   }
 
   /**
-   * Writes the swap once: its facts and either what it waits for or its verdict; a decided swap's verdict
-   * (and violation) is recorded and published in the same transaction. A decided swap is never judged again
-   * (a late event is kept with its facts).
+   * Keeps the swap's facts and either what it waits for or its verdict (and violation), to be written and
+   * published with the transaction. A decided swap is never judged again (a late event is kept with its facts).
    */
-  private async judgeAndSave(tx: PoolClient, swap: Loaded, clocks: Clocks): Promise<void> {
-    const t = this.o.tables;
+  private judgeAndSave(w: WorkingSet, swap: Loaded): void {
     const { facts } = swap;
-    const judgement = swap.decided ? null : judge(facts, this.env(clocks, facts.bidId));
+    const judgement = swap.decided ? null : judge(facts, this.env(w.clocks, facts.bidId));
     const wait = judgement?.status === 'pending' ? judgement.wait : null;
-    const status = judgement === null || judgement.status === 'decided' ? 'decided' : 'pending';
-    await tx.query(
-      `INSERT INTO ${t.swaps} (bid_id, out_transfer_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for, decided_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'decided' THEN now() END)
-       ON CONFLICT (bid_id) DO UPDATE SET
-         out_transfer_id = EXCLUDED.out_transfer_id, facts = EXCLUDED.facts, status = EXCLUDED.status,
-         wait_kind = EXCLUDED.wait_kind, wait_chain = EXCLUDED.wait_chain, wait_until = EXCLUDED.wait_until,
-         wait_address = EXCLUDED.wait_address, waiting_for = EXCLUDED.waiting_for,
-         decided_at = COALESCE(${t.swaps}.decided_at, EXCLUDED.decided_at)`,
-      [
-        facts.bidId,
-        facts.out?.transferId ?? null,
-        JSON.stringify(facts),
-        status,
-        wait?.kind ?? null,
-        wait?.kind === 'clock' ? wait.chainId : null,
-        wait && wait.kind !== 'did' ? wait.until : null,
-        wait?.kind === 'did' ? wait.address : null,
-        judgement?.status === 'pending' ? judgement.reason : null,
-      ],
-    );
+    w.putSwap({
+      facts,
+      decided: judgement === null || judgement.status === 'decided',
+      wait,
+      waitingFor: judgement?.status === 'pending' ? judgement.reason : null,
+      dirty: true,
+    });
     if (wait?.kind === 'did') this.didWanted.add(wait.address);
     if (judgement?.status !== 'decided') return;
     const verdict = judgement.verdict;
-    const bid = facts.bidId;
-    await tx.query(`INSERT INTO ${t.verdicts} (bid_id, verdict) VALUES ($1, $2)`, [
-      bid,
-      JSON.stringify(verdict),
-    ]);
+    w.verdicts.push(verdict);
     const violation = violationOf(verdict);
-    if (violation) {
-      await tx.query(`INSERT INTO ${t.violations} (bid_id, violation) VALUES ($1, $2)`, [
-        bid,
-        JSON.stringify(violation),
-      ]);
-    }
-    if (this.o.bus) {
-      const source = 'classifier';
+    if (violation) w.violations.push(violation);
+    this.o.metrics?.decided(verdict, w.clocks.get(clockKey(verdict.decidedOn, 'swap')));
+  }
+
+  /** Live: the transaction's verdicts and violations go out with it (nothing is published by a replay). */
+  private async publish(tx: PoolClient, w: WorkingSet): Promise<void> {
+    if (!this.o.bus) return;
+    const source = 'classifier';
+    if (w.verdicts.length > 0) {
       await this.o.bus.publish(
         swapVerdicts.name,
-        [
+        w.verdicts.map((verdict) =>
           encode(
             swapVerdicts,
-            envelope(swapVerdicts, verdict, { id: verdictId(bid), occurredAt: verdict.blockTime, source }),
+            envelope(swapVerdicts, verdict, {
+              id: verdictId(verdict.bidId),
+              occurredAt: verdict.blockTime,
+              source,
+            }),
           ),
-        ],
+        ),
         { tx },
       );
-      if (violation) {
-        await this.o.bus.publish(
-          violations.name,
-          [
-            encode(
-              violations,
-              envelope(violations, violation, {
-                id: violationId(bid),
-                occurredAt: violation.blockTime,
-                source,
-              }),
-            ),
-          ],
-          { tx },
-        );
-      }
     }
-    this.o.metrics?.decided(verdict, clocks.get(clockKey(verdict.decidedOn, 'swap')));
+    if (w.violations.length > 0) {
+      await this.o.bus.publish(
+        violations.name,
+        w.violations.map((violation) =>
+          encode(
+            violations,
+            envelope(violations, violation, {
+              id: violationId(violation.bidId),
+              occurredAt: violation.blockTime,
+              source,
+            }),
+          ),
+        ),
+        { tx },
+      );
+    }
   }
 }
 

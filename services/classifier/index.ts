@@ -3,9 +3,9 @@ import type { Logger } from '../../shared/logging/logger.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { ServiceDefinition } from '../../shared/runtime/service.js';
 import { chainEvents, chainHeights, decode } from '../../topics/index.js';
-import type { EventBus, Subscription } from '../../shared/bus/port.js';
+import type { BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
 import { HttpDidSource, type DidNames } from './did-source.js';
-import { ClassifierEngine, type WatchedChain } from './engine.js';
+import { ClassifierEngine, type ClassifierInput, type WatchedChain } from './engine.js';
 import { classifierMetrics, type ClassifierMetrics } from './metrics.js';
 import { classifierMigrations } from './migrations.js';
 import type { ClassifierTables } from './tables.js';
@@ -25,27 +25,38 @@ export function watchedChains(clients: readonly ChainClientConfig[]): Map<string
   );
 }
 
-/** Subscribes an engine to chain.events and chain.heights (one group, so effects and clocks stay in step). */
+/**
+ * Subscribes an engine to chain.events and chain.heights (one group, so effects and clocks stay in step), in
+ * batches of one partition: each batch is one transaction. A message that does not decode fails its batch,
+ * which the bus then delivers message by message (that one goes to the dead-letter topic).
+ */
 export function subscribeEngine(
   bus: EventBus,
   engine: ClassifierEngine,
   group: string,
   startFrom: 'earliest' | 'latest' = 'earliest',
+  maxBatch = CLASSIFIER_BATCH,
 ): Promise<Subscription> {
   return bus.subscribe({
     group,
     topics: CLASSIFIER_TOPICS,
     startFrom,
-    handler: async (message, context) => {
-      if (message.topic === chainHeights.name) {
-        const { id, payload } = decode(chainHeights, message);
-        await engine.handleHeight(id, payload, context);
-      } else {
-        const { id, payload } = decode(chainEvents, message);
-        await engine.handleEvent(id, payload, context);
-      }
-    },
+    maxBatch,
+    batchHandler: (messages, context) => engine.handleBatch(messages.map(classifierInput), context),
   });
+}
+
+/** Largest batch per transaction: large enough that round trips stop mattering, small enough to stay short. */
+export const CLASSIFIER_BATCH = 500;
+
+/** A bus message as the engine's input (PoisonMessageError when it does not decode). */
+export function classifierInput(message: BusMessage): ClassifierInput {
+  if (message.topic === chainHeights.name) {
+    const { id, payload } = decode(chainHeights, message);
+    return { kind: 'height', id, height: payload };
+  }
+  const { id, payload } = decode(chainEvents, message);
+  return { kind: 'event', id, event: payload };
 }
 
 export interface ClassifierParts {

@@ -3,7 +3,7 @@
  * complaint on the reputation stream), built from a compact description, with genuine signatures of the
  * Hardhat test keys. Times are small unix seconds; windows follow spec/otmoic.md §3.
  */
-import { Wallet } from 'ethers';
+import { Wallet, keccak256, toUtf8Bytes } from 'ethers';
 import { complaintOfAgreement, type SignedAgreement } from '../../shared/otmoic/agreement.js';
 import { bidIdOf, signAgreement, userDid } from '../../shared/devnet/agreements.js';
 import { hardhatDefaultAccounts } from '../../shared/devnet/hardhat-node.js';
@@ -99,7 +99,10 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
   );
   const agreement = spec.lpSign === 'garbage' ? { ...signed, lpSign: '0xdeadbeef' } : signed;
   const bidId = bidIdOf(agreement);
-  const hashlock = '0x' + 'ab'.repeat(32);
+  // One hashlock per swap, as the hash of a fresh secret: a transfer id is unique on a real chain (the
+  // contract refuses a second one), and equal ids would join one swap's TransferIn to another's ConfirmIn.
+  const hashlock = keccak256(toUtf8Bytes(`hashlock ${spec.id ?? 0}`));
+  const wrongHashlock = keccak256(toUtf8Bytes(`wrong hashlock ${spec.id ?? 0}`));
   const streams: Record<string, ChainEvent[]> = { [SRC.chainId]: [], [DST.chainId]: [], reputation: [] };
   let block = 1;
   const position = (chainId: string, at: number, from: string) => ({
@@ -163,7 +166,7 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
   }
   const transferIn = (sender: string, at: number, kind: 'ok' | 'wrong_amount' | 'wrong_hashlock') => {
     const tokenAmount = kind === 'wrong_amount' ? (AMOUNT_IN * 9n) / 10n : AMOUNT_IN;
-    const lock = kind === 'wrong_hashlock' ? '0x' + 'cd'.repeat(32) : hashlock;
+    const lock = kind === 'wrong_hashlock' ? wrongHashlock : hashlock;
     const id = transferId({
       sender,
       receiver: USER.address,

@@ -1,10 +1,10 @@
 /**
  * The bus shell of Points' projections: decodes each message at the boundary (a malformed one is a
  * PoisonMessageError → dead-letter topic), asks projection.ts what it does, and applies that exactly once
- * (applyOnce: the event id and the rows in one transaction with the offset commit).
+ * (applyOnceBatch: the event ids and the rows of a batch in one transaction with the position).
  */
-import { applyOnce } from '../../shared/bus/apply-once.js';
-import type { BusMessage, EventBus, HandlerContext, Subscription } from '../../shared/bus/port.js';
+import { applyOnceBatch } from '../../shared/bus/apply-once.js';
+import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { chainEvents } from '../../topics/chain.events.js';
 import { decode } from '../../topics/envelope.js';
@@ -44,7 +44,7 @@ export function effectsOfMessage(message: BusMessage): { id: string; effects: Ef
   }
 }
 
-export function pointsHandler(options: {
+export interface PointsHandlerOptions {
   pool: Pool;
   store: PointsStore;
   /** applyOnce's consumer name: the group, so a replay's fresh group applies everything again. */
@@ -52,21 +52,46 @@ export function pointsHandler(options: {
   onOutcome?: (topic: string, outcome: ApplyOutcome) => void;
   /** After commit: the subjects whose facts changed (the in-process score cache forgets them). */
   onChanged?: (subjects: string[]) => void;
-}) {
-  return async (message: BusMessage, context: HandlerContext): Promise<void> => {
-    const { id, effects } = effectsOfMessage(message);
-    // Chain events other than complaints change nothing: no transaction, the bus commits the offset.
-    if (effects.length === 0) {
-      options.onOutcome?.(message.topic, 'ignored');
-      return;
-    }
-    const fresh = await applyOnce(options.pool, options.consumer, id, context, (tx) =>
-      options.store.apply(tx, effects),
+}
+
+/**
+ * Batches of one partition: every message decoded first (one that does not decode fails the batch, which
+ * the bus then delivers message by message: that one is dead-lettered alone), then the rows of the messages
+ * not applied before written in one transaction with the position (applyOnceBatch).
+ */
+export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler {
+  return async (messages, context) => {
+    const decoded = messages.map((m) => ({ topic: m.topic, ...effectsOfMessage(m) }));
+    const relevant = decoded.filter((d) => d.effects.length > 0);
+    for (const d of decoded) if (d.effects.length === 0) options.onOutcome?.(d.topic, 'ignored');
+    // Chain events other than complaints change nothing: no transaction, the bus commits the position.
+    if (relevant.length === 0) return;
+    const applied: typeof relevant = [];
+    await applyOnceBatch(
+      options.pool,
+      options.consumer,
+      relevant.map((d) => d.id),
+      context,
+      async (tx, fresh) => {
+        const seen = new Set<string>();
+        for (const d of relevant) {
+          if (!fresh.has(d.id) || seen.has(d.id)) continue;
+          seen.add(d.id);
+          applied.push(d);
+        }
+        await options.store.apply(
+          tx,
+          applied.flatMap((d) => d.effects),
+        );
+      },
     );
-    if (fresh) options.onChanged?.(changedSubjects(effects));
-    options.onOutcome?.(message.topic, fresh ? 'applied' : 'duplicate');
+    if (applied.length > 0) options.onChanged?.(changedSubjects(applied.flatMap((d) => d.effects)));
+    for (const d of relevant) options.onOutcome?.(d.topic, applied.includes(d) ? 'applied' : 'duplicate');
   };
 }
+
+/** Largest batch per transaction. */
+export const POINTS_BATCH = 500;
 
 export function subscribePoints(options: {
   bus: EventBus;
@@ -77,17 +102,17 @@ export function subscribePoints(options: {
   onChanged?: (subjects: string[]) => void;
 }): Promise<Subscription> {
   const group = options.group ?? POINTS_GROUP;
-  const handler = pointsHandler({
-    pool: options.pool,
-    store: options.store,
-    consumer: group,
-    onOutcome: options.onOutcome,
-    onChanged: options.onChanged,
-  });
   return options.bus.subscribe({
     group,
     topics: POINTS_TOPICS,
-    handler,
+    maxBatch: POINTS_BATCH,
+    batchHandler: pointsBatchHandler({
+      pool: options.pool,
+      store: options.store,
+      consumer: group,
+      onOutcome: options.onOutcome,
+      onChanged: options.onChanged,
+    }),
     startFrom: 'earliest',
   });
 }

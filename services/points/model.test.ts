@@ -14,7 +14,7 @@ import { violationId, violations } from '../../topics/violations.js';
 import { startRelayAdminStandIn, type RelayAdminStandIn } from '../stand-ins/relay-admin/server.js';
 import { CachedLookup } from './cached-lookup.js';
 import { FactsCache } from './facts-cache.js';
-import { pointsHandler } from './consumer.js';
+import { pointsBatchHandler } from './consumer.js';
 import { pointsMigrations } from './migrations.js';
 import { fetchKyc } from './external-services.js';
 import { PointsQueries } from './queries.js';
@@ -351,7 +351,7 @@ describe('points against a naive reference model', () => {
     const store = new PointsStore(db.pool);
     // Scores come through the in-process score cache, which the consumer tells what changed.
     let cache = new FactsCache(store);
-    const handler = pointsHandler({
+    const handler = pointsBatchHandler({
       pool: db.pool,
       store,
       consumer: 'points-model',
@@ -399,7 +399,7 @@ describe('points against a naive reference model', () => {
         const real: Real = {
           async deliver(m) {
             delivered.push(m);
-            await handler(m, context);
+            await handler([m], context);
           },
           delivered,
           standIn,
@@ -438,7 +438,7 @@ describe('every LP tier boundary, on both sides, through the real projection', (
     const store = new PointsStore(db.pool);
     const cache = new FactsCache(store);
     cache.setListening(true);
-    const handler = pointsHandler({
+    const handler = pointsBatchHandler({
       pool: db.pool,
       store,
       consumer: 'points-sweep',
@@ -520,8 +520,12 @@ describe('every LP tier boundary, on both sides, through the real projection', (
             : verdictPayload({ bid: id, lpId, outcome: 'violation', party: 'lp', case: 6, blockTime: START });
           messages.push(message(swapVerdicts, verdict, verdictId(id)));
         }
-        for (let i = 0; i < messages.length; i += 16)
-          await Promise.all(messages.slice(i, i + 16).map((m) => handler(m, context)));
+        // Batches of 16 (one transaction each), every other one split into concurrent single messages.
+        for (let i = 0; i < messages.length; i += 16) {
+          const batch = messages.slice(i, i + 16);
+          if ((i / 16) % 2 === 0) await handler(batch, context);
+          else await Promise.all(batch.map((m) => handler([m], context)));
+        }
         const model: Model = { now: START, violations: [], swaps, kycTruth: new Map(), kycSeen: new Map() };
         const expected = modelLpScore(model, lpId, START);
         if (v.expectRow) expect(expected.basis, `${lpId}: the model`).toBe(basis);

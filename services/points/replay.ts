@@ -9,7 +9,7 @@ import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { POINTS_GROUP, POINTS_TOPICS, pointsHandler } from './consumer.js';
+import { POINTS_BATCH, POINTS_GROUP, POINTS_TOPICS, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
   PROJECTION_TABLES,
@@ -51,7 +51,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
   let poison = 0;
   try {
     await context.db.query(projectionTablesSql(schema));
-    const handle = pointsHandler({
+    const handle = pointsBatchHandler({
       pool: context.db,
       store: new PointsStore(context.db, schema),
       consumer: group,
@@ -60,11 +60,13 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       group,
       topics: POINTS_TOPICS,
       startFrom: 'earliest',
-      handler: async (message: BusMessage, handlerContext: HandlerContext) => {
+      maxBatch: POINTS_BATCH,
+      batchHandler: async (messages: readonly BusMessage[], handlerContext: HandlerContext) => {
         try {
-          await handle(message, handlerContext);
+          await handle(messages, handlerContext);
         } catch (err) {
-          if (!(err instanceof PoisonMessageError)) throw err;
+          // A batch with a malformed message fails; the bus then gives its messages one at a time.
+          if (!(err instanceof PoisonMessageError) || messages.length > 1) throw err;
           poison++; // the live consumer already dead-lettered it
         }
       },

@@ -55,74 +55,88 @@ export class PointsStore {
     this.tag = schema === LIVE_SCHEMA ? 'points' : `points_${schema}`;
   }
 
-  /** Writes the rows of one event. Idempotent on its own (a swap has one row), and run inside applyOnce. */
+  /**
+   * Writes the rows of any number of events: one statement per kind of row. Idempotent on its own (a swap
+   * has one row of each kind, a complaint is keyed by its event), and run inside applyOnce / applyOnceBatch.
+   */
   async apply(tx: Queryable, effects: readonly Effect[]): Promise<void> {
     // Every Points process caches scores (facts-cache.ts): tell them, at commit, whose facts changed.
     const changed = this.schema === LIVE_SCHEMA ? changedSubjects(effects) : [];
-    if (changed.length > 0) await tx.query(`SELECT pg_notify('points_changed', $1)`, [changed.join('\n')]);
-    for (const effect of effects) {
-      switch (effect.kind) {
-        case 'deduction': {
-          const r = effect.row;
-          await tx.query(
-            `INSERT INTO ${this.s}.points_deductions (bid_id, party, subject, arbitration_case, src_chain_id,
-               dst_chain_id, chain_id, block_time, rule, tenths, transactions, event_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (bid_id) DO NOTHING`,
-            [
-              r.bidId,
-              r.party,
-              r.subject,
-              r.case,
-              r.srcChainId,
-              r.dstChainId,
-              r.chainId,
-              r.blockTime,
-              r.rule,
-              r.tenths,
-              JSON.stringify(r.transactions),
-              r.eventId,
-            ],
-          );
-          break;
-        }
-        case 'verdict': {
-          const r = effect.row;
-          await tx.query(
-            `INSERT INTO ${this.s}.points_verdicts (bid_id, outcome, block_time, verdict, event_id)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (bid_id) DO NOTHING`,
-            [r.bidId, r.outcome, r.blockTime, JSON.stringify(r.verdict), r.eventId],
-          );
-          break;
-        }
-        case 'lp-swap': {
-          const r = effect.row;
-          await tx.query(
-            `INSERT INTO ${this.s}.points_lp_swaps (bid_id, lp_id, block_time, normal, response_time_seconds)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (bid_id) DO NOTHING`,
-            [r.bidId, r.lpId, r.blockTime, r.normal, r.responseTimeSeconds],
-          );
-          break;
-        }
-        case 'complaint': {
-          const r = effect.row;
-          await tx.query(
-            `INSERT INTO ${this.s}.points_complaints (event_id, bid_id, chain_id, tx_hash, block_number,
-               block_time, complainant, fields)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING`,
-            [
-              r.eventId,
-              r.bidId,
-              r.chainId,
-              r.txHash,
-              r.blockNumber,
-              r.blockTime,
-              r.complainant,
-              JSON.stringify(r.fields),
-            ],
-          );
-          break;
-        }
-      }
+    for (const payload of notifyPayloads(changed))
+      await tx.query(`SELECT pg_notify('points_changed', $1)`, [payload]);
+    const deductions = effects.flatMap((e) => (e.kind === 'deduction' ? [e.row] : []));
+    if (deductions.length > 0) {
+      await tx.query(
+        `INSERT INTO ${this.s}.points_deductions (bid_id, party, subject, arbitration_case, src_chain_id,
+           dst_chain_id, chain_id, block_time, rule, tenths, transactions, event_id)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
+           $8::bigint[], $9::text[], $10::int[], $11::jsonb[], $12::text[])
+         ON CONFLICT (bid_id) DO NOTHING`,
+        [
+          deductions.map((r) => r.bidId),
+          deductions.map((r) => r.party),
+          deductions.map((r) => r.subject),
+          deductions.map((r) => r.case),
+          deductions.map((r) => r.srcChainId),
+          deductions.map((r) => r.dstChainId),
+          deductions.map((r) => r.chainId),
+          deductions.map((r) => r.blockTime),
+          deductions.map((r) => r.rule),
+          deductions.map((r) => r.tenths),
+          deductions.map((r) => JSON.stringify(r.transactions)),
+          deductions.map((r) => r.eventId),
+        ],
+      );
+    }
+    const verdicts = effects.flatMap((e) => (e.kind === 'verdict' ? [e.row] : []));
+    if (verdicts.length > 0) {
+      await tx.query(
+        `INSERT INTO ${this.s}.points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[], $5::text[])
+         ON CONFLICT (bid_id) DO NOTHING`,
+        [
+          verdicts.map((r) => r.bidId),
+          verdicts.map((r) => r.outcome),
+          verdicts.map((r) => r.blockTime),
+          verdicts.map((r) => JSON.stringify(r.verdict)),
+          verdicts.map((r) => r.eventId),
+        ],
+      );
+    }
+    const lpSwaps = effects.flatMap((e) => (e.kind === 'lp-swap' ? [e.row] : []));
+    if (lpSwaps.length > 0) {
+      await tx.query(
+        `INSERT INTO ${this.s}.points_lp_swaps (bid_id, lp_id, block_time, normal, response_time_seconds)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[])
+         ON CONFLICT (bid_id) DO NOTHING`,
+        [
+          lpSwaps.map((r) => r.bidId),
+          lpSwaps.map((r) => r.lpId),
+          lpSwaps.map((r) => r.blockTime),
+          lpSwaps.map((r) => r.normal),
+          lpSwaps.map((r) => r.responseTimeSeconds),
+        ],
+      );
+    }
+    const complaints = effects.flatMap((e) => (e.kind === 'complaint' ? [e.row] : []));
+    if (complaints.length > 0) {
+      await tx.query(
+        `INSERT INTO ${this.s}.points_complaints (event_id, bid_id, chain_id, tx_hash, block_number,
+           block_time, complainant, fields)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
+           $7::text[], $8::jsonb[])
+         ON CONFLICT (event_id) DO NOTHING`,
+        [
+          complaints.map((r) => r.eventId),
+          complaints.map((r) => r.bidId),
+          complaints.map((r) => r.chainId),
+          complaints.map((r) => r.txHash),
+          complaints.map((r) => r.blockNumber),
+          complaints.map((r) => r.blockTime),
+          complaints.map((r) => r.complainant),
+          complaints.map((r) => JSON.stringify(r.fields)),
+        ],
+      );
     }
   }
 
@@ -322,4 +336,21 @@ function safeInteger(text: string): number {
   const n = Number(text);
   if (!Number.isSafeInteger(n)) throw new Error(`integer out of the safe range: ${text}`);
   return n;
+}
+
+/** PostgreSQL refuses a notification payload of 8,000 bytes or more: the keys go in as few as fit. */
+const MAX_NOTIFY_BYTES = 7_000;
+
+export function notifyPayloads(keys: readonly string[]): string[] {
+  const payloads: string[] = [];
+  let current = '';
+  for (const key of keys) {
+    const next = current === '' ? key : `${current}\n${key}`;
+    if (Buffer.byteLength(next) > MAX_NOTIFY_BYTES && current !== '') {
+      payloads.push(current);
+      current = key;
+    } else current = next;
+  }
+  if (current !== '') payloads.push(current);
+  return payloads;
 }

@@ -24,3 +24,38 @@ export async function applyOnce(
     return fresh;
   });
 }
+
+/**
+ * applyOnce for a batch (one transaction, one statement for the ids): records every id in `eventIds` for
+ * `consumer`, runs `effect` with the ids not recorded before (duplicates within the batch count once), and
+ * commits the batch's position in the same transaction. Returns the fresh ids.
+ */
+export async function applyOnceBatch(
+  pool: Pool,
+  consumer: string,
+  eventIds: readonly string[],
+  context: HandlerContext,
+  effect: (tx: PoolClient, fresh: ReadonlySet<string>) => Promise<void>,
+): Promise<ReadonlySet<string>> {
+  return withTransaction(pool, async (tx) => {
+    const fresh = await recordProcessed(tx, consumer, eventIds);
+    if (fresh.size > 0) await effect(tx, fresh);
+    await context.commitIn(tx);
+    return fresh;
+  });
+}
+
+/** Records the ids for `consumer` in one statement; returns those that were not recorded before. */
+export async function recordProcessed(
+  tx: PoolClient,
+  consumer: string,
+  eventIds: readonly string[],
+): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const { rows } = await tx.query<{ event_id: string }>(
+    `INSERT INTO processed_events (consumer, event_id) SELECT $1, id FROM unnest($2::text[]) AS id
+     ON CONFLICT DO NOTHING RETURNING event_id`,
+    [consumer, [...new Set(eventIds)]],
+  );
+  return new Set(rows.map((r) => r.event_id));
+}

@@ -1,66 +1,114 @@
 import type { Logger } from '../logging/logger.js';
 import type { PoolClient } from '../db/pool.js';
 import { PartitionFencedError, PoisonMessageError } from './errors.js';
-import { DLQ_HEADERS, type BusMessage, type Handler, type OutgoingMessage } from './port.js';
+import { DLQ_HEADERS, type BatchHandler, type BusMessage, type OutgoingMessage } from './port.js';
 import { backoffMs, sleep } from './retry.js';
 
 export interface DeliveryOptions {
-  handler: Handler;
+  handle: BatchHandler;
   maxAttempts: number;
   /** Aborted when the consumer stops: no further attempt starts. */
   signal: AbortSignal;
   log: Logger;
-  /** Counts one more attempt of this message in PostgreSQL and returns the count (it survives restarts). */
-  recordAttempt(): Promise<number>;
-  /** Commits the position inside the handler's transaction (both buses: a compare-and-set in PostgreSQL). */
-  commitIn(tx: PoolClient): Promise<void>;
-  /** Commits the position after success, unless the handler already did it in its transaction. */
-  commitAfter(committedByHandler: boolean): Promise<void>;
-  /** Publishes `deadLetter` to the dead-letter topic and commits past the message, atomically. */
-  deadLetter(message: OutgoingMessage): Promise<void>;
   group: string;
+  /** Counts one more attempt of the message at `offset` in PostgreSQL and returns it (it survives restarts). */
+  recordAttempt(offset: bigint): Promise<number>;
+  /** Records the one try of a batch starting at `offset`; false if any attempt there is on record already. */
+  startBatchAttempt(offset: bigint): Promise<boolean>;
+  /**
+   * Moves the position from `from` to `next` (a compare-and-set in PostgreSQL, both buses): inside the
+   * handler's transaction when `tx` is given, else on its own.
+   */
+  commit(from: bigint, next: bigint, tx?: PoolClient): Promise<void>;
+  /** Publishes `dead` to the dead-letter topic and moves the position from `from` to `next`, atomically. */
+  deadLetter(dead: OutgoingMessage, from: bigint, next: bigint): Promise<void>;
+}
+
+export interface DeliveryResult {
+  outcome: 'done' | 'stopped';
+  /** The position reached: past the batch when done, past what was settled when stopped. */
+  next: bigint;
 }
 
 /**
- * One message through the handler: retries with back-off; a poison message, or one that failed `maxAttempts`
- * times (counted across restarts, so one that kills the process goes too), goes to the dead-letter topic, and
- * the position is committed only after one of those succeeded. A failing commit after a successful handler
- * is thrown to the adapter (which re-reads its position and delivers again); it never counts as a handler
- * failure. Returns 'stopped' when the consumer stopped before the message was settled.
+ * Consecutive messages of one partition through the handler, starting at the stored position `from`.
+ *
+ * A batch is first tried whole: effects and position in one transaction (or the position right after).
+ * If it fails, or if a batch starting at its first offset was tried before (the process died or was stopped
+ * in it), it is delivered message by message, so the message at fault is retried and dead-lettered alone and
+ * the others still applied; the batch try counts as an attempt of none of them. One message: retries with back-off; a poison message, or
+ * one that failed `maxAttempts` times (counted across restarts, so one that kills the process goes too),
+ * goes to the dead-letter topic. A failing commit after a successful handler is thrown to the adapter (which
+ * re-reads its position and delivers again); it never counts as a handler failure.
  */
-export async function deliver(message: BusMessage, options: DeliveryOptions): Promise<'done' | 'stopped'> {
-  const where = {
-    topic: message.topic,
-    partition: message.partition,
-    offset: String(message.offset),
-  };
+export async function deliverBatch(
+  batch: readonly BusMessage[],
+  from: bigint,
+  options: DeliveryOptions,
+): Promise<DeliveryResult> {
+  const first = batch[0];
+  if (!first) return { outcome: 'done', next: from };
+  if (options.signal.aborted) return { outcome: 'stopped', next: from };
+  if (batch.length === 1) {
+    const outcome = await deliverOne(first, from, options);
+    return { outcome, next: outcome === 'done' ? first.offset + 1n : from };
+  }
+  // A batch is tried whole once per first offset; after a failure or a crash, message by message.
+  if (await options.startBatchAttempt(first.offset)) {
+    const next = batch[batch.length - 1]!.offset + 1n;
+    try {
+      await handleAndCommit(batch, from, next, 1, options);
+      return { outcome: 'done', next };
+    } catch (err) {
+      if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
+      options.log.warn(
+        {
+          topic: first.topic,
+          partition: first.partition,
+          from: String(first.offset),
+          size: batch.length,
+          err: (err as Error).message,
+        },
+        'batch failed; delivering its messages one by one',
+      );
+    }
+  }
+  let position = from;
+  for (const message of batch) {
+    const outcome = await deliverOne(message, position, options);
+    if (outcome === 'stopped') return { outcome, next: position };
+    position = message.offset + 1n;
+  }
+  return { outcome: 'done', next: position };
+}
+
+async function deliverOne(
+  message: BusMessage,
+  from: bigint,
+  options: DeliveryOptions,
+): Promise<'done' | 'stopped'> {
+  const where = { topic: message.topic, partition: message.partition, offset: String(message.offset) };
+  const next = message.offset + 1n;
   for (;;) {
     if (options.signal.aborted) return 'stopped';
-    const attempt = await options.recordAttempt();
+    const attempt = await options.recordAttempt(message.offset);
     if (attempt > options.maxAttempts) {
       // Earlier attempts ended with no outcome at all: the process died or was stopped while handling.
       const error = new Error(
         `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
       );
-      await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group));
+      await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group), from, next);
       options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
       return 'done';
     }
-    let committedByHandler = false;
     try {
-      await options.handler(message, {
-        attempt,
-        signal: options.signal,
-        commitIn: async (tx) => {
-          await options.commitIn(tx);
-          committedByHandler = true;
-        },
-      });
+      await handleAndCommit([message], from, next, attempt, options);
+      return 'done';
     } catch (err) {
-      if (err instanceof PartitionFencedError) throw err;
+      if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
-        await options.deadLetter(deadLetterMessage(message, error, attempt, options.group));
+        await options.deadLetter(deadLetterMessage(message, error, attempt, options.group), from, next);
         options.log.error(
           { ...where, attempt, err: error.message },
           'message moved to the dead-letter topic',
@@ -69,10 +117,40 @@ export async function deliver(message: BusMessage, options: DeliveryOptions): Pr
       }
       options.log.warn({ ...where, attempt, err: error.message }, 'handler failed; will retry');
       await sleep(backoffMs(attempt), options.signal);
-      continue;
     }
-    await commitRetrying(() => options.commitAfter(committedByHandler), options.signal);
-    return 'done';
+  }
+}
+
+/** A commit that failed after the handler succeeded: the adapter's business, never a handler failure. */
+class CommitFailedError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('commit failed');
+  }
+}
+
+const unwrap = (err: unknown): unknown => (err instanceof CommitFailedError ? err.cause : err);
+
+async function handleAndCommit(
+  messages: readonly BusMessage[],
+  from: bigint,
+  next: bigint,
+  attempt: number,
+  options: DeliveryOptions,
+): Promise<void> {
+  let committedByHandler = false;
+  await options.handle(messages, {
+    attempt,
+    signal: options.signal,
+    commitIn: async (tx) => {
+      await options.commit(from, next, tx);
+      committedByHandler = true;
+    },
+  });
+  if (committedByHandler) return;
+  try {
+    await commitRetrying(() => options.commit(from, next), options.signal);
+  } catch (err) {
+    throw new CommitFailedError(err);
   }
 }
 

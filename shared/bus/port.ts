@@ -50,10 +50,26 @@ export interface HandlerContext {
 
 export type Handler = (message: BusMessage, context: HandlerContext) => Promise<void>;
 
+/**
+ * Takes consecutive messages of one topic partition, in offset order. `commitIn(tx)` commits the position past
+ * the batch's last message in the handler's transaction: the batch's effects and position are one atomic step.
+ * A batch that throws is delivered again message by message (each a batch of one, with the usual retries),
+ * so a poison message is dead-lettered alone and the rest of its batch still applied.
+ */
+export type BatchHandler = (messages: readonly BusMessage[], context: HandlerContext) => Promise<void>;
+
+/** Default largest batch a BatchHandler is given. */
+export const DEFAULT_MAX_BATCH = 500;
+
 export interface SubscribeOptions {
   group: string;
   topics: readonly string[];
-  handler: Handler;
+  /** One message at a time. Exactly one of `handler` and `batchHandler` is given. */
+  handler?: Handler;
+  /** Batches of one partition (see BatchHandler). */
+  batchHandler?: BatchHandler;
+  /** Largest batch given to `batchHandler`. Default DEFAULT_MAX_BATCH. */
+  maxBatch?: number;
   /** Where a group with no committed offset starts. Default: earliest. */
   startFrom?: 'earliest' | 'latest';
   /** Attempts before a failing message goes to the dead-letter topic. Default: the bus's maxAttempts. */
@@ -112,3 +128,15 @@ export const DLQ_HEADERS = {
   attempts: 'x-dlq-attempts',
   group: 'x-dlq-group',
 } as const;
+
+/** The subscription's handler as a batch handler, and its batch size (1 for a one-message handler). */
+export function batchHandlerOf(options: SubscribeOptions): { handle: BatchHandler; maxBatch: number } {
+  const { handler, batchHandler } = options;
+  if ((handler === undefined) === (batchHandler === undefined))
+    throw new Error(`subscribe(${options.group}): give exactly one of handler and batchHandler`);
+  if (handler) return { handle: (messages, context) => handler(messages[0]!, context), maxBatch: 1 };
+  const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
+  if (!Number.isInteger(maxBatch) || maxBatch < 1)
+    throw new Error(`subscribe(${options.group}): maxBatch must be a positive integer, not ${maxBatch}`);
+  return { handle: batchHandler!, maxBatch };
+}

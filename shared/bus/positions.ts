@@ -53,7 +53,7 @@ export async function commitPosition(
   next: bigint,
 ): Promise<void> {
   const result = await db.query(
-    `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = NULL, attempts = 0, updated_at = now()
+    `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = NULL, attempts = 0, attempt_batch = false, updated_at = now()
      WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
     [ref.group, ref.topic, ref.partition, next.toString(), expected.toString()],
   );
@@ -65,22 +65,41 @@ export async function setPosition(db: Queryable, ref: PartitionRef, next: bigint
   await db.query(
     `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
      ON CONFLICT (group_id, topic, partition) DO UPDATE
-       SET next_offset = EXCLUDED.next_offset, attempt_offset = NULL, attempts = 0, updated_at = now()`,
+       SET next_offset = EXCLUDED.next_offset, attempt_offset = NULL, attempts = 0, attempt_batch = false,
+           updated_at = now()`,
     [ref.group, ref.topic, ref.partition, next.toString()],
   );
 }
 
 /**
- * Counts one more delivery attempt of `offset` and returns the count, including attempts made by processes
- * that died while handling it. Committed before the handler runs, so a crash cannot lose it.
+ * Counts one more delivery attempt of the message at `offset`, including attempts made by processes that
+ * died while handling it. Committed before the handler runs, so a crash cannot lose it. Returns the count;
+ * a batch try at the offset (startBatchAttempt) is not part of it.
  */
 export async function recordAttempt(db: Queryable, ref: PartitionRef, offset: bigint): Promise<number> {
+  // Every right-hand side reads the row as it was (attempt_offset before this update).
   const { rows } = await db.query<{ attempts: number }>(
     `UPDATE bus_group_offsets
-     SET attempts = CASE WHEN attempt_offset = $4 THEN attempts + 1 ELSE 1 END, attempt_offset = $4
-     WHERE group_id = $1 AND topic = $2 AND partition = $3 RETURNING attempts`,
+     SET attempts = CASE WHEN attempt_offset = $4 THEN attempts + 1 ELSE 1 END,
+         attempt_batch = CASE WHEN attempt_offset = $4 THEN attempt_batch ELSE false END,
+         attempt_offset = $4
+     WHERE group_id = $1 AND topic = $2 AND partition = $3
+     RETURNING attempts - CASE WHEN attempt_batch THEN 1 ELSE 0 END AS attempts`,
     [ref.group, ref.topic, ref.partition, offset.toString()],
   );
   if (!rows[0]) throw new PartitionFencedError(ref.topic, ref.partition);
   return rows[0].attempts;
+}
+
+/**
+ * Records a try of a batch starting at `offset`, unless any attempt there is on record already (a batch or
+ * a message that did not settle: then its messages go one by one). Returns whether the batch may be tried.
+ */
+export async function startBatchAttempt(db: Queryable, ref: PartitionRef, offset: bigint): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE bus_group_offsets SET attempts = 1, attempt_batch = true, attempt_offset = $4
+     WHERE group_id = $1 AND topic = $2 AND partition = $3 AND attempt_offset IS DISTINCT FROM $4`,
+    [ref.group, ref.topic, ref.partition, offset.toString()],
+  );
+  return rowCount === 1;
 }

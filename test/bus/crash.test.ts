@@ -25,9 +25,11 @@ if (kafka.skipReason) announceSkip('crash tests on kafka', kafka.skipReason);
  * restarts, are spent.
  */
 describe.each([
-  { bus: 'postgres' as const, skip: undefined },
-  { bus: 'kafka' as const, skip: kafka.skipReason },
-])('$bus bus under hard kills', ({ bus: kind, skip }) => {
+  { bus: 'postgres' as const, batch: undefined, skip: undefined },
+  { bus: 'postgres' as const, batch: '50', skip: undefined },
+  { bus: 'kafka' as const, batch: undefined, skip: kafka.skipReason },
+  { bus: 'kafka' as const, batch: '50', skip: kafka.skipReason },
+])('$bus bus under hard kills (batches of $batch)', ({ bus: kind, batch, skip }) => {
   let db: TestDatabase;
   let bus: EventBus;
   const topic = 'crash.test';
@@ -61,6 +63,8 @@ describe.each([
   });
 
   const topicName = () => `${topic}.${db.url.split('/').pop()!}`;
+  // Kafka's groups are shared by the run's databases too.
+  const groupName = (label: string) => `${label}.${db.url.split('/').pop()!}`;
   const count = async (table: string) =>
     Number((await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
 
@@ -70,6 +74,7 @@ describe.each([
       BUS: kind,
       DB_URL: db.url,
       KAFKA_BROKERS: kafka.target?.brokers.join(',') ?? '',
+      ...(batch ? { BATCH: batch } : {}),
       ...env,
     });
   }
@@ -78,7 +83,7 @@ describe.each([
     'handles every message exactly once, in per-key order, across SIGKILLs, and replays identically',
     async () => {
       const name = topicName();
-      const consumerEnv = { TOPIC: name, GROUP: 'crash-group', TABLE: 'projection' };
+      const consumerEnv = { TOPIC: name, GROUP: groupName('crash-group'), TABLE: 'projection' };
       // Publish in the background while the consumer is being killed, as a live producer would.
       const publishing = (async () => {
         const next = new Array<number>(KEYS).fill(0);
@@ -90,7 +95,8 @@ describe.each([
             return { key: `key-${k}`, value: JSON.stringify({ id, key: `key-${k}`, seq }) };
           });
           await bus.publish(name, batch);
-          if (sent % 2_000 === 0) await new Promise((r) => setTimeout(r, 50));
+          // Paced (about 10 s in all), so that every kill lands while messages are still coming.
+          await new Promise((r) => setTimeout(r, 100));
         }
       })();
 
@@ -112,7 +118,7 @@ describe.each([
       try {
         await waitFor(async () => (await count('projection')) >= MESSAGES, `${MESSAGES} rows`, 180_000);
         await waitFor(
-          async () => (await bus.lag('crash-group', [name])).every((p) => p.lag === 0n),
+          async () => (await bus.lag(groupName('crash-group'), [name])).every((p) => p.lag === 0n),
           'consumer lag 0',
           30_000,
         );
@@ -135,7 +141,7 @@ describe.each([
 
       // Replay from the beginning into a fresh projection (new group, in this process): the same result.
       const replayed = await bus.subscribe({
-        group: 'replay-group',
+        group: groupName('replay-group'),
         topics: [name],
         startFrom: 'earliest',
         handler: async (message, context) => {
@@ -164,12 +170,19 @@ describe.each([
       await bus.publish(name, messages);
       const dead: BusMessage[] = [];
       const dlq = await bus.subscribe({
-        group: 'poison-dlq',
+        group: groupName('poison-dlq'),
         topics: [deadLetterTopic(name)],
         handler: async (m) => void dead.push(m),
       });
-      const env = { TOPIC: name, GROUP: 'poison-group', TABLE: 'poison', CRASH_ON: 'p-7', MAX_ATTEMPTS: '2' };
-      // Two runs die on p-7 (attempts 1 and 2); the third finds the attempts spent and dead-letters it.
+      const env = {
+        TOPIC: name,
+        GROUP: groupName('poison-group'),
+        TABLE: 'poison',
+        CRASH_ON: 'p-7',
+        MAX_ATTEMPTS: '2',
+      };
+      // Two runs die on p-7 (attempts 1 and 2); the third finds the attempts spent and dead-letters it. In
+      // batches, one more run dies first on the whole batch, which counts as an attempt of no message.
       let runs = 0;
       for (; runs < 5 && (await count('poison')) < 19; runs++) {
         const consumer = startConsumer(env);
@@ -183,7 +196,7 @@ describe.each([
       }
       await waitFor(() => dead.length >= 1, 'the poison message in the dead-letter topic', 30_000);
       await dlq.stop();
-      expect(runs).toBe(3);
+      expect(runs).toBe(batch ? 4 : 3);
       expect(await count('poison')).toBe(19);
       expect(JSON.parse(dead[0]!.value).id).toBe('p-7');
       expect(dead[0]!.headers[DLQ_HEADERS.attempts]).toBe('2');

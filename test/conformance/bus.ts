@@ -5,6 +5,7 @@ import {
   DLQ_HEADERS,
   PoisonMessageError,
   applyOnce,
+  applyOnceBatch,
   deadLetterTopic,
   type BusMessage,
   type EventBus,
@@ -640,6 +641,134 @@ export function busConformanceSuite(
       },
       240_000,
     );
+
+    /** A batch handler applying {key, seq} exactly once per batch into conformance_ordered; records batch sizes. */
+    function orderedBatchEffect(
+      consumer: string,
+      sizes: number[],
+      before?: (batch: readonly BusMessage[]) => void,
+    ) {
+      return async (batch: readonly BusMessage[], ctx: Parameters<Handler>[1]) => {
+        sizes.push(batch.length);
+        before?.(batch);
+        const rows = batch.map((m) => ({ m, ...(JSON.parse(m.value) as { key: string; seq: number }) }));
+        const idOf = (r: (typeof rows)[number]) => `${r.m.topic}/${r.key}/${r.seq}`;
+        await applyOnceBatch(t.pool, consumer, rows.map(idOf), ctx, async (tx, fresh) => {
+          const kept = rows.filter((r) => fresh.has(idOf(r)));
+          await tx.query(
+            `INSERT INTO conformance_ordered (consumer, key, seq)
+             SELECT $1, k, s FROM unnest($2::text[], $3::int[]) WITH ORDINALITY AS t(k, s, i) ORDER BY i`,
+            [consumer, kept.map((r) => r.key), kept.map((r) => r.seq)],
+          );
+        });
+      };
+    }
+
+    it('batches: one partition per batch, at most maxBatch, every message once in per-key order', async () => {
+      const name = await topic(3);
+      const consumer = fresh('c');
+      const keys = Array.from({ length: 9 }, (_, i) => `b-${i}`);
+      await publishSequences(name, keys, 40);
+      const sizes: number[] = [];
+      const mixed: string[] = [];
+      const sub = await t.bus.subscribe({
+        group: fresh('g'),
+        topics: [name],
+        maxBatch: 25,
+        batchHandler: orderedBatchEffect(consumer, sizes, (batch) => {
+          const partitions = new Set(batch.map((m) => `${m.topic}/${m.partition}`));
+          if (partitions.size !== 1) mixed.push([...partitions].join(','));
+          for (let i = 1; i < batch.length; i++)
+            if (batch[i]!.offset !== batch[i - 1]!.offset + 1n) mixed.push('not consecutive');
+        }),
+      });
+      subscriptions.push(sub);
+      await waitFor(async () => (await orderedCount(consumer)) >= 360, '360 effects');
+      await pause(300);
+      expect(await orderedCount(consumer)).toBe(360);
+      expect(mixed).toEqual([]);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(25);
+      expect(Math.max(...sizes)).toBeGreaterThan(1); // batches, not one message at a time
+      for (const seqs of (await orderedSequences(consumer)).values())
+        expect(seqs).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      await waitFor(async () => (await t.bus.lag(sub.group, [name])).every((p) => p.lag === 0n), 'lag 0');
+    });
+
+    it('batches: a poison message is dead-lettered alone; the rest of its batch is applied once', async () => {
+      const name = await topic(1);
+      const consumer = fresh('c');
+      await publishSequences(name, ['p'], 30);
+      const sizes: number[] = [];
+      let failedBatches = 0;
+      const sub = await t.bus.subscribe({
+        group: fresh('g'),
+        topics: [name],
+        maxBatch: 100,
+        maxAttempts: 2,
+        batchHandler: orderedBatchEffect(consumer, sizes, (batch) => {
+          if (batch.some((m) => seqOf(m) === 17)) {
+            failedBatches++;
+            throw new PoisonMessageError('seq 17 cannot be handled');
+          }
+        }),
+      });
+      subscriptions.push(sub);
+      const dead = await collect(deadLetterTopic(name), fresh('dlq'));
+      await waitFor(
+        async () => (await orderedCount(consumer)) >= 29 && dead.seen.length >= 1,
+        'applied and dead-lettered',
+      );
+      await pause(300);
+      expect((await orderedSequences(consumer)).get('p')).toEqual(
+        Array.from({ length: 30 }, (_, i) => i).filter((i) => i !== 17),
+      );
+      expect(dead.seen.map(seqOf)).toEqual([17]);
+      expect(dead.seen[0]!.headers[DLQ_HEADERS.error]).toBe('seq 17 cannot be handled');
+      expect(sizes[0]).toBe(30); // tried whole first
+      expect(failedBatches).toBe(2); // the whole batch, then seq 17 alone (poison: no retry)
+    });
+
+    it('batches: a batch that fails (transient) is applied message by message, effects once, order kept', async () => {
+      const name = await topic(1);
+      const consumer = fresh('c');
+      await publishSequences(name, ['q'], 20);
+      const sizes: number[] = [];
+      let failures = 0;
+      const sub = await t.bus.subscribe({
+        group: fresh('g'),
+        topics: [name],
+        maxBatch: 50,
+        batchHandler: async (batch, ctx) => {
+          // Effects written, then the transaction fails: nothing of the batch may remain.
+          await orderedBatchEffect(consumer, sizes)(batch, {
+            ...ctx,
+            commitIn: async (tx) => {
+              await ctx.commitIn(tx);
+              if (batch.length > 1 && failures++ === 0) throw new Error('connection lost before commit');
+            },
+          });
+        },
+      });
+      subscriptions.push(sub);
+      await waitFor(async () => (await orderedCount(consumer)) >= 20, '20 effects');
+      await pause(300);
+      expect(failures).toBe(1);
+      expect((await orderedSequences(consumer)).get('q')).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect(sizes.slice(0, 2)).toEqual([20, 1]); // whole, then one by one
+    });
+
+    it('subscribe() refuses options with both or neither of handler and batchHandler', async () => {
+      const name = await topic(1);
+      await expect(t.bus.subscribe({ group: fresh('g'), topics: [name] })).rejects.toThrow(/exactly one/);
+      await expect(
+        t.bus.subscribe({
+          group: fresh('g'),
+          topics: [name],
+          handler: async () => undefined,
+          batchHandler: async () => undefined,
+        }),
+      ).rejects.toThrow(/exactly one/);
+    });
 
     it('reports consumer lag per partition', async () => {
       const name = await topic(2);

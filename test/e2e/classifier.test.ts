@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { watchedChains } from '../../services/classifier/index.js';
 import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
-import { ClassifierEngine } from '../../services/classifier/engine.js';
+import { ClassifierEngine, type ClassifierInput } from '../../services/classifier/engine.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
 import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
 import { complaintFieldsOf, fileComplaint } from '../../shared/devnet/complaints.js';
@@ -284,55 +284,65 @@ describe('classifier end to end on the devnet', () => {
     expect(rows).toHaveLength(0);
   }, 120_000);
 
-  it('decides the same with the destination chain first and every message twice', async () => {
-    // The live pipeline's input messages, replayed into a fresh engine in the worst order.
-    const { rows } = await db.pool.query<{ topic: string; value: string }>(
-      `SELECT topic, value FROM bus_messages WHERE topic IN ('chain.events', 'chain.heights') ORDER BY topic, partition, "offset"`,
-    );
-    const events = rows
-      .filter((r) => r.topic === 'chain.events')
-      .map((r) => decode(chainEvents, { value: r.value } as never));
-    const heights = rows
-      .filter((r) => r.topic === 'chain.heights')
-      .map((r) => decode(chainHeights, { value: r.value } as never));
-    const ofChain = (chainId: string) => ({
-      events: events.filter((e) => (e.payload as ChainEvent).chainId === chainId),
-      heights: heights.filter((h) => (h.payload as ChainHeight).chainId === chainId),
-    });
-    const tables = classifierTables('dup_test');
-    await db.pool.query(`CREATE SCHEMA dup_test; ${classifierDdl(tables)}`);
-    // DID names as the live verdicts recorded them.
-    const live = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
-      'SELECT bid_id, verdict FROM classifier_verdicts',
-    );
-    const recorded = new Map(live.rows.map((r) => [r.bid_id, r.verdict.evidence.didNames]));
-    const engine = new ClassifierEngine({
-      pool: db.pool,
-      tables,
-      group: 'dup-test',
-      chains: watchedChains(ctx.config.chainClients!),
-      did: {
-        names: (address, bid) => recorded.get(bid)?.[address.toLowerCase()] ?? [],
-        request: () => undefined,
-        stop: () => undefined,
-      },
-      log: ctx.log,
-    });
-    const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
-    for (const chainId of [DST.system, SRC.system]) {
-      const { events: e, heights: h } = ofChain(chainId);
-      for (const message of [...e, ...e])
-        await engine.handleEvent(message.id, message.payload as ChainEvent, context);
-      for (const message of [...h, ...h])
-        await engine.handleHeight(message.id, message.payload as ChainHeight, context);
-    }
-    const replayed = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
-      'SELECT bid_id, verdict FROM dup_test.classifier_verdicts',
-    );
-    const byBid = new Map(replayed.rows.map((r) => [r.bid_id, r.verdict]));
-    for (const { bid_id, verdict } of live.rows) expect(byBid.get(bid_id)).toEqual(verdict);
-    expect(replayed.rows.length).toBe(live.rows.length);
-  }, 120_000);
+  it.each([
+    { mode: 'one message at a time', schema: 'dup_test' },
+    { mode: 'all in one batch', schema: 'dup_batch' },
+  ])(
+    'decides the same with the destination chain first and every message twice ($mode)',
+    async ({ mode, schema }) => {
+      // The live pipeline's input messages, replayed into a fresh engine in the worst order.
+      const { rows } = await db.pool.query<{ topic: string; value: string }>(
+        `SELECT topic, value FROM bus_messages WHERE topic IN ('chain.events', 'chain.heights') ORDER BY topic, partition, "offset"`,
+      );
+      const events = rows
+        .filter((r) => r.topic === 'chain.events')
+        .map((r) => decode(chainEvents, { value: r.value } as never));
+      const heights = rows
+        .filter((r) => r.topic === 'chain.heights')
+        .map((r) => decode(chainHeights, { value: r.value } as never));
+      const ofChain = (chainId: string) => ({
+        events: events.filter((e) => (e.payload as ChainEvent).chainId === chainId),
+        heights: heights.filter((h) => (h.payload as ChainHeight).chainId === chainId),
+      });
+      const tables = classifierTables(schema);
+      await db.pool.query(`CREATE SCHEMA ${schema}; ${classifierDdl(tables)}`);
+      // DID names as the live verdicts recorded them.
+      const live = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
+        'SELECT bid_id, verdict FROM classifier_verdicts',
+      );
+      const recorded = new Map(live.rows.map((r) => [r.bid_id, r.verdict.evidence.didNames]));
+      const engine = new ClassifierEngine({
+        pool: db.pool,
+        tables,
+        group: schema,
+        chains: watchedChains(ctx.config.chainClients!),
+        did: {
+          names: (address, bid) => recorded.get(bid)?.[address.toLowerCase()] ?? [],
+          request: () => undefined,
+          stop: () => undefined,
+        },
+        log: ctx.log,
+      });
+      const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+      const inputs: ClassifierInput[] = [];
+      for (const chainId of [DST.system, SRC.system]) {
+        const { events: e, heights: h } = ofChain(chainId);
+        for (const m of [...e, ...e])
+          inputs.push({ kind: 'event', id: m.id, event: m.payload as ChainEvent });
+        for (const m of [...h, ...h])
+          inputs.push({ kind: 'height', id: m.id, height: m.payload as ChainHeight });
+      }
+      if (mode === 'all in one batch') await engine.handleBatch(inputs, context);
+      else for (const input of inputs) await engine.handleBatch([input], context);
+      const replayed = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
+        `SELECT bid_id, verdict FROM ${schema}.classifier_verdicts`,
+      );
+      const byBid = new Map(replayed.rows.map((r) => [r.bid_id, r.verdict]));
+      for (const { bid_id, verdict } of live.rows) expect(byBid.get(bid_id)).toEqual(verdict);
+      expect(replayed.rows.length).toBe(live.rows.length);
+    },
+    120_000,
+  );
 
   it('sends a malformed or unknown event to the dead-letter topic with the reason, and keeps flowing', async () => {
     const good = JSON.parse(

@@ -6,6 +6,7 @@ import { withTransaction, type Pool } from '../../db/pool.js';
 const { ConfigResourceTypes } = kafkajs;
 import type { Logger } from '../../logging/logger.js';
 import {
+  batchHandlerOf,
   deadLetterTopic,
   type EventBus,
   type OutgoingMessage,
@@ -257,6 +258,7 @@ export class KafkaBus implements EventBus {
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    batchHandlerOf(options); // refuses a subscription without exactly one handler
     await this.connect();
     await this.ensureDeadLetterTopics(options.topics);
     // Every partition has a stored position before the group joins: `latest` means the end as of now.

@@ -1,14 +1,22 @@
-import type { Consumer, EachMessagePayload } from 'kafkajs';
+import type { Consumer, EachBatchPayload, KafkaMessage } from 'kafkajs';
 import { withTransaction } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
-import { deliver } from '../deliver.js';
+import { deliverBatch, type DeliveryOptions } from '../deliver.js';
 import { PartitionFencedError } from '../errors.js';
-import { deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
+import {
+  batchHandlerOf,
+  deadLetterTopic,
+  type BatchHandler,
+  type BusMessage,
+  type SubscribeOptions,
+  type Subscription,
+} from '../port.js';
 import {
   commitPosition,
   loadPosition,
   loadPositions,
   recordAttempt,
+  startBatchAttempt,
   type PartitionRef,
 } from '../positions.js';
 import { sleep } from '../retry.js';
@@ -39,12 +47,15 @@ export class KafkaSubscription implements Subscription {
   private checker: NodeJS.Timeout | undefined;
   private checking: Promise<void> = Promise.resolve();
   private stopped: Promise<void> | undefined;
+  private readonly handle: BatchHandler;
+  private readonly maxBatch: number;
 
   constructor(
     private readonly bus: KafkaBus,
     private readonly options: KafkaSubscriptionOptions,
   ) {
     this.group = options.group;
+    ({ handle: this.handle, maxBatch: this.maxBatch } = batchHandlerOf(options));
     this.consumer = bus.kafka.consumer({
       groupId: options.group,
       // A member stopped or killed gives its partitions up quickly.
@@ -87,9 +98,11 @@ export class KafkaSubscription implements Subscription {
       // Kafka's committed offset is only a hint where to fetch from; the position is in PostgreSQL.
       autoCommit: true,
       autoCommitInterval: 5_000,
-      // Partitions in parallel, each one message at a time: per-key order holds.
+      // Partitions in parallel, each one batch at a time, in offset order: per-key order holds.
       partitionsConsumedConcurrently: 4,
-      eachMessage: (payload) => this.onMessage(payload),
+      // Offsets are resolved as they are settled: a batch left half-way is fetched again from there.
+      eachBatchAutoResolve: false,
+      eachBatch: (payload) => this.onBatch(payload),
     });
     try {
       await joined;
@@ -127,19 +140,58 @@ export class KafkaSubscription implements Subscription {
     if (!this.stopping) this.consumer.seek({ topic, partition, offset: offset.toString() });
   }
 
-  private async onMessage({ topic, partition, message }: EachMessagePayload): Promise<void> {
+  /** Delivery of one partition's messages: positions, attempts and dead letters in PostgreSQL. */
+  private delivery(ref: PartitionRef): DeliveryOptions {
+    const pool = this.bus.pool;
+    return {
+      handle: this.handle,
+      maxAttempts: this.options.maxAttempts,
+      group: this.group,
+      log: this.options.log,
+      signal: this.stopController.signal,
+      recordAttempt: (offset) => recordAttempt(pool, ref, offset),
+      startBatchAttempt: (offset) => startBatchAttempt(pool, ref, offset),
+      commit: (from, next, tx) => commitPosition(tx ?? pool, ref, from, next),
+      // The dead letter (through the outbox) and the commit past it are one transaction.
+      deadLetter: (dead, from, next) =>
+        withTransaction(pool, async (tx) => {
+          await writeOutbox(tx, deadLetterTopic(ref.topic), [dead]);
+          await commitPosition(tx, ref, from, next);
+        }),
+    };
+  }
+
+  /**
+   * A fetched batch of one partition: what is before the stored position was handled already; from the
+   * stored position on, consecutive messages go through the handler in batches of at most maxBatch.
+   */
+  private async onBatch({
+    batch,
+    resolveOffset,
+    heartbeat,
+    isRunning,
+    isStale,
+  }: EachBatchPayload): Promise<void> {
     if (this.stopping) return;
+    const { topic, partition } = batch;
     const key = `${topic}/${partition}`;
     const ref: PartitionRef = { group: this.group, topic, partition };
-    const offset = BigInt(message.offset);
     this.inFlight.add(key);
+    let offset: bigint | undefined;
     try {
       let expected = this.positions.get(key);
       if (expected === undefined) {
         expected = (await loadPosition(this.bus.pool, ref)) ?? 0n;
         this.setPosition(key, expected);
       }
-      if (offset < expected) return; // handled before: Kafka's hint was behind
+      const fresh = batch.messages.filter((m) => BigInt(m.offset) >= expected!);
+      const last = batch.messages[batch.messages.length - 1];
+      if (fresh.length === 0) {
+        // Handled before: Kafka's hint was behind.
+        if (last) resolveOffset(last.offset);
+        return;
+      }
+      offset = BigInt(fresh[0]!.offset);
       if (offset > expected) {
         const low = await this.bus.lowWatermark(topic, partition);
         if (low > expected) {
@@ -154,40 +206,46 @@ export class KafkaSubscription implements Subscription {
         }
         if (offset !== expected) return this.seekTo(topic, partition, expected);
       }
-      const from = expected;
-      const next = offset + 1n;
-      const outcome = await deliver(toBusMessage(topic, partition, message), {
-        handler: this.options.handler,
-        maxAttempts: this.options.maxAttempts,
-        group: this.group,
-        log: this.options.log,
-        signal: this.stopController.signal,
-        recordAttempt: () => recordAttempt(this.bus.pool, ref, offset),
-        commitIn: (tx) => commitPosition(tx, ref, from, next),
-        commitAfter: async (committedByHandler) => {
-          if (!committedByHandler) await commitPosition(this.bus.pool, ref, from, next);
-        },
-        // The dead letter (through the outbox) and the commit past it are one transaction.
-        deadLetter: (dead) =>
-          withTransaction(this.bus.pool, async (tx) => {
-            await writeOutbox(tx, deadLetterTopic(topic), [dead]);
-            await commitPosition(tx, ref, from, next);
-          }),
-      });
-      if (outcome === 'done') this.setPosition(key, next);
+      const delivery = this.delivery(ref);
+      for (let at = 0; at < fresh.length;) {
+        if (this.stopping || !isRunning() || isStale()) return;
+        // Consecutive offsets from the stored position only (a gap is sought, as a message out of place).
+        const chunk: KafkaMessage[] = [];
+        while (
+          at < fresh.length &&
+          chunk.length < this.maxBatch &&
+          BigInt(fresh[at]!.offset) === expected + BigInt(chunk.length)
+        )
+          chunk.push(fresh[at++]!);
+        if (chunk.length === 0) return this.seekTo(topic, partition, expected);
+        offset = BigInt(chunk[0]!.offset);
+        const { outcome, next } = await deliverBatch(
+          chunk.map((m) => toBusMessage(topic, partition, m)),
+          expected,
+          delivery,
+        );
+        if (next > expected) {
+          expected = next;
+          this.setPosition(key, next);
+          resolveOffset(String(next - 1n));
+        }
+        if (outcome === 'stopped') return;
+        await heartbeat();
+      }
     } catch (err) {
       this.setPosition(key, undefined);
       if (!(err instanceof PartitionFencedError)) {
         this.options.log.warn(
           { topic, partition, offset: String(offset), err: (err as Error).message },
-          'message not settled (database or broker error); retrying from the stored position',
+          'batch not settled (database or broker error); retrying from the stored position',
         );
         await sleep(500, this.stopController.signal);
       }
       // Fenced (seeked, or taken over) or failed: go on from what is stored now.
       const stored = await loadPosition(this.bus.pool, ref).catch(() => undefined);
       if (stored !== undefined) this.setPosition(key, stored);
-      this.seekTo(topic, partition, stored ?? offset);
+      const at = stored ?? offset;
+      if (at !== undefined) this.seekTo(topic, partition, at);
     } finally {
       this.inFlight.delete(key);
     }
@@ -237,7 +295,7 @@ function splitKey(key: string): [string, number] {
   return [key.slice(0, at), Number(key.slice(at + 1))];
 }
 
-function toBusMessage(topic: string, partition: number, message: EachMessagePayload['message']): BusMessage {
+function toBusMessage(topic: string, partition: number, message: KafkaMessage): BusMessage {
   return {
     topic,
     partition,

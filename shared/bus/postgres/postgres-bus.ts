@@ -4,6 +4,7 @@ import type { Logger } from '../../logging/logger.js';
 import { partitionFor } from '../partitioner.js';
 import { setPosition } from '../positions.js';
 import {
+  batchHandlerOf,
   deadLetterTopic,
   type EventBus,
   type OutgoingMessage,
@@ -151,6 +152,7 @@ export class PostgresBus implements EventBus {
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    batchHandlerOf(options); // refuses a subscription without exactly one handler
     for (const topic of options.topics) await this.ensureDeadLetterTopic(topic);
     const subscription = new PostgresSubscription(this, {
       ...options,

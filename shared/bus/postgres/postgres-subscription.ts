@@ -1,19 +1,27 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import pg from 'pg';
 import type { Logger } from '../../logging/logger.js';
 import { withTransaction, type Pool } from '../../db/pool.js';
 import { PartitionFencedError } from '../errors.js';
-import { deliver } from '../deliver.js';
+import { deliverBatch, type DeliveryOptions } from '../deliver.js';
 import {
   commitPosition,
   initPosition,
   loadPosition,
   recordAttempt,
+  startBatchAttempt,
   type PartitionRef,
 } from '../positions.js';
 import { backoffMs, sleep } from '../retry.js';
 import { WakeSignal } from '../../runtime/wake-signal.js';
-import { deadLetterTopic, type BusMessage, type SubscribeOptions, type Subscription } from '../port.js';
+import {
+  batchHandlerOf,
+  deadLetterTopic,
+  type BusMessage,
+  type SubscribeOptions,
+  type Subscription,
+} from '../port.js';
 import { BUS_CHANNEL } from './channel.js';
 import type { PostgresBus } from './postgres-bus.js';
 
@@ -28,7 +36,8 @@ export interface PostgresSubscriptionOptions extends SubscribeOptions {
   onStopped(subscription: PostgresSubscription): void;
 }
 
-const FETCH_BATCH = 200;
+/** Messages read per fetch: at least this many, and at least one whole batch. */
+const MIN_FETCH = 200;
 
 /**
  * One member of a consumer group on the postgres log.
@@ -42,7 +51,8 @@ export class PostgresSubscription implements Subscription {
   readonly group: string;
   private readonly memberId = randomUUID();
   private readonly workers = new Map<string, PartitionWorker>();
-  private readonly stopController = new AbortController();
+  /** Every partition worker listens on its signal: as many listeners as partitions, not a leak. */
+  private readonly stopController = unlimitedListeners(new AbortController());
   private control: pg.Client | undefined;
   private rebalancing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
@@ -214,6 +224,8 @@ class PartitionWorker {
   private running: Promise<void> = Promise.resolve();
   private readonly wakeSignal = new WakeSignal();
   private readonly ref: PartitionRef;
+  private readonly delivery: DeliveryOptions;
+  private readonly maxBatch: number;
 
   constructor(
     private readonly subscription: PostgresSubscription,
@@ -223,6 +235,25 @@ class PartitionWorker {
   ) {
     this.id = `${topic}/${partition}`;
     this.ref = { group: subscription.options.group, topic, partition };
+    const { pool, maxAttempts, group, log } = subscription.options;
+    const { handle, maxBatch } = batchHandlerOf(subscription.options);
+    this.maxBatch = maxBatch;
+    this.delivery = {
+      handle,
+      maxAttempts,
+      group,
+      log,
+      signal: this.stopController.signal,
+      recordAttempt: (offset) => recordAttempt(pool, this.ref, offset),
+      startBatchAttempt: (offset) => startBatchAttempt(pool, this.ref, offset),
+      commit: (from, next, tx) => commitPosition(tx ?? pool, this.ref, from, next),
+      // The dead letter and the commit past it are one transaction: neither happens without the other.
+      deadLetter: (dead, from, next) =>
+        withTransaction(pool, async (tx) => {
+          await subscription.bus.publish(deadLetterTopic(topic), [dead], { tx });
+          await commitPosition(tx, this.ref, from, next);
+        }),
+    };
     // Stopping the subscription stops every worker (and cuts short their retry back-off).
     subscription.signal.addEventListener('abort', () => this.stopController.abort(), { once: true });
   }
@@ -301,12 +332,16 @@ class PartitionWorker {
       await this.wakeSignal.sleep(this.options.idlePollMs, this.stopController.signal);
       return;
     }
-    for (const message of rows) {
+    for (let at = 0; at < rows.length; at += this.maxBatch) {
       if (this.stopping) return;
       try {
-        const outcome = await this.handle(message, committed);
+        const { outcome, next } = await deliverBatch(
+          rows.slice(at, at + this.maxBatch),
+          committed,
+          this.delivery,
+        );
+        committed = next;
         if (outcome === 'stopped') return;
-        committed = message.offset + 1n;
       } catch (err) {
         // Seeked or taken over: the next pass starts from what is stored now.
         if (err instanceof PartitionFencedError) return;
@@ -345,7 +380,7 @@ class PartitionWorker {
       created_at: Date;
     }>(
       `SELECT "offset", key, value, headers, created_at FROM bus_messages
-       WHERE topic = $1 AND partition = $2 AND "offset" >= $3 ORDER BY "offset" LIMIT ${FETCH_BATCH}`,
+       WHERE topic = $1 AND partition = $2 AND "offset" >= $3 ORDER BY "offset" LIMIT ${Math.max(MIN_FETCH, this.maxBatch)}`,
       [this.topic, this.partition, from.toString()],
     );
     return rows.map((r) => ({
@@ -358,27 +393,9 @@ class PartitionWorker {
       timestamp: r.created_at,
     }));
   }
+}
 
-  private async handle(message: BusMessage, committed: bigint): Promise<'done' | 'stopped'> {
-    const { handler, maxAttempts, log, pool, group } = this.options;
-    const next = message.offset + 1n;
-    return deliver(message, {
-      handler,
-      maxAttempts,
-      group,
-      log,
-      signal: this.stopController.signal,
-      recordAttempt: () => recordAttempt(pool, this.ref, message.offset),
-      commitIn: (tx) => commitPosition(tx, this.ref, committed, next),
-      commitAfter: async (committedByHandler) => {
-        if (!committedByHandler) await commitPosition(pool, this.ref, committed, next);
-      },
-      // The dead letter and the commit past it are one transaction: neither happens without the other.
-      deadLetter: (dead) =>
-        withTransaction(pool, async (tx) => {
-          await this.subscription.bus.publish(deadLetterTopic(message.topic), [dead], { tx });
-          await commitPosition(tx, this.ref, committed, next);
-        }),
-    });
-  }
+function unlimitedListeners(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal);
+  return controller;
 }

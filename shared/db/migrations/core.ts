@@ -99,5 +99,14 @@ export const coreMigrations: MigrationSet = {
         );
       `,
     },
+    {
+      version: 5,
+      name: 'batch attempts',
+      sql: `
+        -- A batch of consecutive messages counts one attempt at its first offset before it is tried whole;
+        -- attempt_batch says the count includes that try, so the first message alone is not charged for it.
+        ALTER TABLE bus_group_offsets ADD COLUMN attempt_batch boolean NOT NULL DEFAULT false;
+      `,
+    },
   ],
 };

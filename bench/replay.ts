@@ -1,0 +1,183 @@
+import fc from 'fast-check';
+import Fastify from 'fastify';
+import { createClassifier, subscribeEngine, watchedChains } from '../services/classifier/index.js';
+import { classifierMigrations } from '../services/classifier/migrations.js';
+import { timelineSpec } from '../services/classifier/reference-model.js';
+import { replayClassifier } from '../services/classifier/replay.js';
+import { CONTRACT, DID_NAMES, DST, REPUTATION, SRC } from '../services/classifier/swap-timeline.js';
+import { swapTraffic } from '../services/classifier/swap-traffic.js';
+import { classifierTables } from '../services/classifier/tables.js';
+import { POINTS_GROUP, POINTS_TOPICS, subscribePoints } from '../services/points/consumer.js';
+import { pointsMigrations } from '../services/points/migrations.js';
+import { replayPoints } from '../services/points/replay.js';
+import { PointsStore } from '../services/points/store.js';
+import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
+import type { EventBus } from '../shared/bus/port.js';
+import type { ChainClientConfig } from '../shared/config/index.js';
+import { createLogger } from '../shared/logging/logger.js';
+import { allTopics, chainEvents, chainHeights, topicSpec } from '../topics/index.js';
+import { progressBar } from '../bin/progress.js';
+import { fmt, printTable, rate, scratchDatabase } from './support.js';
+
+/** About four chain events per swap: 250,000 swaps are the issue's million events. */
+const SWAPS = Number(process.env.BENCH_REPLAY_SWAPS ?? 250_000);
+const TARGET_SECONDS = 120;
+
+/**
+ * `npm run bench -- replay`: the whole pipeline's replay (classifier, then points: what `npm run replay`
+ * does) over synthetic swaps of every case, after a live run of the same messages, with both replays
+ * compared row by row with the live tables. The figure is the replay's time; the live run beside it is the
+ * baseline (same messages, same database, same run).
+ */
+export async function run() {
+  const database = await scratchDatabase([classifierMigrations, pointsMigrations]);
+  const { pool, url } = database;
+  const log = createLogger({ level: 'warn' });
+  const did = Fastify();
+  did.get<{ Params: { address: string } }>('/find/owner/:address', async (request) => ({
+    data: (DID_NAMES[request.params.address.toLowerCase()] ?? []).map((name) => ({ name })),
+  }));
+  const didUrl = await did.listen({ port: 0, host: '127.0.0.1' });
+  const bus = new PostgresBus({ pool, connectionString: url, log });
+  try {
+    await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
+    const generated = await time(async () => {
+      const specs = fc
+        .sample(fc.tuple(fc.nat({ max: 3 * SWAPS }), fc.integer()), { numRuns: SWAPS, seed: 11 })
+        .map(([offset, seed], id) => ({
+          ...fc.sample(timelineSpec(1_000 + offset), { numRuns: 1, seed })[0]!,
+          id,
+        }));
+      return swapTraffic(specs);
+    });
+    const traffic = generated.value;
+    const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
+    const published = await time(async () => {
+      const bar = progressBar('publishing');
+      let done = 0;
+      for (const stream of traffic.streams) {
+        for (let i = 0; i < stream.length; i += 5_000) {
+          const slice = stream.slice(i, i + 5_000);
+          for (const topic of [chainEvents.name, chainHeights.name]) {
+            const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
+            if (batch.length > 0) await bus.publish(topic, batch);
+          }
+          done += slice.length;
+          bar.update(messages - done, done);
+        }
+      }
+    });
+    traffic.streams.length = 0; // the messages are in the log now; free the memory
+
+    const chainClients = [
+      { chainId: SRC.chainId, nativeChainId: String(SRC.evm), contractAddr: CONTRACT },
+      {
+        chainId: DST.chainId,
+        nativeChainId: String(DST.evm),
+        contractAddr: CONTRACT,
+        reputationContractAddr: REPUTATION,
+      },
+    ] as ChainClientConfig[];
+
+    // Baseline: the live pipeline on the same messages (classifier publishing verdicts, points on them).
+    const live = await time(async () => {
+      const { engine, did: didSource } = createClassifier({
+        pool,
+        tables: classifierTables(),
+        group: 'classifier',
+        chains: watchedChains(chainClients),
+        didSupportUrl: didUrl,
+        didCacheMs: 3_600_000,
+        bus,
+        log,
+      });
+      const classifier = await subscribeEngine(bus, engine, 'classifier');
+      const points = await subscribePoints({ bus, pool, store: new PointsStore(pool) });
+      const bar = progressBar('live run');
+      const decided = async () =>
+        Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM classifier_verdicts`)).rows[0]!.n);
+      for (;;) {
+        const n = await decided();
+        bar.update(SWAPS - n, n);
+        if (n >= SWAPS && (await lagOf(bus, POINTS_GROUP, POINTS_TOPICS)) === 0) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await classifier.stop();
+      await points.stop();
+      didSource.stop();
+    });
+
+    const replay = await time(async () => {
+      const classifierBar = progressBar('classifier replay');
+      const classifier = await replayClassifier({
+        pool,
+        bus,
+        chainClients,
+        didSupportUrl: didUrl,
+        log,
+        onProgress: (done, left) => classifierBar.update(left, done),
+      });
+      const pointsBar = progressBar('points replay');
+      const points = await replayPoints({
+        db: pool,
+        bus,
+        log,
+        keep: false,
+        onProgress: (left) => pointsBar.update(left),
+      });
+      return { classifier, points };
+    });
+    const identical = replay.value.classifier.identical && replay.value.points.identical;
+    if (!identical) {
+      console.error(JSON.stringify(replay.value.classifier, null, 2));
+      console.error(replay.value.points.lines.join('\n'));
+    }
+
+    const seconds = replay.ms / 1_000;
+    const title = `replay (${fmt(SWAPS)} swaps: ${fmt(traffic.events)} chain events + ${fmt(messages - traffic.events)} heights; ${database.source})`;
+    printTable(title, [
+      [
+        'generated, published',
+        `${(generated.ms / 1_000).toFixed(1)} s, ${fmt(rate(messages, published.ms))} msg/s`,
+      ],
+      ['baseline: live pipeline (classifier + points)', `${(live.ms / 1_000).toFixed(1)} s`],
+      [
+        'replay: classifier then points, compared with live',
+        `${seconds.toFixed(1)} s = ${fmt(rate(traffic.events, replay.ms))} chain events/s, ${identical ? 'IDENTICAL' : 'DIFFERENT'} (target < ${TARGET_SECONDS} s)`,
+      ],
+    ]);
+    if (!identical) process.exitCode = 1;
+    return [
+      {
+        title,
+        rows: [
+          {
+            measure: 'live pipeline: classifier + points',
+            value: `${(live.ms / 1_000).toFixed(1)} s (${fmt(rate(traffic.events, live.ms))} chain events/s)`,
+          },
+          {
+            measure: `replay: classifier then points, ${identical ? 'identical to' : 'DIFFERENT from'} the live tables`,
+            value: `${seconds.toFixed(1)} s (${fmt(rate(traffic.events, replay.ms))} chain events/s)`,
+            baseline: `live run ${(live.ms / 1_000).toFixed(1)} s; target ${TARGET_SECONDS} s`,
+            ratio: TARGET_SECONDS / seconds,
+            target: 1,
+          },
+        ],
+      },
+    ];
+  } finally {
+    await bus.close();
+    await did.close();
+    await database.dispose();
+  }
+}
+
+async function lagOf(bus: EventBus, group: string, topics: readonly string[]): Promise<number> {
+  return (await bus.lag(group, topics)).reduce((n, p) => n + Number(p.lag), 0);
+}
+
+async function time<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - started, value };
+}

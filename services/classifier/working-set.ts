@@ -1,0 +1,506 @@
+/**
+ * The rows one classifier transaction may touch, read in a fixed number of statements before the decisions
+ * and written back in a fixed number after them, whatever the batch size. The engine decides over this
+ * in-memory view exactly as it would over the tables row by row: the reads cover every row any message of
+ * the batch can reach (its swaps, the orphans and in-links it can join, the heights it can release, and the
+ * pending swaps a clock can reach within the batch).
+ */
+import type { PoolClient } from '../../shared/db/pool.js';
+import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
+import type { SwapFacts } from './facts.js';
+import type { ClassifierTables } from './tables.js';
+
+export type Stream = 'swap' | 'reputation';
+export const clockKey = (chainId: string, stream: Stream) => `${chainId}/${stream}`;
+
+export type Wait =
+  | { kind: 'clock'; chainId: string; until: number }
+  | { kind: 'complaints'; until: number }
+  | { kind: 'did'; address: string };
+
+export interface StoredSwap {
+  facts: SwapFacts;
+  decided: boolean;
+  wait: Wait | null;
+  waitingFor: string | null;
+  /** Written back at the end of the transaction. */
+  dirty: boolean;
+}
+
+interface Orphan {
+  eventId: string;
+  ref: string;
+  event: ChainEvent;
+  /** A row of the table (deleted when adopted), or new in this transaction (inserted unless adopted). */
+  stored: boolean;
+  adopted: boolean;
+}
+
+export interface HeldHeight {
+  chainId: string;
+  stream: Stream;
+  height: number;
+  blockTime: number;
+  lastEventId: string;
+  stored: boolean;
+}
+
+/** What the batch may read: derived from its messages before any decision. */
+export interface ReadPlan {
+  /** TransferOut / Complaint bids. */
+  bids: Set<string>;
+  /** Out transfer ids named by TransferIn / ConfirmOut / RefundOut. */
+  outTransferIds: Set<string>;
+  /** In transfer ids named by ConfirmIn / RefundIn. */
+  inTransferIds: Set<string>;
+  /** Transfer ids whose orphans a TransferOut / TransferIn adopts. */
+  orphanRefs: Set<string>;
+  /** Event ids of the batch (heights held for them are released). */
+  eventIds: Set<string>;
+  /** lastEventIds of the batch's heights (were they handled before?). */
+  heightEventIds: Set<string>;
+  /** Newest block time per chain stream the batch's heights carry. */
+  heightTimes: Map<string, number>;
+}
+
+export function readPlan(
+  events: ReadonlyArray<{ id: string; event: ChainEvent }>,
+  heights: readonly ChainHeight[],
+): ReadPlan {
+  const plan: ReadPlan = {
+    bids: new Set(),
+    outTransferIds: new Set(),
+    inTransferIds: new Set(),
+    orphanRefs: new Set(),
+    eventIds: new Set(),
+    heightEventIds: new Set(),
+    heightTimes: new Map(),
+  };
+  for (const { id, event } of events) {
+    plan.eventIds.add(id);
+    switch (event.kind) {
+      case 'TransferOut':
+        plan.bids.add(event.bidId);
+        plan.orphanRefs.add(event.transferId);
+        break;
+      case 'TransferIn':
+        plan.outTransferIds.add(event.srcTransferId);
+        plan.orphanRefs.add(event.transferId);
+        break;
+      case 'ConfirmOut':
+      case 'RefundOut':
+        plan.outTransferIds.add(event.transferId);
+        break;
+      case 'ConfirmIn':
+      case 'RefundIn':
+        plan.inTransferIds.add(event.transferId);
+        break;
+      case 'Complaint':
+        plan.bids.add(event.bidId);
+        break;
+    }
+  }
+  for (const h of heights) {
+    if (h.lastEventId !== null) plan.heightEventIds.add(h.lastEventId);
+    const key = clockKey(h.chainId, h.stream);
+    plan.heightTimes.set(key, Math.max(plan.heightTimes.get(key) ?? 0, h.blockTimestamp));
+  }
+  return plan;
+}
+
+interface SwapRow {
+  bid_id: string;
+  facts: SwapFacts;
+  status: 'pending' | 'decided';
+  wait_kind: Wait['kind'] | null;
+  wait_chain: string | null;
+  wait_until: string | null;
+  wait_address: string | null;
+  waiting_for: string | null;
+}
+
+export class WorkingSet {
+  readonly swaps = new Map<string, StoredSwap>();
+  private readonly byOut = new Map<string, string>();
+  private readonly orphans = new Map<string, Orphan[]>();
+  private readonly inLinks = new Map<string, string>();
+  private readonly newLinks: Array<[string, string]> = [];
+  readonly clocks = new Map<string, number>();
+  private readonly clockHeights = new Map<string, number>();
+  private readonly dirtyClocks = new Set<string>();
+  private readonly held = new Map<string, HeldHeight[]>();
+  private readonly released: string[] = [];
+  private readonly newHeld: HeldHeight[] = [];
+  /** Event ids handled before this transaction, among those the batch's heights wait for. */
+  private readonly handledBefore = new Set<string>();
+  readonly verdicts: SwapVerdict[] = [];
+  readonly violations: Violation[] = [];
+
+  private constructor(
+    private readonly tx: PoolClient,
+    private readonly tables: ClassifierTables,
+  ) {}
+
+  /**
+   * Reads what the batch can reach. `reputationChains`: chains whose complaint clocks bound the complaint
+   * waits (see complaintsBound). Call under the group's lock.
+   */
+  static async read(
+    tx: PoolClient,
+    tables: ClassifierTables,
+    group: string,
+    plan: ReadPlan,
+    reputationChains: readonly string[],
+  ): Promise<WorkingSet> {
+    const w = new WorkingSet(tx, tables);
+    const clocks = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
+      `SELECT chain_id, stream, height, block_time FROM ${tables.clocks}`,
+    );
+    for (const r of clocks.rows) {
+      w.clocks.set(clockKey(r.chain_id, r.stream), Number(r.block_time));
+      w.clockHeights.set(clockKey(r.chain_id, r.stream), Number(r.height));
+    }
+    if (plan.inTransferIds.size > 0) {
+      const { rows } = await tx.query<{ in_transfer_id: string; bid_id: string }>(
+        `SELECT in_transfer_id, bid_id FROM ${tables.inLinks} WHERE in_transfer_id = ANY($1)`,
+        [[...plan.inTransferIds]],
+      );
+      for (const r of rows) {
+        w.inLinks.set(r.in_transfer_id, r.bid_id);
+        plan.bids.add(r.bid_id);
+      }
+    }
+    if (plan.orphanRefs.size > 0) {
+      // Transitively: an orphan TransferIn brings the orphans that name its own transfer id.
+      const { rows } = await tx.query<{ event_id: string; ref: string; event: ChainEvent }>(
+        `WITH RECURSIVE o AS (
+           SELECT event_id, ref, event FROM ${tables.orphans} WHERE ref = ANY($1)
+           UNION
+           SELECT c.event_id, c.ref, c.event FROM ${tables.orphans} c JOIN o
+             ON o.event->>'kind' = 'TransferIn' AND c.ref = o.event->>'transferId'
+         ) SELECT event_id, ref, event FROM o`,
+        [[...plan.orphanRefs]],
+      );
+      for (const r of rows)
+        w.keepOrphan({ eventId: r.event_id, ref: r.ref, event: r.event, stored: true, adopted: false });
+    }
+    // Heights: held ones the batch's events release, and whether the batch's heights' last events were handled.
+    if (plan.eventIds.size > 0) {
+      const { rows } = await tx.query<{
+        chain_id: string;
+        stream: Stream;
+        height: string;
+        block_time: string;
+        last_event_id: string;
+      }>(
+        `SELECT chain_id, stream, height, block_time, last_event_id FROM ${tables.pendingHeights}
+          WHERE last_event_id = ANY($1)`,
+        [[...plan.eventIds]],
+      );
+      for (const r of rows) {
+        w.hold({
+          chainId: r.chain_id,
+          stream: r.stream,
+          height: Number(r.height),
+          blockTime: Number(r.block_time),
+          lastEventId: r.last_event_id,
+          stored: true,
+        });
+        const key = clockKey(r.chain_id, r.stream);
+        plan.heightTimes.set(key, Math.max(plan.heightTimes.get(key) ?? 0, Number(r.block_time)));
+      }
+    }
+    if (plan.heightEventIds.size > 0) {
+      const { rows } = await tx.query<{ event_id: string }>(
+        'SELECT event_id FROM processed_events WHERE consumer = $1 AND event_id = ANY($2)',
+        [group, [...plan.heightEventIds]],
+      );
+      for (const r of rows) w.handledBefore.add(r.event_id);
+    }
+    // Swaps: those named, and the pending ones a clock can reach within this batch (no clock moves past the
+    // newest height the batch carries or releases).
+    const clockBounds: Array<[string, number]> = [];
+    for (const [key, time] of plan.heightTimes) {
+      const [chainId, stream] = splitClockKey(key);
+      if (stream === 'swap') clockBounds.push([chainId, Math.max(time, w.clocks.get(key) ?? 0)]);
+    }
+    const complaintsBound = boundOfComplaints(reputationChains, w.clocks, plan.heightTimes);
+    const { rows } = await tx.query<SwapRow>(
+      `SELECT bid_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for
+         FROM ${tables.swaps} s
+        WHERE bid_id = ANY($1) OR out_transfer_id = ANY($2)
+           OR (status = 'pending' AND wait_kind = 'clock' AND EXISTS (
+                 SELECT 1 FROM unnest($3::text[], $4::bigint[]) AS b(chain, until)
+                  WHERE s.wait_chain = b.chain AND s.wait_until <= b.until))
+           OR (status = 'pending' AND wait_kind = 'complaints' AND wait_until <= $5)`,
+      [
+        [...plan.bids],
+        [...plan.outTransferIds],
+        clockBounds.map(([c]) => c),
+        clockBounds.map(([, t]) => t),
+        complaintsBound,
+      ],
+    );
+    for (const r of rows) w.keepSwap(r);
+    return w;
+  }
+
+  /** The pending swaps waiting for `address`'s DID names (an answer came). */
+  static async readDidWaiters(
+    tx: PoolClient,
+    tables: ClassifierTables,
+    address: string,
+  ): Promise<WorkingSet> {
+    const w = new WorkingSet(tx, tables);
+    const clocks = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
+      `SELECT chain_id, stream, height, block_time FROM ${tables.clocks}`,
+    );
+    for (const r of clocks.rows) {
+      w.clocks.set(clockKey(r.chain_id, r.stream), Number(r.block_time));
+      w.clockHeights.set(clockKey(r.chain_id, r.stream), Number(r.height));
+    }
+    const { rows } = await tx.query<SwapRow>(
+      `SELECT bid_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for
+         FROM ${tables.swaps} WHERE status = 'pending' AND wait_kind = 'did' AND wait_address = $1`,
+      [address.toLowerCase()],
+    );
+    for (const r of rows) w.keepSwap(r);
+    return w;
+  }
+
+  private keepSwap(r: SwapRow): void {
+    const wait: Wait | null =
+      r.wait_kind === 'clock'
+        ? { kind: 'clock', chainId: r.wait_chain!, until: Number(r.wait_until) }
+        : r.wait_kind === 'complaints'
+          ? { kind: 'complaints', until: Number(r.wait_until) }
+          : r.wait_kind === 'did'
+            ? { kind: 'did', address: r.wait_address! }
+            : null;
+    this.swaps.set(r.bid_id, {
+      facts: r.facts,
+      decided: r.status === 'decided',
+      wait,
+      waitingFor: r.waiting_for,
+      dirty: false,
+    });
+    if (r.facts.out) this.byOut.set(r.facts.out.transferId, r.bid_id);
+  }
+
+  private keepOrphan(o: Orphan): void {
+    const list = this.orphans.get(o.ref);
+    if (list) list.push(o);
+    else this.orphans.set(o.ref, [o]);
+  }
+
+  private hold(h: HeldHeight): void {
+    const list = this.held.get(h.lastEventId);
+    if (list) list.push(h);
+    else this.held.set(h.lastEventId, [h]);
+  }
+
+  // --- reads and writes of the decisions (in memory) ---
+
+  swap(bid: string): StoredSwap | undefined {
+    return this.swaps.get(bid);
+  }
+
+  swapByOut(outTransferId: string): StoredSwap | undefined {
+    const bid = this.byOut.get(outTransferId);
+    return bid === undefined ? undefined : this.swaps.get(bid);
+  }
+
+  putSwap(swap: StoredSwap): void {
+    swap.dirty = true;
+    this.swaps.set(swap.facts.bidId, swap);
+    if (swap.facts.out) this.byOut.set(swap.facts.out.transferId, swap.facts.bidId);
+  }
+
+  linkedBid(inTransferId: string): string | undefined {
+    return this.inLinks.get(inTransferId);
+  }
+
+  link(inTransferIds: readonly string[], bid: string): void {
+    for (const id of inTransferIds) {
+      if (this.inLinks.has(id)) continue;
+      this.inLinks.set(id, bid);
+      this.newLinks.push([id, bid]);
+    }
+  }
+
+  addOrphan(eventId: string, ref: string, event: ChainEvent): void {
+    this.keepOrphan({ eventId, ref, event, stored: false, adopted: false });
+  }
+
+  /** Removes and returns the orphans naming `ref`, oldest first. */
+  adoptOrphans(ref: string): ChainEvent[] {
+    const list = this.orphans.get(ref);
+    if (!list) return [];
+    this.orphans.delete(ref);
+    for (const o of list) o.adopted = true;
+    this.adoptedLists.push(list);
+    return list.map((o) => o.event);
+  }
+
+  private readonly adoptedLists: Orphan[][] = [];
+
+  /** Was `eventId` handled before this transaction, or earlier in it? */
+  handled(eventId: string, handledInBatch: ReadonlySet<string>): boolean {
+    return this.handledBefore.has(eventId) || handledInBatch.has(eventId);
+  }
+
+  holdHeight(h: Omit<HeldHeight, 'stored'>): void {
+    // One held height per chain stream and height (as the table's key): a repeat changes nothing.
+    for (const list of this.held.values())
+      if (list.some((x) => x.chainId === h.chainId && x.stream === h.stream && x.height === h.height)) return;
+    const held = { ...h, stored: false };
+    this.hold(held);
+    this.newHeld.push(held);
+  }
+
+  /** Heights that waited for `eventId`: removed, for the caller to move their clocks. */
+  releaseHeights(eventId: string): HeldHeight[] {
+    const list = this.held.get(eventId);
+    if (!list) return [];
+    this.held.delete(eventId);
+    if (list.some((h) => h.stored)) this.released.push(eventId);
+    for (const h of list) {
+      const at = this.newHeld.indexOf(h);
+      if (at >= 0) this.newHeld.splice(at, 1);
+    }
+    return list;
+  }
+
+  /** Moves a chain stream's clock forward (never back); returns its time now. */
+  advanceClock(chainId: string, stream: Stream, height: number, blockTime: number): number {
+    const key = clockKey(chainId, stream);
+    const now = Math.max(this.clocks.get(key) ?? 0, blockTime);
+    this.clocks.set(key, now);
+    this.clockHeights.set(key, Math.max(this.clockHeights.get(key) ?? 0, height));
+    this.dirtyClocks.add(key);
+    return now;
+  }
+
+  /** Pending swaps whose wait `due` says is over, in bid order. */
+  pendingWhere(due: (wait: Wait) => boolean): string[] {
+    const bids: string[] = [];
+    for (const [bid, swap] of this.swaps) if (!swap.decided && swap.wait && due(swap.wait)) bids.push(bid);
+    return bids.sort();
+  }
+
+  /** Writes everything back: a fixed number of statements. */
+  async write(): Promise<void> {
+    const { tx, tables: t } = this;
+    const swaps = [...this.swaps.values()].filter((s) => s.dirty);
+    if (swaps.length > 0) {
+      await tx.query(
+        `INSERT INTO ${t.swaps} (bid_id, out_transfer_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for, decided_at)
+         SELECT b, o, f, s, wk, wc, wu, wa, wf, CASE WHEN s = 'decided' THEN now() END
+           FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
+             AS r(b, o, f, s, wk, wc, wu, wa, wf)
+         ON CONFLICT (bid_id) DO UPDATE SET
+           out_transfer_id = EXCLUDED.out_transfer_id, facts = EXCLUDED.facts, status = EXCLUDED.status,
+           wait_kind = EXCLUDED.wait_kind, wait_chain = EXCLUDED.wait_chain, wait_until = EXCLUDED.wait_until,
+           wait_address = EXCLUDED.wait_address, waiting_for = EXCLUDED.waiting_for,
+           decided_at = COALESCE(${t.swaps}.decided_at, EXCLUDED.decided_at)`,
+        [
+          swaps.map((s) => s.facts.bidId),
+          swaps.map((s) => s.facts.out?.transferId ?? null),
+          swaps.map((s) => JSON.stringify(s.facts)),
+          swaps.map((s) => (s.decided ? 'decided' : 'pending')),
+          swaps.map((s) => s.wait?.kind ?? null),
+          swaps.map((s) => (s.wait?.kind === 'clock' ? s.wait.chainId : null)),
+          swaps.map((s) => (s.wait && s.wait.kind !== 'did' ? s.wait.until : null)),
+          swaps.map((s) => (s.wait?.kind === 'did' ? s.wait.address : null)),
+          swaps.map((s) => s.waitingFor),
+        ],
+      );
+    }
+    if (this.verdicts.length > 0) {
+      await tx.query(
+        `INSERT INTO ${t.verdicts} (bid_id, verdict) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
+        [this.verdicts.map((v) => v.bidId), this.verdicts.map((v) => JSON.stringify(v))],
+      );
+    }
+    if (this.violations.length > 0) {
+      await tx.query(
+        `INSERT INTO ${t.violations} (bid_id, violation) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
+        [this.violations.map((v) => v.bidId), this.violations.map((v) => JSON.stringify(v))],
+      );
+    }
+    const adopted = this.adoptedLists.flat();
+    const gone = adopted.filter((o) => o.stored).map((o) => o.eventId);
+    if (gone.length > 0) await tx.query(`DELETE FROM ${t.orphans} WHERE event_id = ANY($1)`, [gone]);
+    const kept = [...this.orphans.values()].flat().filter((o) => !o.stored);
+    if (kept.length > 0) {
+      await tx.query(
+        `INSERT INTO ${t.orphans} (event_id, ref, event)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) ON CONFLICT DO NOTHING`,
+        [kept.map((o) => o.eventId), kept.map((o) => o.ref), kept.map((o) => JSON.stringify(o.event))],
+      );
+    }
+    if (this.newLinks.length > 0) {
+      await tx.query(
+        `INSERT INTO ${t.inLinks} (in_transfer_id, bid_id) SELECT * FROM unnest($1::text[], $2::text[])
+         ON CONFLICT DO NOTHING`,
+        [this.newLinks.map(([i]) => i), this.newLinks.map(([, b]) => b)],
+      );
+    }
+    if (this.dirtyClocks.size > 0) {
+      const keys = [...this.dirtyClocks].map(splitClockKey);
+      await tx.query(
+        `INSERT INTO ${t.clocks} (chain_id, stream, height, block_time)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+         ON CONFLICT (chain_id, stream) DO UPDATE
+           SET height = GREATEST(${t.clocks}.height, EXCLUDED.height),
+               block_time = GREATEST(${t.clocks}.block_time, EXCLUDED.block_time)`,
+        [
+          keys.map(([c]) => c),
+          keys.map(([, s]) => s),
+          [...this.dirtyClocks].map((k) => this.clockHeights.get(k)!),
+          [...this.dirtyClocks].map((k) => this.clocks.get(k)!),
+        ],
+      );
+    }
+    if (this.released.length > 0)
+      await tx.query(`DELETE FROM ${t.pendingHeights} WHERE last_event_id = ANY($1)`, [this.released]);
+    if (this.newHeld.length > 0) {
+      const h = this.newHeld;
+      await tx.query(
+        `INSERT INTO ${t.pendingHeights} (chain_id, stream, height, block_time, last_event_id)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) ON CONFLICT DO NOTHING`,
+        [
+          h.map((x) => x.chainId),
+          h.map((x) => x.stream),
+          h.map((x) => x.height),
+          h.map((x) => x.blockTime),
+          h.map((x) => x.lastEventId),
+        ],
+      );
+    }
+  }
+}
+
+function splitClockKey(key: string): [string, Stream] {
+  const at = key.lastIndexOf('/');
+  return [key.slice(0, at), key.slice(at + 1) as Stream];
+}
+
+/**
+ * The furthest the complaint clock (the oldest reputation chain's clock) can reach within the batch; -1 when
+ * a reputation chain has no clock yet. No chain with complaints: every complaint wait is over at once.
+ */
+function boundOfComplaints(
+  reputationChains: readonly string[],
+  clocks: ReadonlyMap<string, number>,
+  heightTimes: ReadonlyMap<string, number>,
+): number {
+  if (reputationChains.length === 0) return Number.MAX_SAFE_INTEGER;
+  let min = Number.MAX_SAFE_INTEGER;
+  for (const chainId of reputationChains) {
+    const key = clockKey(chainId, 'reputation');
+    const t = Math.max(clocks.get(key) ?? -1, heightTimes.get(key) ?? -1);
+    min = Math.min(min, t);
+  }
+  return min;
+}
