@@ -4,6 +4,7 @@ import { createClassifier, subscribeEngine, watchedChains } from '../services/cl
 import { classifierMigrations } from '../services/classifier/migrations.js';
 import { timelineSpec } from '../services/classifier/reference-model.js';
 import { replayClassifier } from '../services/classifier/replay.js';
+import { forgetRecoveredSigners } from '../services/classifier/consent.js';
 import { CONTRACT, DID_NAMES, DST, REPUTATION, SRC } from '../services/classifier/swap-timeline.js';
 import { swapTraffic } from '../services/classifier/swap-traffic.js';
 import { classifierTables } from '../services/classifier/tables.js';
@@ -107,6 +108,7 @@ export async function run() {
       didSource.stop();
     });
 
+    forgetRecoveredSigners(); // the replay starts cold, as `npm run replay` in its own process does
     const replay = await time(async () => {
       const classifierBar = progressBar('classifier replay');
       const classifier = await replayClassifier({

@@ -75,6 +75,19 @@ export function encode<P>(topic: TopicDefinition<P>, value: Envelope<P>): Outgoi
  * version is a poison message (dead-letter topic), never silently dropped.
  */
 export function decode<P>(topic: TopicDefinition<P>, message: BusMessage): Envelope<P> {
+  const outer = decodeEnvelope(topic, message);
+  const payload = topic.payload.safeParse(outer.payload);
+  if (!payload.success) {
+    throw new PoisonMessageError(`${topic.name}: invalid payload: ${z.prettifyError(payload.error)}`);
+  }
+  return { ...outer, payload: payload.data };
+}
+
+/**
+ * The envelope of a message of this topic, its payload not validated yet: for a consumer that looks at one
+ * field of the payload to decide whether it uses the message at all, and validates what it uses with decode.
+ */
+export function decodeEnvelope(topic: TopicDefinition<unknown>, message: BusMessage): Envelope<unknown> {
   let json: unknown;
   try {
     json = JSON.parse(message.value);
@@ -89,11 +102,7 @@ export function decode<P>(topic: TopicDefinition<P>, message: BusMessage): Envel
       `${topic.name}: unsupported envelope ${outer.data.type} v${outer.data.version} (expected ${topic.type} v${topic.version})`,
     );
   }
-  const payload = topic.payload.safeParse(outer.data.payload);
-  if (!payload.success) {
-    throw new PoisonMessageError(`${topic.name}: invalid payload: ${z.prettifyError(payload.error)}`);
-  }
-  return { ...outer.data, payload: payload.data };
+  return outer.data;
 }
 
 export function topicSpec(topic: TopicDefinition<unknown>, defaultPartitions: number): TopicSpec {

@@ -7,23 +7,64 @@ import { ADDRESS_RENDERINGS, swapMessage, type Agreement } from '../../shared/ot
 
 /**
  * Addresses the signature recovers to, one per rendering of the address members (checksummed first), without
- * duplicates. Exactly one of them is the real signer when the signature is genuine.
+ * duplicates, computed as they are asked for (a caller that stops at the first pays one recovery). Exactly one
+ * of them is the real signer when the signature is genuine.
  */
-export function candidateSigners(agreement: Agreement, signature: string, evmChainId: number): string[] {
+export function* candidateSigners(
+  agreement: Agreement,
+  signature: string,
+  evmChainId: number,
+): Generator<string, void, undefined> {
   const found: string[] = [];
   for (const rendering of ADDRESS_RENDERINGS) {
-    try {
-      const signer = recoverSwapSigner(swapMessage(agreement, rendering), signature, evmChainId, 'swap');
-      if (!found.includes(signer.toLowerCase())) found.push(signer.toLowerCase());
-    } catch {
-      return found; // malformed signature: the same under every rendering
-    }
+    const signer = recoverCached(swapMessage(agreement, rendering), signature, evmChainId);
+    if (signer === null) return; // malformed signature: the same under every rendering
+    if (found.includes(signer)) continue;
+    found.push(signer);
+    yield signer;
   }
-  return found;
 }
 
 /** userSign under OtmoicSwap{source chain} recovers `requestor` (compared case-insensitively). */
 export function userConsents(agreement: Agreement, userSign: string, srcEvmChainId: number): boolean {
   const requestor = agreement.requestor.toLowerCase();
-  return candidateSigners(agreement, userSign, srcEvmChainId).includes(requestor);
+  for (const signer of candidateSigners(agreement, userSign, srcEvmChainId))
+    if (signer === requestor) return true;
+  return false;
+}
+
+/**
+ * Recovery is the costliest step of a judgement, and a swap is judged again at each of its events and clock
+ * moves: the (lower-case) signer is remembered per message, signature and chain. A pure function's cache,
+ * bounded; null for a signature that recovers nobody.
+ */
+const recovered = new Map<string, string | null>();
+const MAX_REMEMBERED = 100_000;
+
+/** Forgets every remembered signer (a benchmark's replay must not profit from its live run's work). */
+export function forgetRecoveredSigners(): void {
+  recovered.clear();
+}
+
+function recoverCached(
+  message: ReturnType<typeof swapMessage>,
+  signature: string,
+  evmChainId: number,
+): string | null {
+  // Members in their fixed order, each always of its one type (a uint256 as a bigint, or a string).
+  const members = JSON.stringify(Object.values(message), (_, v) =>
+    typeof v === 'bigint' ? v.toString() : v,
+  );
+  const key = `${evmChainId}|${signature}|${members}`;
+  const known = recovered.get(key);
+  if (known !== undefined) return known;
+  let signer: string | null;
+  try {
+    signer = recoverSwapSigner(message, signature, evmChainId, 'swap').toLowerCase();
+  } catch {
+    signer = null;
+  }
+  if (recovered.size >= MAX_REMEMBERED) recovered.clear();
+  recovered.set(key, signer);
+  return signer;
 }

@@ -31,7 +31,7 @@ import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { judge } from './judge.js';
 import type { ClassifierMetrics } from './metrics.js';
 import type { ClassifierTables } from './tables.js';
-import { WorkingSet, clockKey, readPlan, type Stream, type StoredSwap } from './working-set.js';
+import { WorkingSet, clockKey, readPlan, type Stream, type StoredSwap, type Wait } from './working-set.js';
 
 export interface WatchedChain {
   evmChainId: number;
@@ -48,6 +48,11 @@ export interface EngineOptions {
   did: DidNames;
   /** Live: publish verdicts and violations. A replay only records them. */
   bus?: EventBus;
+  /**
+   * A replay into tables only this process writes: keep the state in memory across batches and write only
+   * verdicts and violations ('keep': and the whole projection at writeResident(), for inspection).
+   */
+  resident?: 'decisions' | 'keep';
   metrics?: ClassifierMetrics;
   log: Logger;
 }
@@ -59,9 +64,11 @@ export type ClassifierInput =
 export class ClassifierEngine {
   private readonly didWanted = new Set<string>();
   private readonly reputationChains: string[];
+  private readonly resident: WorkingSet | undefined;
 
   constructor(private readonly o: EngineOptions) {
     this.reputationChains = [...o.chains].filter(([, c]) => c.reputation).map(([id]) => id);
+    this.resident = o.resident ? WorkingSet.resident(o.tables) : undefined;
   }
 
   /** chain.events: one event joins its swap (or waits for it), and the swap is judged again. */
@@ -80,6 +87,7 @@ export class ClassifierEngine {
    * (working-set.ts); the decisions in between are the same as one input at a time.
    */
   async handleBatch(inputs: readonly ClassifierInput[], context: HandlerContext): Promise<void> {
+    if (this.resident) return this.handleResident(inputs);
     const events = inputs.flatMap((i) => (i.kind === 'event' ? [{ id: i.id, event: i.event }] : []));
     const heights = inputs.flatMap((i) => (i.kind === 'height' ? [i.height] : []));
     await withTransaction(this.o.pool, async (tx) => {
@@ -101,25 +109,59 @@ export class ClassifierEngine {
       for (const input of inputs) {
         if (!fresh.has(input.id) || handled.has(input.id)) continue;
         handled.add(input.id);
-        if (input.kind === 'event') this.onEvent(w, input.id, input.event);
-        else this.onHeight(w, input.height, handled);
+        this.onInput(w, input, handled);
       }
-      await w.write();
+      await w.write(tx);
       await this.publish(tx, w);
       await context.commitIn(tx);
     });
     this.flushDidRequests();
   }
 
+  /**
+   * A replay (`resident` in the options): the state lives in this process across batches, nothing is read
+   * back, and each batch writes only its verdicts and violations (the bus commits the position after). The
+   * decisions are the same code over the same state as a live transaction's.
+   */
+  private async handleResident(inputs: readonly ClassifierInput[]): Promise<void> {
+    const w = this.resident!;
+    const handled = new Set<string>();
+    for (const input of inputs) {
+      if (w.processed.has(input.id)) continue;
+      w.processed.add(input.id);
+      handled.add(input.id);
+      this.onInput(w, input, handled);
+    }
+    await w.writeDecisions(this.o.pool, this.o.resident === 'keep');
+    this.flushDidRequests();
+  }
+
+  /** Resident: writes the rest of the state (swaps, orphans, links, clocks), for a replay that is kept. */
+  async writeResident(): Promise<void> {
+    if (this.resident && this.o.resident === 'keep')
+      await withTransaction(this.o.pool, (tx) => this.resident!.write(tx));
+  }
+
+  private onInput(w: WorkingSet, input: ClassifierInput, handledInBatch: ReadonlySet<string>): void {
+    if (input.kind === 'event') this.onEvent(w, input.id, input.event);
+    else this.onHeight(w, input.height, handledInBatch);
+  }
+
   /** A DID answer arrived: the swaps that waited for it are judged again. */
   async didAnswered(address: string): Promise<void> {
-    await withTransaction(this.o.pool, async (tx) => {
-      await this.lock(tx);
-      const w = await WorkingSet.readDidWaiters(tx, this.o.tables, address);
-      for (const bid of w.pendingWhere(() => true)) this.evaluate(w, bid);
-      await w.write();
-      await this.publish(tx, w);
-    });
+    const waiting = (wait: Wait) => wait.kind === 'did' && wait.address === address.toLowerCase();
+    if (this.resident) {
+      for (const bid of this.resident.pendingWhere(waiting)) this.evaluate(this.resident, bid);
+      await this.resident.writeDecisions(this.o.pool, this.o.resident === 'keep');
+    } else {
+      await withTransaction(this.o.pool, async (tx) => {
+        await this.lock(tx);
+        const w = await WorkingSet.readDidWaiters(tx, this.o.tables, address);
+        for (const bid of w.pendingWhere(waiting)) this.evaluate(w, bid);
+        await w.write(tx);
+        await this.publish(tx, w);
+      });
+    }
     this.flushDidRequests();
   }
 

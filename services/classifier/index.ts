@@ -77,6 +77,8 @@ export function createClassifier(options: {
   metrics?: ClassifierMetrics;
   log: Logger;
   wrapDid?: (live: DidNames) => DidNames;
+  /** A replay's engine (see EngineOptions.resident). */
+  resident?: 'decisions' | 'keep';
 }): ClassifierParts {
   let engine: ClassifierEngine | undefined;
   const live = new HttpDidSource({
@@ -99,6 +101,7 @@ export function createClassifier(options: {
     bus: options.bus,
     metrics: options.metrics,
     log: options.log,
+    resident: options.resident,
   });
   return { engine, did, metrics: options.metrics };
 }

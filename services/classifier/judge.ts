@@ -83,6 +83,25 @@ type DidNames = (address: string, at: number) => readonly string[];
 type DidUsed = Map<string, { names: readonly string[]; at: number }>;
 type Clock = (chainId: string, until: number, why: string) => number;
 
+/**
+ * An agreement read from an event, remembered per event object: a swap is judged at each of its events and
+ * clock moves, and reading checksums every address. The same object gives the same answer (or error).
+ */
+const readAgreements = new WeakMap<object, { agreement: SignedAgreement } | { error: unknown }>();
+function remembered<E extends object>(read: (event: E) => SignedAgreement, event: E): SignedAgreement {
+  let known = readAgreements.get(event);
+  if (!known) {
+    try {
+      known = { agreement: read(event) };
+    } catch (error) {
+      known = { error };
+    }
+    readAgreements.set(event, known);
+  }
+  if ('error' in known) throw known.error;
+  return known.agreement;
+}
+
 /** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
 function lpSignerOf(
   agreement: SignedAgreement,
@@ -108,7 +127,7 @@ function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames)
   });
   let agreement: SignedAgreement;
   try {
-    agreement = agreementOfComplaint(event.complaint);
+    agreement = remembered(agreementOfComplaint, event.complaint);
   } catch (err) {
     if (!(err instanceof AgreementFieldError)) throw err;
     return reading({ invalidReason: `case 0: the complaint's ${err.message}` });
@@ -377,7 +396,7 @@ function decideTransferOut(
     counted = event ? readComplaint(event, env, didNames) : null;
     let outcome = o;
     if (counted?.valid && counted.agreement) {
-      const differences = differingTerms(counted.agreement, agreementOfTransferOut(out));
+      const differences = differingTerms(counted.agreement, remembered(agreementOfTransferOut, out));
       if (differences.length > 0) {
         outcome = {
           outcome: 'violation',
@@ -430,7 +449,7 @@ function decideTransferOut(
 
   let agreement: SignedAgreement;
   try {
-    agreement = agreementOfTransferOut(out);
+    agreement = remembered(agreementOfTransferOut, out);
   } catch (err) {
     if (!(err instanceof AgreementFieldError)) throw err;
     return unknown(`unknown: the TransferOut's ${err.message}`, out.blockTimestamp, S, [S]);

@@ -45,6 +45,9 @@ export interface ReplayOptions {
   live?: ClassifierTables;
 }
 
+/** A replay's batches: larger than live ones, nothing being read back per batch. */
+const REPLAY_BATCH = 5_000;
+
 export async function replayClassifier(options: ReplayOptions): Promise<ClassifierReplayReport> {
   const started = performance.now();
   const suffix = `${Date.now()}`;
@@ -55,10 +58,10 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   await options.pool.query(`CREATE SCHEMA "${schema}"; ${classifierDdl(tables)}`);
 
   const recorded = new Map<string, Record<string, string[]>>();
-  const { rows } = await options.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
-    `SELECT bid_id, verdict FROM ${live.verdicts}`,
+  const { rows } = await options.pool.query<{ bid_id: string; names: SwapVerdict['evidence']['didNames'] }>(
+    `SELECT bid_id, verdict->'evidence'->'didNames' AS names FROM ${live.verdicts}`,
   );
-  for (const row of rows) recorded.set(row.bid_id, row.verdict.evidence.didNames);
+  for (const row of rows) recorded.set(row.bid_id, row.names);
 
   const { engine, did } = createClassifier({
     pool: options.pool,
@@ -69,9 +72,11 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     didCacheMs: 60_000,
     log: options.log,
     wrapDid: (fallback) => new RecordedDidSource(recorded, fallback),
+    // Only this process writes the fresh tables: the state stays in memory, only decisions are written.
+    resident: options.keep ? 'keep' : 'decisions',
   });
   const total = await lagOf(options.bus, group);
-  const subscription = await subscribeEngine(options.bus, engine, group, 'earliest');
+  const subscription = await subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH);
   try {
     // Caught up when the group has nothing left on either topic twice in a row.
     let quiet = 0;
@@ -85,6 +90,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     await subscription.stop();
     did.stop();
   }
+  await engine.writeResident();
 
   const verdicts = await compare(options.pool, live.verdicts, tables.verdicts, 'verdict');
   const violations = await compare(options.pool, live.violations, tables.violations, 'violation');

@@ -5,9 +5,9 @@
  * the batch can reach (its swaps, the orphans and in-links it can join, the heights it can release, and the
  * pending swaps a clock can reach within the batch).
  */
-import type { PoolClient } from '../../shared/db/pool.js';
+import type { PoolClient, Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
-import type { SwapFacts } from './facts.js';
+import { emptyFacts, type SwapFacts } from './facts.js';
 import type { ClassifierTables } from './tables.js';
 
 export type Stream = 'swap' | 'reputation';
@@ -136,10 +136,20 @@ export class WorkingSet {
   readonly verdicts: SwapVerdict[] = [];
   readonly violations: Violation[] = [];
 
+  /** Resident only: every input id handled so far (a resident set reads nothing back). */
+  readonly processed = new Set<string>();
+  private readonly decidedSinceWrite = new Set<string>();
+
   private constructor(
-    private readonly tx: PoolClient,
     private readonly tables: ClassifierTables,
+    /** Lives across batches in a process that owns its tables (a replay): read nothing, write decisions. */
+    readonly resident = false,
   ) {}
+
+  /** An empty set for a replay: its tables start empty and only this process writes them. */
+  static resident(tables: ClassifierTables): WorkingSet {
+    return new WorkingSet(tables, true);
+  }
 
   /**
    * Reads what the batch can reach. `reputationChains`: chains whose complaint clocks bound the complaint
@@ -152,7 +162,7 @@ export class WorkingSet {
     plan: ReadPlan,
     reputationChains: readonly string[],
   ): Promise<WorkingSet> {
-    const w = new WorkingSet(tx, tables);
+    const w = new WorkingSet(tables);
     const clocks = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
       `SELECT chain_id, stream, height, block_time FROM ${tables.clocks}`,
     );
@@ -225,14 +235,16 @@ export class WorkingSet {
       if (stream === 'swap') clockBounds.push([chainId, Math.max(time, w.clocks.get(key) ?? 0)]);
     }
     const complaintsBound = boundOfComplaints(reputationChains, w.clocks, plan.heightTimes);
+    // One statement, each branch on its own index (an OR of them would scan the table).
+    const columns = 'bid_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for';
     const { rows } = await tx.query<SwapRow>(
-      `SELECT bid_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for
-         FROM ${tables.swaps} s
-        WHERE bid_id = ANY($1) OR out_transfer_id = ANY($2)
-           OR (status = 'pending' AND wait_kind = 'clock' AND EXISTS (
-                 SELECT 1 FROM unnest($3::text[], $4::bigint[]) AS b(chain, until)
-                  WHERE s.wait_chain = b.chain AND s.wait_until <= b.until))
-           OR (status = 'pending' AND wait_kind = 'complaints' AND wait_until <= $5)`,
+      `SELECT ${columns} FROM ${tables.swaps} WHERE bid_id = ANY($1)
+       UNION ALL SELECT ${columns} FROM ${tables.swaps} WHERE out_transfer_id = ANY($2)
+       UNION ALL SELECT ${columns.replace(/(\w+)/g, 's.$1')} FROM unnest($3::text[], $4::bigint[]) AS b(chain, until)
+         JOIN ${tables.swaps} s ON s.status = 'pending' AND s.wait_kind = 'clock' AND s.wait_chain = b.chain
+                               AND s.wait_until <= b.until
+       UNION ALL SELECT ${columns} FROM ${tables.swaps}
+         WHERE status = 'pending' AND wait_kind = 'complaints' AND wait_until <= $5`,
       [
         [...plan.bids],
         [...plan.outTransferIds],
@@ -251,7 +263,7 @@ export class WorkingSet {
     tables: ClassifierTables,
     address: string,
   ): Promise<WorkingSet> {
-    const w = new WorkingSet(tx, tables);
+    const w = new WorkingSet(tables);
     const clocks = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
       `SELECT chain_id, stream, height, block_time FROM ${tables.clocks}`,
     );
@@ -268,7 +280,9 @@ export class WorkingSet {
     return w;
   }
 
+  /** A row read twice (named, and due) is the same row: the first copy is kept. */
   private keepSwap(r: SwapRow): void {
+    if (this.swaps.has(r.bid_id)) return;
     const wait: Wait | null =
       r.wait_kind === 'clock'
         ? { kind: 'clock', chainId: r.wait_chain!, until: Number(r.wait_until) }
@@ -312,6 +326,7 @@ export class WorkingSet {
 
   putSwap(swap: StoredSwap): void {
     swap.dirty = true;
+    if (swap.decided && this.resident) this.decidedSinceWrite.add(swap.facts.bidId);
     this.swaps.set(swap.facts.bidId, swap);
     if (swap.facts.out) this.byOut.set(swap.facts.out.transferId, swap.facts.bidId);
   }
@@ -346,7 +361,7 @@ export class WorkingSet {
 
   /** Was `eventId` handled before this transaction, or earlier in it? */
   handled(eventId: string, handledInBatch: ReadonlySet<string>): boolean {
-    return this.handledBefore.has(eventId) || handledInBatch.has(eventId);
+    return this.handledBefore.has(eventId) || handledInBatch.has(eventId) || this.processed.has(eventId);
   }
 
   holdHeight(h: Omit<HeldHeight, 'stored'>): void {
@@ -388,9 +403,32 @@ export class WorkingSet {
     return bids.sort();
   }
 
+  /**
+   * Resident: writes the verdicts and violations decided since the last call, and forgets the facts of
+   * decided swaps unless `keepFacts` (a decided swap is never judged again: a late event only needs to find
+   * it, by bid or by its TransferOut).
+   */
+  async writeDecisions(db: Queryable, keepFacts: boolean): Promise<void> {
+    // Taken before the first await: another partition's batch may add its own meanwhile.
+    const verdicts = this.verdicts.splice(0);
+    const violations = this.violations.splice(0);
+    if (!keepFacts) {
+      for (const bid of this.decidedSinceWrite) {
+        const swap = this.swaps.get(bid)!;
+        this.swaps.set(bid, { ...swap, facts: { ...emptyFacts(bid), out: swap.facts.out }, dirty: false });
+      }
+      // Nothing of these is written without the facts.
+      this.decidedSinceWrite.clear();
+      this.adoptedLists.length = 0;
+      this.newLinks.length = 0;
+      this.released.length = 0;
+    }
+    await writeDecided(db, this.tables, verdicts, violations);
+  }
+
   /** Writes everything back: a fixed number of statements. */
-  async write(): Promise<void> {
-    const { tx, tables: t } = this;
+  async write(tx: Queryable): Promise<void> {
+    const { tables: t } = this;
     const swaps = [...this.swaps.values()].filter((s) => s.dirty);
     if (swaps.length > 0) {
       await tx.query(
@@ -416,18 +454,7 @@ export class WorkingSet {
         ],
       );
     }
-    if (this.verdicts.length > 0) {
-      await tx.query(
-        `INSERT INTO ${t.verdicts} (bid_id, verdict) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
-        [this.verdicts.map((v) => v.bidId), this.verdicts.map((v) => JSON.stringify(v))],
-      );
-    }
-    if (this.violations.length > 0) {
-      await tx.query(
-        `INSERT INTO ${t.violations} (bid_id, violation) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
-        [this.violations.map((v) => v.bidId), this.violations.map((v) => JSON.stringify(v))],
-      );
-    }
+    await writeDecided(tx, t, this.verdicts, this.violations);
     const adopted = this.adoptedLists.flat();
     const gone = adopted.filter((o) => o.stored).map((o) => o.eventId);
     if (gone.length > 0) await tx.query(`DELETE FROM ${t.orphans} WHERE event_id = ANY($1)`, [gone]);
@@ -503,4 +530,24 @@ function boundOfComplaints(
     min = Math.min(min, t);
   }
   return min;
+}
+
+async function writeDecided(
+  db: Queryable,
+  t: ClassifierTables,
+  verdicts: readonly SwapVerdict[],
+  violations: readonly Violation[],
+): Promise<void> {
+  if (verdicts.length > 0) {
+    await db.query(
+      `INSERT INTO ${t.verdicts} (bid_id, verdict) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
+      [verdicts.map((v) => v.bidId), verdicts.map((v) => JSON.stringify(v))],
+    );
+  }
+  if (violations.length > 0) {
+    await db.query(
+      `INSERT INTO ${t.violations} (bid_id, violation) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
+      [violations.map((v) => v.bidId), violations.map((v) => JSON.stringify(v))],
+    );
+  }
 }

@@ -7,7 +7,7 @@ import { applyOnceBatch } from '../../shared/bus/apply-once.js';
 import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { chainEvents } from '../../topics/chain.events.js';
-import { decode } from '../../topics/envelope.js';
+import { decode, decodeEnvelope } from '../../topics/envelope.js';
 import { swapVerdicts } from '../../topics/swap.verdicts.js';
 import { violations } from '../../topics/violations.js';
 import {
@@ -36,6 +36,11 @@ export function effectsOfMessage(message: BusMessage): { id: string; effects: Ef
       return { id, effects: verdictEffects(id, payload) };
     }
     case chainEvents.name: {
+      // Points uses complaints only. Another event's envelope and kind are checked, its payload is the
+      // classifier's to validate (and dead-letter): a replay of a year of events decodes one in many.
+      const outer = decodeEnvelope(chainEvents, message);
+      if ((outer.payload as { kind?: unknown } | null)?.kind !== 'Complaint')
+        return { id: outer.id, effects: [] };
       const { id, payload } = decode(chainEvents, message);
       return { id, effects: chainEventEffects(id, payload) };
     }

@@ -9,7 +9,7 @@ import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { POINTS_BATCH, POINTS_GROUP, POINTS_TOPICS, pointsBatchHandler } from './consumer.js';
+import { POINTS_GROUP, POINTS_TOPICS, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
   PROJECTION_TABLES,
@@ -40,6 +40,9 @@ export interface PointsReplayReport {
 const totalLag = async (context: PointsReplayOptions, group: string) =>
   (await context.bus.lag(group, POINTS_TOPICS)).reduce((sum, p) => sum + p.lag, 0n);
 
+/** A replay's batches: larger than live ones (fewer transactions for a year of events). */
+const REPLAY_BATCH = 5_000;
+
 export async function replayPoints(context: PointsReplayOptions): Promise<PointsReplayReport> {
   const stamp = `${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const schema = `points_replay_${stamp}`;
@@ -51,6 +54,9 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
   let poison = 0;
   try {
     await context.db.query(projectionTablesSql(schema));
+    // Rebuilt to be compared and dropped: not worth the write-ahead log.
+    for (const { table } of PROJECTION_TABLES)
+      await context.db.query(`ALTER TABLE ${quoteIdentifier(schema)}.${quoteIdentifier(table)} SET UNLOGGED`);
     const handle = pointsBatchHandler({
       pool: context.db,
       store: new PointsStore(context.db, schema),
@@ -60,7 +66,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       group,
       topics: POINTS_TOPICS,
       startFrom: 'earliest',
-      maxBatch: POINTS_BATCH,
+      maxBatch: REPLAY_BATCH,
       batchHandler: async (messages: readonly BusMessage[], handlerContext: HandlerContext) => {
         try {
           await handle(messages, handlerContext);

@@ -84,10 +84,12 @@ describe.each([
     async () => {
       const name = topicName();
       const consumerEnv = { TOPIC: name, GROUP: groupName('crash-group'), TABLE: 'projection' };
-      // Publish in the background while the consumer is being killed, as a live producer would.
-      const publishing = (async () => {
-        const next = new Array<number>(KEYS).fill(0);
-        for (let sent = 0; sent < MESSAGES; sent += 100) {
+      // A live producer: each consumer's share is published while it runs (batches of 100, paced), the last
+      // share after the last kill, so that every kill lands with messages still coming.
+      const next = new Array<number>(KEYS).fill(0);
+      let sent = 0;
+      const publishShare = async (until: number) => {
+        for (; sent < until; sent += 100) {
           const batch = Array.from({ length: 100 }, (_, i) => {
             const k = (sent + i) % KEYS;
             const seq = next[k]!++;
@@ -95,22 +97,24 @@ describe.each([
             return { key: `key-${k}`, value: JSON.stringify({ id, key: `key-${k}`, seq }) };
           });
           await bus.publish(name, batch);
-          // Paced (about 10 s in all), so that every kill lands while messages are still coming.
-          await new Promise((r) => setTimeout(r, 100));
+          await new Promise((r) => setTimeout(r, 20));
         }
-      })();
+      };
+      const share = MESSAGES / (KILLS + 1);
 
       const kills: Array<{ afterMs: number; handledBefore: number }> = [];
       for (let i = 0; i < KILLS; i++) {
         const consumer = startConsumer(consumerEnv);
         await consumer.waitFor(/consumer ready/, 60_000);
+        const publishing = publishShare(share * (i + 1));
         const afterMs = 300 + Math.floor(Math.random() * 900);
         await new Promise((r) => setTimeout(r, afterMs));
         consumer.child.kill('SIGKILL');
         await consumer.exited;
+        await publishing;
         kills.push({ afterMs, handledBefore: await count('projection') });
       }
-      await publishing;
+      await publishShare(MESSAGES);
       // At least three kills landed mid-stream, with work still pending.
       expect(kills.filter((k) => k.handledBefore < MESSAGES).length).toBeGreaterThanOrEqual(3);
 
