@@ -1,7 +1,13 @@
 /**
  * Consent from signatures (DESIGN §7): who signed an agreement under the OtmoicSwap domain of a chain. Pure
  * crypto, no I/O. A signature that is malformed or recovers nobody proves nothing (null), never an error.
+ *
+ * Recovery is the costliest step of a judgement, and a swap is judged again at each of its events and clock
+ * moves, so results are remembered: per agreement object (the candidates found so far), and per signed message
+ * (the signer). The second memo can be saved and loaded (signer-memo.ts): a replay then recovers nothing the
+ * live classifier recovered before. Both are caches of a pure function, keyed by everything it reads.
  */
+import { createHash } from 'node:crypto';
 import { recoverSwapSigner } from '../../shared/chain/otmoic-swap-eip712.js';
 import { ADDRESS_RENDERINGS, swapMessage, type Agreement } from '../../shared/otmoic/agreement.js';
 
@@ -15,13 +21,11 @@ export function* candidateSigners(
   signature: string,
   evmChainId: number,
 ): Generator<string, void, undefined> {
-  const found: string[] = [];
-  for (const rendering of ADDRESS_RENDERINGS) {
-    const signer = recoverCached(swapMessage(agreement, rendering), signature, evmChainId);
-    if (signer === null) return; // malformed signature: the same under every rendering
-    if (found.includes(signer)) continue;
-    found.push(signer);
-    yield signer;
+  const found = candidatesOf(agreement, signature, evmChainId);
+  for (let i = 0; ; i++) {
+    while (i >= found.signers.length && found.next < ADDRESS_RENDERINGS.length) recoverNext(found);
+    if (i >= found.signers.length) return;
+    yield found.signers[i]!;
   }
 }
 
@@ -33,30 +37,47 @@ export function userConsents(agreement: Agreement, userSign: string, srcEvmChain
   return false;
 }
 
-/**
- * Recovery is the costliest step of a judgement, and a swap is judged again at each of its events and clock
- * moves: the (lower-case) signer is remembered per message, signature and chain. A pure function's cache,
- * bounded; null for a signature that recovers nobody.
- */
-const recovered = new Map<string, string | null>();
-const MAX_REMEMBERED = 100_000;
-
-/** Forgets every remembered signer (a benchmark's replay must not profit from its live run's work). */
-export function forgetRecoveredSigners(): void {
-  recovered.clear();
+/** The candidates of one signature of one agreement found so far, and the next rendering to try. */
+interface Candidates {
+  agreement: Agreement;
+  signature: string;
+  evmChainId: number;
+  signers: string[];
+  next: number;
 }
 
-function recoverCached(
+const byAgreement = new WeakMap<Agreement, Map<string, Candidates>>();
+
+function candidatesOf(agreement: Agreement, signature: string, evmChainId: number): Candidates {
+  let ofAgreement = byAgreement.get(agreement);
+  if (!ofAgreement) byAgreement.set(agreement, (ofAgreement = new Map()));
+  const key = `${evmChainId}|${signature}`;
+  let found = ofAgreement.get(key);
+  if (!found) ofAgreement.set(key, (found = { agreement, signature, evmChainId, signers: [], next: 0 }));
+  return found;
+}
+
+function recoverNext(found: Candidates): void {
+  const rendering = ADDRESS_RENDERINGS[found.next++]!;
+  const signer = rememberedSigner(swapMessage(found.agreement, rendering), found.signature, found.evmChainId);
+  // A malformed signature is malformed under every rendering.
+  if (signer === null) found.next = ADDRESS_RENDERINGS.length;
+  else if (!found.signers.includes(signer)) found.signers.push(signer);
+}
+
+/** Signers by memo key (see memoKey); null for a signature that recovers nobody. Bounded. */
+const signers = new Map<string, string | null>();
+const MAX_REMEMBERED = 2_000_000;
+/** Recovered since the last takeNewSigners(): what a live classifier saves with its transaction. */
+const unsaved: Array<[string, string | null]> = [];
+
+function rememberedSigner(
   message: ReturnType<typeof swapMessage>,
   signature: string,
   evmChainId: number,
 ): string | null {
-  // Members in their fixed order, each always of its one type (a uint256 as a bigint, or a string).
-  const members = JSON.stringify(Object.values(message), (_, v) =>
-    typeof v === 'bigint' ? v.toString() : v,
-  );
-  const key = `${evmChainId}|${signature}|${members}`;
-  const known = recovered.get(key);
+  const key = memoKey(message, signature, evmChainId);
+  const known = signers.get(key);
   if (known !== undefined) return known;
   let signer: string | null;
   try {
@@ -64,7 +85,34 @@ function recoverCached(
   } catch {
     signer = null;
   }
-  if (recovered.size >= MAX_REMEMBERED) recovered.clear();
-  recovered.set(key, signer);
+  remember(key, signer);
+  unsaved.push([key, signer]);
   return signer;
+}
+
+/** SHA-256 of the chain, the signature and every member of the message in order (each a string or bigint). */
+function memoKey(message: ReturnType<typeof swapMessage>, signature: string, evmChainId: number): string {
+  const members = JSON.stringify([evmChainId, signature, ...Object.values(message).map(String)]);
+  return createHash('sha256').update(members).digest('base64');
+}
+
+function remember(key: string, signer: string | null): void {
+  if (signers.size >= MAX_REMEMBERED) signers.clear();
+  signers.set(key, signer);
+}
+
+/** Signers recovered since the last call (and forgets that they were new). */
+export function takeNewSigners(): Array<[string, string | null]> {
+  return unsaved.splice(0);
+}
+
+/** Signers recovered before (by a live classifier, loaded from its memo table). */
+export function rememberSigners(entries: Iterable<[string, string | null]>): void {
+  for (const [key, signer] of entries) remember(key, signer);
+}
+
+/** Forgets every remembered signer (a benchmark's cold replay must not profit from its live run's work). */
+export function forgetRecoveredSigners(): void {
+  signers.clear();
+  unsaved.length = 0;
 }

@@ -31,6 +31,7 @@ import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { judge } from './judge.js';
 import type { ClassifierMetrics } from './metrics.js';
 import type { ClassifierTables } from './tables.js';
+import { discardNewSigners, saveNewSigners } from './signer-memo.js';
 import { WorkingSet, clockKey, readPlan, type Stream, type StoredSwap, type Wait } from './working-set.js';
 
 export interface WatchedChain {
@@ -113,6 +114,7 @@ export class ClassifierEngine {
       }
       await w.write(tx);
       await this.publish(tx, w);
+      await saveNewSigners(tx);
       await context.commitIn(tx);
     });
     this.flushDidRequests();
@@ -133,6 +135,7 @@ export class ClassifierEngine {
       this.onInput(w, input, handled);
     }
     await w.writeDecisions(this.o.pool, this.o.resident === 'keep');
+    discardNewSigners();
     this.flushDidRequests();
   }
 

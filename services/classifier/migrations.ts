@@ -1,4 +1,5 @@
 import type { MigrationSet } from '../../shared/db/migrate.js';
+import { SIGNER_MEMO } from './signer-memo.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
 export const classifierMigrations: MigrationSet = {
@@ -8,6 +9,15 @@ export const classifierMigrations: MigrationSet = {
       version: 1,
       name: 'swap projection, clocks, verdicts and violations',
       sql: classifierDdl(classifierTables()),
+    },
+    {
+      version: 2,
+      name: 'recovered signers',
+      sql: `
+        -- The signer each (chain, signature, message) recovers to (consent.ts): cryptography, not a rule, so a
+        -- replay after a rule change may reuse it. key: SHA-256 of the inputs; signer null: recovers nobody.
+        CREATE TABLE ${SIGNER_MEMO} (key text PRIMARY KEY, signer text);
+      `,
     },
   ],
 };

@@ -9,6 +9,7 @@ import type { Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
+import { loadSigners } from './signer-memo.js';
 import { CLASSIFIER_TOPICS, createClassifier, subscribeEngine, watchedChains } from './index.js';
 import { classifierDdl, classifierTables, type ClassifierTables } from './tables.js';
 
@@ -75,6 +76,8 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     // Only this process writes the fresh tables: the state stays in memory, only decisions are written.
     resident: options.keep ? 'keep' : 'decisions',
   });
+  // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
+  await loadSigners(options.pool);
   const total = await lagOf(options.bus, group);
   const subscription = await subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH);
   try {

@@ -121,6 +121,8 @@ interface SwapRow {
 
 export class WorkingSet {
   readonly swaps = new Map<string, StoredSwap>();
+  /** The pending swaps that wait for something, by bid: what a clock move or a DID answer looks through. */
+  private readonly waiting = new Map<string, Wait>();
   private readonly byOut = new Map<string, string>();
   private readonly orphans = new Map<string, Orphan[]>();
   private readonly inLinks = new Map<string, string>();
@@ -298,6 +300,7 @@ export class WorkingSet {
       waitingFor: r.waiting_for,
       dirty: false,
     });
+    if (r.status === 'pending' && wait) this.waiting.set(r.bid_id, wait);
     if (r.facts.out) this.byOut.set(r.facts.out.transferId, r.bid_id);
   }
 
@@ -307,7 +310,11 @@ export class WorkingSet {
     else this.orphans.set(o.ref, [o]);
   }
 
+  /** chain/stream/height of every held height (in memory: read, or held in this transaction). */
+  private readonly heldKeys = new Set<string>();
+
   private hold(h: HeldHeight): void {
+    this.heldKeys.add(`${clockKey(h.chainId, h.stream)}/${h.height}`);
     const list = this.held.get(h.lastEventId);
     if (list) list.push(h);
     else this.held.set(h.lastEventId, [h]);
@@ -328,6 +335,8 @@ export class WorkingSet {
     swap.dirty = true;
     if (swap.decided && this.resident) this.decidedSinceWrite.add(swap.facts.bidId);
     this.swaps.set(swap.facts.bidId, swap);
+    if (!swap.decided && swap.wait) this.waiting.set(swap.facts.bidId, swap.wait);
+    else this.waiting.delete(swap.facts.bidId);
     if (swap.facts.out) this.byOut.set(swap.facts.out.transferId, swap.facts.bidId);
   }
 
@@ -366,8 +375,9 @@ export class WorkingSet {
 
   holdHeight(h: Omit<HeldHeight, 'stored'>): void {
     // One held height per chain stream and height (as the table's key): a repeat changes nothing.
-    for (const list of this.held.values())
-      if (list.some((x) => x.chainId === h.chainId && x.stream === h.stream && x.height === h.height)) return;
+    const key = `${clockKey(h.chainId, h.stream)}/${h.height}`;
+    if (this.heldKeys.has(key)) return;
+    this.heldKeys.add(key);
     const held = { ...h, stored: false };
     this.hold(held);
     this.newHeld.push(held);
@@ -378,6 +388,7 @@ export class WorkingSet {
     const list = this.held.get(eventId);
     if (!list) return [];
     this.held.delete(eventId);
+    for (const h of list) this.heldKeys.delete(`${clockKey(h.chainId, h.stream)}/${h.height}`);
     if (list.some((h) => h.stored)) this.released.push(eventId);
     for (const h of list) {
       const at = this.newHeld.indexOf(h);
@@ -399,7 +410,7 @@ export class WorkingSet {
   /** Pending swaps whose wait `due` says is over, in bid order. */
   pendingWhere(due: (wait: Wait) => boolean): string[] {
     const bids: string[] = [];
-    for (const [bid, swap] of this.swaps) if (!swap.decided && swap.wait && due(swap.wait)) bids.push(bid);
+    for (const [bid, wait] of this.waiting) if (due(wait)) bids.push(bid);
     return bids.sort();
   }
 

@@ -87,12 +87,21 @@ export class AgreementFieldError extends Error {
 }
 
 function addressField(field: string, value: string): string {
+  const known = checksummed.get(value);
+  if (known !== undefined) return known;
+  let address: string;
   try {
-    return /^\d+$/.test(value) ? uint256ToAddress(value) : getAddress(value.toLowerCase());
+    address = /^\d+$/.test(value) ? uint256ToAddress(value) : getAddress(value.toLowerCase());
   } catch {
     throw new AgreementFieldError(field, `not an address: ${JSON.stringify(value.slice(0, 80))}`);
   }
+  // Checksumming hashes the address: the same few parties' addresses come back in every agreement.
+  if (checksummed.size >= 100_000) checksummed.clear();
+  checksummed.set(value, address);
+  return address;
 }
+
+const checksummed = new Map<string, string>();
 
 function uintField(field: string, value: string): bigint {
   if (!/^\d{1,78}$/.test(value)) throw new AgreementFieldError(field, 'not a decimal integer');

@@ -1,0 +1,33 @@
+/**
+ * The recovered-signer memo (consent.ts) in PostgreSQL: a live classifier saves what it recovered with each
+ * batch's transaction; a replay loads it all first, and recovers only what was never seen. Saving is best
+ * effort by design: an entry lost with a crash is recovered again.
+ */
+import type { Queryable } from '../../shared/db/pool.js';
+import { rememberSigners, takeNewSigners } from './consent.js';
+
+export const SIGNER_MEMO = 'classifier_signers';
+
+/** Saves the signers recovered since the last save (one statement; nothing when there are none). */
+export async function saveNewSigners(db: Queryable): Promise<void> {
+  const entries = takeNewSigners();
+  if (entries.length === 0) return;
+  await db.query(
+    `INSERT INTO ${SIGNER_MEMO} (key, signer) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`,
+    [entries.map(([key]) => key), entries.map(([, signer]) => signer)],
+  );
+}
+
+/** Loads every saved signer into the memo. Returns how many. */
+export async function loadSigners(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ key: string; signer: string | null }>(
+    `SELECT key, signer FROM ${SIGNER_MEMO}`,
+  );
+  rememberSigners(rows.map((r) => [r.key, r.signer]));
+  return rows.length;
+}
+
+/** Drops what was recovered since the last call without saving it (a replay saves nothing). */
+export function discardNewSigners(): void {
+  takeNewSigners();
+}
