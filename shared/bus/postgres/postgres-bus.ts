@@ -14,6 +14,7 @@ import {
   type Subscription,
   type TopicSpec,
 } from '../port.js';
+import type { TopicBatch } from '../publish-many.js';
 import { BUS_CHANNEL } from './channel.js';
 import { PostgresSubscription } from './postgres-subscription.js';
 
@@ -109,45 +110,75 @@ export class PostgresBus implements EventBus {
     messages: readonly OutgoingMessage[],
     options: PublishOptions = {},
   ): Promise<void> {
-    if (messages.length === 0) return;
-    const count = await this.partitionCount(topic);
-    const byPartition = new Map<number, OutgoingMessage[]>();
-    for (const m of messages) {
-      const p = partitionFor(m.key, count);
-      const list = byPartition.get(p);
-      if (list) list.push(m);
-      else byPartition.set(p, [m]);
-    }
-    const write = async (client: PoolClient) => {
-      // Partitions in ascending order: two publishers never wait on each other's locks in a cycle.
-      for (const partition of [...byPartition.keys()].sort((a, b) => a - b)) {
-        const batch = byPartition.get(partition)!;
-        const { rows } = await client.query<{ next_offset: string }>(
-          `UPDATE bus_partitions SET next_offset = next_offset + $3 WHERE topic = $1 AND partition = $2
-           RETURNING next_offset`,
-          [topic, partition, batch.length],
-        );
-        if (rows.length === 0) throw new Error(`topic "${topic}" partition ${partition} does not exist`);
-        const first = BigInt(rows[0]!.next_offset) - BigInt(batch.length);
-        await client.query(
-          `INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
-           SELECT $1, $2, $3::bigint + t.i - 1, t.k, t.v, t.h
-           FROM unnest($4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY AS t(k, v, h, i)`,
-          [
-            topic,
-            partition,
-            first.toString(),
-            batch.map((m) => m.key),
-            batch.map((m) => m.value),
-            batch.map((m) => JSON.stringify(m.headers ?? {})),
-          ],
-        );
+    await this.publishMany([{ topic, messages }], options);
+  }
+
+  /**
+   * Publishes to several topics as one SQL statement: every partition's offsets are taken, the rows written
+   * and the topics notified at once. A single statement is atomic, so without a caller's transaction there is
+   * no BEGIN / COMMIT around it; with `tx` nothing is visible before that transaction commits.
+   */
+  async publishMany(batches: readonly TopicBatch[], options: PublishOptions = {}): Promise<void> {
+    const client: Pick<pg.Pool, 'query'> = options.tx ?? this.options.pool;
+    const topics: string[] = [];
+    const partitions: number[] = [];
+    const indexes: number[] = [];
+    const keys: string[] = [];
+    const values: string[] = [];
+    const headers: string[] = [];
+    for (const { topic, messages } of batches) {
+      if (messages.length === 0) continue;
+      const count = await this.partitionCount(topic, client);
+      // Index of each message within its partition: its offset is the partition's next offset plus this.
+      const next = new Map<number, number>();
+      for (const m of messages) {
+        const partition = partitionFor(m.key, count);
+        const index = next.get(partition) ?? 0;
+        next.set(partition, index + 1);
+        topics.push(topic);
+        partitions.push(partition);
+        indexes.push(index);
+        keys.push(m.key);
+        values.push(m.value);
+        headers.push(JSON.stringify(m.headers ?? {}));
       }
-      // Delivered at commit; identical payloads within one transaction are folded into one.
-      await client.query('SELECT pg_notify($1, $2)', [BUS_CHANNEL, topic]);
-    };
-    if (options.tx) await write(options.tx);
-    else await withTransaction(this.options.pool, write);
+    }
+    if (topics.length === 0) return;
+    try {
+      // `locked` takes the partition rows in (topic, partition) order, so two publishers never wait on each
+      // other's locks in a cycle; the UPDATE then only touches rows already held. The lock is kept until
+      // commit, so offsets become visible in order and stay gap-free. A message whose partition row is
+      // missing gets a NULL offset and fails the whole statement (NOT NULL) instead of being dropped.
+      await client.query(
+        `WITH m AS (
+           SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::jsonb[])
+             AS m(topic, partition, i, key, value, headers)
+         ),
+         n AS (SELECT topic, partition, count(*) AS n FROM m GROUP BY topic, partition),
+         locked AS MATERIALIZED (
+           SELECT p.topic, p.partition FROM bus_partitions p JOIN n USING (topic, partition)
+           ORDER BY p.topic, p.partition FOR UPDATE OF p
+         ),
+         o AS (
+           UPDATE bus_partitions p SET next_offset = p.next_offset + n.n
+           FROM n JOIN locked USING (topic, partition)
+           WHERE p.topic = n.topic AND p.partition = n.partition
+           RETURNING p.topic, p.partition, p.next_offset - n.n AS first
+         ),
+         ins AS (
+           INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
+           SELECT m.topic, m.partition, o.first + m.i, m.key, m.value, m.headers
+           FROM m LEFT JOIN o ON o.topic = m.topic AND o.partition = m.partition
+         )
+         -- Delivered at commit; identical payloads within one transaction are folded into one.
+         SELECT pg_notify($7, t) FROM (SELECT DISTINCT topic FROM n) AS d(t)`,
+        [topics, partitions, indexes, keys, values, headers, BUS_CHANNEL],
+      );
+    } catch (err) {
+      if ((err as { code?: string }).code === '23502')
+        throw new Error(`a partition of ${[...new Set(topics)].join(', ')} does not exist`, { cause: err });
+      throw err;
+    }
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
