@@ -12,6 +12,7 @@ import { connectorMigrations } from '../services/connector/migrations.js';
 import { registerCallbackRoutes } from '../services/connector/routes.js';
 import { allTopics, chainEvents, encode, envelope, topicSpec } from '../topics/index.js';
 import { normalizeEvent } from '../services/connector/normalize.js';
+import type { BenchSection } from './report.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
 const CALLBACKS = Number(process.env.BENCH_CALLBACKS ?? 1_000);
@@ -58,7 +59,7 @@ function chunk(h: number) {
  * decode, archive, publish, advance the height), beside the raw bus publish rate of the same messages on the
  * same PostgreSQL, in one run.
  */
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchSection[]> {
   const database = await scratchDatabase([connectorMigrations]);
   const { pool, url } = database;
   const log = createLogger({ level: 'warn' });
@@ -127,16 +128,33 @@ export async function run(): Promise<void> {
     const callbacks = rate(CALLBACKS, ingestMs);
     const events = rate(CALLBACKS * EVENTS_PER_CHUNK, ingestMs);
     const raw = rate(CALLBACKS * EVENTS_PER_CHUNK, rawMs);
-    printTable(
-      `connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events, ${database.source})`,
+    const title = `connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events, ${database.source})`;
+    printTable(title, [
+      ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
       [
-        ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
-        [
-          'connector: HTTP callback → validated, archived, published',
-          `${fmt(callbacks)} callbacks/s = ${fmt(events)} events/s = ${(events / raw).toFixed(2)}x baseline`,
-        ],
+        'connector: HTTP callback → validated, archived, published',
+        `${fmt(callbacks)} callbacks/s = ${fmt(events)} events/s = ${(events / raw).toFixed(2)}x baseline`,
       ],
-    );
+    ]);
+    return [
+      {
+        title,
+        rows: [
+          {
+            measure: 'raw bus publish (postgres log) of the same messages, one publish per chunk',
+            value: `${fmt(raw)} msg/s`,
+            note: 'baseline',
+          },
+          {
+            measure: 'connector: HTTP callback → validated, archived, published, height advanced',
+            value: `${fmt(events)} events/s (${fmt(callbacks)} callbacks/s)`,
+            baseline: `${fmt(raw)} msg/s`,
+            ratio: events / raw,
+            target: 0.5,
+          },
+        ],
+      },
+    ];
   } finally {
     await database.dispose();
   }
