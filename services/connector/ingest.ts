@@ -1,6 +1,7 @@
 import type { Counter, Gauge } from 'prom-client';
 import type { Archive } from '../../shared/archive/port.js';
 import type { EventBus } from '../../shared/bus/port.js';
+import { publishMany, type TopicBatch } from '../../shared/bus/publish-many.js';
 import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { Logger } from '../../shared/logging/logger.js';
@@ -174,6 +175,11 @@ export class Ingestor {
     });
   }
 
+  /**
+   * One chunk in a constant number of database round trips, whatever its number of events: the stored
+   * height with the held events (one read), then one transaction of three statements — height moved and held
+   * events removed, bodies archived, chain.events and chain.heights published — BEGIN and COMMIT.
+   */
   private async processChunk(
     chainId: string,
     stream: Stream,
@@ -182,7 +188,7 @@ export class Ingestor {
     events: readonly ChainEvent[],
   ): Promise<IngestOutcome> {
     const { heights, metrics, log } = this.options;
-    const stored = await heights.get(chainId, stream);
+    const { height: stored, pending } = await heights.chunkState(chainId, stream, height);
     metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - stored));
     if (height <= stored) return 'already processed';
     if (chunkStart(height) > stored + 1) {
@@ -190,7 +196,7 @@ export class Ingestor {
       return 'gap: backfill requested';
     }
     // Events posted one by one for this chunk (history without merge) join it, once each.
-    const { held, stale } = await this.heldEvents(chainId, stream, stored, height);
+    const held = this.heldEvents(chainId, stored, pending);
     const ids = new Set(events.map((e) => chainEventId(e)));
     const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
     const all = [...bodies, ...extra.map((h) => h.body)];
@@ -212,20 +218,13 @@ export class Ingestor {
         stored,
         height,
         last ? chainEventId(last) : null,
+        pending.length > 0,
       );
       if (!advanced) throw new HeightConflictError(chainId, stream);
       await this.archive(all, merged, tx);
-      if (held.length + stale > 0)
-        await tx.query(
-          'DELETE FROM connector_pending_events WHERE chain_id = $1 AND stream = $2 AND block_number <= $3',
-          [chainId, stream, height],
-        );
-      if (fresh.length > 0)
-        await this.options.bus.publish(
-          chainEvents.name,
-          fresh.map((e) => this.eventMessage(e)),
-          { tx },
-        );
+      const batches: TopicBatch[] = [
+        { topic: chainEvents.name, messages: fresh.map((e) => this.eventMessage(e)) },
+      ];
       if (timestamp !== undefined) {
         const payload = {
           chainId,
@@ -239,8 +238,10 @@ export class Ingestor {
           source: 'connector',
           id: chainHeightId(payload),
         });
-        await this.options.bus.publish(chainHeights.name, [encode(chainHeights, heightEnvelope)], { tx });
+        batches.push({ topic: chainHeights.name, messages: [encode(chainHeights, heightEnvelope)] });
       }
+      // Both topics in one statement (postgres log) or one outbox write (Kafka).
+      await publishMany(this.options.bus, batches, { tx });
     });
     for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
     metrics.height.set({ chain: chainId, stream }, height);
@@ -250,25 +251,18 @@ export class Ingestor {
     return 'processed';
   }
 
-  /** Held single events of blocks (stored, height], validated and normalised again. */
-  private async heldEvents(
+  /** Held single events of blocks after `stored`, validated and normalised again. */
+  private heldEvents(
     chainId: string,
-    stream: Stream,
     stored: number,
-    height: number,
-  ): Promise<{ stale: number; held: Array<{ body: EventBody; event: ChainEvent }> }> {
-    const { rows } = await this.options.pool.query<{ body: unknown }>(
-      `SELECT body FROM connector_pending_events
-        WHERE chain_id = $1 AND stream = $2 AND block_number <= $3 ORDER BY block_number`,
-      [chainId, stream, height],
-    );
+    pending: readonly unknown[],
+  ): Array<{ body: EventBody; event: ChainEvent }> {
     const chain = this.options.chains.get(chainId)!;
-    const held = rows.flatMap((row) => {
-      const body = eventBodySchema.parse(row.body);
+    return pending.flatMap((row) => {
+      const body = eventBodySchema.parse(row);
       const event = normalizeEvent(body, chain);
       return event.blockNumber > stored ? [{ body, event }] : [];
     });
-    return { stale: rows.length - held.length, held };
   }
 
   private eventMessage(event: ChainEvent) {
