@@ -1,8 +1,11 @@
 import type { Counter, Gauge } from 'prom-client';
 import type { Archive } from '../../shared/archive/port.js';
-import type { EventBus } from '../../shared/bus/port.js';
+import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
+import type { EventBus, OutgoingMessage } from '../../shared/bus/port.js';
+import { missingPartition, PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { publishMany, type TopicBatch } from '../../shared/bus/publish-many.js';
-import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
+import { withTransaction, type Pool } from '../../shared/db/pool.js';
+import { Statement } from '../../shared/db/statement.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import {
@@ -17,7 +20,7 @@ import {
 import { buildEventBodies } from '../chain-client/event-body.js';
 import { chunkEnd } from '../chain-client/delivery-plan.js';
 import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
-import { chunkStart, type HeightStore, type Stream } from './heights.js';
+import { addAdvance, chunkStart, type HeightStore, type Stream } from './heights.js';
 import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
 import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
 
@@ -42,6 +45,22 @@ export interface IngestOptions {
   rpc?(chainId: string): RpcReader | undefined;
   /** Blocks (from, to] are missing: ask the chain client for them. */
   requestBackfill(chainId: string, stream: Stream, from: number, to: number): void;
+}
+
+/** What one chunk writes, prepared before any database work. */
+interface ChunkWrite {
+  chainId: string;
+  stream: Stream;
+  /** The height read before; the write is a compare-and-set on it. */
+  stored: number;
+  height: number;
+  /** Envelope id of the chunk's last event (null: the chunk has none). */
+  lastEventId: string | null;
+  events: OutgoingMessage[];
+  documents: Array<{ id: string; document: EventBody }>;
+  timestamp: number | undefined;
+  /** Held single events were read: remove those of the chunk's blocks with it. */
+  dropPending: boolean;
 }
 
 export type IngestOutcome =
@@ -177,8 +196,9 @@ export class Ingestor {
 
   /**
    * One chunk in a constant number of database round trips, whatever its number of events: the stored
-   * height with the held events (one read), then one transaction of three statements — height moved and held
-   * events removed, bodies archived, chain.events and chain.heights published — BEGIN and COMMIT.
+   * height with the held events (one read), then the write. With the postgres log and archive the write is
+   * one statement (height moved, held events removed, bodies archived, chain.events and chain.heights
+   * published: atomic by itself); otherwise one transaction of three statements.
    */
   private async processChunk(
     chainId: string,
@@ -188,7 +208,8 @@ export class Ingestor {
     events: readonly ChainEvent[],
   ): Promise<IngestOutcome> {
     const { heights, metrics, log } = this.options;
-    const { height: stored, pending } = await heights.chunkState(chainId, stream, height);
+    const state = await heights.chunkState(chainId, stream, height);
+    const stored = state.height;
     metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - stored));
     if (height <= stored) return 'already processed';
     if (chunkStart(height) > stored + 1) {
@@ -196,7 +217,7 @@ export class Ingestor {
       return 'gap: backfill requested';
     }
     // Events posted one by one for this chunk (history without merge) join it, once each.
-    const held = this.heldEvents(chainId, stored, pending);
+    const held = this.heldEvents(chainId, stored, state.pending);
     const ids = new Set(events.map((e) => chainEventId(e)));
     const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
     const all = [...bodies, ...extra.map((h) => h.body)];
@@ -208,47 +229,109 @@ export class Ingestor {
     const timestamp =
       fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
       (await this.options.blockTimestamp(chainId, height));
-
-    await withTransaction(this.options.pool, async (tx) => {
-      const last = fresh.at(-1);
-      const advanced = await heights.advance(
-        tx,
-        chainId,
-        stream,
-        stored,
-        height,
-        last ? chainEventId(last) : null,
-        pending.length > 0,
-      );
-      if (!advanced) throw new HeightConflictError(chainId, stream);
-      await this.archive(all, merged, tx);
-      const batches: TopicBatch[] = [
-        { topic: chainEvents.name, messages: fresh.map((e) => this.eventMessage(e)) },
-      ];
-      if (timestamp !== undefined) {
-        const payload = {
-          chainId,
-          stream,
-          height,
-          blockTimestamp: timestamp,
-          lastEventId: advanced.lastEventId,
-        };
-        const heightEnvelope = envelope(chainHeights, payload, {
-          occurredAt: timestamp,
-          source: 'connector',
-          id: chainHeightId(payload),
-        });
-        batches.push({ topic: chainHeights.name, messages: [encode(chainHeights, heightEnvelope)] });
-      }
-      // Both topics in one statement (postgres log) or one outbox write (Kafka).
-      await publishMany(this.options.bus, batches, { tx });
-    });
+    const last = fresh.at(-1);
+    const chunk: ChunkWrite = {
+      chainId,
+      stream,
+      stored,
+      height,
+      lastEventId: last ? chainEventId(last) : null,
+      events: fresh.map((e) => this.eventMessage(e)),
+      documents: this.documents(all, merged),
+      timestamp,
+      dropPending: state.pending.length > 0,
+    };
+    const { bus, archive } = this.options;
+    if (bus instanceof PostgresBus && archive instanceof PostgresArchive)
+      await this.writeOneStatement(chunk, state.lastEventId, bus, archive);
+    else await this.writeInTransaction(chunk);
     for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
     metrics.height.set({ chain: chainId, stream }, height);
     metrics.lag.set({ chain: chainId, stream }, 0);
     if (fresh.length > 0)
       log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
     return 'processed';
+  }
+
+  /**
+   * Everything in one statement. The height message names the stream's last event id, which it takes from
+   * the read; the compare-and-set checks that id too, so a message is never built from a stale one.
+   */
+  private async writeOneStatement(
+    chunk: ChunkWrite,
+    storedLastEventId: string | null,
+    bus: PostgresBus,
+    archive: PostgresArchive,
+  ): Promise<void> {
+    const statement = new Statement();
+    const moved = addAdvance(statement, {
+      chainId: chunk.chainId,
+      stream: chunk.stream,
+      expected: chunk.stored,
+      next: chunk.height,
+      lastEventId: chunk.lastEventId,
+      expectedLastEventId: storedLastEventId,
+      dropPending: chunk.dropPending,
+    });
+    const guard = `EXISTS (SELECT 1 FROM ${moved})`;
+    if (chunk.documents.length > 0) archive.addPutMany(statement, 'chain-events', chunk.documents, guard);
+    const topics = await bus.addPublish(
+      statement,
+      this.batches(chunk, chunk.lastEventId ?? storedLastEventId),
+      {
+        client: this.options.pool,
+        guard,
+      },
+    );
+    statement.output('moved', `(SELECT count(*) FROM ${moved})`);
+    let row: { moved: string };
+    try {
+      row = await statement.run<{ moved: string }>(this.options.pool);
+    } catch (err) {
+      throw missingPartition(err, topics);
+    }
+    // Nothing was written: every part is guarded by the height's move.
+    if (Number(row.moved) !== 1) throw new HeightConflictError(chunk.chainId, chunk.stream);
+  }
+
+  /** Any bus and archive: height, archive and both topics in one transaction (on Kafka, the outbox). */
+  private async writeInTransaction(chunk: ChunkWrite): Promise<void> {
+    await withTransaction(this.options.pool, async (tx) => {
+      const advanced = await this.options.heights.advance(
+        tx,
+        chunk.chainId,
+        chunk.stream,
+        chunk.stored,
+        chunk.height,
+        chunk.lastEventId,
+        chunk.dropPending,
+      );
+      if (!advanced) throw new HeightConflictError(chunk.chainId, chunk.stream);
+      await this.options.archive.putMany('chain-events', chunk.documents, { tx });
+      // Both topics in one statement (postgres log) or one outbox write (Kafka).
+      await publishMany(this.options.bus, this.batches(chunk, advanced.lastEventId), { tx });
+    });
+  }
+
+  /** The chunk's events and, when its block time is known, its height (naming the stream's last event). */
+  private batches(chunk: ChunkWrite, lastEventId: string | null): TopicBatch[] {
+    const batches: TopicBatch[] = [{ topic: chainEvents.name, messages: chunk.events }];
+    if (chunk.timestamp !== undefined) {
+      const payload = {
+        chainId: chunk.chainId,
+        stream: chunk.stream,
+        height: chunk.height,
+        blockTimestamp: chunk.timestamp,
+        lastEventId,
+      };
+      const heightEnvelope = envelope(chainHeights, payload, {
+        occurredAt: chunk.timestamp,
+        source: 'connector',
+        id: chainHeightId(payload),
+      });
+      batches.push({ topic: chainHeights.name, messages: [encode(chainHeights, heightEnvelope)] });
+    }
+    return batches;
   }
 
   /** Held single events of blocks after `stored`, validated and normalised again. */
@@ -277,17 +360,15 @@ export class Ingestor {
   }
 
   /** Raw bodies as received, keyed like the events, for audit and re-normalisation. First write wins. */
-  private async archive(
+  private documents(
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
-    tx?: PoolClient,
-  ): Promise<void> {
+  ): Array<{ id: string; document: EventBody }> {
     const byKey = new Map(events.map((e) => [`${e.txHash}:${e.logIndex}`, chainEventId(e)]));
-    const documents = bodies.flatMap((body) => {
+    return bodies.flatMap((body) => {
       const id = byKey.get(`${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`);
       return id ? [{ id, document: body }] : [];
     });
-    await this.options.archive.putMany('chain-events', documents, { tx });
   }
 
   private serialized<T>(chainId: string, stream: Stream, work: () => Promise<T>): Promise<T> {
