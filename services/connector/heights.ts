@@ -93,6 +93,8 @@ export function addAdvance(
     lastEventId: string | null;
     expectedLastEventId?: string | null;
     dropPending: boolean;
+    /** Move only if no single event is held for the blocks up to `next` (the caller did not read them). */
+    noneHeld?: boolean;
   },
 ): string {
   const moved = statement.name('height_moved');
@@ -106,6 +108,12 @@ export function addAdvance(
             updated_at = now()
       WHERE chain_id = ${chain} AND stream = ${stream} AND height = ${statement.param(a.expected, 'bigint')}
         ${a.expectedLastEventId === undefined ? '' : `AND last_event_id IS NOT DISTINCT FROM ${statement.param(a.expectedLastEventId, 'text')}`}
+        ${
+          a.noneHeld
+            ? `AND NOT EXISTS (SELECT 1 FROM connector_pending_events
+                 WHERE chain_id = ${chain} AND stream = ${stream} AND block_number <= ${next})`
+            : ''
+        }
       RETURNING last_event_id`,
   );
   if (a.dropPending)

@@ -61,7 +61,12 @@ interface ChunkWrite {
   timestamp: number | undefined;
   /** Held single events were read: remove those of the chunk's blocks with it. */
   dropPending: boolean;
+  /** Nothing was read: write only if no event is held for the chunk's blocks. */
+  noneHeld: boolean;
 }
+
+/** The height did not move: roll the transaction back. */
+class NotMoved extends Error {}
 
 export type IngestOutcome =
   'processed' | 'already processed' | 'gap: backfill requested' | 'held until its height update';
@@ -83,6 +88,11 @@ export class HeightConflictError extends CodedError {
 export class Ingestor {
   /** One chunk at a time per chain and stream, in arrival order. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /**
+   * Per chain and stream, the height and last event id this process last read or wrote. A hint: writes made
+   * from it check both, and a stale one costs a read.
+   */
+  private readonly known = new Map<string, { height: number; lastEventId: string | null }>();
 
   constructor(private readonly options: IngestOptions) {}
 
@@ -195,10 +205,12 @@ export class Ingestor {
   }
 
   /**
-   * One chunk in a constant number of database round trips, whatever its number of events: the stored
-   * height with the held events (one read), then the write. With the postgres log and archive the write is
-   * one statement (height moved, held events removed, bodies archived, chain.events and chain.heights
-   * published: atomic by itself); otherwise one transaction of three statements.
+   * One chunk in a constant number of database round trips, whatever its number of events. With the
+   * postgres log and archive the write is one statement (height moved, held events removed, bodies archived,
+   * chain.events and chain.heights published: atomic by itself); otherwise one transaction of three
+   * statements. Before it, one read of the stored height and the held events — skipped when this process
+   * knows the height from its own last write: that write then also requires that no event is held for the
+   * chunk's blocks, and if anything differs it writes nothing and the chunk takes the read path.
    */
   private async processChunk(
     chainId: string,
@@ -207,15 +219,46 @@ export class Ingestor {
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
   ): Promise<IngestOutcome> {
-    const { heights, metrics, log } = this.options;
+    const { heights, metrics } = this.options;
+    const key = `${chainId}/${stream}`;
+    const known = this.known.get(key);
+    if (known && height > known.height && chunkStart(height) <= known.height + 1 && this.oneStatement()) {
+      const state = { height: known.height, lastEventId: known.lastEventId, pending: [] };
+      if (await this.writeChunk(chainId, stream, height, bodies, events, state, true)) return 'processed';
+    }
     const state = await heights.chunkState(chainId, stream, height);
-    const stored = state.height;
-    metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - stored));
-    if (height <= stored) return 'already processed';
-    if (chunkStart(height) > stored + 1) {
-      this.options.requestBackfill(chainId, stream, stored, height);
+    this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
+    metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - state.height));
+    if (height <= state.height) return 'already processed';
+    if (chunkStart(height) > state.height + 1) {
+      this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }
+    if (!(await this.writeChunk(chainId, stream, height, bodies, events, state, false)))
+      throw new HeightConflictError(chainId, stream);
+    return 'processed';
+  }
+
+  /** Whether a chunk's write can be one statement: the postgres log and the postgres archive. */
+  private oneStatement(): boolean {
+    return this.options.bus instanceof PostgresBus && this.options.archive instanceof PostgresArchive;
+  }
+
+  /**
+   * Writes a chunk that follows `state.height`. Returns false, having written nothing, when the stored
+   * height or last event id is not `state`'s any more (or, `noneHeld`, an event is held for its blocks).
+   */
+  private async writeChunk(
+    chainId: string,
+    stream: Stream,
+    height: number,
+    bodies: readonly EventBody[],
+    events: readonly ChainEvent[],
+    state: { height: number; lastEventId: string | null; pending: readonly unknown[] },
+    noneHeld: boolean,
+  ): Promise<boolean> {
+    const { metrics, log } = this.options;
+    const stored = state.height;
     // Events posted one by one for this chunk (history without merge) join it, once each.
     const held = this.heldEvents(chainId, stored, state.pending);
     const ids = new Set(events.map((e) => chainEventId(e)));
@@ -240,29 +283,36 @@ export class Ingestor {
       documents: this.documents(all, merged),
       timestamp,
       dropPending: state.pending.length > 0,
+      noneHeld,
     };
-    const { bus, archive } = this.options;
-    if (bus instanceof PostgresBus && archive instanceof PostgresArchive)
-      await this.writeOneStatement(chunk, state.lastEventId, bus, archive);
-    else await this.writeInTransaction(chunk);
+    const key = `${chainId}/${stream}`;
+    const lastEventId = this.oneStatement()
+      ? await this.writeOneStatement(chunk, state.lastEventId)
+      : await this.writeInTransaction(chunk);
+    if (lastEventId === false) {
+      this.known.delete(key);
+      return false;
+    }
+    this.known.set(key, { height, lastEventId });
     for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
     metrics.height.set({ chain: chainId, stream }, height);
     metrics.lag.set({ chain: chainId, stream }, 0);
     if (fresh.length > 0)
       log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
-    return 'processed';
+    return true;
   }
 
   /**
    * Everything in one statement. The height message names the stream's last event id, which it takes from
-   * the read; the compare-and-set checks that id too, so a message is never built from a stale one.
+   * the read; the compare-and-set checks that id too, so a message is never built from a stale one. Returns
+   * the stream's last event id afterwards, or false when nothing was written.
    */
   private async writeOneStatement(
     chunk: ChunkWrite,
     storedLastEventId: string | null,
-    bus: PostgresBus,
-    archive: PostgresArchive,
-  ): Promise<void> {
+  ): Promise<string | null | false> {
+    const bus = this.options.bus as PostgresBus;
+    const archive = this.options.archive as PostgresArchive;
     const statement = new Statement();
     const moved = addAdvance(statement, {
       chainId: chunk.chainId,
@@ -272,17 +322,15 @@ export class Ingestor {
       lastEventId: chunk.lastEventId,
       expectedLastEventId: storedLastEventId,
       dropPending: chunk.dropPending,
+      noneHeld: chunk.noneHeld,
     });
     const guard = `EXISTS (SELECT 1 FROM ${moved})`;
     if (chunk.documents.length > 0) archive.addPutMany(statement, 'chain-events', chunk.documents, guard);
-    const topics = await bus.addPublish(
-      statement,
-      this.batches(chunk, chunk.lastEventId ?? storedLastEventId),
-      {
-        client: this.options.pool,
-        guard,
-      },
-    );
+    const lastEventId = chunk.lastEventId ?? storedLastEventId;
+    const topics = await bus.addPublish(statement, this.batches(chunk, lastEventId), {
+      client: this.options.pool,
+      guard,
+    });
     statement.output('moved', `(SELECT count(*) FROM ${moved})`);
     let row: { moved: string };
     try {
@@ -290,27 +338,33 @@ export class Ingestor {
     } catch (err) {
       throw missingPartition(err, topics);
     }
-    // Nothing was written: every part is guarded by the height's move.
-    if (Number(row.moved) !== 1) throw new HeightConflictError(chunk.chainId, chunk.stream);
+    // Every part is guarded by the height's move: when it did not move, nothing was written.
+    return Number(row.moved) === 1 ? lastEventId : false;
   }
 
   /** Any bus and archive: height, archive and both topics in one transaction (on Kafka, the outbox). */
-  private async writeInTransaction(chunk: ChunkWrite): Promise<void> {
-    await withTransaction(this.options.pool, async (tx) => {
-      const advanced = await this.options.heights.advance(
-        tx,
-        chunk.chainId,
-        chunk.stream,
-        chunk.stored,
-        chunk.height,
-        chunk.lastEventId,
-        chunk.dropPending,
-      );
-      if (!advanced) throw new HeightConflictError(chunk.chainId, chunk.stream);
-      await this.options.archive.putMany('chain-events', chunk.documents, { tx });
-      // Both topics in one statement (postgres log) or one outbox write (Kafka).
-      await publishMany(this.options.bus, this.batches(chunk, advanced.lastEventId), { tx });
-    });
+  private async writeInTransaction(chunk: ChunkWrite): Promise<string | null | false> {
+    try {
+      return await withTransaction(this.options.pool, async (tx) => {
+        const advanced = await this.options.heights.advance(
+          tx,
+          chunk.chainId,
+          chunk.stream,
+          chunk.stored,
+          chunk.height,
+          chunk.lastEventId,
+          chunk.dropPending,
+        );
+        if (!advanced) throw new NotMoved();
+        await this.options.archive.putMany('chain-events', chunk.documents, { tx });
+        // Both topics in one statement (postgres log) or one outbox write (Kafka).
+        await publishMany(this.options.bus, this.batches(chunk, advanced.lastEventId), { tx });
+        return advanced.lastEventId;
+      });
+    } catch (err) {
+      if (err instanceof NotMoved) return false;
+      throw err;
+    }
   }
 
   /** The chunk's events and, when its block time is known, its height (naming the stream's last event). */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from './pool.js';
 
 /**
@@ -47,8 +48,14 @@ export class Statement {
     return [...this.params];
   }
 
+  /**
+   * Runs as a named prepared statement: each connection parses and analyses a shape of statement once, later
+   * runs send only the values. The name is derived from the text, so different shapes never share one.
+   */
   async run<R extends Record<string, unknown>>(client: Queryable): Promise<R> {
-    const { rows } = await client.query(this.text, this.values);
+    const text = this.text;
+    const name = `s_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    const { rows } = await client.query({ name, text, values: this.params });
     return rows[0] as R;
   }
 }
