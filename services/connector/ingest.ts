@@ -81,8 +81,9 @@ export class HeightConflictError extends CodedError {
 /**
  * Turns chain-client callbacks into topic messages, losing nothing: every body is validated and archived
  * raw, events are published in block order with the chunk's height, and the stored height moves in the same
- * transaction (on Kafka: right after the publish), so a crash at any point repeats work (deduped downstream
- * by event id) but never skips it. Chunks that do not follow the stored height are not published; the
+ * atomic write (one statement on the postgres log, one transaction otherwise; on Kafka the messages leave
+ * through the outbox after it), so a crash at any point repeats work (deduped downstream by event id) but
+ * never skips it. Chunks that do not follow the stored height are not published; the
  * missing blocks are requested through history instead, which keeps per-chain block order.
  */
 export class Ingestor {
