@@ -11,6 +11,7 @@ const env: Environment = {
   memory: '4 GiB',
   os: 'Linux',
   node: 'v20.0.0',
+  load: 1.25,
   databases: ['PostgreSQL 17.6 (embedded, from npm, fsync on)'],
 };
 
@@ -33,7 +34,9 @@ describe('bench report', () => {
       ],
       env,
     );
-    expect(text).toContain('Test CPU, 2 cores, 4 GiB memory, Linux, Node v20.0.0, PostgreSQL 17.6');
+    expect(text).toContain(
+      'Test CPU, 2 cores, 4 GiB memory, Linux, load average 1.3, Node v20.0.0, PostgreSQL 17.6',
+    );
     expect(text).toContain('| log | 60 msg/s | 100 rows/s | 0.60× | ≥ 0.5× | yes |');
     expect(text).toContain('| slow | 40 msg/s | 100 rows/s | 0.40× | ≥ 0.5× | **no** |');
     expect(meetsTarget({ measure: 'x', value: 'y', ratio: 1 })).toBeUndefined();

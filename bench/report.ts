@@ -34,6 +34,8 @@ export interface Environment {
   memory: string;
   os: string;
   node: string;
+  /** The machine's 1-minute load average when the suite finished (other work shares the cores). */
+  load: number;
   /** e.g. "embedded PostgreSQL 17.6"; one per server a suite used. */
   databases: string[];
 }
@@ -57,6 +59,7 @@ export function describeMachine(now = new Date()): Environment {
     memory: `${Math.round(os.totalmem() / 2 ** 30)} GiB`,
     os: `${os.type()} ${os.release()} (${os.arch()})`,
     node: process.version,
+    load: os.loadavg()[0] ?? 0,
     databases: used,
   };
 }
@@ -78,8 +81,8 @@ export function suiteMarkdown(name: string, sections: readonly BenchSection[], e
   const lines = [
     `## ${name}`,
     '',
-    `\`npm run bench -- ${name}\`, ${env.date}. Machine: ${env.cpu}, ${env.cores} cores, ${env.memory} memory, ` +
-      `${env.os}, Node ${env.node}` +
+    `\`npm run bench -- ${name}\`, finished ${env.date}. Machine: ${env.cpu}, ${env.cores} cores, ` +
+      `${env.memory} memory, ${env.os}, load average ${env.load.toFixed(1)}, Node ${env.node}` +
       (env.databases.length > 0 ? `, ${env.databases.join('; ')}.` : '.'),
   ];
   for (const section of sections) {
