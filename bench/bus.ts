@@ -5,6 +5,8 @@ import type { EventBus } from '../shared/bus/port.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import { kafkaProblem, startKafka } from '../test/support/kafka.js';
 import { createLogger } from '../shared/logging/logger.js';
+import { partitionFor } from '../shared/bus/partitioner.js';
+import type { BenchSection } from './report.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -23,7 +25,7 @@ const VALUE = JSON.stringify({
  * beside the raw INSERT rate of the same PostgreSQL in the same run, with the ratios; then the same through
  * Kafka (KAFKA_BROKERS, else a broker started from the Maven cache; SKIPPED when neither can be had).
  */
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchSection[]> {
   const database = await scratchDatabase();
   const { pool, url } = database;
   try {
@@ -55,10 +57,36 @@ export async function run(): Promise<void> {
       { name: 'bench.once', partitions: 8, retentionMs: null },
     ]);
 
-    const publishOnly = await time(async () => {
-      await publishAll(bus, 'bench.plain');
-      return MESSAGES;
-    });
+    // The publisher beside a raw multi-row INSERT of the same rows (key, value, headers, partition, offset
+    // computed here) into the same table, batch by batch in turn so both see the same table size and load.
+    const rawLog = { count: 0, ms: 0 };
+    const publishOnly = { count: 0, ms: 0 };
+    const rawOffsets = new Map<number, number>();
+    for (let i = 0; i < MESSAGES; i += PUBLISH_BATCH) {
+      const batch = Array.from({ length: PUBLISH_BATCH }, (_, j) => ({
+        key: `key-${(i + j) % KEYS}`,
+        value: VALUE,
+      }));
+      const partitions = batch.map((m) => partitionFor(m.key, 8));
+      const offsets = partitions.map((p) => {
+        const next = rawOffsets.get(p) ?? 0;
+        rawOffsets.set(p, next + 1);
+        return next;
+      });
+      let started = performance.now();
+      await pool.query(
+        `INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
+         SELECT 'bench.rawlog', t.p, t.o, t.k, t.v, t.h
+         FROM unnest($1::int[], $2::bigint[], $3::text[], $4::text[], $5::jsonb[]) AS t(p, o, k, v, h)`,
+        [partitions, offsets, batch.map((m) => m.key), batch.map((m) => m.value), batch.map(() => '{}')],
+      );
+      rawLog.ms += performance.now() - started;
+      rawLog.count += batch.length;
+      started = performance.now();
+      await bus.publish('bench.plain', batch);
+      publishOnly.ms += performance.now() - started;
+      publishOnly.count += batch.length;
+    }
     const consumeOnly = await time(() => consume(bus, 'bench.plain', async () => undefined, false));
     // End to end: producer and consumer running together, as in the pipeline (publish → handled, committed).
     const endToEnd = await time(() => consume(bus, 'bench.e2e', async () => undefined, true));
@@ -85,12 +113,16 @@ export async function run(): Promise<void> {
     const e2e = rate(endToEnd.count, endToEnd.ms);
     const consumed = rate(consumeOnly.count, consumeOnly.ms);
     const e2eOnce = rate(endToEndOnce.count, endToEndOnce.ms);
-    printTable(`bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`, [
+    const rawLogRate = rate(rawLog.count, rawLog.ms);
+    const published = rate(publishOnly.count, publishOnly.ms);
+    const title = `bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`;
+    printTable(title, [
       ['raw INSERT, 1 row per commit', `${fmt(single)} rows/s   (baseline A)`],
       ['raw INSERT, 100 rows per statement', `${fmt(batched)} rows/s   (baseline B)`],
+      ['raw INSERT into bus_messages, the same 100 rows', `${fmt(rawLogRate)} rows/s   (baseline C)`],
       [
         'postgres log: publish, batches of 100',
-        `${fmt(rate(publishOnly.count, publishOnly.ms))} msg/s   = ${(rate(publishOnly.count, publishOnly.ms) / batched).toFixed(2)}x B`,
+        `${fmt(published)} msg/s   = ${(published / batched).toFixed(2)}x B = ${(published / rawLogRate).toFixed(2)}x C (target ≥ 0.5x C)`,
       ],
       [
         'postgres log: consume a backlog, commit each',
@@ -102,8 +134,60 @@ export async function run(): Promise<void> {
         `${fmt(e2eOnce)} msg/s   = ${(e2eOnce / single).toFixed(2)}x A`,
       ],
     ]);
-    if ('skipped' in kafka) console.log(`\nKafka bus: SKIPPED (${kafka.skipped})`);
-    else {
+    const msgs = (n: number) => `${fmt(n)} msg/s`;
+    const rows = (n: number) => `${fmt(n)} rows/s`;
+    const sections: BenchSection[] = [
+      {
+        title,
+        rows: [
+          { measure: 'raw INSERT, 1 row per commit', value: rows(single), note: 'baseline A' },
+          { measure: 'raw INSERT, 100 rows per statement', value: rows(batched), note: 'baseline B' },
+          {
+            measure: 'raw INSERT into bus_messages of the same 100 rows per statement',
+            value: rows(rawLogRate),
+            note: 'baseline C',
+          },
+          {
+            measure: 'postgres log: publish, batches of 100, vs C',
+            value: msgs(published),
+            baseline: rows(rawLogRate),
+            ratio: published / rawLogRate,
+            target: 0.5,
+          },
+          {
+            measure: 'postgres log: publish, batches of 100, vs B',
+            value: msgs(published),
+            baseline: rows(batched),
+            ratio: published / batched,
+          },
+          {
+            measure: 'postgres log: consume a backlog, commit each',
+            value: msgs(consumed),
+            baseline: rows(single),
+            ratio: consumed / single,
+          },
+          {
+            measure: 'postgres log end to end: publish → handled',
+            value: msgs(e2e),
+            baseline: rows(single),
+            ratio: e2e / single,
+          },
+          {
+            measure: 'end to end with an exactly-once effect (applyOnce)',
+            value: msgs(e2eOnce),
+            baseline: rows(single),
+            ratio: e2eOnce / single,
+          },
+        ],
+      },
+    ];
+    if ('skipped' in kafka) {
+      console.log(`\nKafka bus: SKIPPED (${kafka.skipped})`);
+      sections.push({
+        title: 'Kafka bus, same run',
+        rows: [{ measure: 'Kafka bus', value: 'SKIPPED', note: kafka.skipped }],
+      });
+    } else {
       const k = (r: { count: number; ms: number }) => rate(r.count, r.ms);
       printTable(
         `Kafka bus, same run (${kafka.source}; positions, attempts and effects in the same PostgreSQL)`,
@@ -123,7 +207,32 @@ export async function run(): Promise<void> {
           ],
         ],
       );
+      sections.push({
+        title: `Kafka bus, same run (${kafka.source}; positions, attempts and effects in the same PostgreSQL)`,
+        rows: [
+          { measure: 'kafka: publish, batches of 100', value: msgs(k(kafka.publish)) },
+          {
+            measure: 'kafka: consume a backlog, commit each',
+            value: msgs(k(kafka.consume)),
+            baseline: `${msgs(consumed)} (postgres log)`,
+            ratio: k(kafka.consume) / consumed,
+          },
+          {
+            measure: 'kafka end to end: publish → handled',
+            value: msgs(k(kafka.e2e)),
+            baseline: `${msgs(e2e)} (postgres log)`,
+            ratio: k(kafka.e2e) / e2e,
+          },
+          {
+            measure: 'kafka end to end, exactly-once effect (applyOnce)',
+            value: msgs(k(kafka.once)),
+            baseline: `${msgs(e2eOnce)} (postgres log)`,
+            ratio: k(kafka.once) / e2eOnce,
+          },
+        ],
+      });
     }
+    return sections;
   } finally {
     await database.dispose();
   }

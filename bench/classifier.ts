@@ -11,6 +11,7 @@ import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import type { ChainClientConfig } from '../shared/config/index.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { allTopics, chainEvents, chainHeights, decode, topicSpec } from '../topics/index.js';
+import type { BenchSection } from './report.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
 const SWAPS = Number(process.env.BENCH_SWAPS ?? 2_000);
@@ -22,7 +23,7 @@ const REPLAY_TARGET = 100_000;
  * classifier, beside the raw rate at which the same bus hands the same messages to a consumer that only
  * decodes them, in the same run; and the time a replay of those swaps takes, projected to 100,000 swaps.
  */
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchSection[]> {
   const database = await scratchDatabase([classifierMigrations]);
   const { pool, url } = database;
   const log = createLogger({ level: 'warn' });
@@ -114,24 +115,52 @@ export async function run(): Promise<void> {
     const rawRate = rate(messages, raw.ms);
     const judgedRate = rate(messages, judged.ms);
     const projected = (replay.ms / 1_000) * (REPLAY_TARGET / SWAPS);
-    printTable(
-      `classifier (${fmt(SWAPS)} swaps: ${fmt(traffic.events)} events + ${fmt(messages - traffic.events)} heights; ${database.source})`,
+    const title = `classifier (${fmt(SWAPS)} swaps: ${fmt(traffic.events)} events + ${fmt(messages - traffic.events)} heights; ${database.source})`;
+    printTable(title, [
+      ['published (batches of 200)', `${fmt(rate(messages, published.ms))} msg/s`],
+      ['baseline: bus consume, decode only', `${fmt(rawRate)} msg/s`],
       [
-        ['published (batches of 200)', `${fmt(rate(messages, published.ms))} msg/s`],
-        ['baseline: bus consume, decode only', `${fmt(rawRate)} msg/s`],
-        [
-          'classifier: judged end to end',
-          `${fmt(judgedRate)} msg/s (${fmt(rate(SWAPS, judged.ms))} swaps/s) = ${(judgedRate / rawRate).toFixed(2)}× the baseline`,
-        ],
-        ['replay (fresh tables, compared)', `${(replay.ms / 1_000).toFixed(1)} s for ${fmt(SWAPS)} swaps`],
-        [
-          `replay of ${fmt(REPLAY_TARGET)} swaps`,
-          SWAPS >= REPLAY_TARGET
-            ? `${(replay.ms / 1_000).toFixed(1)} s (measured)`
-            : `≈ ${fmt(projected)} s (projected linearly from this run; BENCH_SWAPS=${REPLAY_TARGET} measures it)`,
-        ],
+        'classifier: judged end to end',
+        `${fmt(judgedRate)} msg/s (${fmt(rate(SWAPS, judged.ms))} swaps/s) = ${(judgedRate / rawRate).toFixed(2)}× the baseline`,
       ],
-    );
+      ['replay (fresh tables, compared)', `${(replay.ms / 1_000).toFixed(1)} s for ${fmt(SWAPS)} swaps`],
+      [
+        `replay of ${fmt(REPLAY_TARGET)} swaps`,
+        SWAPS >= REPLAY_TARGET
+          ? `${(replay.ms / 1_000).toFixed(1)} s (measured)`
+          : `≈ ${fmt(projected)} s (projected linearly from this run; BENCH_SWAPS=${REPLAY_TARGET} measures it)`,
+      ],
+    ]);
+    return [
+      {
+        title,
+        rows: [
+          { measure: 'published (batches of 200)', value: `${fmt(rate(messages, published.ms))} msg/s` },
+          {
+            measure: 'bus consume, decode only',
+            value: `${fmt(rawRate)} msg/s`,
+            note: 'baseline',
+          },
+          {
+            measure: 'classifier: judged end to end',
+            value: `${fmt(judgedRate)} msg/s (${fmt(rate(SWAPS, judged.ms))} swaps/s)`,
+            baseline: `${fmt(rawRate)} msg/s`,
+            ratio: judgedRate / rawRate,
+          },
+          {
+            measure: `replay (fresh tables, compared), ${fmt(SWAPS)} swaps`,
+            value: `${(replay.ms / 1_000).toFixed(1)} s`,
+          },
+          {
+            measure: `replay of ${fmt(REPLAY_TARGET)} swaps`,
+            value:
+              SWAPS >= REPLAY_TARGET
+                ? `${(replay.ms / 1_000).toFixed(1)} s (measured)`
+                : `≈ ${fmt(projected)} s (projected linearly)`,
+          },
+        ],
+      },
+    ];
   } finally {
     await bus.close();
     await did.close();

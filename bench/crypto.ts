@@ -17,6 +17,7 @@ import {
   type SwapAgreement,
 } from '../shared/chain/otmoic-swap-eip712.js';
 import { jsSecp256k1Backend, nativeSecp256k1Backend } from '../shared/chain/secp256k1-backend.js';
+import type { BenchRow, BenchSection } from './report.js';
 
 const POOL_SIZE = 64;
 const CHAIN_ID = 97;
@@ -106,7 +107,7 @@ function measureInterleaved(
 const format = (opsPerSecond: number) => Math.round(opsPerSecond).toLocaleString('en-US');
 const micros = (opsPerSecond: number) => (1e6 / opsPerSecond).toFixed(1);
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchSection[]> {
   const pool = makePool();
   const domain = { name: 'OtmoicSwap', version: '1', chainId: CHAIN_ID };
   const types = swapTypedDataTypes('swap');
@@ -155,6 +156,16 @@ export async function run(): Promise<void> {
     BUDGET_MS,
   );
   const ethersOps = rates[0]!;
+  const rows: BenchRow[] = cases.map(([label], index) =>
+    index === 0
+      ? { measure: label, value: `${format(rates[index]!)} ops/s`, note: 'baseline' }
+      : {
+          measure: label,
+          value: `${format(rates[index]!)} ops/s`,
+          baseline: `${format(ethersOps)} ops/s`,
+          ratio: rates[index]! / ethersOps,
+        },
+  );
   cases.forEach(([label], index) => {
     const ops = rates[index]!;
     const comparison =
@@ -191,6 +202,19 @@ export async function run(): Promise<void> {
   parts.forEach(([label], index) =>
     console.log(`  ${label.padEnd(38)} ${micros(partRates[index]!).padStart(8)}`),
   );
+  return [
+    {
+      title: `signer recovery, ${POOL_SIZE} distinct signed agreements (keccak: ${keccakBackend}, native secp256k1: ${native ? 'loaded' : 'not available'})`,
+      rows,
+    },
+    {
+      title: 'where the time goes',
+      rows: parts.map(([label], index) => ({
+        measure: label,
+        value: `${micros(partRates[index]!)} µs/op`,
+      })),
+    },
+  ];
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

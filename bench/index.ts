@@ -1,5 +1,9 @@
-// `npm run bench -- <name> [<name> …]`: runs the named benchmarks (all when none is named).
-const suites: Record<string, () => Promise<{ run(): Promise<unknown> }>> = {
+import path from 'node:path';
+import { describeMachine, suiteMarkdown, writeReport, type BenchSuite } from './report.js';
+
+// `npm run bench -- <name> [<name> …]`: runs the named benchmarks (all when none is named) and writes their
+// figures to docs/benchmarks.md (BENCH_REPORT names another file; BENCH_REPORT=- writes none).
+const suites: Record<string, () => Promise<BenchSuite>> = {
   bus: () => import('./bus.js'),
   crypto: () => import('./crypto.js'),
   connector: () => import('./connector.js'),
@@ -11,11 +15,18 @@ const suites: Record<string, () => Promise<{ run(): Promise<unknown> }>> = {
 
 const asked = process.argv.slice(2);
 const names = asked.length > 0 ? asked : Object.keys(suites);
-for (const name of names) {
-  const load = suites[name];
-  if (!load) {
-    console.error(`unknown benchmark "${name}" (known: ${Object.keys(suites).join(', ')})`);
-    process.exit(2);
-  }
-  await (await load()).run();
+const unknown = names.filter((n) => !suites[n]);
+if (unknown.length > 0) {
+  console.error(`unknown benchmark "${unknown[0]}" (known: ${Object.keys(suites).join(', ')})`);
+  process.exit(2);
 }
+const report = process.env.BENCH_REPORT ?? path.resolve(import.meta.dirname, '../docs/benchmarks.md');
+const results = new Map<string, string>();
+for (const name of names) {
+  describeMachine(); // forget databases noted before this suite
+  const sections = await (await suites[name]!()).run();
+  results.set(name, suiteMarkdown(name, sections, describeMachine()));
+  // Written after each suite, so a later suite's failure does not lose the figures already measured.
+  if (report !== '-') writeReport(report, results, Object.keys(suites));
+}
+if (report !== '-') console.log(`\nreport: ${path.relative(process.cwd(), report)}`);

@@ -15,6 +15,7 @@ import { pointsMetrics } from '../services/points/metrics.js';
 import { pointsMigrations } from '../services/points/migrations.js';
 import { registerPointsRoutes } from '../services/points/routes.js';
 import { startFakeDidSupport } from '../services/points/test-harness.js';
+import type { BenchSection } from './report.js';
 import { fmt, printTable, scratchDatabase } from './support.js';
 
 const SCALE = Number(process.env.BENCH_POINTS_SCALE ?? 1);
@@ -107,7 +108,7 @@ async function load(pool: import('pg').Pool): Promise<number> {
   return performance.now() - started;
 }
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchSection[]> {
   const db = await scratchDatabase([pointsMigrations]);
   const relayAdmin = await startRelayAdminStandIn({
     verified: Array.from({ length: SAMPLE_USERS / 10 }, (_, i) => userAddress(i * 10)),
@@ -199,6 +200,23 @@ export async function run(): Promise<void> {
     );
     await app.close();
     await listener.stop();
+    return [
+      {
+        title: `points queries over HTTP: ${fmt(USERS)} users, ${fmt(LPS)} LPs, ${fmt(VIOLATIONS)} violations, ${fmt(SWAPS)} LP swaps (loaded in ${(loadMs / 1000).toFixed(1)} s), ${CONCURRENCY} requests in flight`,
+        rows: cases.map(([label], i) => {
+          const r = results[i]!;
+          const value = `${fmt(r.rate)} req/s (p50 ${percentile(r.latencies, 50).toFixed(2)} ms, p99 ${percentile(r.latencies, 99).toFixed(2)} ms)`;
+          return i === 0
+            ? { measure: label, value, note: 'baseline' }
+            : {
+                measure: label,
+                value,
+                baseline: `${fmt(results[0]!.rate)} req/s`,
+                ratio: r.rate / results[0]!.rate,
+              };
+        }),
+      },
+    ];
   } finally {
     await relayAdmin.close();
     await did.close();

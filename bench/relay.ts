@@ -11,6 +11,7 @@ import { relayVectors } from '../test/fixtures/otmoic-relay-vectors.js';
 import { registerRelayRoutes } from '../services/relay/routes.js';
 import type { CommandStore } from '../services/relay/store.js';
 import { createLogger } from '../shared/logging/logger.js';
+import type { BenchSection } from './report.js';
 import { fmt, printTable } from './support.js';
 
 const CONCURRENCY = 16;
@@ -64,7 +65,7 @@ async function measure(
   return (done * 1000) / elapsed;
 }
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BenchSection[]> {
   const app = Fastify({ loggerInstance: createLogger({ level: 'silent' }) as FastifyBaseLogger });
   // The accept path never waits for the sender (it runs in its own loop): with the store answering at once
   // the behalf route costs parsing, transferId and command id, nothing more.
@@ -139,5 +140,21 @@ export async function run(): Promise<void> {
   await app.close();
 
   console.log('\nsigner recovery (bench/crypto.ts):');
-  await (await import('./crypto.js')).run();
+  const crypto = await (await import('./crypto.js')).run();
+  return [
+    {
+      title: `requests/s over HTTP, ${CONCURRENCY} keep-alive requests in flight, same server and client`,
+      rows: cases.map(([label], i) =>
+        i === 0
+          ? { measure: label, value: `${fmt(rates[i]!)} req/s`, note: 'baseline' }
+          : {
+              measure: label,
+              value: `${fmt(rates[i]!)} req/s`,
+              baseline: `${fmt(rates[0]!)} req/s`,
+              ratio: rates[i]! / rates[0]!,
+            },
+      ),
+    },
+    ...crypto,
+  ];
 }

@@ -8,6 +8,7 @@ import { migrate, type MigrationSet } from '../shared/db/migrate.js';
 import { coreMigrations } from '../shared/db/migrations/core.js';
 import { createPool, type Pool } from '../shared/db/pool.js';
 import { freePort } from '../shared/net/free-port.js';
+import { noteDatabase } from './report.js';
 
 /** A PostgreSQL for a benchmark: DATABASE_URL when set, else a throw-away embedded server. */
 export async function benchDatabase(): Promise<{ url: string; source: string; stop(): Promise<void> }> {
@@ -47,6 +48,11 @@ export async function scratchDatabase(extra: readonly MigrationSet[] = []): Prom
   url.pathname = `/${name}`;
   const pool = createPool(url.toString(), { max: 12 });
   await migrate(pool, [coreMigrations, ...extra]);
+  const version = await pool.query<{ server_version: string }>('SHOW server_version');
+  const settings = await pool.query<{ fsync: string }>(`SELECT current_setting('fsync') AS fsync`);
+  noteDatabase(
+    `PostgreSQL ${version.rows[0]!.server_version} (${server.source === 'DATABASE_URL' ? 'DATABASE_URL' : 'embedded, from npm'}, fsync ${settings.rows[0]!.fsync})`,
+  );
   return {
     url: url.toString(),
     source: server.source,

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import { Statement } from '../../shared/db/statement.js';
 
 export type Stream = 'swap' | 'reputation';
 export const STREAMS: readonly Stream[] = ['swap', 'reputation'];
@@ -25,9 +26,38 @@ export class HeightStore {
   }
 
   /**
+   * The stored height and last published event id and, in the same round trip, the held single events of
+   * blocks up to `upTo` (their bodies, in block order) that the chunk ending there may have to take along.
+   */
+  async chunkState(
+    chainId: string,
+    stream: Stream,
+    upTo: number,
+  ): Promise<{ height: number; lastEventId: string | null; pending: unknown[] }> {
+    const { rows } = await this.pool.query<{
+      height: string;
+      last_event_id: string | null;
+      pending: unknown[] | null;
+    }>(
+      `SELECT h.height, h.last_event_id,
+              (SELECT json_agg(p.body ORDER BY p.block_number) FROM connector_pending_events p
+                WHERE p.chain_id = h.chain_id AND p.stream = h.stream AND p.block_number <= $3) AS pending
+         FROM connector_heights h WHERE h.chain_id = $1 AND h.stream = $2`,
+      [chainId, stream, upTo],
+    );
+    if (!rows[0]) throw new Error(`no stored height for chain ${chainId} (${stream})`);
+    return {
+      height: Number(rows[0].height),
+      lastEventId: rows[0].last_event_id,
+      pending: rows[0].pending ?? [],
+    };
+  }
+
+  /**
    * Moves the height from `expected` to `next` inside `tx`, recording `lastEventId` when the chunk published
-   * events. Returns the stream's last published event id (null: none ever), or false when another writer
-   * moved the height first.
+   * events, and (only if it moved) removes the held single events of blocks up to `next` when
+   * `dropPending`: one statement. Returns the stream's last published event id (null: none ever), or false
+   * when another writer moved the height first.
    */
   async advance(
     tx: PoolClient,
@@ -36,15 +66,64 @@ export class HeightStore {
     expected: number,
     next: number,
     lastEventId: string | null,
+    dropPending = false,
   ): Promise<{ lastEventId: string | null } | false> {
-    const result = await tx.query<{ last_event_id: string | null }>(
-      `UPDATE connector_heights SET height = $4, last_event_id = COALESCE($5, last_event_id), updated_at = now()
-        WHERE chain_id = $1 AND stream = $2 AND height = $3
-        RETURNING last_event_id`,
-      [chainId, stream, expected, next, lastEventId],
-    );
-    return result.rows[0] ? { lastEventId: result.rows[0].last_event_id } : false;
+    const statement = new Statement();
+    const moved = addAdvance(statement, { chainId, stream, expected, next, lastEventId, dropPending });
+    statement.output('moved', `(SELECT count(*) FROM ${moved})`);
+    statement.output('last_event_id', `(SELECT last_event_id FROM ${moved})`);
+    const row = await statement.run<{ moved: string; last_event_id: string | null }>(tx);
+    return Number(row.moved) === 1 ? { lastEventId: row.last_event_id } : false;
   }
+}
+
+/**
+ * Adds the compare-and-set of a stream's height to `statement` (see HeightStore.advance) and returns the
+ * name of its CTE, which holds one row when the height moved and none when another writer moved it first.
+ * `expectedLastEventId`: also require the stored last event id to be this one (when the caller built
+ * messages from it before the statement ran).
+ */
+export function addAdvance(
+  statement: Statement,
+  a: {
+    chainId: string;
+    stream: Stream;
+    expected: number;
+    next: number;
+    lastEventId: string | null;
+    expectedLastEventId?: string | null;
+    dropPending: boolean;
+    /** Move only if no single event is held for the blocks up to `next` (the caller did not read them). */
+    noneHeld?: boolean;
+  },
+): string {
+  const moved = statement.name('height_moved');
+  const chain = statement.param(a.chainId, 'text');
+  const stream = statement.param(a.stream, 'text');
+  const next = statement.param(a.next, 'bigint');
+  statement.with(
+    moved,
+    `UPDATE connector_heights
+        SET height = ${next}, last_event_id = COALESCE(${statement.param(a.lastEventId, 'text')}, last_event_id),
+            updated_at = now()
+      WHERE chain_id = ${chain} AND stream = ${stream} AND height = ${statement.param(a.expected, 'bigint')}
+        ${a.expectedLastEventId === undefined ? '' : `AND last_event_id IS NOT DISTINCT FROM ${statement.param(a.expectedLastEventId, 'text')}`}
+        ${
+          a.noneHeld
+            ? `AND NOT EXISTS (SELECT 1 FROM connector_pending_events
+                 WHERE chain_id = ${chain} AND stream = ${stream} AND block_number <= ${next})`
+            : ''
+        }
+      RETURNING last_event_id`,
+  );
+  if (a.dropPending)
+    statement.with(
+      statement.name('pending_dropped'),
+      `DELETE FROM connector_pending_events
+        WHERE chain_id = ${chain} AND stream = ${stream} AND block_number <= ${next}
+          AND EXISTS (SELECT 1 FROM ${moved})`,
+    );
+  return moved;
 }
 
 /** First block of the chunk a chain client reports as `height` (chunks end at multiples of 5). */

@@ -1,7 +1,11 @@
 import type { Counter, Gauge } from 'prom-client';
 import type { Archive } from '../../shared/archive/port.js';
-import type { EventBus } from '../../shared/bus/port.js';
-import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
+import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
+import type { EventBus, OutgoingMessage } from '../../shared/bus/port.js';
+import { missingPartition, PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import { publishMany, type TopicBatch } from '../../shared/bus/publish-many.js';
+import { withTransaction, type Pool } from '../../shared/db/pool.js';
+import { Statement } from '../../shared/db/statement.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import {
@@ -16,7 +20,7 @@ import {
 import { buildEventBodies } from '../chain-client/event-body.js';
 import { chunkEnd } from '../chain-client/delivery-plan.js';
 import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
-import { chunkStart, type HeightStore, type Stream } from './heights.js';
+import { addAdvance, chunkStart, type HeightStore, type Stream } from './heights.js';
 import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
 import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
 
@@ -43,6 +47,27 @@ export interface IngestOptions {
   requestBackfill(chainId: string, stream: Stream, from: number, to: number): void;
 }
 
+/** What one chunk writes, prepared before any database work. */
+interface ChunkWrite {
+  chainId: string;
+  stream: Stream;
+  /** The height read before; the write is a compare-and-set on it. */
+  stored: number;
+  height: number;
+  /** Envelope id of the chunk's last event (null: the chunk has none). */
+  lastEventId: string | null;
+  events: OutgoingMessage[];
+  documents: Array<{ id: string; document: EventBody }>;
+  timestamp: number | undefined;
+  /** Held single events were read: remove those of the chunk's blocks with it. */
+  dropPending: boolean;
+  /** Nothing was read: write only if no event is held for the chunk's blocks. */
+  noneHeld: boolean;
+}
+
+/** The height did not move: roll the transaction back. */
+class NotMoved extends Error {}
+
 export type IngestOutcome =
   'processed' | 'already processed' | 'gap: backfill requested' | 'held until its height update';
 
@@ -56,13 +81,19 @@ export class HeightConflictError extends CodedError {
 /**
  * Turns chain-client callbacks into topic messages, losing nothing: every body is validated and archived
  * raw, events are published in block order with the chunk's height, and the stored height moves in the same
- * transaction (on Kafka: right after the publish), so a crash at any point repeats work (deduped downstream
- * by event id) but never skips it. Chunks that do not follow the stored height are not published; the
+ * atomic write (one statement on the postgres log, one transaction otherwise; on Kafka the messages leave
+ * through the outbox after it), so a crash at any point repeats work (deduped downstream by event id) but
+ * never skips it. Chunks that do not follow the stored height are not published; the
  * missing blocks are requested through history instead, which keeps per-chain block order.
  */
 export class Ingestor {
   /** One chunk at a time per chain and stream, in arrival order. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /**
+   * Per chain and stream, the height and last event id this process last read or wrote. A hint: writes made
+   * from it check both, and a stale one costs a read.
+   */
+  private readonly known = new Map<string, { height: number; lastEventId: string | null }>();
 
   constructor(private readonly options: IngestOptions) {}
 
@@ -174,6 +205,14 @@ export class Ingestor {
     });
   }
 
+  /**
+   * One chunk in a constant number of database round trips, whatever its number of events. With the
+   * postgres log and archive the write is one statement (height moved, held events removed, bodies archived,
+   * chain.events and chain.heights published: atomic by itself); otherwise one transaction of three
+   * statements. Before it, one read of the stored height and the held events — skipped when this process
+   * knows the height from its own last write: that write then also requires that no event is held for the
+   * chunk's blocks, and if anything differs it writes nothing and the chunk takes the read path.
+   */
   private async processChunk(
     chainId: string,
     stream: Stream,
@@ -181,16 +220,48 @@ export class Ingestor {
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
   ): Promise<IngestOutcome> {
-    const { heights, metrics, log } = this.options;
-    const stored = await heights.get(chainId, stream);
-    metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - stored));
-    if (height <= stored) return 'already processed';
-    if (chunkStart(height) > stored + 1) {
-      this.options.requestBackfill(chainId, stream, stored, height);
+    const { heights, metrics } = this.options;
+    const key = `${chainId}/${stream}`;
+    const known = this.known.get(key);
+    if (known && height > known.height && chunkStart(height) <= known.height + 1 && this.oneStatement()) {
+      const state = { height: known.height, lastEventId: known.lastEventId, pending: [] };
+      if (await this.writeChunk(chainId, stream, height, bodies, events, state, true)) return 'processed';
+    }
+    const state = await heights.chunkState(chainId, stream, height);
+    this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
+    metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - state.height));
+    if (height <= state.height) return 'already processed';
+    if (chunkStart(height) > state.height + 1) {
+      this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }
+    if (!(await this.writeChunk(chainId, stream, height, bodies, events, state, false)))
+      throw new HeightConflictError(chainId, stream);
+    return 'processed';
+  }
+
+  /** Whether a chunk's write can be one statement: the postgres log and the postgres archive. */
+  private oneStatement(): boolean {
+    return this.options.bus instanceof PostgresBus && this.options.archive instanceof PostgresArchive;
+  }
+
+  /**
+   * Writes a chunk that follows `state.height`. Returns false, having written nothing, when the stored
+   * height or last event id is not `state`'s any more (or, `noneHeld`, an event is held for its blocks).
+   */
+  private async writeChunk(
+    chainId: string,
+    stream: Stream,
+    height: number,
+    bodies: readonly EventBody[],
+    events: readonly ChainEvent[],
+    state: { height: number; lastEventId: string | null; pending: readonly unknown[] },
+    noneHeld: boolean,
+  ): Promise<boolean> {
+    const { metrics, log } = this.options;
+    const stored = state.height;
     // Events posted one by one for this chunk (history without merge) join it, once each.
-    const { held, stale } = await this.heldEvents(chainId, stream, stored, height);
+    const held = this.heldEvents(chainId, stored, state.pending);
     const ids = new Set(events.map((e) => chainEventId(e)));
     const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
     const all = [...bodies, ...extra.map((h) => h.body)];
@@ -202,73 +273,134 @@ export class Ingestor {
     const timestamp =
       fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
       (await this.options.blockTimestamp(chainId, height));
-
-    await withTransaction(this.options.pool, async (tx) => {
-      const last = fresh.at(-1);
-      const advanced = await heights.advance(
-        tx,
-        chainId,
-        stream,
-        stored,
-        height,
-        last ? chainEventId(last) : null,
-      );
-      if (!advanced) throw new HeightConflictError(chainId, stream);
-      await this.archive(all, merged, tx);
-      if (held.length + stale > 0)
-        await tx.query(
-          'DELETE FROM connector_pending_events WHERE chain_id = $1 AND stream = $2 AND block_number <= $3',
-          [chainId, stream, height],
-        );
-      if (fresh.length > 0)
-        await this.options.bus.publish(
-          chainEvents.name,
-          fresh.map((e) => this.eventMessage(e)),
-          { tx },
-        );
-      if (timestamp !== undefined) {
-        const payload = {
-          chainId,
-          stream,
-          height,
-          blockTimestamp: timestamp,
-          lastEventId: advanced.lastEventId,
-        };
-        const heightEnvelope = envelope(chainHeights, payload, {
-          occurredAt: timestamp,
-          source: 'connector',
-          id: chainHeightId(payload),
-        });
-        await this.options.bus.publish(chainHeights.name, [encode(chainHeights, heightEnvelope)], { tx });
-      }
-    });
+    const last = fresh.at(-1);
+    const chunk: ChunkWrite = {
+      chainId,
+      stream,
+      stored,
+      height,
+      lastEventId: last ? chainEventId(last) : null,
+      events: fresh.map((e) => this.eventMessage(e)),
+      documents: this.documents(all, merged),
+      timestamp,
+      dropPending: state.pending.length > 0,
+      noneHeld,
+    };
+    const key = `${chainId}/${stream}`;
+    const lastEventId = this.oneStatement()
+      ? await this.writeOneStatement(chunk, state.lastEventId)
+      : await this.writeInTransaction(chunk);
+    if (lastEventId === false) {
+      this.known.delete(key);
+      return false;
+    }
+    this.known.set(key, { height, lastEventId });
     for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
     metrics.height.set({ chain: chainId, stream }, height);
     metrics.lag.set({ chain: chainId, stream }, 0);
     if (fresh.length > 0)
       log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
-    return 'processed';
+    return true;
   }
 
-  /** Held single events of blocks (stored, height], validated and normalised again. */
-  private async heldEvents(
+  /**
+   * Everything in one statement. The height message names the stream's last event id, which it takes from
+   * the read; the compare-and-set checks that id too, so a message is never built from a stale one. Returns
+   * the stream's last event id afterwards, or false when nothing was written.
+   */
+  private async writeOneStatement(
+    chunk: ChunkWrite,
+    storedLastEventId: string | null,
+  ): Promise<string | null | false> {
+    const bus = this.options.bus as PostgresBus;
+    const archive = this.options.archive as PostgresArchive;
+    const statement = new Statement();
+    const moved = addAdvance(statement, {
+      chainId: chunk.chainId,
+      stream: chunk.stream,
+      expected: chunk.stored,
+      next: chunk.height,
+      lastEventId: chunk.lastEventId,
+      expectedLastEventId: storedLastEventId,
+      dropPending: chunk.dropPending,
+      noneHeld: chunk.noneHeld,
+    });
+    const guard = `EXISTS (SELECT 1 FROM ${moved})`;
+    if (chunk.documents.length > 0) archive.addPutMany(statement, 'chain-events', chunk.documents, guard);
+    const lastEventId = chunk.lastEventId ?? storedLastEventId;
+    const topics = await bus.addPublish(statement, this.batches(chunk, lastEventId), {
+      client: this.options.pool,
+      guard,
+    });
+    statement.output('moved', `(SELECT count(*) FROM ${moved})`);
+    let row: { moved: string };
+    try {
+      row = await statement.run<{ moved: string }>(this.options.pool);
+    } catch (err) {
+      throw missingPartition(err, topics);
+    }
+    // Every part is guarded by the height's move: when it did not move, nothing was written.
+    return Number(row.moved) === 1 ? lastEventId : false;
+  }
+
+  /** Any bus and archive: height, archive and both topics in one transaction (on Kafka, the outbox). */
+  private async writeInTransaction(chunk: ChunkWrite): Promise<string | null | false> {
+    try {
+      return await withTransaction(this.options.pool, async (tx) => {
+        const advanced = await this.options.heights.advance(
+          tx,
+          chunk.chainId,
+          chunk.stream,
+          chunk.stored,
+          chunk.height,
+          chunk.lastEventId,
+          chunk.dropPending,
+        );
+        if (!advanced) throw new NotMoved();
+        await this.options.archive.putMany('chain-events', chunk.documents, { tx });
+        // Both topics in one statement (postgres log) or one outbox write (Kafka).
+        await publishMany(this.options.bus, this.batches(chunk, advanced.lastEventId), { tx });
+        return advanced.lastEventId;
+      });
+    } catch (err) {
+      if (err instanceof NotMoved) return false;
+      throw err;
+    }
+  }
+
+  /** The chunk's events and, when its block time is known, its height (naming the stream's last event). */
+  private batches(chunk: ChunkWrite, lastEventId: string | null): TopicBatch[] {
+    const batches: TopicBatch[] = [{ topic: chainEvents.name, messages: chunk.events }];
+    if (chunk.timestamp !== undefined) {
+      const payload = {
+        chainId: chunk.chainId,
+        stream: chunk.stream,
+        height: chunk.height,
+        blockTimestamp: chunk.timestamp,
+        lastEventId,
+      };
+      const heightEnvelope = envelope(chainHeights, payload, {
+        occurredAt: chunk.timestamp,
+        source: 'connector',
+        id: chainHeightId(payload),
+      });
+      batches.push({ topic: chainHeights.name, messages: [encode(chainHeights, heightEnvelope)] });
+    }
+    return batches;
+  }
+
+  /** Held single events of blocks after `stored`, validated and normalised again. */
+  private heldEvents(
     chainId: string,
-    stream: Stream,
     stored: number,
-    height: number,
-  ): Promise<{ stale: number; held: Array<{ body: EventBody; event: ChainEvent }> }> {
-    const { rows } = await this.options.pool.query<{ body: unknown }>(
-      `SELECT body FROM connector_pending_events
-        WHERE chain_id = $1 AND stream = $2 AND block_number <= $3 ORDER BY block_number`,
-      [chainId, stream, height],
-    );
+    pending: readonly unknown[],
+  ): Array<{ body: EventBody; event: ChainEvent }> {
     const chain = this.options.chains.get(chainId)!;
-    const held = rows.flatMap((row) => {
-      const body = eventBodySchema.parse(row.body);
+    return pending.flatMap((row) => {
+      const body = eventBodySchema.parse(row);
       const event = normalizeEvent(body, chain);
       return event.blockNumber > stored ? [{ body, event }] : [];
     });
-    return { stale: rows.length - held.length, held };
   }
 
   private eventMessage(event: ChainEvent) {
@@ -283,17 +415,15 @@ export class Ingestor {
   }
 
   /** Raw bodies as received, keyed like the events, for audit and re-normalisation. First write wins. */
-  private async archive(
+  private documents(
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
-    tx?: PoolClient,
-  ): Promise<void> {
+  ): Array<{ id: string; document: EventBody }> {
     const byKey = new Map(events.map((e) => [`${e.txHash}:${e.logIndex}`, chainEventId(e)]));
-    const documents = bodies.flatMap((body) => {
+    return bodies.flatMap((body) => {
       const id = byKey.get(`${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`);
       return id ? [{ id, document: body }] : [];
     });
-    await this.options.archive.putMany('chain-events', documents, { tx });
   }
 
   private serialized<T>(chainId: string, stream: Stream, work: () => Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { getAddress, type LogDescription } from 'ethers';
+import { getAddress, type EventFragment, type Interface, type Result } from 'ethers';
 import { EVENT_TYPES, reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
@@ -23,6 +23,33 @@ export class RejectedEvent extends CodedError {
   }
 }
 
+// ethers' parseLog hashes every event signature of the ABI on each call to find the log's event: the
+// topic → event map is built once per interface instead.
+const topicMaps = new WeakMap<Interface, Map<string, EventFragment>>();
+function eventsByTopic(iface: Interface): Map<string, EventFragment> {
+  let map = topicMaps.get(iface);
+  if (!map) {
+    map = new Map();
+    iface.forEachEvent((fragment) => {
+      if (!fragment.anonymous) map!.set(fragment.topicHash.toLowerCase(), fragment);
+    });
+    topicMaps.set(iface, map);
+  }
+  return map;
+}
+
+// Contract and sender addresses repeat from event to event; a checksum is a keccak each time.
+const checksums = new Map<string, string>();
+function checksummed(address: string): string {
+  let known = checksums.get(address);
+  if (known === undefined) {
+    known = getAddress(address);
+    if (checksums.size >= 10_000) checksums.clear();
+    checksums.set(address, known);
+  }
+  return known;
+}
+
 /**
  * Turns one chain-client event body into the `chain.events` payload. The raw log is decoded again with our
  * ABI (the `event_parse` of a chain client is not trusted), it must come from the configured contract of the
@@ -44,12 +71,13 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
       `event from ${body.event.address}, not a configured contract of chain ${chain.systemChainId}`,
     );
   }
-  let log: LogDescription | null;
+  let log: { name: string; args: Result } | null;
   try {
-    log = (isSwap ? swapInterface : reputationInterface).parseLog({
-      topics: body.event.topics,
-      data: body.event.data,
-    });
+    const iface = isSwap ? swapInterface : reputationInterface;
+    const fragment = eventsByTopic(iface).get(String(body.event.topics[0]).toLowerCase());
+    log = fragment
+      ? { name: fragment.name, args: iface.decodeEventLog(fragment, body.event.data, body.event.topics) }
+      : null;
   } catch (err) {
     throw new RejectedEvent(
       'undecodable',
@@ -63,12 +91,12 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
 
   const position = {
     chainId: chain.systemChainId,
-    contract: getAddress(body.event.address),
+    contract: checksummed(body.event.address),
     blockNumber: Number(body.event.blockNumber),
     blockTimestamp: Number(body.block.timestamp),
     txHash: body.event.transactionHash.toLowerCase(),
     logIndex: Number(body.event.logIndex),
-    txFrom: getAddress(body.tx.from),
+    txFrom: checksummed(body.tx.from),
   };
   if (Number(body.block.number) !== position.blockNumber) {
     throw new RejectedEvent(

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from '../db/pool.js';
+import { Statement } from '../db/statement.js';
 import type { Archive, ArchivedDocument } from './port.js';
 
 /** The embedded profile's archive: one JSONB table in the service database. */
@@ -21,13 +22,41 @@ export class PostgresArchive implements Archive {
     options: { tx?: PoolClient } = {},
   ): Promise<number> {
     if (documents.length === 0) return 0;
-    const result = await (options.tx ?? this.pool).query(
+    const statement = new Statement();
+    const inserted = this.addPutMany(statement, collection, documents);
+    statement.output('n', `(SELECT count(*) FROM ${inserted})`);
+    const row = await statement.run<{ n: string }>(options.tx ?? this.pool);
+    return Number(row.n);
+  }
+
+  /**
+   * Adds putMany() to `statement`, so a caller writes its other rows and the documents in one statement;
+   * `guard`: an SQL condition on the statement's other CTEs, nothing is stored when it is false. Returns the
+   * name of the CTE holding one row per new document.
+   */
+  addPutMany(
+    statement: Statement,
+    collection: string,
+    documents: ReadonlyArray<{ id: string; document: unknown }>,
+    guard?: string,
+  ): string {
+    const name = statement.name('archived');
+    statement.with(
+      name,
       `INSERT INTO archive_documents (collection, id, document)
-       SELECT $1, i, d::jsonb FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(i, d, n) ORDER BY n
-       ON CONFLICT DO NOTHING`,
-      [collection, documents.map((d) => d.id), documents.map((d) => JSON.stringify(d.document))],
+       SELECT ${statement.param(collection, 'text')}, i, d::jsonb
+         FROM unnest(${statement.param(
+           documents.map((d) => d.id),
+           'text[]',
+         )}, ${statement.param(
+           documents.map((d) => JSON.stringify(d.document)),
+           'text[]',
+         )}) WITH ORDINALITY AS t(i, d, n)
+        ${guard ? `WHERE ${guard}` : ''}
+        ORDER BY n
+       ON CONFLICT DO NOTHING RETURNING 1`,
     );
-    return result.rowCount ?? 0;
+    return name;
   }
 
   async get<T>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined> {

@@ -20,7 +20,8 @@ import {
 import { initPosition, loadPositions, setPosition } from '../positions.js';
 import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
-import { OutboxRelay, writeOutbox, type OutboxBatch } from './outbox.js';
+import type { TopicBatch } from '../publish-many.js';
+import { OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
 
 export interface KafkaTls {
   caFile?: string;
@@ -222,11 +223,17 @@ export class KafkaBus implements EventBus {
     messages: readonly OutgoingMessage[],
     options: PublishOptions = {},
   ): Promise<void> {
-    if (messages.length === 0) return;
+    await this.publishMany([{ topic, messages }], options);
+  }
+
+  /** Several topics at once: one outbox statement in a transaction, else one batch to the brokers. */
+  async publishMany(batches: readonly TopicBatch[], options: PublishOptions = {}): Promise<void> {
+    const nonEmpty = batches.filter((b) => b.messages.length > 0);
+    if (nonEmpty.length === 0) return;
     // In a transaction: through the outbox, so nothing reaches Kafka unless the transaction commits.
-    if (options.tx) return writeOutbox(options.tx, topic, messages);
+    if (options.tx) return writeOutboxMany(options.tx, nonEmpty);
     await this.connect();
-    await this.send([{ topic, messages: [...messages] }]);
+    await this.send(nonEmpty.map((b) => ({ topic: b.topic, messages: [...b.messages] })));
   }
 
   /** Sends with bounded retries and an overall timeout (the kafkajs retries alone can take long). */

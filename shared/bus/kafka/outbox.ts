@@ -22,18 +22,32 @@ export async function writeOutbox(
   topic: string,
   messages: readonly OutgoingMessage[],
 ): Promise<void> {
+  await writeOutboxMany(tx, [{ topic, messages }]);
+}
+
+/** Batches for several topics as outbox rows, in order, and the relay's wake-up: one statement. */
+export async function writeOutboxMany(
+  tx: PoolClient,
+  batches: ReadonlyArray<{ topic: string; messages: readonly OutgoingMessage[] }>,
+): Promise<void> {
+  const rows = batches.flatMap((b) => b.messages.map((m) => ({ topic: b.topic, m })));
+  if (rows.length === 0) return;
   await tx.query(
-    `INSERT INTO bus_outbox (topic, key, value, headers)
-     SELECT $1, t.k, t.v, t.h FROM unnest($2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS t(k, v, h, i)
-     ORDER BY t.i`,
+    `WITH ins AS (
+       INSERT INTO bus_outbox (topic, key, value, headers)
+       SELECT t.t, t.k, t.v, t.h
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS t(t, k, v, h, i)
+       ORDER BY t.i
+     )
+     SELECT pg_notify($5, d.t) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t) AS d(t)`,
     [
-      topic,
-      messages.map((m) => m.key),
-      messages.map((m) => m.value),
-      messages.map((m) => JSON.stringify(m.headers ?? {})),
+      rows.map((r) => r.topic),
+      rows.map((r) => r.m.key),
+      rows.map((r) => r.m.value),
+      rows.map((r) => JSON.stringify(r.m.headers ?? {})),
+      OUTBOX_CHANNEL,
     ],
   );
-  await tx.query('SELECT pg_notify($1, $2)', [OUTBOX_CHANNEL, topic]);
 }
 
 /**

@@ -15,6 +15,8 @@ import {
   type Subscription,
   type TopicSpec,
 } from '../port.js';
+import type { TopicBatch } from '../publish-many.js';
+import { Statement } from '../../db/statement.js';
 import { BUS_CHANNEL } from './channel.js';
 import { PostgresSubscription } from './postgres-subscription.js';
 
@@ -110,45 +112,104 @@ export class PostgresBus implements EventBus {
     messages: readonly OutgoingMessage[],
     options: PublishOptions = {},
   ): Promise<void> {
-    if (messages.length === 0) return;
-    const count = await this.partitionCount(topic);
-    const byPartition = new Map<number, OutgoingMessage[]>();
-    for (const m of messages) {
-      const p = partitionFor(m.key, count);
-      const list = byPartition.get(p);
-      if (list) list.push(m);
-      else byPartition.set(p, [m]);
+    await this.publishMany([{ topic, messages }], options);
+  }
+
+  /**
+   * Publishes to several topics as one SQL statement: every partition's offsets are taken, the rows written
+   * and the topics notified at once. A single statement is atomic, so without a caller's transaction there is
+   * no BEGIN / COMMIT around it; with `tx` nothing is visible before that transaction commits.
+   */
+  async publishMany(batches: readonly TopicBatch[], options: PublishOptions = {}): Promise<void> {
+    const client: Pick<pg.Pool, 'query'> = options.tx ?? this.options.pool;
+    const statement = new Statement();
+    const topics = await this.addPublish(statement, batches, { client });
+    if (topics.length === 0) return;
+    try {
+      await statement.run(client);
+    } catch (err) {
+      throw missingPartition(err, topics);
     }
-    const write = async (client: PoolClient) => {
-      // Partitions in ascending order: two publishers never wait on each other's locks in a cycle.
-      for (const partition of [...byPartition.keys()].sort((a, b) => a - b)) {
-        const batch = byPartition.get(partition)!;
-        const { rows } = await client.query<{ next_offset: string }>(
-          `UPDATE bus_partitions SET next_offset = next_offset + $3 WHERE topic = $1 AND partition = $2
-           RETURNING next_offset`,
-          [topic, partition, batch.length],
-        );
-        if (rows.length === 0) throw new Error(`topic "${topic}" partition ${partition} does not exist`);
-        const first = BigInt(rows[0]!.next_offset) - BigInt(batch.length);
-        await client.query(
-          `INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
-           SELECT $1, $2, $3::bigint + t.i - 1, t.k, t.v, t.h
-           FROM unnest($4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY AS t(k, v, h, i)`,
-          [
-            topic,
-            partition,
-            first.toString(),
-            batch.map((m) => m.key),
-            batch.map((m) => m.value),
-            batch.map((m) => JSON.stringify(m.headers ?? {})),
-          ],
-        );
+  }
+
+  /**
+   * Adds a publish of `batches` to `statement` (which may carry other work: see Statement), so a caller can
+   * write its own rows and the messages in one statement. `guard`: an SQL condition on the statement's other
+   * CTEs; when it is false nothing is published. Returns the topics written (none: nothing was added).
+   * Run errors should go through missingPartition().
+   */
+  async addPublish(
+    statement: Statement,
+    batches: readonly TopicBatch[],
+    options: { client?: Pick<pg.Pool, 'query'>; guard?: string } = {},
+  ): Promise<string[]> {
+    const topics: string[] = [];
+    const partitions: number[] = [];
+    const indexes: number[] = [];
+    const keys: string[] = [];
+    const values: string[] = [];
+    const headers: string[] = [];
+    for (const { topic, messages } of batches) {
+      if (messages.length === 0) continue;
+      const count = await this.partitionCount(topic, options.client);
+      // Index of each message within its partition: its offset is the partition's next offset plus this.
+      const next = new Map<number, number>();
+      for (const m of messages) {
+        const partition = partitionFor(m.key, count);
+        const index = next.get(partition) ?? 0;
+        next.set(partition, index + 1);
+        topics.push(topic);
+        partitions.push(partition);
+        indexes.push(index);
+        keys.push(m.key);
+        values.push(m.value);
+        headers.push(JSON.stringify(m.headers ?? {}));
       }
-      // Delivered at commit; identical payloads within one transaction are folded into one.
-      await client.query('SELECT pg_notify($1, $2)', [BUS_CHANNEL, topic]);
-    };
-    if (options.tx) await write(options.tx);
-    else await withTransaction(this.options.pool, write);
+    }
+    if (topics.length === 0) return [];
+    const m = statement.name('bus_m');
+    const n = statement.name('bus_n');
+    const locked = statement.name('bus_locked');
+    const o = statement.name('bus_o');
+    statement.with(
+      m,
+      `SELECT * FROM unnest(${statement.param(topics, 'text[]')}, ${statement.param(partitions, 'int[]')},
+         ${statement.param(indexes, 'int[]')}, ${statement.param(keys, 'text[]')},
+         ${statement.param(values, 'text[]')}, ${statement.param(headers, 'jsonb[]')})
+         AS m(topic, partition, i, key, value, headers)
+       ${options.guard ? `WHERE ${options.guard}` : ''}`,
+    );
+    statement.with(n, `SELECT topic, partition, count(*) AS n FROM ${m} GROUP BY topic, partition`);
+    // The partition rows are locked in (topic, partition) order, so two publishers never wait on each other's
+    // locks in a cycle; the UPDATE then only touches rows already held. The locks are kept until commit, so
+    // offsets become visible in order and stay gap-free.
+    statement.with(
+      locked,
+      `SELECT p.topic, p.partition FROM bus_partitions p JOIN ${n} USING (topic, partition)
+       ORDER BY p.topic, p.partition FOR UPDATE OF p`,
+      true,
+    );
+    statement.with(
+      o,
+      `UPDATE bus_partitions p SET next_offset = p.next_offset + n.n
+       FROM ${n} n JOIN ${locked} USING (topic, partition)
+       WHERE p.topic = n.topic AND p.partition = n.partition
+       RETURNING p.topic, p.partition, p.next_offset - n.n AS first`,
+    );
+    // A message whose partition row is missing gets a NULL offset and fails the statement (NOT NULL)
+    // instead of being dropped.
+    statement.with(
+      statement.name('bus_ins'),
+      `INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
+       SELECT m.topic, m.partition, o.first + m.i, m.key, m.value, m.headers
+       FROM ${m} m LEFT JOIN ${o} o ON o.topic = m.topic AND o.partition = m.partition`,
+    );
+    // Delivered at commit; identical payloads within one transaction are folded into one.
+    statement.output(
+      statement.name('bus_notified'),
+      `(SELECT count(pg_notify(${statement.param(BUS_CHANNEL)}, t)) FROM (SELECT DISTINCT topic FROM ${n}) AS d(t))`,
+    );
+    return [...new Set(topics)];
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -237,4 +298,11 @@ export class PostgresBus implements EventBus {
   async close(): Promise<void> {
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
   }
+}
+
+/** A publish's NOT NULL failure is a missing partition row: say so. Other errors pass unchanged. */
+export function missingPartition(err: unknown, topics: readonly string[]): unknown {
+  if ((err as { code?: string }).code === '23502' && /"offset"/.test((err as Error).message))
+    return new Error(`a partition of ${topics.join(', ')} does not exist`, { cause: err });
+  return err;
 }

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../logging/logger.js';
+import { withTransaction } from '../../db/pool.js';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
+import { partitionFor } from '../partitioner.js';
+import { PostgresBus } from './postgres-bus.js';
+import { countQueries } from '../../../test/support/query-counter.js';
+
+describe('postgres log publish', () => {
+  let db: TestDatabase;
+  let bus: PostgresBus;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
+    await bus.ensureTopics([
+      { name: 'a', partitions: 4, retentionMs: null },
+      { name: 'b', partitions: 3, retentionMs: null },
+    ]);
+  });
+  afterAll(async () => db.drop());
+
+  it('is one statement without a transaction, whatever the number of partitions and topics', async () => {
+    await bus.partitionCount('a');
+    await bus.partitionCount('b');
+    const counter = countQueries(new URL(db.url).pathname.slice(1));
+    try {
+      const messages = Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, value: `v${i}` }));
+      await bus.publishMany([
+        { topic: 'a', messages },
+        { topic: 'b', messages },
+      ]);
+    } finally {
+      counter.stop();
+    }
+    // No BEGIN / COMMIT: the single statement is atomic by itself.
+    expect(counter.texts).toHaveLength(1);
+    expect(counter.texts[0]).toMatch(/INSERT INTO bus_messages/);
+    await db.pool.query('DELETE FROM bus_messages');
+    await db.pool.query('UPDATE bus_partitions SET next_offset = 0');
+  });
+
+  it('concurrent publishers over overlapping partitions: no deadlock, gap-free offsets, per-key order', async () => {
+    const keys = Array.from({ length: 12 }, (_, i) => `key-${i}`);
+    // Each publisher sends its own sequence per key, in both topic orders, so their partition sets overlap.
+    const publishers = Array.from({ length: 12 }, (_, p) =>
+      (async () => {
+        for (let round = 0; round < 10; round++) {
+          const messages = keys.map((key, i) => ({ key, value: `${p}:${round}:${i}` }));
+          const batches = [
+            { topic: 'a', messages },
+            { topic: 'b', messages: [...messages].reverse() },
+          ];
+          if (p % 2 === 0) batches.reverse();
+          if (p % 3 === 0) await withTransaction(db.pool, (tx) => bus.publishMany(batches, { tx }));
+          else await bus.publishMany(batches);
+        }
+      })(),
+    );
+    await Promise.all(publishers);
+    const { rows } = await db.pool.query<{
+      topic: string;
+      partition: number;
+      offset: string;
+      key: string;
+      value: string;
+    }>(`SELECT topic, partition, "offset", key, value FROM bus_messages ORDER BY topic, partition, "offset"`);
+    expect(rows).toHaveLength(2 * 12 * 10 * keys.length);
+    const byPartition = new Map<string, number[]>();
+    const byKey = new Map<string, string[]>();
+    for (const r of rows) {
+      expect(r.partition).toBe(partitionFor(r.key, r.topic === 'a' ? 4 : 3));
+      const offsets = byPartition.get(`${r.topic}/${r.partition}`) ?? [];
+      offsets.push(Number(r.offset));
+      byPartition.set(`${r.topic}/${r.partition}`, offsets);
+      const values = byKey.get(`${r.topic}/${r.key}`) ?? [];
+      values.push(r.value);
+      byKey.set(`${r.topic}/${r.key}`, values);
+    }
+    for (const [partition, offsets] of byPartition) {
+      expect(offsets, partition).toEqual(offsets.map((_, i) => i));
+      const { rows: next } = await db.pool.query<{ next_offset: string }>(
+        'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
+        partition.split('/'),
+      );
+      expect(Number(next[0]!.next_offset)).toBe(offsets.length);
+    }
+    // Per key and publisher, the rounds appear in the order they were published.
+    for (const values of byKey.values()) {
+      for (let p = 0; p < 12; p++) {
+        const rounds = values.filter((v) => v.startsWith(`${p}:`)).map((v) => Number(v.split(':')[1]));
+        expect(rounds).toEqual([...rounds].sort((x, y) => x - y));
+        expect(rounds).toHaveLength(10);
+      }
+    }
+  });
+
+  it('a missing partition fails the whole publish and writes nothing', async () => {
+    const before = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
+    await db.pool.query(`DELETE FROM bus_partitions WHERE topic = 'b' AND partition = $1`, [
+      partitionFor('lost', 3),
+    ]);
+    await expect(
+      bus.publishMany([
+        { topic: 'a', messages: [{ key: 'x', value: '1' }] },
+        { topic: 'b', messages: [{ key: 'lost', value: '2' }] },
+      ]),
+    ).rejects.toThrow(/does not exist/);
+    const after = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
+    expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+  });
+});
