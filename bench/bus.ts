@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { applyOnce } from '../shared/bus/apply-once.js';
+import { applyOnce, applyOnceBatch } from '../shared/bus/apply-once.js';
 import { KafkaBus } from '../shared/bus/kafka/kafka-bus.js';
-import type { EventBus } from '../shared/bus/port.js';
+import type { BatchHandler, EventBus } from '../shared/bus/port.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import { kafkaProblem, startKafka } from '../test/support/kafka.js';
 import { createLogger } from '../shared/logging/logger.js';
@@ -105,6 +105,9 @@ export async function run(): Promise<BenchSection[]> {
         true,
       ),
     );
+    const endToEndBatches = await time(() =>
+      consumeBatches(bus, 'bench.batches', onceInBatches(pool, 'bench-batches')),
+    );
     await bus.close();
     const kafka = await kafkaFigures(pool, url);
 
@@ -113,6 +116,7 @@ export async function run(): Promise<BenchSection[]> {
     const e2e = rate(endToEnd.count, endToEnd.ms);
     const consumed = rate(consumeOnly.count, consumeOnly.ms);
     const e2eOnce = rate(endToEndOnce.count, endToEndOnce.ms);
+    const e2eBatches = rate(endToEndBatches.count, endToEndBatches.ms);
     const rawLogRate = rate(rawLog.count, rawLog.ms);
     const published = rate(publishOnly.count, publishOnly.ms);
     const title = `bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`;
@@ -132,6 +136,10 @@ export async function run(): Promise<BenchSection[]> {
       [
         'end to end with an exactly-once effect (applyOnce)',
         `${fmt(e2eOnce)} msg/s   = ${(e2eOnce / single).toFixed(2)}x A`,
+      ],
+      [
+        'end to end, exactly-once effects per batch (applyOnceBatch)',
+        `${fmt(e2eBatches)} msg/s   = ${(e2eBatches / single).toFixed(2)}x A (target ≥ 10x A)`,
       ],
     ]);
     const msgs = (n: number) => `${fmt(n)} msg/s`;
@@ -178,6 +186,13 @@ export async function run(): Promise<BenchSection[]> {
             baseline: rows(single),
             ratio: e2eOnce / single,
           },
+          {
+            measure: 'end to end, exactly-once effects per batch of one partition (applyOnceBatch)',
+            value: msgs(e2eBatches),
+            baseline: rows(single),
+            ratio: e2eBatches / single,
+            target: 10,
+          },
         ],
       },
     ];
@@ -205,6 +220,10 @@ export async function run(): Promise<BenchSection[]> {
             'kafka end to end, exactly-once effect (applyOnce)',
             `${fmt(k(kafka.once))} msg/s   = ${(k(kafka.once) / e2eOnce).toFixed(2)}x postgres log`,
           ],
+          [
+            'kafka end to end, exactly-once effects per batch (applyOnceBatch)',
+            `${fmt(k(kafka.batches))} msg/s   = ${(k(kafka.batches) / single).toFixed(2)}x A (target ≥ 10x A)`,
+          ],
         ],
       );
       sections.push({
@@ -229,6 +248,13 @@ export async function run(): Promise<BenchSection[]> {
             baseline: `${msgs(e2eOnce)} (postgres log)`,
             ratio: k(kafka.once) / e2eOnce,
           },
+          {
+            measure: 'kafka end to end, exactly-once effects per batch of one partition (applyOnceBatch)',
+            value: msgs(k(kafka.batches)),
+            baseline: `${rows(single)} (raw INSERT, 1 row per commit)`,
+            ratio: k(kafka.batches) / single,
+            target: 10,
+          },
         ],
       });
     }
@@ -245,7 +271,8 @@ async function kafkaFigures(
   pool: Parameters<typeof applyOnce>[0],
   url: string,
 ): Promise<
-  { skipped: string } | { source: string; publish: Timed; consume: Timed; e2e: Timed; once: Timed }
+  | { skipped: string }
+  | { source: string; publish: Timed; consume: Timed; e2e: Timed; once: Timed; batches: Timed }
 > {
   let brokers = process.env.KAFKA_BROKERS?.split(',');
   let stop = async () => undefined as void;
@@ -267,9 +294,9 @@ async function kafkaFigures(
   });
   try {
     const suffix = randomBytes(3).toString('hex');
-    const topics = ['plain', 'e2e', 'once'].map((t) => `bench.kafka.${t}.${suffix}`);
+    const topics = ['plain', 'e2e', 'once', 'batches'].map((t) => `bench.kafka.${t}.${suffix}`);
     await bus.ensureTopics(topics.map((name) => ({ name, partitions: 8, retentionMs: null })));
-    const [plain, e2eTopic, onceTopic] = topics as [string, string, string];
+    const [plain, e2eTopic, onceTopic, batchTopic] = topics as [string, string, string, string];
     const publish = await time(async () => {
       await publishAll(bus, plain);
       return MESSAGES;
@@ -297,7 +324,10 @@ async function kafkaFigures(
         true,
       ),
     );
-    return { source, publish, consume: consumeBacklog, e2e, once };
+    const batches = await time(() =>
+      consumeBatches(bus, batchTopic, onceInBatches(pool, 'bench-kafka-batches')),
+    );
+    return { source, publish, consume: consumeBacklog, e2e, once, batches };
   } finally {
     await bus.close();
     await stop();
@@ -317,6 +347,42 @@ async function publishAll(bus: EventBus, topic: string): Promise<void> {
       Array.from({ length: PUBLISH_BATCH }, (_, j) => ({ key: `key-${(i + j) % KEYS}`, value: VALUE })),
     );
   }
+}
+
+/**
+ * An exactly-once effect per batch of one partition: the ids and the rows of the whole batch in one
+ * transaction with the position (applyOnceBatch), as the Classifier and Points consume.
+ */
+function onceInBatches(pool: Parameters<typeof applyOnceBatch>[0], consumer: string): BatchHandler {
+  return async (messages, context) => {
+    const ids = messages.map((m) => `${m.partition}:${m.offset}`);
+    await applyOnceBatch(pool, consumer, ids, context, async (tx, fresh) => {
+      const kept = messages.filter((m) => fresh.has(`${m.partition}:${m.offset}`));
+      await tx.query('INSERT INTO effects (event_id, key) SELECT * FROM unnest($1::text[], $2::text[])', [
+        kept.map((m) => String(m.offset)),
+        kept.map((m) => m.key),
+      ]);
+    });
+  };
+}
+
+/** consume() with a batch handler. */
+async function consumeBatches(bus: EventBus, topic: string, handler: BatchHandler): Promise<number> {
+  let handled = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const subscription = await bus.subscribe({
+    group: `bench-${topic}`,
+    topics: [topic],
+    batchHandler: async (messages, context) => {
+      await handler(messages, context);
+      if ((handled += messages.length) === MESSAGES) done();
+    },
+  });
+  await publishAll(bus, topic);
+  await finished;
+  await subscription.stop();
+  return handled;
 }
 
 /** Subscribes a fresh group and resolves when every message was handled; optionally publishes meanwhile. */

@@ -109,26 +109,53 @@ export async function run() {
     });
 
     forgetRecoveredSigners(); // the replay starts cold, as `npm run replay` in its own process does
+    const { Session } = await import('node:inspector/promises');
+    const session = new Session();
+    if (process.env.BENCH_PROFILE) {
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    }
     const replay = await time(async () => {
-      const classifierBar = progressBar('classifier replay');
-      const classifier = await replayClassifier({
-        pool,
-        bus,
-        chainClients,
-        didSupportUrl: didUrl,
-        log,
-        onProgress: (done, left) => classifierBar.update(left, done),
-      });
-      const pointsBar = progressBar('points replay');
-      const points = await replayPoints({
-        db: pool,
-        bus,
-        log,
-        keep: false,
-        onProgress: (left) => pointsBar.update(left),
-      });
+      // Independent (points rebuilds from the live verdict topics): both at once, as `npm run replay` does.
+      const bar = progressBar('replay (classifier + points)');
+      const left = { classifier: 0, points: 0 };
+      const done = { classifier: 0, points: 0 };
+      let pointsTotal = 0;
+      const draw = () => bar.update(left.classifier + left.points, done.classifier + done.points);
+      const [classifier, points] = await Promise.all([
+        replayClassifier({
+          pool,
+          bus,
+          chainClients,
+          didSupportUrl: didUrl,
+          log,
+          onProgress: (d, l) => {
+            done.classifier = d;
+            left.classifier = l;
+            draw();
+          },
+        }),
+        replayPoints({
+          db: pool,
+          bus,
+          log,
+          keep: false,
+          onProgress: (l) => {
+            pointsTotal = Math.max(pointsTotal, l);
+            left.points = l;
+            done.points = pointsTotal - l;
+            draw();
+          },
+        }),
+      ]);
       return { classifier, points };
     });
+    if (process.env.BENCH_PROFILE) {
+      const { profile } = await session.post('Profiler.stop');
+      (await import('node:fs')).writeFileSync(process.env.BENCH_PROFILE, JSON.stringify(profile));
+    }
+    console.log('classifier replay s', replay.value.classifier.seconds);
     const identical = replay.value.classifier.identical && replay.value.points.identical;
     if (!identical) {
       console.error(JSON.stringify(replay.value.classifier, null, 2));

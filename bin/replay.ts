@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// `npm run replay [-- <name> …] [--keep]`: rebuilds a consumer's projections (all of them, in pipeline order,
-// when none is named) from the beginning of its input topics
+// `npm run replay [-- <name> …] [--keep]`: rebuilds a consumer's projections (all of them, at once, when none
+// is named) from the beginning of its input topics
 // into fresh tables and compares them with the live ones (exit code 1 when they differ). It shares the
 // database of a running `npm start` rather than restarting it.
 import { ConfigError, loadConfig } from '../shared/config/index.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { startInfrastructure } from '../shared/runtime/infrastructure.js';
 import { EXIT_CONFIG } from '../shared/runtime/runner.js';
+import { progressBar } from './progress.js';
 import { replayers } from './replayers.js';
 
 const args = process.argv.slice(2);
@@ -37,11 +38,38 @@ const infra = await startInfrastructure(
 );
 let identical = true;
 try {
-  for (const name of names) {
-    const started = Date.now();
-    const report = await replayers[name]!.replay({ config, db: infra.db, bus: infra.bus, log, keep });
+  // One progress bar over every replayer's messages; the replayers run at once.
+  const bar = progressBar(`replay (${names.join(' + ')})`);
+  const progress = new Map(names.map((n) => [n, { done: 0, left: 0 }]));
+  const draw = () => {
+    let done = 0;
+    let left = 0;
+    for (const p of progress.values()) {
+      done += p.done;
+      left += p.left;
+    }
+    bar.update(left, done);
+  };
+  const reports = await Promise.all(
+    names.map(async (name) => {
+      const started = Date.now();
+      const report = await replayers[name]!.replay({
+        config,
+        db: infra.db,
+        bus: infra.bus,
+        log,
+        keep,
+        onProgress: (done, left) => {
+          progress.set(name, { done, left });
+          draw();
+        },
+      });
+      return { replay: name, ms: Date.now() - started, ...report };
+    }),
+  );
+  for (const report of reports) {
     identical &&= report.identical;
-    console.log(JSON.stringify({ replay: name, ms: Date.now() - started, ...report }, null, 2));
+    console.log(JSON.stringify(report, null, 2));
   }
 } finally {
   await infra.close();

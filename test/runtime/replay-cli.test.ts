@@ -22,7 +22,7 @@ describe('npm run replay', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('without a name replays the classifier, then points, and exits 0 when both are identical', async () => {
+  it('without a name replays the classifier and points (reports in pipeline order), exits 0 when both are identical', async () => {
     const run = spawnTs('bin/replay.ts', [], {
       ...process.env,
       CONFIG_PATH: path.join(dir, 'config.toml'),
@@ -33,7 +33,7 @@ describe('npm run replay', () => {
     expect(code, output).toBe(0);
     const order = [...output.matchAll(/"replay": "(\w+)"/g)].map((m) => m[1]);
     expect(order).toEqual(['classifier', 'points']);
-    expect(output).toMatch(/classifier replay \[#+\] 100%/);
+    expect(output).toMatch(/replay \(classifier \+ points\) \[#+\] 100%/);
     expect(output).toMatch(/"identical": true/);
   }, 120_000);
 

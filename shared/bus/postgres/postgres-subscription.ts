@@ -327,27 +327,39 @@ class PartitionWorker {
     this.wakeSignal.reset();
     let committed = await this.loadCommitted();
     positioned();
-    const rows = await this.fetch(committed);
+    let rows = await this.fetch(committed);
     if (rows.length === 0) {
       await this.wakeSignal.sleep(this.options.idlePollMs, this.stopController.signal);
       return;
     }
-    for (let at = 0; at < rows.length; at += this.maxBatch) {
-      if (this.stopping) return;
-      try {
-        const { outcome, next } = await deliverBatch(
-          rows.slice(at, at + this.maxBatch),
-          committed,
-          this.delivery,
-        );
-        committed = next;
-        if (outcome === 'stopped') return;
-      } catch (err) {
-        // Seeked or taken over: the next pass starts from what is stored now.
-        if (err instanceof PartitionFencedError) return;
-        throw err;
+    while (rows.length > 0) {
+      // A full page: the next one is read while this one is handled (a backlog keeps the handler busy).
+      const end = rows[rows.length - 1]!.offset + 1n;
+      const following = rows.length === this.fetchSize ? this.fetch(end) : undefined;
+      following?.catch(() => undefined); // its error, if any, is met when it is awaited
+      for (let at = 0; at < rows.length; at += this.maxBatch) {
+        if (this.stopping) return;
+        try {
+          const { outcome, next } = await deliverBatch(
+            rows.slice(at, at + this.maxBatch),
+            committed,
+            this.delivery,
+          );
+          committed = next;
+          if (outcome === 'stopped') return;
+        } catch (err) {
+          // Seeked or taken over: the next pass starts from what is stored now.
+          if (err instanceof PartitionFencedError) return;
+          throw err;
+        }
       }
+      if (!following || committed !== end || this.stopping) return;
+      rows = await following;
     }
+  }
+
+  private get fetchSize(): number {
+    return Math.max(MIN_FETCH, this.maxBatch);
   }
 
   private initialized = false;
@@ -380,7 +392,7 @@ class PartitionWorker {
       created_at: Date;
     }>(
       `SELECT "offset", key, value, headers, created_at FROM bus_messages
-       WHERE topic = $1 AND partition = $2 AND "offset" >= $3 ORDER BY "offset" LIMIT ${Math.max(MIN_FETCH, this.maxBatch)}`,
+       WHERE topic = $1 AND partition = $2 AND "offset" >= $3 ORDER BY "offset" LIMIT ${this.fetchSize}`,
       [this.topic, this.partition, from.toString()],
     );
     return rows.map((r) => ({
