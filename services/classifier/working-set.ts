@@ -7,7 +7,7 @@
  */
 import type { PoolClient, Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
-import { emptyFacts, type SwapFacts } from './facts.js';
+import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
 import type { ClassifierTables } from './tables.js';
 
 export type Stream = 'swap' | 'reputation';
@@ -426,7 +426,7 @@ export class WorkingSet {
     if (!keepFacts) {
       for (const bid of this.decidedSinceWrite) {
         const swap = this.swaps.get(bid)!;
-        this.swaps.set(bid, { ...swap, facts: { ...emptyFacts(bid), out: swap.facts.out }, dirty: false });
+        this.swaps.set(bid, { ...swap, facts: decidedSkeleton(swap.facts), dirty: false });
       }
       // Nothing of these is written without the facts.
       this.decidedSinceWrite.clear();
@@ -561,4 +561,14 @@ async function writeDecided(
       [violations.map((v) => v.bidId), violations.map((v) => JSON.stringify(v))],
     );
   }
+}
+
+/**
+ * What a replay keeps of a decided swap: it is never judged again, and a late event only needs to find it (by
+ * bid, or by its TransferOut's transfer id) and learn that it is decided. Keeping every decided swap's events
+ * would hold a year of them in memory.
+ */
+function decidedSkeleton(facts: SwapFacts): SwapFacts {
+  const out = facts.out && ({ kind: 'TransferOut', transferId: facts.out.transferId } as TransferOut);
+  return { ...emptyFacts(facts.bidId), out };
 }
