@@ -55,6 +55,8 @@ export async function run(): Promise<BenchSection[]> {
       { name: 'bench.plain', partitions: 8, retentionMs: null },
       { name: 'bench.e2e', partitions: 8, retentionMs: null },
       { name: 'bench.once', partitions: 8, retentionMs: null },
+      { name: 'bench.batches', partitions: 8, retentionMs: null },
+      { name: 'bench.backlog', partitions: 8, retentionMs: null },
     ]);
 
     // The publisher beside a raw multi-row INSERT of the same rows (key, value, headers, partition, offset
@@ -108,6 +110,11 @@ export async function run(): Promise<BenchSection[]> {
     const endToEndBatches = await time(() =>
       consumeBatches(bus, 'bench.batches', onceInBatches(pool, 'bench-batches')),
     );
+    // The same consumer on a backlog (what a replay or a consumer catching up does): full batches.
+    await publishAll(bus, 'bench.backlog');
+    const backlogBatches = await time(() =>
+      consumeBatches(bus, 'bench.backlog', onceInBatches(pool, 'bench-backlog'), true),
+    );
     await bus.close();
     const kafka = await kafkaFigures(pool, url);
 
@@ -117,6 +124,7 @@ export async function run(): Promise<BenchSection[]> {
     const consumed = rate(consumeOnly.count, consumeOnly.ms);
     const e2eOnce = rate(endToEndOnce.count, endToEndOnce.ms);
     const e2eBatches = rate(endToEndBatches.count, endToEndBatches.ms);
+    const backlogOnce = rate(backlogBatches.count, backlogBatches.ms);
     const rawLogRate = rate(rawLog.count, rawLog.ms);
     const published = rate(publishOnly.count, publishOnly.ms);
     const title = `bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`;
@@ -140,6 +148,10 @@ export async function run(): Promise<BenchSection[]> {
       [
         'end to end, exactly-once effects per batch (applyOnceBatch)',
         `${fmt(e2eBatches)} msg/s   = ${(e2eBatches / single).toFixed(2)}x A (target ≥ 10x A)`,
+      ],
+      [
+        'consume a backlog, exactly-once effects per batch',
+        `${fmt(backlogOnce)} msg/s   = ${(backlogOnce / single).toFixed(2)}x A`,
       ],
     ]);
     const msgs = (n: number) => `${fmt(n)} msg/s`;
@@ -192,6 +204,12 @@ export async function run(): Promise<BenchSection[]> {
             baseline: rows(single),
             ratio: e2eBatches / single,
             target: 10,
+          },
+          {
+            measure: 'consume a backlog, exactly-once effects per batch (applyOnceBatch)',
+            value: msgs(backlogOnce),
+            baseline: rows(single),
+            ratio: backlogOnce / single,
           },
         ],
       },
@@ -366,8 +384,13 @@ function onceInBatches(pool: Parameters<typeof applyOnceBatch>[0], consumer: str
   };
 }
 
-/** consume() with a batch handler. */
-async function consumeBatches(bus: EventBus, topic: string, handler: BatchHandler): Promise<number> {
+/** consume() with a batch handler: the messages published meanwhile, or (`backlog`) published before. */
+async function consumeBatches(
+  bus: EventBus,
+  topic: string,
+  handler: BatchHandler,
+  backlog = false,
+): Promise<number> {
   let handled = 0;
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
@@ -379,7 +402,7 @@ async function consumeBatches(bus: EventBus, topic: string, handler: BatchHandle
       if ((handled += messages.length) === MESSAGES) done();
     },
   });
-  await publishAll(bus, topic);
+  if (!backlog) await publishAll(bus, topic);
   await finished;
   await subscription.stop();
   return handled;
