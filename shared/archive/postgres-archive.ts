@@ -2,7 +2,10 @@ import type { Pool, PoolClient } from '../db/pool.js';
 import { Statement } from '../db/statement.js';
 import type { Archive, ArchivedDocument } from './port.js';
 
-/** The embedded profile's archive: one JSONB table in the service database. */
+/**
+ * The embedded profile's archive: one table in the service database, each document the JSON text it was
+ * written as (a json column, uncompressed: see migration 6).
+ */
 export class PostgresArchive implements Archive {
   readonly kind = 'postgres' as const;
 
@@ -10,7 +13,7 @@ export class PostgresArchive implements Archive {
 
   async put(collection: string, id: string, document: unknown): Promise<boolean> {
     const result = await this.pool.query(
-      `INSERT INTO archive_documents (collection, id, document) VALUES ($1, $2, $3::jsonb) ON CONFLICT DO NOTHING`,
+      `INSERT INTO archive_documents (collection, id, document) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING`,
       [collection, id, JSON.stringify(document)],
     );
     return result.rowCount === 1;
@@ -44,7 +47,7 @@ export class PostgresArchive implements Archive {
     statement.with(
       name,
       `INSERT INTO archive_documents (collection, id, document)
-       SELECT ${statement.param(collection, 'text')}, i, d::jsonb
+       SELECT ${statement.param(collection, 'text')}, i, d::json
          FROM unnest(${statement.param(
            documents.map((d) => d.id),
            'text[]',
