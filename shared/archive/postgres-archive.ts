@@ -44,17 +44,20 @@ export class PostgresArchive implements Archive {
     guard?: string,
   ): string {
     const name = statement.name('archived');
+    // The documents travel as one JSON array: pg would escape each ~7 KB body again as a text[] element.
+    // json_array_elements gives each element's text as it is in the array, so each is stored as stringified.
     statement.with(
       name,
       `INSERT INTO archive_documents (collection, id, document)
-       SELECT ${statement.param(collection, 'text')}, i, d::json
+       SELECT ${statement.param(collection, 'text')}, i, d
          FROM unnest(${statement.param(
            documents.map((d) => d.id),
            'text[]',
-         )}, ${statement.param(
-           documents.map((d) => JSON.stringify(d.document)),
-           'text[]',
-         )}) WITH ORDINALITY AS t(i, d, n)
+         )}) WITH ORDINALITY AS t(i, n)
+         JOIN json_array_elements(${statement.param(
+           JSON.stringify(documents.map((d) => d.document)),
+           'json',
+         )}) WITH ORDINALITY AS e(d, n) USING (n)
         ${guard ? `WHERE ${guard}` : ''}
         ORDER BY n
        ON CONFLICT DO NOTHING RETURNING 1`,
