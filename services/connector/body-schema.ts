@@ -5,7 +5,8 @@ import { z } from 'zod';
 // for the archive.
 
 const hexQuantity = z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be a 0x-prefixed hex quantity');
-const hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex');
+// Non-capturing: the same language, without a capture per byte pair of a log's data.
+const hex = z.string().regex(/^0x(?:[0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex');
 const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex');
 const addressText = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address');
 

@@ -1,8 +1,9 @@
-import { getAddress, type EventFragment, type Interface, type Result } from 'ethers';
+import type { EventFragment, Interface } from 'ethers';
 import { EVENT_TYPES, reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { EventBody } from './body-schema.js';
+import { checksummed, compileEventDecoder } from './log-decoder.js';
 
 /** Contract addresses of one chain, as configured: the only sources of events we accept. */
 export interface ChainContracts {
@@ -24,30 +25,29 @@ export class RejectedEvent extends CodedError {
 }
 
 // ethers' parseLog hashes every event signature of the ABI on each call to find the log's event: the
-// topic → event map is built once per interface instead.
-const topicMaps = new WeakMap<Interface, Map<string, EventFragment>>();
-function eventsByTopic(iface: Interface): Map<string, EventFragment> {
+// topic → event map is built once per interface instead, with each event's compiled data decoder.
+interface KnownEvent {
+  fragment: EventFragment;
+  decode: (data: string, topics: readonly string[]) => Record<string, unknown>;
+}
+const topicMaps = new WeakMap<Interface, Map<string, KnownEvent>>();
+function eventsByTopic(iface: Interface): Map<string, KnownEvent> {
   let map = topicMaps.get(iface);
   if (!map) {
     map = new Map();
     iface.forEachEvent((fragment) => {
-      if (!fragment.anonymous) map!.set(fragment.topicHash.toLowerCase(), fragment);
+      if (fragment.anonymous) return;
+      const fast = compileEventDecoder(fragment);
+      map!.set(fragment.topicHash.toLowerCase(), {
+        fragment,
+        decode: fast
+          ? (data) => fast(data)
+          : (data, topics) => iface.decodeEventLog(fragment, data, topics).toObject(true),
+      });
     });
     topicMaps.set(iface, map);
   }
   return map;
-}
-
-// Contract and sender addresses repeat from event to event; a checksum is a keccak each time.
-const checksums = new Map<string, string>();
-function checksummed(address: string): string {
-  let known = checksums.get(address);
-  if (known === undefined) {
-    known = getAddress(address);
-    if (checksums.size >= 10_000) checksums.clear();
-    checksums.set(address, known);
-  }
-  return known;
 }
 
 /**
@@ -71,12 +71,12 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
       `event from ${body.event.address}, not a configured contract of chain ${chain.systemChainId}`,
     );
   }
-  let log: { name: string; args: Result } | null;
+  let log: { name: string; args: Record<string, unknown> } | null;
   try {
     const iface = isSwap ? swapInterface : reputationInterface;
-    const fragment = eventsByTopic(iface).get(String(body.event.topics[0]).toLowerCase());
-    log = fragment
-      ? { name: fragment.name, args: iface.decodeEventLog(fragment, body.event.data, body.event.topics) }
+    const known = eventsByTopic(iface).get(String(body.event.topics[0]).toLowerCase());
+    log = known
+      ? { name: known.fragment.name, args: known.decode(body.event.data, body.event.topics) }
       : null;
   } catch (err) {
     throw new RejectedEvent(
@@ -104,7 +104,8 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
       `block ${Number(body.block.number)} does not hold the log's block ${position.blockNumber}`,
     );
   }
-  const a = log.args;
+  // Typed loosely as ethers' Result was: encode() checks the payload against the topic's schema.
+  const a = log.args as Record<string, any>;
   const dec = (v: unknown) => (v as bigint).toString(10);
   const lower = (v: unknown) => String(v).toLowerCase();
   // Only the two transfer events carry the agreement's times.
@@ -168,17 +169,14 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
         transferId: lower(a.transferId),
       };
     default: {
-      const complaint = a.complaint as Record<string, unknown> & { toObject(): Record<string, unknown> };
+      const complaint = a.complaint as Record<string, unknown>;
       return {
         kind: 'Complaint',
         ...position,
         bidId: lower(a.bidId),
         complainant: a.complainant,
         complaint: Object.fromEntries(
-          Object.entries(complaint.toObject()).map(([k, v]) => [
-            k,
-            typeof v === 'bigint' ? v.toString(10) : String(v),
-          ]),
+          Object.entries(complaint).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString(10) : String(v)]),
         ),
       };
     }

@@ -2,7 +2,10 @@ import type { Pool, PoolClient } from '../db/pool.js';
 import { Statement } from '../db/statement.js';
 import type { Archive, ArchivedDocument } from './port.js';
 
-/** The embedded profile's archive: one JSONB table in the service database. */
+/**
+ * The embedded profile's archive: one table in the service database, each document the JSON text it was
+ * written as (a json column, uncompressed: see migration 6).
+ */
 export class PostgresArchive implements Archive {
   readonly kind = 'postgres' as const;
 
@@ -10,7 +13,7 @@ export class PostgresArchive implements Archive {
 
   async put(collection: string, id: string, document: unknown): Promise<boolean> {
     const result = await this.pool.query(
-      `INSERT INTO archive_documents (collection, id, document) VALUES ($1, $2, $3::jsonb) ON CONFLICT DO NOTHING`,
+      `INSERT INTO archive_documents (collection, id, document) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING`,
       [collection, id, JSON.stringify(document)],
     );
     return result.rowCount === 1;
@@ -41,17 +44,20 @@ export class PostgresArchive implements Archive {
     guard?: string,
   ): string {
     const name = statement.name('archived');
+    // The documents travel as one JSON array: pg would escape each ~7 KB body again as a text[] element.
+    // json_array_elements gives each element's text as it is in the array, so each is stored as stringified.
     statement.with(
       name,
       `INSERT INTO archive_documents (collection, id, document)
-       SELECT ${statement.param(collection, 'text')}, i, d::jsonb
+       SELECT ${statement.param(collection, 'text')}, i, d
          FROM unnest(${statement.param(
            documents.map((d) => d.id),
            'text[]',
-         )}, ${statement.param(
-           documents.map((d) => JSON.stringify(d.document)),
-           'text[]',
-         )}) WITH ORDINALITY AS t(i, d, n)
+         )}) WITH ORDINALITY AS t(i, n)
+         JOIN json_array_elements(${statement.param(
+           JSON.stringify(documents.map((d) => d.document)),
+           'json',
+         )}) WITH ORDINALITY AS e(d, n) USING (n)
         ${guard ? `WHERE ${guard}` : ''}
         ORDER BY n
        ON CONFLICT DO NOTHING RETURNING 1`,

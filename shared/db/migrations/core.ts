@@ -108,5 +108,17 @@ export const coreMigrations: MigrationSet = {
         ALTER TABLE bus_group_offsets ADD COLUMN attempt_batch boolean NOT NULL DEFAULT false;
       `,
     },
+    {
+      version: 6,
+      name: 'archive documents as json text, uncompressed',
+      sql: `
+        -- The archive keeps documents as they were written: json stores the text verbatim (jsonb re-encoded
+        -- every body, reordered keys and refused \\u0000), and nothing reads into a document in SQL. EXTERNAL
+        -- skips pglz compression of every body (about 0.15 ms per 7 KB body on the Connector's write path) at
+        -- the price of about 3x the archive's disk.
+        ALTER TABLE archive_documents ALTER COLUMN document TYPE json USING document::json;
+        ALTER TABLE archive_documents ALTER COLUMN document SET STORAGE EXTERNAL;
+      `,
+    },
   ],
 };
