@@ -24,7 +24,10 @@ if [ ! -x "$VENV/bin/st" ]; then
   "$VENV/bin/python" -m pip install --quiet 'schemathesis==4.*'
 fi
 status=0
-node --import tsx test/support/schemathesis-relay.ts "$VENV/bin/st" || status=$?
-node --import tsx test/support/schemathesis-agent.ts "$VENV/bin/st" || status=$?
-node --import tsx test/support/schemathesis-points.ts "$VENV/bin/st" || status=$?
+# Schemathesis closes with a pytest-style banner ("=== 2 warnings in 1.3s ===") that reads as a pytest run of no
+# test: it is relabelled, so the run's only test-runner summary is the README's test command's.
+relabel() { sed -E 's/^=+ (.*) =+$/schemathesis summary: \1/'; }
+node --import tsx test/support/schemathesis-relay.ts "$VENV/bin/st" | relabel || status=$?
+node --import tsx test/support/schemathesis-agent.ts "$VENV/bin/st" | relabel || status=$?
+node --import tsx test/support/schemathesis-points.ts "$VENV/bin/st" | relabel || status=$?
 exit "$status"
