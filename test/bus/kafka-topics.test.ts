@@ -5,6 +5,7 @@ import { KafkaBus, type KafkaBusOptions } from '../../shared/bus/kafka/kafka-bus
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { announceSkip, kafkaForTests } from '../support/external.js';
+import { waitFor } from '../support/wait.js';
 
 const kafka = kafkaForTests();
 if (kafka.skipReason) announceSkip('Kafka topics', kafka.skipReason);
@@ -90,6 +91,15 @@ describe.skipIf(kafka.skipReason)('Kafka topics from configuration', () => {
     const name = `topics-${randomBytes(4).toString('hex')}`;
     await make().ensureTopics([{ name, partitions: 2, retentionMs: 60_000 }]);
     await make({ minInsyncReplicas: 2 }).ensureTopics([{ name, partitions: 5, retentionMs: 120_000 }]);
+    // KRaft applies a config change through the metadata log: the broker shows it a moment after it was accepted.
+    await waitFor(
+      async () => {
+        const topic = await describeTopic(name);
+        return topic.minIsr === '2' && topic.retention === '120000';
+      },
+      'the new configuration visible on the broker',
+      15_000,
+    );
     expect(await describeTopic(name)).toMatchObject({ partitions: 5, minIsr: '2', retention: '120000' });
     // Never fewer partitions: a smaller number in the configuration leaves the topic as it is.
     await make({ minInsyncReplicas: 2 }).ensureTopics([{ name, partitions: 3, retentionMs: 120_000 }]);
