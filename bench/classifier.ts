@@ -1,14 +1,14 @@
-import fc from 'fast-check';
-import Fastify from 'fastify';
 import { createClassifier, subscribeEngine, watchedChains } from '../services/classifier/index.js';
 import { classifierMigrations } from '../services/classifier/migrations.js';
-import { timelineSpec } from '../services/classifier/reference-model.js';
 import { replayClassifier } from '../services/classifier/replay.js';
-import { CONTRACT, DID_NAMES, DST, REPUTATION, SRC } from '../services/classifier/swap-timeline.js';
+import {
+  startSyntheticDidSupport,
+  swapSpecs,
+  SYNTHETIC_CHAIN_CLIENTS,
+} from '../services/classifier/synthetic-deployment.js';
 import { swapTraffic } from '../services/classifier/swap-traffic.js';
 import { classifierTables } from '../services/classifier/tables.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
-import type { ChainClientConfig } from '../shared/config/index.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { allTopics, chainEvents, chainHeights, decode, topicSpec } from '../topics/index.js';
 import type { BenchSection } from './report.js';
@@ -27,21 +27,12 @@ export async function run(): Promise<BenchSection[]> {
   const database = await scratchDatabase([classifierMigrations]);
   const { pool, url } = database;
   const log = createLogger({ level: 'warn' });
-  const did = Fastify();
-  did.get<{ Params: { address: string } }>('/find/owner/:address', async (request) => ({
-    data: (DID_NAMES[request.params.address.toLowerCase()] ?? []).map((name) => ({ name })),
-  }));
-  const didUrl = await did.listen({ port: 0, host: '127.0.0.1' });
+  const did = await startSyntheticDidSupport();
+  const didUrl = did.url;
   const bus = new PostgresBus({ pool, connectionString: url, log });
   try {
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
-    const specs = fc
-      .sample(fc.tuple(fc.nat({ max: 3 * SWAPS }), fc.integer()), { numRuns: SWAPS, seed: 7 })
-      .map(([offset, seed], id) => ({
-        ...fc.sample(timelineSpec(1_000 + offset), { numRuns: 1, seed })[0]!,
-        id,
-      }));
-    const traffic = swapTraffic(specs);
+    const traffic = swapTraffic(swapSpecs(SWAPS, 7));
     const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
     const published = await time(async () => {
       for (const stream of traffic.streams) {
@@ -73,15 +64,7 @@ export async function run(): Promise<BenchSection[]> {
       await subscription.stop();
     });
 
-    const chainClients = [
-      { chainId: SRC.chainId, nativeChainId: String(SRC.evm), contractAddr: CONTRACT },
-      {
-        chainId: DST.chainId,
-        nativeChainId: String(DST.evm),
-        contractAddr: CONTRACT,
-        reputationContractAddr: REPUTATION,
-      },
-    ] as ChainClientConfig[];
+    const chainClients = SYNTHETIC_CHAIN_CLIENTS;
     const { engine, did: didSource } = createClassifier({
       pool,
       tables: classifierTables(),

@@ -1,13 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import fc from 'fast-check';
-import Fastify from 'fastify';
 import { createClassifier, subscribeEngine, watchedChains } from '../services/classifier/index.js';
 import { classifierMigrations } from '../services/classifier/migrations.js';
-import { timelineSpec } from '../services/classifier/reference-model.js';
 import { replayClassifier } from '../services/classifier/replay.js';
 import { forgetRecoveredSigners } from '../services/classifier/consent.js';
-import { CONTRACT, DID_NAMES, DST, REPUTATION, SRC } from '../services/classifier/swap-timeline.js';
+import {
+  startSyntheticDidSupport,
+  swapSpecs,
+  SYNTHETIC_CHAIN_CLIENTS,
+} from '../services/classifier/synthetic-deployment.js';
 import { swapTraffic } from '../services/classifier/swap-traffic.js';
 import { classifierTables } from '../services/classifier/tables.js';
 import { POINTS_GROUP, POINTS_TOPICS, subscribePoints } from '../services/points/consumer.js';
@@ -16,7 +17,6 @@ import { replayPoints } from '../services/points/replay.js';
 import { PointsStore } from '../services/points/store.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import type { EventBus } from '../shared/bus/port.js';
-import type { ChainClientConfig } from '../shared/config/index.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { allTopics, chainEvents, chainHeights, topicSpec } from '../topics/index.js';
 import { progressBar } from '../bin/progress.js';
@@ -36,23 +36,12 @@ export async function run() {
   const database = await scratchDatabase([classifierMigrations, pointsMigrations]);
   const { pool, url } = database;
   const log = createLogger({ level: 'warn' });
-  const did = Fastify();
-  did.get<{ Params: { address: string } }>('/find/owner/:address', async (request) => ({
-    data: (DID_NAMES[request.params.address.toLowerCase()] ?? []).map((name) => ({ name })),
-  }));
-  const didUrl = await did.listen({ port: 0, host: '127.0.0.1' });
+  const did = await startSyntheticDidSupport();
+  const didUrl = did.url;
   const bus = new PostgresBus({ pool, connectionString: url, log });
   try {
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
-    const generated = await time(async () => {
-      const specs = fc
-        .sample(fc.tuple(fc.nat({ max: 3 * SWAPS }), fc.integer()), { numRuns: SWAPS, seed: 11 })
-        .map(([offset, seed], id) => ({
-          ...fc.sample(timelineSpec(1_000 + offset), { numRuns: 1, seed })[0]!,
-          id,
-        }));
-      return swapTraffic(specs);
-    });
+    const generated = await time(async () => swapTraffic(swapSpecs(SWAPS, 11)));
     const traffic = generated.value;
     const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
     const published = await time(async () => {
@@ -72,15 +61,7 @@ export async function run() {
     });
     traffic.streams.length = 0; // the messages are in the log now; free the memory
 
-    const chainClients = [
-      { chainId: SRC.chainId, nativeChainId: String(SRC.evm), contractAddr: CONTRACT },
-      {
-        chainId: DST.chainId,
-        nativeChainId: String(DST.evm),
-        contractAddr: CONTRACT,
-        reputationContractAddr: REPUTATION,
-      },
-    ] as ChainClientConfig[];
+    const chainClients = SYNTHETIC_CHAIN_CLIENTS;
 
     // Baseline: the live pipeline on the same messages (classifier publishing verdicts, points on them).
     const live = await time(async () => {

@@ -1,14 +1,13 @@
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChainClientConfig } from '../../shared/config/index.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { ClassifierEngine, type ClassifierInput } from './engine.js';
 import { classifierInput, watchedChains } from './index.js';
 import { classifierMigrations } from './migrations.js';
-import { model, timelineSpec } from './reference-model.js';
-import { CONTRACT, DID_NAMES, DST, REPUTATION, SRC } from './swap-timeline.js';
+import { model } from './reference-model.js';
+import { DID_NAMES, DST } from './swap-timeline.js';
+import { swapSpecs, SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
 import { swapTraffic } from './swap-traffic.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
@@ -23,12 +22,7 @@ const SWAPS = 300;
  */
 describe('classifier engine over batches', () => {
   let db: TestDatabase;
-  const specs = fc
-    .sample(fc.tuple(fc.nat({ max: 3 * SWAPS }), fc.integer()), { numRuns: SWAPS, seed: 3 })
-    .map(([offset, seed], id) => ({
-      ...fc.sample(timelineSpec(1_000 + offset), { numRuns: 1, seed })[0]!,
-      id,
-    }));
+  const specs = swapSpecs(SWAPS, 3);
   const traffic = swapTraffic(specs);
   const expected = new Map(specs.map((spec, i) => [traffic.bids[i]!, model(spec)]));
   // Per topic and chain, in publish order: what one partition hands a consumer.
@@ -49,15 +43,6 @@ describe('classifier engine over batches', () => {
       partitions.set(key, [...(partitions.get(key) ?? []), input]);
     }
   }
-  const chainClients = [
-    { chainId: SRC.chainId, nativeChainId: String(SRC.evm), contractAddr: CONTRACT },
-    {
-      chainId: DST.chainId,
-      nativeChainId: String(DST.evm),
-      contractAddr: CONTRACT,
-      reputationContractAddr: REPUTATION,
-    },
-  ] as ChainClientConfig[];
 
   beforeAll(async () => {
     db = await createTestDatabase([classifierMigrations]);
@@ -81,7 +66,7 @@ describe('classifier engine over batches', () => {
         pool: db.pool,
         tables,
         group: schema,
-        chains: watchedChains(chainClients),
+        chains: watchedChains(SYNTHETIC_CHAIN_CLIENTS),
         did: {
           names: (a) => DID_NAMES[a.toLowerCase()] ?? [],
           request: () => undefined,

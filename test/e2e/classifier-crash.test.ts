@@ -1,20 +1,16 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifierMigrations } from '../../services/classifier/migrations.js';
-import { model, timelineSpec } from '../../services/classifier/reference-model.js';
+import { model } from '../../services/classifier/reference-model.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
+import { DST, REPUTATION, SRC, CONTRACT } from '../../services/classifier/swap-timeline.js';
 import {
-  DID_NAMES,
-  DST,
-  REPUTATION,
-  SRC,
-  CONTRACT,
-  type TimelineSpec,
-} from '../../services/classifier/swap-timeline.js';
+  startSyntheticDidSupport,
+  swapSpecs,
+  SYNTHETIC_CHAIN_CLIENTS,
+} from '../../services/classifier/synthetic-deployment.js';
 import { swapTraffic } from '../../services/classifier/swap-traffic.js';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { createLogger } from '../../shared/logging/logger.js';
@@ -35,7 +31,7 @@ const KILLS = 3;
 describe('classifier under hard kills', () => {
   let db: TestDatabase;
   let bus: PostgresBus;
-  let did: FastifyInstance;
+  let did: { url: string; close(): Promise<void> };
   let didUrl: string;
   let dir: string;
   let classifier: Spawned | undefined;
@@ -47,11 +43,8 @@ describe('classifier under hard kills', () => {
     bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
     // The DID support service: the real SDK's route over the test accounts' names.
-    did = Fastify();
-    did.get<{ Params: { address: string } }>('/find/owner/:address', async (request) => ({
-      data: (DID_NAMES[request.params.address.toLowerCase()] ?? []).map((name) => ({ name })),
-    }));
-    didUrl = await did.listen({ port: 0, host: '127.0.0.1' });
+    did = await startSyntheticDidSupport();
+    didUrl = did.url;
     dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-classifier-crash-'));
     metricsPort = await freePort();
     const client = (c: { chainId: string; evm: number }, reputation: boolean) =>
@@ -92,12 +85,7 @@ describe('classifier under hard kills', () => {
 
   it('gives every swap exactly one verdict through SIGKILLs, and a replay is identical', async () => {
     // Swaps of every case, their windows overlapping in time.
-    const specs: TimelineSpec[] = fc
-      .sample(fc.tuple(fc.nat({ max: 3 * SWAPS }), fc.integer()), { numRuns: SWAPS, seed: 42 })
-      .map(([offset, seed], id) => ({
-        ...fc.sample(timelineSpec(1_000 + offset), { numRuns: 1, seed })[0]!,
-        id,
-      }));
+    const specs = swapSpecs(SWAPS, 42);
     const traffic = swapTraffic(specs);
     const expected = new Map(specs.map((spec, i) => [traffic.bids[i]!, model(spec)]));
     expect(expected.size).toBe(SWAPS);
@@ -179,10 +167,7 @@ describe('classifier under hard kills', () => {
     const report = await replayClassifier({
       pool: db.pool,
       bus,
-      chainClients: [
-        { chainId: SRC.chainId, nativeChainId: String(SRC.evm) },
-        { chainId: DST.chainId, nativeChainId: String(DST.evm), reputationContractAddr: REPUTATION },
-      ] as never,
+      chainClients: SYNTHETIC_CHAIN_CLIENTS,
       didSupportUrl: didUrl,
       log,
     });
