@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { applyOnce, applyOnceBatch } from '../shared/bus/apply-once.js';
 import { KafkaBus } from '../shared/bus/kafka/kafka-bus.js';
-import type { BatchHandler, EventBus } from '../shared/bus/port.js';
+import type { BatchHandler, EventBus, Handler, SubscribeOptions } from '../shared/bus/port.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import { kafkaProblem, startKafka } from '../test/support/kafka.js';
 import { createLogger } from '../shared/logging/logger.js';
@@ -89,31 +89,21 @@ export async function run(): Promise<BenchSection[]> {
       publishOnly.ms += performance.now() - started;
       publishOnly.count += batch.length;
     }
-    const consumeOnly = await time(() => consume(bus, 'bench.plain', async () => undefined, false));
+    const consumeOnly = await time(() =>
+      consume(bus, 'bench.plain', { handler: async () => undefined }, false),
+    );
     // End to end: producer and consumer running together, as in the pipeline (publish → handled, committed).
-    const endToEnd = await time(() => consume(bus, 'bench.e2e', async () => undefined, true));
+    const endToEnd = await time(() => consume(bus, 'bench.e2e', { handler: async () => undefined }, true));
     const endToEndOnce = await time(() =>
-      consume(
-        bus,
-        'bench.once',
-        async (message, context) => {
-          await applyOnce(pool, 'bench', `${message.partition}:${message.offset}`, context, async (tx) => {
-            await tx.query('INSERT INTO effects (event_id, key) VALUES ($1, $2)', [
-              String(message.offset),
-              message.key,
-            ]);
-          });
-        },
-        true,
-      ),
+      consume(bus, 'bench.once', { handler: oncePerMessage(pool, 'bench') }, true),
     );
     const endToEndBatches = await time(() =>
-      consumeBatches(bus, 'bench.batches', onceInBatches(pool, 'bench-batches')),
+      consume(bus, 'bench.batches', { batchHandler: onceInBatches(pool, 'bench-batches') }, true),
     );
     // The same consumer on a backlog (what a replay or a consumer catching up does): full batches.
     await publishAll(bus, 'bench.backlog');
     const backlogBatches = await time(() =>
-      consumeBatches(bus, 'bench.backlog', onceInBatches(pool, 'bench-backlog'), true),
+      consume(bus, 'bench.backlog', { batchHandler: onceInBatches(pool, 'bench-backlog') }, false),
     );
     await bus.close();
     const kafka = await kafkaFigures(pool, url);
@@ -319,31 +309,13 @@ async function kafkaFigures(
       await publishAll(bus, plain);
       return MESSAGES;
     });
-    const consumeBacklog = await time(() => consume(bus, plain, async () => undefined, false));
-    const e2e = await time(() => consume(bus, e2eTopic, async () => undefined, true));
+    const consumeBacklog = await time(() => consume(bus, plain, { handler: async () => undefined }, false));
+    const e2e = await time(() => consume(bus, e2eTopic, { handler: async () => undefined }, true));
     const once = await time(() =>
-      consume(
-        bus,
-        onceTopic,
-        async (message, context) => {
-          await applyOnce(
-            pool,
-            'bench-kafka',
-            `${message.partition}:${message.offset}`,
-            context,
-            async (tx) => {
-              await tx.query('INSERT INTO effects (event_id, key) VALUES ($1, $2)', [
-                String(message.offset),
-                message.key,
-              ]);
-            },
-          );
-        },
-        true,
-      ),
+      consume(bus, onceTopic, { handler: oncePerMessage(pool, 'bench-kafka') }, true),
     );
     const batches = await time(() =>
-      consumeBatches(bus, batchTopic, onceInBatches(pool, 'bench-kafka-batches')),
+      consume(bus, batchTopic, { batchHandler: onceInBatches(pool, 'bench-kafka-batches') }, true),
     );
     return { source, publish, consume: consumeBacklog, e2e, once, batches };
   } finally {
@@ -367,6 +339,18 @@ async function publishAll(bus: EventBus, topic: string): Promise<void> {
   }
 }
 
+/** An exactly-once effect per message: its id and its row in one transaction with the position (applyOnce). */
+function oncePerMessage(pool: Parameters<typeof applyOnce>[0], consumer: string): Handler {
+  return async (message, context) => {
+    await applyOnce(pool, consumer, `${message.partition}:${message.offset}`, context, async (tx) => {
+      await tx.query('INSERT INTO effects (event_id, key) VALUES ($1, $2)', [
+        String(message.offset),
+        message.key,
+      ]);
+    });
+  };
+}
+
 /**
  * An exactly-once effect per batch of one partition: the ids and the rows of the whole batch in one
  * transaction with the position (applyOnceBatch), as the Classifier and Points consume.
@@ -384,47 +368,39 @@ function onceInBatches(pool: Parameters<typeof applyOnceBatch>[0], consumer: str
   };
 }
 
-/** consume() with a batch handler: the messages published meanwhile, or (`backlog`) published before. */
-async function consumeBatches(
-  bus: EventBus,
-  topic: string,
-  handler: BatchHandler,
-  backlog = false,
-): Promise<number> {
-  let handled = 0;
-  let done!: () => void;
-  const finished = new Promise<void>((resolve) => (done = resolve));
-  const subscription = await bus.subscribe({
-    group: `bench-${topic}`,
-    topics: [topic],
-    batchHandler: async (messages, context) => {
-      await handler(messages, context);
-      if ((handled += messages.length) === MESSAGES) done();
-    },
-  });
-  if (!backlog) await publishAll(bus, topic);
-  await finished;
-  await subscription.stop();
-  return handled;
-}
-
-/** Subscribes a fresh group and resolves when every message was handled; optionally publishes meanwhile. */
+/**
+ * Subscribes a fresh group with `handling` (one message at a time, or batches) and resolves when every message
+ * was handled; optionally publishes them meanwhile (else they are a backlog published before).
+ */
 async function consume(
   bus: EventBus,
   topic: string,
-  handler: NonNullable<Parameters<EventBus['subscribe']>[0]['handler']>,
+  handling: Pick<SubscribeOptions, 'handler' | 'batchHandler'>,
   publishConcurrently: boolean,
 ): Promise<number> {
   let handled = 0;
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
+  const count = (n: number) => {
+    if ((handled += n) === MESSAGES) done();
+  };
+  const { handler, batchHandler } = handling;
   const subscription = await bus.subscribe({
     group: `bench-${topic}`,
     topics: [topic],
-    handler: async (message, context) => {
-      await handler(message, context);
-      if (++handled === MESSAGES) done();
-    },
+    ...(batchHandler
+      ? {
+          batchHandler: async (messages, context) => {
+            await batchHandler(messages, context);
+            count(messages.length);
+          },
+        }
+      : {
+          handler: async (message, context) => {
+            await handler!(message, context);
+            count(1);
+          },
+        }),
   });
   if (publishConcurrently) await publishAll(bus, topic);
   await finished;

@@ -32,7 +32,16 @@ import { judge } from './judge.js';
 import type { ClassifierMetrics } from './metrics.js';
 import type { ClassifierTables } from './tables.js';
 import { discardNewSigners, saveNewSigners } from './signer-memo.js';
-import { WorkingSet, clockKey, readPlan, type Stream, type StoredSwap, type Wait } from './working-set.js';
+import { publishMany } from '../../shared/bus/publish-many.js';
+import {
+  WorkingSet,
+  complaintsSeenThrough,
+  clockKey,
+  readPlan,
+  type Stream,
+  type StoredSwap,
+  type Wait,
+} from './working-set.js';
 
 export interface WatchedChain {
   evmChainId: number;
@@ -70,16 +79,6 @@ export class ClassifierEngine {
   constructor(private readonly o: EngineOptions) {
     this.reputationChains = [...o.chains].filter(([, c]) => c.reputation).map(([id]) => id);
     this.resident = o.resident ? WorkingSet.resident(o.tables) : undefined;
-  }
-
-  /** chain.events: one event joins its swap (or waits for it), and the swap is judged again. */
-  handleEvent(id: string, event: ChainEvent, context: HandlerContext): Promise<void> {
-    return this.handleBatch([{ kind: 'event', id, event }], context);
-  }
-
-  /** chain.heights: a chain's clock moves once every event up to the height has been handled. */
-  handleHeight(id: string, height: ChainHeight, context: HandlerContext): Promise<void> {
-    return this.handleBatch([{ kind: 'height', id, height }], context);
   }
 
   /**
@@ -209,21 +208,10 @@ export class ClassifierEngine {
   private env(clocks: ReadonlyMap<string, number>, bidId: string): JudgeEnv {
     return {
       now: (chainId) => clocks.get(clockKey(chainId, 'swap')),
-      complaintsSeenThrough: () => this.complaintsSeenThrough(clocks),
+      complaintsSeenThrough: () => complaintsSeenThrough(this.reputationChains, clocks),
       evmChainId: (chainId) => this.o.chains.get(chainId)?.evmChainId,
       didNames: (address) => this.o.did.names(address, bidId),
     };
-  }
-
-  /** Complaints are seen up to the oldest reputation chain's clock (all of them, with none). */
-  private complaintsSeenThrough(clocks: ReadonlyMap<string, number>): number | undefined {
-    let min = Number.POSITIVE_INFINITY;
-    for (const chainId of this.reputationChains) {
-      const t = clocks.get(clockKey(chainId, 'reputation'));
-      if (t === undefined) return undefined;
-      min = Math.min(min, t);
-    }
-    return min;
   }
 
   private advanceClock(
@@ -239,7 +227,7 @@ export class ClassifierEngine {
     if (stream === 'swap') {
       due = w.pendingWhere((wait) => wait.kind === 'clock' && wait.chainId === chainId && wait.until <= now);
     } else {
-      const seen = this.complaintsSeenThrough(w.clocks) ?? -1;
+      const seen = complaintsSeenThrough(this.reputationChains, w.clocks) ?? -1;
       due = w.pendingWhere((wait) => wait.kind === 'complaints' && wait.until <= seen);
     }
     for (const bid of due) this.evaluate(w, bid);
@@ -350,42 +338,45 @@ export class ClassifierEngine {
     this.o.metrics?.decided(verdict, w.clocks.get(clockKey(verdict.decidedOn, 'swap')));
   }
 
-  /** Live: the transaction's verdicts and violations go out with it (nothing is published by a replay). */
+  /**
+   * Live: the transaction's verdicts and violations go out with it, both topics in one step (nothing is
+   * published by a replay).
+   */
   private async publish(tx: PoolClient, w: WorkingSet): Promise<void> {
     if (!this.o.bus) return;
     const source = 'classifier';
-    if (w.verdicts.length > 0) {
-      await this.o.bus.publish(
-        swapVerdicts.name,
-        w.verdicts.map((verdict) =>
-          encode(
-            swapVerdicts,
-            envelope(swapVerdicts, verdict, {
-              id: verdictId(verdict.bidId),
-              occurredAt: verdict.blockTime,
-              source,
-            }),
+    await publishMany(
+      this.o.bus,
+      [
+        {
+          topic: swapVerdicts.name,
+          messages: w.verdicts.map((verdict) =>
+            encode(
+              swapVerdicts,
+              envelope(swapVerdicts, verdict, {
+                id: verdictId(verdict.bidId),
+                occurredAt: verdict.blockTime,
+                source,
+              }),
+            ),
           ),
-        ),
-        { tx },
-      );
-    }
-    if (w.violations.length > 0) {
-      await this.o.bus.publish(
-        violations.name,
-        w.violations.map((violation) =>
-          encode(
-            violations,
-            envelope(violations, violation, {
-              id: violationId(violation.bidId),
-              occurredAt: violation.blockTime,
-              source,
-            }),
+        },
+        {
+          topic: violations.name,
+          messages: w.violations.map((violation) =>
+            encode(
+              violations,
+              envelope(violations, violation, {
+                id: violationId(violation.bidId),
+                occurredAt: violation.blockTime,
+                source,
+              }),
+            ),
           ),
-        ),
-        { tx },
-      );
-    }
+        },
+      ],
+      { tx },
+    );
   }
 }
 

@@ -155,7 +155,7 @@ export class WorkingSet {
 
   /**
    * Reads what the batch can reach. `reputationChains`: chains whose complaint clocks bound the complaint
-   * waits (see complaintsBound). Call under the group's lock.
+   * waits (see boundOfComplaints). Call under the group's lock.
    */
   static async read(
     tx: PoolClient,
@@ -165,13 +165,7 @@ export class WorkingSet {
     reputationChains: readonly string[],
   ): Promise<WorkingSet> {
     const w = new WorkingSet(tables);
-    const clocks = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
-      `SELECT chain_id, stream, height, block_time FROM ${tables.clocks}`,
-    );
-    for (const r of clocks.rows) {
-      w.clocks.set(clockKey(r.chain_id, r.stream), Number(r.block_time));
-      w.clockHeights.set(clockKey(r.chain_id, r.stream), Number(r.height));
-    }
+    await w.readClocks(tx);
     if (plan.inTransferIds.size > 0) {
       const { rows } = await tx.query<{ in_transfer_id: string; bid_id: string }>(
         `SELECT in_transfer_id, bid_id FROM ${tables.inLinks} WHERE in_transfer_id = ANY($1)`,
@@ -266,13 +260,7 @@ export class WorkingSet {
     address: string,
   ): Promise<WorkingSet> {
     const w = new WorkingSet(tables);
-    const clocks = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
-      `SELECT chain_id, stream, height, block_time FROM ${tables.clocks}`,
-    );
-    for (const r of clocks.rows) {
-      w.clocks.set(clockKey(r.chain_id, r.stream), Number(r.block_time));
-      w.clockHeights.set(clockKey(r.chain_id, r.stream), Number(r.height));
-    }
+    await w.readClocks(tx);
     const { rows } = await tx.query<SwapRow>(
       `SELECT bid_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for
          FROM ${tables.swaps} WHERE status = 'pending' AND wait_kind = 'did' AND wait_address = $1`,
@@ -280,6 +268,17 @@ export class WorkingSet {
     );
     for (const r of rows) w.keepSwap(r);
     return w;
+  }
+
+  /** Every chain stream's clock (a small table, read whole). */
+  private async readClocks(tx: PoolClient): Promise<void> {
+    const { rows } = await tx.query<{ chain_id: string; stream: Stream; height: string; block_time: string }>(
+      `SELECT chain_id, stream, height, block_time FROM ${this.tables.clocks}`,
+    );
+    for (const r of rows) {
+      this.clocks.set(clockKey(r.chain_id, r.stream), Number(r.block_time));
+      this.clockHeights.set(clockKey(r.chain_id, r.stream), Number(r.height));
+    }
   }
 
   /** A row read twice (named, and due) is the same row: the first copy is kept. */
@@ -525,22 +524,34 @@ function splitClockKey(key: string): [string, Stream] {
 }
 
 /**
- * The furthest the complaint clock (the oldest reputation chain's clock) can reach within the batch; -1 when
- * a reputation chain has no clock yet. No chain with complaints: every complaint wait is over at once.
+ * Complaints are seen up to the oldest reputation chain's clock: undefined until every reputation chain has
+ * one, +Infinity when no chain has a reputation contract.
+ */
+export function complaintsSeenThrough(
+  reputationChains: readonly string[],
+  clocks: ReadonlyMap<string, number>,
+): number | undefined {
+  let min = Number.POSITIVE_INFINITY;
+  for (const chainId of reputationChains) {
+    const t = clocks.get(clockKey(chainId, 'reputation'));
+    if (t === undefined) return undefined;
+    min = Math.min(min, t);
+  }
+  return min;
+}
+
+/**
+ * The furthest the complaint clock can reach within the batch (its heights, or those it releases, move the
+ * reputation clocks no further than they say); -1 while a reputation chain has no clock in reach.
  */
 function boundOfComplaints(
   reputationChains: readonly string[],
   clocks: ReadonlyMap<string, number>,
   heightTimes: ReadonlyMap<string, number>,
 ): number {
-  if (reputationChains.length === 0) return Number.MAX_SAFE_INTEGER;
-  let min = Number.MAX_SAFE_INTEGER;
-  for (const chainId of reputationChains) {
-    const key = clockKey(chainId, 'reputation');
-    const t = Math.max(clocks.get(key) ?? -1, heightTimes.get(key) ?? -1);
-    min = Math.min(min, t);
-  }
-  return min;
+  const reachable = new Map(clocks);
+  for (const [key, time] of heightTimes) reachable.set(key, Math.max(time, clocks.get(key) ?? time));
+  return Math.min(complaintsSeenThrough(reputationChains, reachable) ?? -1, Number.MAX_SAFE_INTEGER);
 }
 
 async function writeDecided(
