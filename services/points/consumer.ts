@@ -71,7 +71,9 @@ export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler 
     for (const d of decoded) if (d.effects.length === 0) options.onOutcome?.(d.topic, 'ignored');
     // Chain events other than complaints change nothing: no transaction, the bus commits the position.
     if (relevant.length === 0) return;
-    const applied: typeof relevant = [];
+    // The first message with each id not applied before (a duplicate in the batch counts once).
+    const applied = new Set<(typeof relevant)[number]>();
+    let effects: Effect[] = [];
     await applyOnceBatch(
       options.pool,
       options.consumer,
@@ -82,16 +84,14 @@ export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler 
         for (const d of relevant) {
           if (!fresh.has(d.id) || seen.has(d.id)) continue;
           seen.add(d.id);
-          applied.push(d);
+          applied.add(d);
         }
-        await options.store.apply(
-          tx,
-          applied.flatMap((d) => d.effects),
-        );
+        effects = [...applied].flatMap((d) => d.effects);
+        await options.store.apply(tx, effects);
       },
     );
-    if (applied.length > 0) options.onChanged?.(changedSubjects(applied.flatMap((d) => d.effects)));
-    for (const d of relevant) options.onOutcome?.(d.topic, applied.includes(d) ? 'applied' : 'duplicate');
+    if (applied.size > 0) options.onChanged?.(changedSubjects(effects));
+    for (const d of relevant) options.onOutcome?.(d.topic, applied.has(d) ? 'applied' : 'duplicate');
   };
 }
 

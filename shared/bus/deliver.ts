@@ -49,12 +49,8 @@ export async function deliverBatch(
   const first = batch[0];
   if (!first) return { outcome: 'done', next: from };
   if (options.signal.aborted) return { outcome: 'stopped', next: from };
-  if (batch.length === 1) {
-    const outcome = await deliverOne(first, from, options);
-    return { outcome, next: outcome === 'done' ? first.offset + 1n : from };
-  }
-  // A batch is tried whole once per first offset; after a failure or a crash, message by message.
-  if (await options.startBatchAttempt(first.offset)) {
+  // A batch is tried whole once per first offset; after a failure or a crash (or alone), message by message.
+  if (batch.length > 1 && (await options.startBatchAttempt(first.offset))) {
     const next = batch[batch.length - 1]!.offset + 1n;
     try {
       await handleAndCommit(batch, from, next, 1, options);
