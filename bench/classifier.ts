@@ -6,7 +6,7 @@ import {
   swapSpecs,
   SYNTHETIC_CHAIN_CLIENTS,
 } from '../services/classifier/synthetic-deployment.js';
-import { swapTraffic } from '../services/classifier/swap-traffic.js';
+import { publishTraffic, swapTraffic } from '../services/classifier/swap-traffic.js';
 import { classifierTables } from '../services/classifier/tables.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import { createLogger } from '../shared/logging/logger.js';
@@ -35,15 +35,7 @@ export async function run(): Promise<BenchSection[]> {
     const traffic = swapTraffic(swapSpecs(SWAPS, 7));
     const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
     const published = await time(async () => {
-      for (const stream of traffic.streams) {
-        for (let i = 0; i < stream.length; i += 200) {
-          const slice = stream.slice(i, i + 200);
-          for (const topic of [chainEvents.name, chainHeights.name]) {
-            const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
-            if (batch.length > 0) await bus.publish(topic, batch);
-          }
-        }
-      }
+      await publishTraffic(bus, traffic, 200);
     });
 
     const topics = [chainEvents.name, chainHeights.name];

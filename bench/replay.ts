@@ -9,7 +9,7 @@ import {
   swapSpecs,
   SYNTHETIC_CHAIN_CLIENTS,
 } from '../services/classifier/synthetic-deployment.js';
-import { swapTraffic } from '../services/classifier/swap-traffic.js';
+import { publishTraffic, swapTraffic } from '../services/classifier/swap-traffic.js';
 import { classifierTables } from '../services/classifier/tables.js';
 import { POINTS_GROUP, POINTS_TOPICS, subscribePoints } from '../services/points/consumer.js';
 import { pointsMigrations } from '../services/points/migrations.js';
@@ -18,7 +18,7 @@ import { PointsStore } from '../services/points/store.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import type { EventBus } from '../shared/bus/port.js';
 import { createLogger } from '../shared/logging/logger.js';
-import { allTopics, chainEvents, chainHeights, topicSpec } from '../topics/index.js';
+import { allTopics, topicSpec } from '../topics/index.js';
 import { progressBar } from '../bin/progress.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
@@ -46,18 +46,7 @@ export async function run() {
     const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
     const published = await time(async () => {
       const bar = progressBar('publishing');
-      let done = 0;
-      for (const stream of traffic.streams) {
-        for (let i = 0; i < stream.length; i += 5_000) {
-          const slice = stream.slice(i, i + 5_000);
-          for (const topic of [chainEvents.name, chainHeights.name]) {
-            const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
-            if (batch.length > 0) await bus.publish(topic, batch);
-          }
-          done += slice.length;
-          bar.update(messages - done, done);
-        }
-      }
+      await publishTraffic(bus, traffic, 5_000, (done) => bar.update(messages - done, done));
     });
     traffic.streams.length = 0; // the messages are in the log now; free the memory
 

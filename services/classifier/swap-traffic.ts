@@ -3,7 +3,7 @@
  * chain.events envelopes, with chain.heights messages at block boundaries naming the last event before them,
  * and a final height past every window. For the crash test and the benchmark.
  */
-import type { OutgoingMessage } from '../../shared/bus/port.js';
+import type { EventBus, OutgoingMessage } from '../../shared/bus/port.js';
 import {
   chainEventId,
   chainEvents,
@@ -85,4 +85,28 @@ export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Tr
     streams,
     events: streams.reduce((n, s) => n + s.filter((m) => m.topic === chainEvents.name).length, 0),
   };
+}
+
+/**
+ * Publishes the traffic stream by stream, in order, `chunk` messages at a time (one publish per topic of a
+ * chunk), as the Connector does; `onProgress` hears how many are published so far.
+ */
+export async function publishTraffic(
+  bus: EventBus,
+  traffic: Traffic,
+  chunk: number,
+  onProgress?: (published: number) => void,
+): Promise<void> {
+  let published = 0;
+  for (const stream of traffic.streams) {
+    for (let i = 0; i < stream.length; i += chunk) {
+      const slice = stream.slice(i, i + chunk);
+      for (const topic of [chainEvents.name, chainHeights.name]) {
+        const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
+        if (batch.length > 0) await bus.publish(topic, batch);
+      }
+      published += slice.length;
+      onProgress?.(published);
+    }
+  }
 }
