@@ -22,6 +22,8 @@ export interface DeliveryOptions {
   commit(from: bigint, next: bigint, tx?: PoolClient): Promise<void>;
   /** Publishes `dead` to the dead-letter topic and moves the position from `from` to `next`, atomically. */
   deadLetter(dead: OutgoingMessage, from: bigint, next: bigint): Promise<void>;
+  /** The position `next` is committed (by commit or deadLetter, whose transaction is over). */
+  settled(next: bigint): void;
 }
 
 export interface DeliveryResult {
@@ -54,6 +56,7 @@ export async function deliverBatch(
     const next = batch[batch.length - 1]!.offset + 1n;
     try {
       await handleAndCommit(batch, from, next, 1, options);
+      options.settled(next);
       return { outcome: 'done', next };
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
@@ -94,17 +97,20 @@ async function deliverOne(
         `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
       );
       await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group), from, next);
+      options.settled(next);
       options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
       return 'done';
     }
     try {
       await handleAndCommit([message], from, next, attempt, options);
+      options.settled(next);
       return 'done';
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
         await options.deadLetter(deadLetterMessage(message, error, attempt, options.group), from, next);
+        options.settled(next);
         options.log.error(
           { ...where, attempt, err: error.message },
           'message moved to the dead-letter topic',

@@ -45,16 +45,22 @@ export async function loadPositions(
 /**
  * Compare-and-set of the position: fails with PartitionFencedError if anyone moved it since it was read
  * (a seek, or another member that took the partition), so the caller's transaction rolls back with it.
+ * With `armNext` it also records a try of the batch starting at `next`, as startBatchAttempt would (see
+ * BatchTries): the delivery that goes on from there needs no statement of its own to start that batch.
  */
 export async function commitPosition(
   db: Queryable,
   ref: PartitionRef,
   expected: bigint,
   next: bigint,
+  armNext = false,
 ): Promise<void> {
   const result = await db.query(
-    `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = NULL, attempts = 0, attempt_batch = false, updated_at = now()
-     WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
+    armNext
+      ? `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = $4, attempts = 1, attempt_batch = true, updated_at = now()
+         WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`
+      : `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = NULL, attempts = 0, attempt_batch = false, updated_at = now()
+         WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
     [ref.group, ref.topic, ref.partition, next.toString(), expected.toString()],
   );
   if (result.rowCount !== 1) throw new PartitionFencedError(ref.topic, ref.partition);
@@ -102,4 +108,48 @@ export async function startBatchAttempt(db: Queryable, ref: PartitionRef, offset
     [ref.group, ref.topic, ref.partition, offset.toString()],
   );
   return rowCount === 1;
+}
+
+/**
+ * The batch tries of one partition, as seen by the process that works it. A try must be on record before it
+ * starts (a process that dies in it leaves the record, and its successor delivers that batch one by one).
+ * The commit that settles a batch records, in its own statement, the try of the batch after it
+ * (commitPosition with armNext), so a consumer that keeps going starts each batch without a statement and
+ * without a commit of its own. Only this process knows that the record is one it has not acted on yet: a
+ * successor that finds it delivers the first batch one by one, which costs time, never correctness. A clean
+ * stop takes the record back (disarm).
+ */
+export class BatchTries {
+  /** The offset whose try is on record by this process's last commit and not started yet. */
+  private armed: bigint | undefined;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly ref: PartitionRef,
+  ) {}
+
+  /** A transaction that committed the position `next` with armNext is over. */
+  committed(next: bigint): void {
+    this.armed = next;
+  }
+
+  /** startBatchAttempt, without a statement when this process's last commit recorded the try. */
+  async start(offset: bigint): Promise<boolean> {
+    const armed = this.armed;
+    this.armed = undefined;
+    return armed === offset || startBatchAttempt(this.db, this.ref, offset);
+  }
+
+  /** On a clean stop: the recorded try that never started is taken back, so a successor batches at once. */
+  async disarm(): Promise<void> {
+    const armed = this.armed;
+    if (armed === undefined) return;
+    this.armed = undefined;
+    await this.db.query(
+      `UPDATE bus_group_offsets SET attempt_offset = NULL, attempts = 0, attempt_batch = false
+       WHERE group_id = $1 AND topic = $2 AND partition = $3
+         AND next_offset = $4 AND attempt_offset = $4 AND attempt_batch AND attempts = 1`,
+      [this.ref.group, this.ref.topic, this.ref.partition, armed.toString()],
+    );
+  }
 }

@@ -757,6 +757,61 @@ export function busConformanceSuite(
       expect(sizes.slice(0, 2)).toEqual([20, 1]); // whole, then one by one
     });
 
+    it('batches: the commit records the next batch try; a clean stop takes it back, a killed member leaves it', async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      const consumer = fresh('c');
+      const position = async () =>
+        (
+          await t.pool.query<{ next_offset: string; attempt_offset: string | null; attempt_batch: boolean }>(
+            'SELECT next_offset, attempt_offset, attempt_batch FROM bus_group_offsets WHERE group_id = $1',
+            [group],
+          )
+        ).rows[0];
+      const run = async (sizes: number[]) => {
+        const sub = await t.bus.subscribe({
+          group,
+          topics: [name],
+          maxBatch: 100,
+          batchHandler: orderedBatchEffect(consumer, sizes),
+        });
+        subscriptions.push(sub);
+        return sub;
+      };
+
+      await publishSequences(name, ['r'], 10);
+      const first: number[] = [];
+      const sub = await run(first);
+      await waitFor(async () => (await orderedCount(consumer)) >= 10, '10 effects');
+      // Committed at 10 with the try of the batch from 10 on record: a crash in it is known to the next member.
+      expect(await position()).toEqual({ next_offset: '10', attempt_offset: '10', attempt_batch: true });
+      await sub.stop();
+      expect(await position()).toEqual({ next_offset: '10', attempt_offset: null, attempt_batch: false });
+
+      // After a clean stop the next member tries its first batch whole.
+      for (let seq = 10; seq < 20; seq++)
+        await t.bus.publish(name, [{ key: 'r', value: JSON.stringify({ key: 'r', seq }) }]);
+      const second: number[] = [];
+      const again = await run(second);
+      await waitFor(async () => (await orderedCount(consumer)) >= 20, '20 effects');
+      await again.stop();
+      expect(second[0]).toBe(10);
+
+      // What a member killed after a commit leaves (no stop to take the try back): one by one next time.
+      await t.pool.query(
+        `UPDATE bus_group_offsets SET attempt_offset = next_offset, attempts = 1, attempt_batch = true
+         WHERE group_id = $1`,
+        [group],
+      );
+      for (let seq = 20; seq < 25; seq++)
+        await t.bus.publish(name, [{ key: 'r', value: JSON.stringify({ key: 'r', seq }) }]);
+      const third: number[] = [];
+      await run(third);
+      await waitFor(async () => (await orderedCount(consumer)) >= 25, '25 effects');
+      expect(third.slice(0, 5)).toEqual([1, 1, 1, 1, 1]);
+      expect((await orderedSequences(consumer)).get('r')).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    });
+
     it('subscribe() refuses options with both or neither of handler and batchHandler', async () => {
       const name = await topic(1);
       await expect(t.bus.subscribe({ group: fresh('g'), topics: [name] })).rejects.toThrow(/exactly one/);

@@ -12,11 +12,11 @@ import {
   type Subscription,
 } from '../port.js';
 import {
+  BatchTries,
   commitPosition,
   loadPosition,
   loadPositions,
   recordAttempt,
-  startBatchAttempt,
   type PartitionRef,
 } from '../positions.js';
 import { sleep } from '../retry.js';
@@ -44,6 +44,8 @@ export class KafkaSubscription implements Subscription {
   /** Bumped at each local change of a position, so a background check never undoes a commit it raced. */
   private readonly versions = new Map<string, number>();
   private readonly inFlight = new Set<string>();
+  /** Per `topic/partition`: the batch try this process's last commit recorded (see BatchTries). */
+  private readonly tries = new Map<string, BatchTries>();
   private checker: NodeJS.Timeout | undefined;
   private checking: Promise<void> = Promise.resolve();
   private stopped: Promise<void> | undefined;
@@ -90,6 +92,7 @@ export class KafkaSubscription implements Subscription {
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
       for (const key of this.positions.keys()) this.bump(key);
       this.positions.clear();
+      this.tries.clear();
       this.checking = this.checking.then(() => this.seekAssigned(event.payload.memberAssignment));
     });
     await consumer.connect();
@@ -121,6 +124,14 @@ export class KafkaSubscription implements Subscription {
       await this.checking;
       // Waits for the handler in flight, then leaves the group.
       await this.consumer.disconnect();
+      // Recorded batch tries that never started are taken back, so whoever goes on batches at once.
+      await Promise.all(
+        [...this.tries.values()].map((tries) =>
+          tries.disarm().catch((err) => {
+            this.options.log.warn({ err: (err as Error).message }, 'could not disarm batch try');
+          }),
+        ),
+      );
       this.bus.forget(this);
     })();
     return this.stopped;
@@ -143,6 +154,9 @@ export class KafkaSubscription implements Subscription {
   /** Delivery of one partition's messages: positions, attempts and dead letters in PostgreSQL. */
   private delivery(ref: PartitionRef): DeliveryOptions {
     const pool = this.bus.pool;
+    const key = `${ref.topic}/${ref.partition}`;
+    let tries = this.tries.get(key);
+    if (!tries) this.tries.set(key, (tries = new BatchTries(pool, ref)));
     return {
       handle: this.handle,
       maxAttempts: this.options.maxAttempts,
@@ -150,14 +164,15 @@ export class KafkaSubscription implements Subscription {
       log: this.options.log,
       signal: this.stopController.signal,
       recordAttempt: (offset) => recordAttempt(pool, ref, offset),
-      startBatchAttempt: (offset) => startBatchAttempt(pool, ref, offset),
-      commit: (from, next, tx) => commitPosition(tx ?? pool, ref, from, next),
+      startBatchAttempt: (offset) => tries.start(offset),
+      commit: (from, next, tx) => commitPosition(tx ?? pool, ref, from, next, true),
       // The dead letter (through the outbox) and the commit past it are one transaction.
       deadLetter: (dead, from, next) =>
         withTransaction(pool, async (tx) => {
           await writeOutbox(tx, deadLetterTopic(ref.topic), [dead]);
-          await commitPosition(tx, ref, from, next);
+          await commitPosition(tx, ref, from, next, true);
         }),
+      settled: (next) => tries.committed(next),
     };
   }
 

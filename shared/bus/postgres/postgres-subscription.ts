@@ -6,11 +6,11 @@ import { withTransaction, type Pool } from '../../db/pool.js';
 import { PartitionFencedError } from '../errors.js';
 import { deliverBatch, type DeliveryOptions } from '../deliver.js';
 import {
+  BatchTries,
   commitPosition,
   initPosition,
   loadPosition,
   recordAttempt,
-  startBatchAttempt,
   type PartitionRef,
 } from '../positions.js';
 import { backoffMs, sleep } from '../retry.js';
@@ -226,6 +226,8 @@ class PartitionWorker {
   private readonly ref: PartitionRef;
   private readonly delivery: DeliveryOptions;
   private readonly maxBatch: number;
+  private readonly lingerMs: number;
+  private readonly tries: BatchTries;
 
   constructor(
     private readonly subscription: PostgresSubscription,
@@ -236,8 +238,10 @@ class PartitionWorker {
     this.id = `${topic}/${partition}`;
     this.ref = { group: subscription.options.group, topic, partition };
     const { pool, maxAttempts, group, log } = subscription.options;
-    const { handle, maxBatch } = batchHandlerOf(subscription.options);
+    const { handle, maxBatch, lingerMs } = batchHandlerOf(subscription.options);
     this.maxBatch = maxBatch;
+    this.lingerMs = lingerMs;
+    const tries = (this.tries = new BatchTries(pool, this.ref));
     this.delivery = {
       handle,
       maxAttempts,
@@ -245,14 +249,15 @@ class PartitionWorker {
       log,
       signal: this.stopController.signal,
       recordAttempt: (offset) => recordAttempt(pool, this.ref, offset),
-      startBatchAttempt: (offset) => startBatchAttempt(pool, this.ref, offset),
-      commit: (from, next, tx) => commitPosition(tx ?? pool, this.ref, from, next),
+      startBatchAttempt: (offset) => tries.start(offset),
+      commit: (from, next, tx) => commitPosition(tx ?? pool, this.ref, from, next, true),
       // The dead letter and the commit past it are one transaction: neither happens without the other.
       deadLetter: (dead, from, next) =>
         withTransaction(pool, async (tx) => {
           await subscription.bus.publish(deadLetterTopic(topic), [dead], { tx });
-          await commitPosition(tx, this.ref, from, next);
+          await commitPosition(tx, this.ref, from, next, true);
         }),
+      settled: (next) => tries.committed(next),
     };
     // Stopping the subscription stops every worker (and cuts short their retry back-off).
     subscription.signal.addEventListener('abort', () => this.stopController.abort(), { once: true });
@@ -284,6 +289,9 @@ class PartitionWorker {
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.running;
+    await this.tries.disarm().catch((err) => {
+      this.options.log.warn({ err: (err as Error).message, partition: this.id }, 'could not disarm batch try');
+    });
   }
 
   private get stopping(): boolean {
@@ -353,8 +361,14 @@ class PartitionWorker {
           throw err;
         }
       }
-      if (!following || committed !== end || this.stopping) return;
-      rows = await following;
+      if (committed !== end || this.stopping) return;
+      if (following) rows = await following;
+      else if (this.lingerMs > 0) {
+        // A steady stream: let it gather for a fuller batch rather than read again at once.
+        await sleep(this.lingerMs, this.stopController.signal);
+        if (this.stopping) return;
+        rows = await this.fetch(committed);
+      } else return;
     }
   }
 
