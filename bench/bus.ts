@@ -33,12 +33,16 @@ export async function run(): Promise<BenchSection[]> {
     await pool.query('CREATE TABLE effects (event_id text, key text)');
 
     // Baselines: what this PostgreSQL does with plain INSERTs, one commit each and batched like the publisher.
-    const rawSingle = await time(async () => {
-      const n = Math.min(MESSAGES, 3_000);
-      for (let i = 0; i < n; i++)
-        await pool.query('INSERT INTO raw_insert (key, value) VALUES ($1, $2)', [`k${i % KEYS}`, VALUE]);
-      return n;
-    });
+    // One row per commit waits on the disk, which other work on the machine slows: it is measured in bursts
+    // at the start, in the middle and at the end, and the best burst is the baseline (the hardest to beat).
+    const singleCommits = () =>
+      time(async () => {
+        const n = Math.min(MESSAGES, 1_000);
+        for (let i = 0; i < n; i++)
+          await pool.query('INSERT INTO raw_insert (key, value) VALUES ($1, $2)', [`k${i % KEYS}`, VALUE]);
+        return n;
+      });
+    const singleBursts = [await singleCommits()];
     const rawBatched = await time(async () => {
       for (let i = 0; i < MESSAGES; i += PUBLISH_BATCH) {
         await pool.query('INSERT INTO raw_insert (key, value) SELECT k, $2 FROM unnest($1::text[]) AS k', [
@@ -89,26 +93,32 @@ export async function run(): Promise<BenchSection[]> {
       publishOnly.ms += performance.now() - started;
       publishOnly.count += batch.length;
     }
-    const consumeOnly = await time(() =>
-      consume(bus, 'bench.plain', { handler: async () => undefined }, false),
-    );
+    const consumeOnly = await consume(bus, 'bench.plain', { handler: async () => undefined }, false);
     // End to end: producer and consumer running together, as in the pipeline (publish → handled, committed).
-    const endToEnd = await time(() => consume(bus, 'bench.e2e', { handler: async () => undefined }, true));
-    const endToEndOnce = await time(() =>
-      consume(bus, 'bench.once', { handler: oncePerMessage(pool, 'bench') }, true),
-    );
-    const endToEndBatches = await time(() =>
-      consume(bus, 'bench.batches', { batchHandler: onceInBatches(pool, 'bench-batches') }, true),
+    const endToEnd = await consume(bus, 'bench.e2e', { handler: async () => undefined }, true);
+    const endToEndOnce = await consume(bus, 'bench.once', { handler: oncePerMessage(pool, 'bench') }, true);
+    const endToEndBatches = await consume(
+      bus,
+      'bench.batches',
+      { batchHandler: onceInBatches(pool, 'bench-batches') },
+      true,
     );
     // The same consumer on a backlog (what a replay or a consumer catching up does): full batches.
     await publishAll(bus, 'bench.backlog');
-    const backlogBatches = await time(() =>
-      consume(bus, 'bench.backlog', { batchHandler: onceInBatches(pool, 'bench-backlog') }, false),
+    const backlogBatches = await consume(
+      bus,
+      'bench.backlog',
+      { batchHandler: onceInBatches(pool, 'bench-backlog') },
+      false,
     );
     await bus.close();
+    singleBursts.push(await singleCommits());
     const kafka = await kafkaFigures(pool, url);
+    singleBursts.push(await singleCommits());
 
-    const single = rate(rawSingle.count, rawSingle.ms);
+    const bursts = singleBursts.map((b) => rate(b.count, b.ms));
+    const single = Math.max(...bursts);
+    const burstNote = `best of ${bursts.length} bursts: ${bursts.map(fmt).join(', ')} rows/s`;
     const batched = rate(rawBatched.count, rawBatched.ms);
     const e2e = rate(endToEnd.count, endToEnd.ms);
     const consumed = rate(consumeOnly.count, consumeOnly.ms);
@@ -119,7 +129,7 @@ export async function run(): Promise<BenchSection[]> {
     const published = rate(publishOnly.count, publishOnly.ms);
     const title = `bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`;
     printTable(title, [
-      ['raw INSERT, 1 row per commit', `${fmt(single)} rows/s   (baseline A)`],
+      ['raw INSERT, 1 row per commit', `${fmt(single)} rows/s   (baseline A, ${burstNote})`],
       ['raw INSERT, 100 rows per statement', `${fmt(batched)} rows/s   (baseline B)`],
       ['raw INSERT into bus_messages, the same 100 rows', `${fmt(rawLogRate)} rows/s   (baseline C)`],
       [
@@ -137,11 +147,11 @@ export async function run(): Promise<BenchSection[]> {
       ],
       [
         'end to end, exactly-once effects per batch (applyOnceBatch)',
-        `${fmt(e2eBatches)} msg/s   = ${(e2eBatches / single).toFixed(2)}x A (target ≥ 10x A)`,
+        `${fmt(e2eBatches)} msg/s   = ${(e2eBatches / single).toFixed(2)}x A (target ≥ 10x A), ${meanBatch(endToEndBatches)}`,
       ],
       [
         'consume a backlog, exactly-once effects per batch',
-        `${fmt(backlogOnce)} msg/s   = ${(backlogOnce / single).toFixed(2)}x A`,
+        `${fmt(backlogOnce)} msg/s   = ${(backlogOnce / single).toFixed(2)}x A, ${meanBatch(backlogBatches)}`,
       ],
     ]);
     const msgs = (n: number) => `${fmt(n)} msg/s`;
@@ -150,7 +160,7 @@ export async function run(): Promise<BenchSection[]> {
       {
         title,
         rows: [
-          { measure: 'raw INSERT, 1 row per commit', value: rows(single), note: 'baseline A' },
+          { measure: 'raw INSERT, 1 row per commit', value: rows(single), note: `baseline A, ${burstNote}` },
           { measure: 'raw INSERT, 100 rows per statement', value: rows(batched), note: 'baseline B' },
           {
             measure: 'raw INSERT into bus_messages of the same 100 rows per statement',
@@ -194,12 +204,14 @@ export async function run(): Promise<BenchSection[]> {
             baseline: rows(single),
             ratio: e2eBatches / single,
             target: 10,
+            note: meanBatch(endToEndBatches),
           },
           {
             measure: 'consume a backlog, exactly-once effects per batch (applyOnceBatch)',
             value: msgs(backlogOnce),
             baseline: rows(single),
             ratio: backlogOnce / single,
+            note: meanBatch(backlogBatches),
           },
         ],
       },
@@ -230,7 +242,7 @@ export async function run(): Promise<BenchSection[]> {
           ],
           [
             'kafka end to end, exactly-once effects per batch (applyOnceBatch)',
-            `${fmt(k(kafka.batches))} msg/s   = ${(k(kafka.batches) / single).toFixed(2)}x A (target ≥ 10x A)`,
+            `${fmt(k(kafka.batches))} msg/s   = ${(k(kafka.batches) / single).toFixed(2)}x A (target ≥ 10x A), ${meanBatch(kafka.batches)}`,
           ],
         ],
       );
@@ -262,6 +274,7 @@ export async function run(): Promise<BenchSection[]> {
             baseline: `${rows(single)} (raw INSERT, 1 row per commit)`,
             ratio: k(kafka.batches) / single,
             target: 10,
+            note: meanBatch(kafka.batches),
           },
         ],
       });
@@ -271,8 +284,6 @@ export async function run(): Promise<BenchSection[]> {
     await database.dispose();
   }
 }
-
-type Timed = { count: number; ms: number };
 
 /** The same four measurements through Kafka, or why they could not be made. */
 async function kafkaFigures(
@@ -309,13 +320,14 @@ async function kafkaFigures(
       await publishAll(bus, plain);
       return MESSAGES;
     });
-    const consumeBacklog = await time(() => consume(bus, plain, { handler: async () => undefined }, false));
-    const e2e = await time(() => consume(bus, e2eTopic, { handler: async () => undefined }, true));
-    const once = await time(() =>
-      consume(bus, onceTopic, { handler: oncePerMessage(pool, 'bench-kafka') }, true),
-    );
-    const batches = await time(() =>
-      consume(bus, batchTopic, { batchHandler: onceInBatches(pool, 'bench-kafka-batches') }, true),
+    const consumeBacklog = await consume(bus, plain, { handler: async () => undefined }, false);
+    const e2e = await consume(bus, e2eTopic, { handler: async () => undefined }, true);
+    const once = await consume(bus, onceTopic, { handler: oncePerMessage(pool, 'bench-kafka') }, true);
+    const batches = await consume(
+      bus,
+      batchTopic,
+      { batchHandler: onceInBatches(pool, 'bench-kafka-batches') },
+      true,
     );
     return { source, publish, consume: consumeBacklog, e2e, once, batches };
   } finally {
@@ -324,11 +336,21 @@ async function kafkaFigures(
   }
 }
 
-async function time(fn: () => Promise<number>): Promise<{ count: number; ms: number }> {
+interface Timed {
+  count: number;
+  ms: number;
+  /** Handler calls, where counted. */
+  batches?: number;
+}
+
+async function time(fn: () => Promise<number>): Promise<Timed> {
   const start = performance.now();
   const count = await fn();
   return { count, ms: performance.now() - start };
 }
+
+/** "N messages a batch on average". */
+const meanBatch = (t: Timed) => `${fmt(t.count / (t.batches ?? t.count))} a batch on average`;
 
 async function publishAll(bus: EventBus, topic: string): Promise<void> {
   for (let i = 0; i < MESSAGES; i += PUBLISH_BATCH) {
@@ -370,18 +392,22 @@ function onceInBatches(pool: Parameters<typeof applyOnceBatch>[0], consumer: str
 
 /**
  * Subscribes a fresh group with `handling` (one message at a time, or batches) and resolves when every message
- * was handled; optionally publishes them meanwhile (else they are a backlog published before).
+ * was handled; optionally publishes them meanwhile (else they are a backlog published before). The clock
+ * starts once the group has joined (subscribe() resolved: a one-off cost, not throughput) and stops at the
+ * last message handled; `batches` counts the handler's calls.
  */
 async function consume(
   bus: EventBus,
   topic: string,
   handling: Pick<SubscribeOptions, 'handler' | 'batchHandler'>,
   publishConcurrently: boolean,
-): Promise<number> {
+): Promise<Timed> {
   let handled = 0;
+  let batches = 0;
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
   const count = (n: number) => {
+    batches++;
     if ((handled += n) === MESSAGES) done();
   };
   const { handler, batchHandler } = handling;
@@ -402,8 +428,10 @@ async function consume(
           },
         }),
   });
+  const start = performance.now();
   if (publishConcurrently) await publishAll(bus, topic);
   await finished;
+  const ms = performance.now() - start;
   await subscription.stop();
-  return handled;
+  return { count: handled, ms, batches };
 }
