@@ -12,6 +12,8 @@ import { fmt, printTable, rate, scratchDatabase } from './support.js';
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
 const KEYS = 16;
 const PUBLISH_BATCH = 100;
+/** A producer that publishes bigger batches (the Classifier publishes at once what one batch decides). */
+const BIG_PUBLISH = 500;
 /** A value the size of a typical chain.events envelope. */
 const VALUE = JSON.stringify({
   id: 'x',
@@ -61,6 +63,7 @@ export async function run(): Promise<BenchSection[]> {
       { name: 'bench.once', partitions: 8, retentionMs: null },
       { name: 'bench.batches', partitions: 8, retentionMs: null },
       { name: 'bench.backlog', partitions: 8, retentionMs: null },
+      { name: 'bench.big-batches', partitions: 8, retentionMs: null },
     ]);
 
     // The publisher beside a raw multi-row INSERT of the same rows (key, value, headers, partition, offset
@@ -93,15 +96,27 @@ export async function run(): Promise<BenchSection[]> {
       publishOnly.ms += performance.now() - started;
       publishOnly.count += batch.length;
     }
-    const consumeOnly = await consume(bus, 'bench.plain', { handler: async () => undefined }, false);
+    const consumeOnly = await consume(bus, 'bench.plain', { handler: async () => undefined }, 'backlog');
     // End to end: producer and consumer running together, as in the pipeline (publish → handled, committed).
-    const endToEnd = await consume(bus, 'bench.e2e', { handler: async () => undefined }, true);
-    const endToEndOnce = await consume(bus, 'bench.once', { handler: oncePerMessage(pool, 'bench') }, true);
+    const endToEnd = await consume(bus, 'bench.e2e', { handler: async () => undefined }, PUBLISH_BATCH);
+    const endToEndOnce = await consume(
+      bus,
+      'bench.once',
+      { handler: oncePerMessage(pool, 'bench') },
+      PUBLISH_BATCH,
+    );
     const endToEndBatches = await consume(
       bus,
       'bench.batches',
       { batchHandler: onceInBatches(pool, 'bench-batches') },
-      true,
+      PUBLISH_BATCH,
+    );
+    // The same with a producer that publishes BIG_PUBLISH messages at a time.
+    const endToEndBigBatches = await consume(
+      bus,
+      'bench.big-batches',
+      { batchHandler: onceInBatches(pool, 'bench-big-batches') },
+      BIG_PUBLISH,
     );
     // The same consumer on a backlog (what a replay or a consumer catching up does): full batches.
     await publishAll(bus, 'bench.backlog');
@@ -109,7 +124,7 @@ export async function run(): Promise<BenchSection[]> {
       bus,
       'bench.backlog',
       { batchHandler: onceInBatches(pool, 'bench-backlog') },
-      false,
+      'backlog',
     );
     await bus.close();
     singleBursts.push(await singleCommits());
@@ -124,6 +139,7 @@ export async function run(): Promise<BenchSection[]> {
     const consumed = rate(consumeOnly.count, consumeOnly.ms);
     const e2eOnce = rate(endToEndOnce.count, endToEndOnce.ms);
     const e2eBatches = rate(endToEndBatches.count, endToEndBatches.ms);
+    const e2eBigBatches = rate(endToEndBigBatches.count, endToEndBigBatches.ms);
     const backlogOnce = rate(backlogBatches.count, backlogBatches.ms);
     const rawLogRate = rate(rawLog.count, rawLog.ms);
     const published = rate(publishOnly.count, publishOnly.ms);
@@ -148,6 +164,10 @@ export async function run(): Promise<BenchSection[]> {
       [
         'end to end, exactly-once effects per batch (applyOnceBatch)',
         `${fmt(e2eBatches)} msg/s   = ${(e2eBatches / single).toFixed(2)}x A (target ≥ 10x A), ${meanBatch(endToEndBatches)}`,
+      ],
+      [
+        `the same, the producer publishing ${BIG_PUBLISH} at a time`,
+        `${fmt(e2eBigBatches)} msg/s   = ${(e2eBigBatches / single).toFixed(2)}x A (target ≥ 10x A), ${meanBatch(endToEndBigBatches)}`,
       ],
       [
         'consume a backlog, exactly-once effects per batch',
@@ -207,6 +227,14 @@ export async function run(): Promise<BenchSection[]> {
             note: meanBatch(endToEndBatches),
           },
           {
+            measure: `the same, the producer publishing ${BIG_PUBLISH} at a time`,
+            value: msgs(e2eBigBatches),
+            baseline: rows(single),
+            ratio: e2eBigBatches / single,
+            target: 10,
+            note: meanBatch(endToEndBigBatches),
+          },
+          {
             measure: 'consume a backlog, exactly-once effects per batch (applyOnceBatch)',
             value: msgs(backlogOnce),
             baseline: rows(single),
@@ -244,6 +272,10 @@ export async function run(): Promise<BenchSection[]> {
             'kafka end to end, exactly-once effects per batch (applyOnceBatch)',
             `${fmt(k(kafka.batches))} msg/s   = ${(k(kafka.batches) / single).toFixed(2)}x A (target ≥ 10x A), ${meanBatch(kafka.batches)}`,
           ],
+          [
+            `kafka, the same, the producer publishing ${BIG_PUBLISH} at a time`,
+            `${fmt(k(kafka.bigBatches))} msg/s   = ${(k(kafka.bigBatches) / single).toFixed(2)}x A (target ≥ 10x A), ${meanBatch(kafka.bigBatches)}`,
+          ],
         ],
       );
       sections.push({
@@ -276,6 +308,14 @@ export async function run(): Promise<BenchSection[]> {
             target: 10,
             note: meanBatch(kafka.batches),
           },
+          {
+            measure: `kafka, the same, the producer publishing ${BIG_PUBLISH} at a time`,
+            value: msgs(k(kafka.bigBatches)),
+            baseline: `${rows(single)} (raw INSERT, 1 row per commit)`,
+            ratio: k(kafka.bigBatches) / single,
+            target: 10,
+            note: meanBatch(kafka.bigBatches),
+          },
         ],
       });
     }
@@ -291,7 +331,15 @@ async function kafkaFigures(
   url: string,
 ): Promise<
   | { skipped: string }
-  | { source: string; publish: Timed; consume: Timed; e2e: Timed; once: Timed; batches: Timed }
+  | {
+      source: string;
+      publish: Timed;
+      consume: Timed;
+      e2e: Timed;
+      once: Timed;
+      batches: Timed;
+      bigBatches: Timed;
+    }
 > {
   let brokers = process.env.KAFKA_BROKERS?.split(',');
   let stop = async () => undefined as void;
@@ -313,23 +361,42 @@ async function kafkaFigures(
   });
   try {
     const suffix = randomBytes(3).toString('hex');
-    const topics = ['plain', 'e2e', 'once', 'batches'].map((t) => `bench.kafka.${t}.${suffix}`);
+    const topics = ['plain', 'e2e', 'once', 'batches', 'big-batches'].map(
+      (t) => `bench.kafka.${t}.${suffix}`,
+    );
     await bus.ensureTopics(topics.map((name) => ({ name, partitions: 8, retentionMs: null })));
-    const [plain, e2eTopic, onceTopic, batchTopic] = topics as [string, string, string, string];
+    const [plain, e2eTopic, onceTopic, batchTopic, bigBatchTopic] = topics as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const publish = await time(async () => {
       await publishAll(bus, plain);
       return MESSAGES;
     });
-    const consumeBacklog = await consume(bus, plain, { handler: async () => undefined }, false);
-    const e2e = await consume(bus, e2eTopic, { handler: async () => undefined }, true);
-    const once = await consume(bus, onceTopic, { handler: oncePerMessage(pool, 'bench-kafka') }, true);
+    const consumeBacklog = await consume(bus, plain, { handler: async () => undefined }, 'backlog');
+    const e2e = await consume(bus, e2eTopic, { handler: async () => undefined }, PUBLISH_BATCH);
+    const once = await consume(
+      bus,
+      onceTopic,
+      { handler: oncePerMessage(pool, 'bench-kafka') },
+      PUBLISH_BATCH,
+    );
     const batches = await consume(
       bus,
       batchTopic,
       { batchHandler: onceInBatches(pool, 'bench-kafka-batches') },
-      true,
+      PUBLISH_BATCH,
     );
-    return { source, publish, consume: consumeBacklog, e2e, once, batches };
+    const bigBatches = await consume(
+      bus,
+      bigBatchTopic,
+      { batchHandler: onceInBatches(pool, 'bench-kafka-big-batches') },
+      BIG_PUBLISH,
+    );
+    return { source, publish, consume: consumeBacklog, e2e, once, batches, bigBatches };
   } finally {
     await bus.close();
     await stop();
@@ -352,11 +419,14 @@ async function time(fn: () => Promise<number>): Promise<Timed> {
 /** "N messages a batch on average". */
 const meanBatch = (t: Timed) => `${fmt(t.count / (t.batches ?? t.count))} a batch on average`;
 
-async function publishAll(bus: EventBus, topic: string): Promise<void> {
-  for (let i = 0; i < MESSAGES; i += PUBLISH_BATCH) {
+async function publishAll(bus: EventBus, topic: string, batch = PUBLISH_BATCH): Promise<void> {
+  for (let i = 0; i < MESSAGES; i += batch) {
     await bus.publish(
       topic,
-      Array.from({ length: PUBLISH_BATCH }, (_, j) => ({ key: `key-${(i + j) % KEYS}`, value: VALUE })),
+      Array.from({ length: Math.min(batch, MESSAGES - i) }, (_, j) => ({
+        key: `key-${(i + j) % KEYS}`,
+        value: VALUE,
+      })),
     );
   }
 }
@@ -392,7 +462,7 @@ function onceInBatches(pool: Parameters<typeof applyOnceBatch>[0], consumer: str
 
 /**
  * Subscribes a fresh group with `handling` (one message at a time, or batches) and resolves when every message
- * was handled; optionally publishes them meanwhile (else they are a backlog published before). The clock
+ * was handled; optionally publishes them meanwhile, in batches of `producer` (else they are a backlog). The clock
  * starts once the group has joined (subscribe() resolved: a one-off cost, not throughput) and stops at the
  * last message handled; `batches` counts the handler's calls.
  */
@@ -400,7 +470,8 @@ async function consume(
   bus: EventBus,
   topic: string,
   handling: Pick<SubscribeOptions, 'handler' | 'batchHandler'>,
-  publishConcurrently: boolean,
+  /** The producer's batch size when it publishes meanwhile; 'backlog': published before. */
+  producer: number | 'backlog',
 ): Promise<Timed> {
   let handled = 0;
   let batches = 0;
@@ -429,7 +500,7 @@ async function consume(
         }),
   });
   const start = performance.now();
-  if (publishConcurrently) await publishAll(bus, topic);
+  if (producer !== 'backlog') await publishAll(bus, topic, producer);
   await finished;
   const ms = performance.now() - start;
   await subscription.stop();
