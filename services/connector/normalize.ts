@@ -50,6 +50,18 @@ function eventsByTopic(iface: Interface): Map<string, KnownEvent> {
   return map;
 }
 
+// Module-level, not closures made per event: under tsx each named closure also costs a defineProperty of
+// its name, which showed in the Connector's profile.
+const dec = (v: unknown) => (v as bigint).toString(10);
+const lower = (v: unknown) => String(v).toLowerCase();
+/** Only the two transfer events carry the agreement's times. */
+const times = (a: Record<string, unknown>) => ({
+  expectedSingleStepTime: dec(a.expectedSingleStepTime),
+  tolerantSingleStepTime: dec(a.tolerantSingleStepTime),
+  earliestRefundTime: dec(a.earliestRefundTime),
+  agreementReachedTime: dec(a.agreementReachedTime),
+});
+
 /**
  * Turns one chain-client event body into the `chain.events` payload. The raw log is decoded again with our
  * ABI (the `event_parse` of a chain client is not trusted), it must come from the configured contract of the
@@ -106,15 +118,6 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
   }
   // Typed loosely as ethers' Result was: encode() checks the payload against the topic's schema.
   const a = log.args as Record<string, any>;
-  const dec = (v: unknown) => (v as bigint).toString(10);
-  const lower = (v: unknown) => String(v).toLowerCase();
-  // Only the two transfer events carry the agreement's times.
-  const times = () => ({
-    expectedSingleStepTime: dec(a.expectedSingleStepTime),
-    tolerantSingleStepTime: dec(a.tolerantSingleStepTime),
-    earliestRefundTime: dec(a.earliestRefundTime),
-    agreementReachedTime: dec(a.agreementReachedTime),
-  });
   switch (log.name) {
     case 'LogNewTransferOut':
       return {
@@ -126,7 +129,7 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
         token: a.token,
         amount: dec(a.amount),
         hashlock: lower(a.hashlock),
-        ...times(),
+        ...times(a),
         dstChainId: dec(a.dstChainId),
         dstAddress: dec(a.dstAddress),
         bidId: lower(a.bidId),
@@ -149,7 +152,7 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
         tokenAmount: dec(a.token_amount),
         ethAmount: dec(a.eth_amount),
         hashlock: lower(a.hashlock),
-        ...times(),
+        ...times(a),
         srcChainId: dec(a.srcChainId),
         srcTransferId: lower(a.srcTransferId),
       };

@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
+import { parseJsonBodiesFast } from './json-body.js';
 
 export interface HttpServerOptions {
   service: string;
@@ -55,6 +56,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     loggerInstance: options.log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
   });
+  parseJsonBodiesFast(app);
 
   // Every error answers {code, message} with a matching HTTP status. Client errors (bad JSON, too large) keep
   // fastify's status and message; anything unexpected is a 500 that says nothing internal and is logged.
