@@ -56,6 +56,7 @@ try {
       const report = await replayers[name]!.replay({
         config,
         db: infra.db,
+        dbUrl: infra.dbUrl,
         bus: infra.bus,
         log,
         keep,

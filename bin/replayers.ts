@@ -7,11 +7,13 @@ import type { Logger } from '../shared/logging/logger.js';
 import { classifierMigrations } from '../services/classifier/migrations.js';
 import { replayClassifier } from '../services/classifier/replay.js';
 import { pointsMigrations } from '../services/points/migrations.js';
-import { replayPoints } from '../services/points/replay.js';
+import { replayPointsOnThread } from '../services/points/replay-thread.js';
 
 export interface ReplayContext {
   config: AppConfig;
   db: Pool;
+  /** The database's URL (a replay on a thread of its own opens its own pool). */
+  dbUrl: string;
   bus: EventBus;
   log: Logger;
   keep: boolean;
@@ -47,18 +49,16 @@ export const replayers: Record<string, Replayer> = {
   points: {
     sections: [],
     migrations: [pointsMigrations],
-    replay: ({ db, bus, log, keep, onProgress }) => {
+    // On a thread of its own: beside the classifier's replay it has a core to itself.
+    replay: ({ config, dbUrl, log, keep, onProgress }) => {
       let total = 0;
-      return replayPoints({
-        db,
-        bus,
-        log,
-        keep,
-        onProgress: (left) => {
+      return replayPointsOnThread(
+        { dbUrl, bus: config.bus, poolSize: config.database.poolSize, keep, logLevel: log.level },
+        (left) => {
           total = Math.max(total, left);
           onProgress(total - left, left);
         },
-      });
+      );
     },
   },
 };
