@@ -13,8 +13,7 @@ import { publishTraffic, swapTraffic } from '../services/classifier/swap-traffic
 import { classifierTables } from '../services/classifier/tables.js';
 import { POINTS_GROUP, POINTS_TOPICS, subscribePoints } from '../services/points/consumer.js';
 import { pointsMigrations } from '../services/points/migrations.js';
-import { replayPointsOnThread } from '../services/points/replay-thread.js';
-import { busSection } from '../shared/config/schema.js';
+import { replayPoints } from '../services/points/replay.js';
 import { PointsStore } from '../services/points/store.js';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import type { EventBus } from '../shared/bus/port.js';
@@ -104,16 +103,18 @@ export async function run() {
             draw();
           },
         }),
-        // On its own thread, as `npm run replay` runs it.
-        replayPointsOnThread(
-          { dbUrl: url, bus: busSection.parse({}), poolSize: 12, keep: false, logLevel: 'warn' },
-          (l) => {
+        replayPoints({
+          db: pool,
+          bus,
+          log,
+          keep: false,
+          onProgress: (l) => {
             pointsTotal = Math.max(pointsTotal, l);
             left.points = l;
             done.points = pointsTotal - l;
             draw();
           },
-        ),
+        }),
       ]);
       return { classifier, points };
     });

@@ -56,7 +56,6 @@ try {
       const report = await replayers[name]!.replay({
         config,
         db: infra.db,
-        dbUrl: infra.dbUrl,
         bus: infra.bus,
         log,
         keep,

@@ -7,13 +7,11 @@ import type { Logger } from '../shared/logging/logger.js';
 import { classifierMigrations } from '../services/classifier/migrations.js';
 import { replayClassifier } from '../services/classifier/replay.js';
 import { pointsMigrations } from '../services/points/migrations.js';
-import { replayPointsOnThread } from '../services/points/replay-thread.js';
+import { replayPoints } from '../services/points/replay.js';
 
 export interface ReplayContext {
   config: AppConfig;
   db: Pool;
-  /** The database's URL (a replay on a thread of its own opens its own pool). */
-  dbUrl: string;
   bus: EventBus;
   log: Logger;
   keep: boolean;
@@ -49,16 +47,18 @@ export const replayers: Record<string, Replayer> = {
   points: {
     sections: [],
     migrations: [pointsMigrations],
-    // On a thread of its own: beside the classifier's replay it has a core to itself.
-    replay: ({ config, dbUrl, log, keep, onProgress }) => {
+    replay: ({ db, bus, log, keep, onProgress }) => {
       let total = 0;
-      return replayPointsOnThread(
-        { dbUrl, bus: config.bus, poolSize: config.database.poolSize, keep, logLevel: log.level },
-        (left) => {
+      return replayPoints({
+        db,
+        bus,
+        log,
+        keep,
+        onProgress: (left) => {
           total = Math.max(total, left);
           onProgress(total - left, left);
         },
-      );
+      });
     },
   },
 };

@@ -4,8 +4,6 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import { waitFor } from '../../test/support/wait.js';
 import { pointsMigrations } from './migrations.js';
 import { replayPoints } from './replay.js';
-import { replayPointsOnThread } from './replay-thread.js';
-import { busSection } from '../../shared/config/schema.js';
 import {
   complaintEvent,
   hex32,
@@ -32,20 +30,6 @@ describe('npm run replay -- points', () => {
       keep: false,
       timeoutMs: 30_000,
     });
-  const onThread = (onProgress?: (left: number) => void) =>
-    replayPointsOnThread(
-      {
-        dbUrl: db.url,
-        bus: busSection.parse({}),
-        poolSize: 4,
-        keep: false,
-        timeoutMs: 30_000,
-        logLevel: 'silent',
-      },
-      onProgress,
-    );
-  /** A report without its fresh schema's name (each replay makes its own). */
-  const unnamed = (lines: string[]) => lines.map((l) => l.replace(/points_replay_\w+/g, 'points_replay_*'));
 
   beforeAll(async () => {
     db = await createTestDatabase([pointsMigrations]);
@@ -111,19 +95,6 @@ describe('npm run replay -- points', () => {
     expect(dlq.rows[0].n).toBe(1);
   });
 
-  it("on a thread of its own, rebuilds the same tables and reports as on the caller's thread", async () => {
-    const progress: number[] = [];
-    const threaded = await onThread((left) => progress.push(left));
-    const here = await run();
-    expect(threaded.identical).toBe(true);
-    expect(unnamed(threaded.lines)).toEqual(unnamed(here.lines));
-    expect(progress.at(-1)).toBe(0);
-    const schemas = await db.pool.query(
-      `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'points_replay_%'`,
-    );
-    expect(schemas.rows).toEqual([]);
-  });
-
   it('reports a live table that differs from its rebuild, naming the rows', async () => {
     await db.pool.query('DELETE FROM points_deductions WHERE bid_id = $1', [hex32(3)]);
     await db.pool.query('UPDATE points_lp_swaps SET block_time = block_time + 1 WHERE bid_id = $1', [
@@ -141,7 +112,5 @@ describe('npm run replay -- points', () => {
     );
     expect(text).toContain(`live only: bid_id = ${hex32(105)}`);
     expect(text).toContain('points_verdicts: identical');
-    // The thread's replay finds the same differences.
-    expect(unnamed((await onThread()).lines)).toEqual(unnamed(report.lines));
   });
 });

@@ -10,7 +10,6 @@ import { coreMigrations } from '../db/migrations/core.js';
 import { createPool, type Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import { allTopics, topicSpec } from '../../topics/index.js';
-import { busFromConfig } from './bus-from-config.js';
 
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
@@ -53,17 +52,50 @@ export async function startInfrastructure(
   try {
     await migrate(db, [coreMigrations, ...migrations], log);
 
-    const bus = await busFromConfig(config.bus, db, dbUrl, log);
-    if (bus instanceof PostgresBus) {
+    let bus: EventBus;
+    if (config.bus.adapter === 'kafka') {
+      const { KafkaBus } = await import('../bus/kafka/kafka-bus.js');
+      const kafka = config.bus.kafka;
+      bus = new KafkaBus({
+        brokers: config.bus.kafkaBrokers!,
+        clientId: config.bus.clientId,
+        log,
+        // Positions, delivery attempts and the outbox live in the service database, beside the effects.
+        pool: db,
+        connectionString: dbUrl,
+        maxAttempts: config.bus.maxAttempts,
+        replicationFactor: kafka.replicationFactor,
+        minInsyncReplicas: kafka.minInsyncReplicas,
+        publishTimeoutMs: kafka.publishTimeoutMs,
+        ssl: kafka.ssl
+          ? { caFile: kafka.caFile, certFile: kafka.certFile, keyFile: kafka.keyFile }
+          : undefined,
+        sasl:
+          kafka.saslMechanism && kafka.saslUsername && config.bus.kafkaSaslPassword
+            ? {
+                mechanism: kafka.saslMechanism,
+                username: kafka.saslUsername,
+                password: config.bus.kafkaSaslPassword,
+              }
+            : undefined,
+      });
+    } else {
+      const postgresBus = new PostgresBus({
+        pool: db,
+        connectionString: dbUrl,
+        log,
+        maxAttempts: config.bus.maxAttempts,
+      });
       // Kafka enforces retention itself; the postgres log deletes expired messages on a timer.
       const pruner = setInterval(() => {
-        bus
+        postgresBus
           .prune()
           .then((n) => n > 0 && log.info({ deleted: n }, 'expired bus messages pruned'))
           .catch((err) => log.warn({ err: (err as Error).message }, 'bus prune failed'));
       }, PRUNE_INTERVAL_MS);
       pruner.unref();
       closers.push(async () => clearInterval(pruner));
+      bus = postgresBus;
     }
     closers.push(() => bus.close());
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, config.bus.partitions)));
