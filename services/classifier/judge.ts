@@ -321,6 +321,44 @@ export function transferInMismatches(out: TransferOut, tin: TransferIn): string[
   return d;
 }
 
+/** The windows of a TransferOut's agreement (block times), remembered per event object like its agreement. */
+interface Windows {
+  transferInEnd: number;
+  userConfirmEnd: number;
+  lpConfirmEnd: number;
+  thirdPartyConfirmInEnd: number;
+}
+const windows = new WeakMap<TransferOut, Windows>();
+function windowsOf(out: TransferOut): Windows {
+  let w = windows.get(out);
+  if (!w) {
+    const T = BigInt(out.agreementReachedTime);
+    const E = BigInt(out.expectedSingleStepTime);
+    const Tol = BigInt(out.tolerantSingleStepTime);
+    w = {
+      transferInEnd: seconds(T + 2n * E),
+      userConfirmEnd: seconds(T + 3n * E),
+      lpConfirmEnd: seconds(T + 3n * E + Tol),
+      thirdPartyConfirmInEnd: seconds(T + 3n * E + 2n * Tol),
+    };
+    windows.set(out, w);
+  }
+  return w;
+}
+
+/**
+ * transferInMismatches, remembered per TransferIn event object (with the TransferOut it was compared to): a
+ * swap is judged again at each event and clock move, and the comparison parses and lower-cases every term.
+ */
+const mismatches = new WeakMap<TransferIn, { out: TransferOut; differences: string[] }>();
+function mismatchesOf(out: TransferOut, tin: TransferIn): string[] {
+  const known = mismatches.get(tin);
+  if (known?.out === out) return known.differences;
+  const differences = transferInMismatches(out, tin);
+  mismatches.set(tin, { out, differences });
+  return differences;
+}
+
 function check(differences: string[], what: string, expected: string, actual: string): void {
   if (lower(expected) !== lower(actual)) differences.push(`${what} ${actual} ≠ agreed ${expected}`);
 }
@@ -520,20 +558,13 @@ class TransferOutDecision {
       );
     }
 
-    const T = BigInt(out.agreementReachedTime);
-    const E = BigInt(out.expectedSingleStepTime);
-    const Tol = BigInt(out.tolerantSingleStepTime);
-    const transferInEnd = seconds(T + 2n * E);
-    const userConfirmEnd = seconds(T + 3n * E);
-    const lpConfirmEnd = seconds(T + 3n * E + Tol);
-    const thirdPartyConfirmInEnd = seconds(T + 3n * E + 2n * Tol);
+    const { transferInEnd, userConfirmEnd, lpConfirmEnd, thirdPartyConfirmInEnd } = windowsOf(out);
 
     // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
     // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
     const onDst = facts.ins.filter((e) => e.chainId === D);
     this.tin =
-      onDst.find((e) => transferInMismatches(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ??
-      null;
+      onDst.find((e) => mismatchesOf(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ?? null;
     if (this.tin === null) {
       j.clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
       const first = onDst.find((e) => this.isLp(e.sender, e.blockTimestamp));
@@ -542,7 +573,7 @@ class TransferOutDecision {
         return this.violation(
           'lp',
           4,
-          `case 4: the LP's TransferIn differs from the TransferOut: ${transferInMismatches(out, first).join('; ')}`,
+          `case 4: the LP's TransferIn differs from the TransferOut: ${mismatchesOf(out, first).join('; ')}`,
           first.blockTimestamp,
           D,
         );
