@@ -36,7 +36,7 @@ export function defineTopic<P>(definition: TopicDefinition<P>): TopicDefinition<
   return definition;
 }
 
-const envelopeShape = z.object({
+export const envelopeShape = z.object({
   id: z.string().min(1).max(200),
   type: z.string().min(1),
   version: z.number().int().positive(),
@@ -75,7 +75,11 @@ export function encode<P>(topic: TopicDefinition<P>, value: Envelope<P>): Outgoi
  * version is a poison message (dead-letter topic), never silently dropped.
  */
 export function decode<P>(topic: TopicDefinition<P>, message: BusMessage): Envelope<P> {
-  const outer = decodeEnvelope(topic, message);
+  return decodePayload(topic, decodeEnvelope(topic, message));
+}
+
+/** Validates the payload of an envelope decodeEnvelope returned (the message is not parsed again). */
+export function decodePayload<P>(topic: TopicDefinition<P>, outer: Envelope<unknown>): Envelope<P> {
   const payload = topic.payload.safeParse(outer.payload);
   if (!payload.success) {
     throw new PoisonMessageError(`${topic.name}: invalid payload: ${z.prettifyError(payload.error)}`);
@@ -94,15 +98,35 @@ export function decodeEnvelope(topic: TopicDefinition<unknown>, message: BusMess
   } catch {
     throw new PoisonMessageError(`${topic.name}: message is not JSON`);
   }
-  const outer = envelopeShape.safeParse(json);
-  if (!outer.success)
-    throw new PoisonMessageError(`${topic.name}: not an envelope: ${z.prettifyError(outer.error)}`);
-  if (outer.data.type !== topic.type || outer.data.version !== topic.version) {
+  let outer = plainEnvelope(json);
+  if (outer === undefined) {
+    const parsed = envelopeShape.safeParse(json);
+    if (!parsed.success)
+      throw new PoisonMessageError(`${topic.name}: not an envelope: ${z.prettifyError(parsed.error)}`);
+    outer = parsed.data;
+  }
+  if (outer.type !== topic.type || outer.version !== topic.version) {
     throw new PoisonMessageError(
-      `${topic.name}: unsupported envelope ${outer.data.type} v${outer.data.version} (expected ${topic.type} v${topic.version})`,
+      `${topic.name}: unsupported envelope ${outer.type} v${outer.version} (expected ${topic.type} v${topic.version})`,
     );
   }
-  return outer.data;
+  return outer;
+}
+
+/**
+ * The envelope when its fields are plainly what envelopeShape asks (every message of a healthy topic), as
+ * envelopeShape would return it, without zod's walk: every consumer decodes every message. Undefined
+ * otherwise, and envelopeShape then decides (and says why).
+ */
+export function plainEnvelope(json: unknown): Envelope<unknown> | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  const { id, type, version, occurredAt, source, payload } = json as Record<string, unknown>;
+  if (typeof id !== 'string' || id.length < 1 || id.length > 200) return undefined;
+  if (typeof type !== 'string' || type.length < 1) return undefined;
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) return undefined;
+  if (typeof occurredAt !== 'number' || !Number.isSafeInteger(occurredAt) || occurredAt < 0) return undefined;
+  if (typeof source !== 'string' || source.length < 1 || !('payload' in json)) return undefined;
+  return { id, type, version, occurredAt, source, payload };
 }
 
 export function topicSpec(topic: TopicDefinition<unknown>, defaultPartitions: number): TopicSpec {

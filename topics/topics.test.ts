@@ -11,6 +11,7 @@ import {
   relayCommands,
   violations,
 } from './index.js';
+import { envelopeShape, plainEnvelope } from './envelope.js';
 
 const asMessage = (topic: string, value: string): BusMessage => ({
   topic,
@@ -124,6 +125,38 @@ describe('topics', () => {
       expect(attempt).toThrow(PoisonMessageError);
       expect(attempt).toThrow(pattern);
     }
+  });
+
+  it('decodes an envelope without zod only when zod would accept it, into what zod returns', () => {
+    const good = { id: 'e1', type: 'chain.event', version: 1, occurredAt: 0, source: 's', payload: { a: 1 } };
+    const cases: unknown[] = [
+      good,
+      { ...good, extra: 'stripped' },
+      { ...good, payload: null },
+      { ...good, id: 'x'.repeat(200) },
+      { ...good, id: 'x'.repeat(201) },
+      { ...good, id: '' },
+      { ...good, type: '' },
+      { ...good, version: 0 },
+      { ...good, version: 1.5 },
+      { ...good, version: 2 ** 60 },
+      { ...good, version: '1' },
+      { ...good, occurredAt: -1 },
+      { ...good, occurredAt: Number.NaN },
+      { ...good, source: 7 },
+      (({ payload: _, ...rest }) => rest)(good),
+      [good],
+      null,
+      'text',
+    ];
+    for (const input of cases) {
+      const fast = plainEnvelope(input);
+      const zod = envelopeShape.safeParse(input);
+      // What the fast path accepts, zod accepts as the same object; what it leaves, zod still decides.
+      if (fast !== undefined) expect(zod.success && zod.data).toStrictEqual(fast);
+    }
+    expect(plainEnvelope(good)).toStrictEqual(good);
+    expect(plainEnvelope({ ...good, extra: 1 })).toStrictEqual(good);
   });
 
   it('keys relay commands by transfer so commands for one transfer stay in order', () => {

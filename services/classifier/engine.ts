@@ -206,12 +206,7 @@ export class ClassifierEngine {
   }
 
   private env(clocks: ReadonlyMap<string, number>, bidId: string): JudgeEnv {
-    return {
-      now: (chainId) => clocks.get(clockKey(chainId, 'swap')),
-      complaintsSeenThrough: () => complaintsSeenThrough(this.reputationChains, clocks),
-      evmChainId: (chainId) => this.o.chains.get(chainId)?.evmChainId,
-      didNames: (address) => this.o.did.names(address, bidId),
-    };
+    return new SwapEnv(this.o, this.reputationChains, clocks, bidId);
   }
 
   private advanceClock(
@@ -223,13 +218,10 @@ export class ClassifierEngine {
   ): void {
     const now = w.advanceClock(chainId, stream, height, blockTime);
     this.o.metrics?.clock.set({ chain: chainId, stream }, now);
-    let due: string[];
-    if (stream === 'swap') {
-      due = w.pendingWhere((wait) => wait.kind === 'clock' && wait.chainId === chainId && wait.until <= now);
-    } else {
-      const seen = complaintsSeenThrough(this.reputationChains, w.clocks) ?? -1;
-      due = w.pendingWhere((wait) => wait.kind === 'complaints' && wait.until <= seen);
-    }
+    const due =
+      stream === 'swap'
+        ? w.dueOnClock(chainId, now)
+        : w.dueOnComplaints(complaintsSeenThrough(this.reputationChains, w.clocks) ?? -1);
     for (const bid of due) this.evaluate(w, bid);
   }
 
@@ -238,13 +230,6 @@ export class ClassifierEngine {
    * Returns the swap to judge, or null.
    */
   private route(w: WorkingSet, id: string, event: ChainEvent): Loaded | null {
-    const orphan = (ref: string) => {
-      w.addOrphan(id, ref, event);
-      return null;
-    };
-    const join = (swap: StoredSwap | undefined): Loaded | null =>
-      swap ? { facts: addFact(swap.facts, event), decided: swap.decided } : null;
-
     switch (event.kind) {
       case 'TransferOut': {
         const existing = w.swap(event.bidId);
@@ -263,18 +248,18 @@ export class ClassifierEngine {
         return swap;
       }
       case 'TransferIn': {
-        const swap = join(w.swapByOut(event.srcTransferId));
-        if (swap === null) return orphan(event.srcTransferId);
+        const swap = join(w.swapByOut(event.srcTransferId), event);
+        if (swap === null) return w.addOrphan(id, event.srcTransferId, event);
         swap.facts = this.adopt(w, swap.facts, event.transferId);
         return swap;
       }
       case 'ConfirmOut':
       case 'RefundOut':
-        return join(w.swapByOut(event.transferId)) ?? orphan(event.transferId);
+        return join(w.swapByOut(event.transferId), event) ?? w.addOrphan(id, event.transferId, event);
       case 'ConfirmIn':
       case 'RefundIn': {
         const bid = w.linkedBid(event.transferId);
-        return bid === undefined ? orphan(event.transferId) : join(w.swap(bid));
+        return bid === undefined ? w.addOrphan(id, event.transferId, event) : join(w.swap(bid), event);
       }
       case 'Complaint': {
         const existing = w.swap(event.bidId);
@@ -384,6 +369,40 @@ export class ClassifierEngine {
 interface Loaded {
   facts: SwapFacts;
   decided: boolean;
+}
+
+/** An event joins a known swap (null when none). */
+function join(swap: StoredSwap | undefined, event: ChainEvent): Loaded | null {
+  return swap ? { facts: addFact(swap.facts, event), decided: swap.decided } : null;
+}
+
+/**
+ * What judge() may know while judging one swap. A class, not an object of arrow functions: it is made for
+ * every judgement, and its methods are not closures made again each time.
+ */
+class SwapEnv implements JudgeEnv {
+  constructor(
+    private readonly o: Pick<EngineOptions, 'chains' | 'did'>,
+    private readonly reputationChains: readonly string[],
+    private readonly clocks: ReadonlyMap<string, number>,
+    private readonly bidId: string,
+  ) {}
+
+  now(chainId: string): number | undefined {
+    return this.clocks.get(clockKey(chainId, 'swap'));
+  }
+
+  complaintsSeenThrough(): number | undefined {
+    return complaintsSeenThrough(this.reputationChains, this.clocks);
+  }
+
+  evmChainId(chainId: string): number | undefined {
+    return this.o.chains.get(chainId)?.evmChainId;
+  }
+
+  didNames(address: string): readonly string[] | undefined {
+    return this.o.did.names(address, this.bidId);
+  }
 }
 
 /** The deduction-worthy part of a verdict: cases 1–7 (case 0 and unknown deduct nothing). */

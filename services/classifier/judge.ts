@@ -50,25 +50,8 @@ interface ComplaintReading {
 }
 
 export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
-  const didUsed: DidUsed = new Map();
-  const didNames: DidNames = (address, at) => {
-    const key = lower(address);
-    const names = env.didNames(key);
-    if (names === undefined) throw new Waiting({ kind: 'did', address: key }, `DID names of ${key}`);
-    didUsed.set(key, { names, at: Math.min(at, didUsed.get(key)?.at ?? at) });
-    return names;
-  };
-  const clock = (chainId: string, until: number, why: string): number => {
-    const now = env.now(chainId);
-    if (now === undefined || now < until)
-      throw new Waiting(
-        { kind: 'clock', chainId, until },
-        `chain ${chainId} block time to reach ${until}: ${why}`,
-      );
-    return now;
-  };
   try {
-    return { status: 'decided', verdict: decide(facts, env, didNames, clock, didUsed) };
+    return { status: 'decided', verdict: decide(facts, new Judging(env)) };
   } catch (signal) {
     if (signal instanceof Waiting) return { status: 'pending', wait: signal.wait, reason: signal.reason };
     throw signal;
@@ -76,12 +59,57 @@ export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
 }
 
 /**
- * DID names of an address, asked for because of a fact at block time `at`. The verdict records the answers
- * asked for by facts up to its own block time: those are the same whenever the decision ran.
+ * What one judgement asks of the world, and the DID answers it used. A class rather than closures made at
+ * every judgement (a swap is judged at each of its events and clock moves).
  */
-type DidNames = (address: string, at: number) => readonly string[];
-type DidUsed = Map<string, { names: readonly string[]; at: number }>;
-type Clock = (chainId: string, until: number, why: string) => number;
+class Judging {
+  readonly didUsed = new Map<string, { names: readonly string[]; at: number }>();
+
+  constructor(readonly env: JudgeEnv) {}
+
+  /**
+   * DID names of an address, asked for because of a fact at block time `at`. The verdict records the answers
+   * asked for by facts up to its own block time: those are the same whenever the decision ran.
+   */
+  didNames(address: string, at: number): readonly string[] {
+    const key = lower(address);
+    const names = this.env.didNames(key);
+    if (names === undefined) throw new Waiting({ kind: 'did', address: key }, `DID names of ${key}`);
+    this.didUsed.set(key, { names, at: Math.min(at, this.didUsed.get(key)?.at ?? at) });
+    return names;
+  }
+
+  /** The chain's clock, once it reached `until` (else the judgement waits for it). */
+  clock(chainId: string, until: number, why: string): number {
+    const now = this.env.now(chainId);
+    if (now === undefined || now < until)
+      throw new Waiting(
+        { kind: 'clock', chainId, until },
+        `chain ${chainId} block time to reach ${until}: ${why}`,
+      );
+    return now;
+  }
+
+  /** The evidence of a verdict: consents, and the DID answers asked for by facts up to `horizon`. */
+  evidence(
+    userConsent: boolean | null,
+    lpSigner: string | null,
+    lpConsentKnown: boolean,
+    horizon = Number.POSITIVE_INFINITY,
+  ): SwapVerdict['evidence'] {
+    return {
+      userConsent,
+      lpConsent: lpConsentKnown ? lpSigner !== null : null,
+      lpSigner,
+      didNames: Object.fromEntries(
+        [...this.didUsed.entries()]
+          .filter(([, used]) => used.at <= horizon)
+          .sort(([a], [b]) => (a < b ? -1 : 1))
+          .map(([k, used]) => [k, [...used.names]]),
+      ),
+    };
+  }
+}
 
 /**
  * An agreement read from an event, remembered per event object: a swap is judged at each of its events and
@@ -103,19 +131,15 @@ function remembered<E extends object>(read: (event: E) => SignedAgreement, event
 }
 
 /** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
-function lpSignerOf(
-  agreement: SignedAgreement,
-  evmChainId: number,
-  didNames: DidNames,
-  at: number,
-): string | null {
+function lpSignerOf(agreement: SignedAgreement, evmChainId: number, j: Judging, at: number): string | null {
   for (const candidate of candidateSigners(agreement, agreement.lpSign, evmChainId)) {
-    if (didNames(candidate, at).includes(agreement.lpId)) return candidate;
+    if (j.didNames(candidate, at).includes(agreement.lpId)) return candidate;
   }
   return null;
 }
 
-function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames): ComplaintReading {
+function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
+  const env = j.env;
   const reading = (fields: Partial<ComplaintReading>): ComplaintReading => ({
     event,
     agreement: null,
@@ -149,7 +173,7 @@ function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames)
     });
   }
   const at = event.blockTimestamp;
-  const lpSigner = lpSignerOf(agreement, dstEvm, didNames, at);
+  const lpSigner = lpSignerOf(agreement, dstEvm, j, at);
   if (lpSigner === null) {
     return reading({
       agreement,
@@ -157,11 +181,11 @@ function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames)
     });
   }
   const complainant = event.complainant;
-  if (complainant === agreement.lpId || didNames(lpSigner, at).includes(complainant))
+  if (complainant === agreement.lpId || j.didNames(lpSigner, at).includes(complainant))
     return reading({ agreement, valid: true, party: 'lp' });
   if (
     /^0x[0-9a-fA-F]{40}$/.test(agreement.requestor) &&
-    didNames(agreement.requestor, at).includes(complainant)
+    j.didNames(agreement.requestor, at).includes(complainant)
   )
     return reading({ agreement, valid: true, party: 'user' });
   return reading({
@@ -170,54 +194,43 @@ function readComplaint(event: ComplaintEvent, env: JudgeEnv, didNames: DidNames)
   });
 }
 
-function decide(
-  facts: SwapFacts,
-  env: JudgeEnv,
-  didNames: DidNames,
-  clock: Clock,
-  didUsed: DidUsed,
-): SwapVerdict {
-  const base = {
+function complaintField(c: ComplaintReading | null): SwapVerdict['complaint'] {
+  return c === null
+    ? null
+    : {
+        complainant: c.event.complainant,
+        complainantParty: c.party,
+        valid: c.valid,
+        invalidReason: c.invalidReason ?? c.unjudgeable,
+        fields: { ...c.event.complaint },
+      };
+}
+
+function complaintTx(c: ComplaintReading | null): SwapTransaction[] {
+  return c === null ? [] : [tx('complaint', c.event)];
+}
+
+/** The fields every verdict starts from. */
+interface Base {
+  bidId: string;
+  transferOutId: string | null;
+  transferInId: string | null;
+  responseTimeSeconds: number | null;
+}
+
+function decide(facts: SwapFacts, j: Judging): SwapVerdict {
+  const base: Base = {
     bidId: facts.bidId,
     transferOutId: facts.out?.transferId ?? null,
-    transferInId: null as string | null,
-    responseTimeSeconds: null as number | null,
+    transferInId: null,
+    responseTimeSeconds: null,
   };
-  const evidence = (
-    userConsent: boolean | null,
-    lpSigner: string | null,
-    lpConsentKnown: boolean,
-    horizon = Number.POSITIVE_INFINITY,
-  ) => ({
-    userConsent,
-    lpConsent: lpConsentKnown ? lpSigner !== null : null,
-    lpSigner,
-    didNames: Object.fromEntries(
-      [...didUsed.entries()]
-        .filter(([, used]) => used.at <= horizon)
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([k, used]) => [k, [...used.names]]),
-    ),
-  });
-  const complaintField = (c: ComplaintReading | null): SwapVerdict['complaint'] =>
-    c === null
-      ? null
-      : {
-          complainant: c.event.complainant,
-          complainantParty: c.party,
-          valid: c.valid,
-          invalidReason: c.invalidReason ?? c.unjudgeable,
-          fields: { ...c.event.complaint },
-        };
-  const complaintTx = (c: ComplaintReading | null): SwapTransaction[] =>
-    c === null ? [] : [tx('complaint', c.event)];
-
   const out = facts.out;
   if (out === null) {
     // A complaint about a swap whose TransferOut we have not seen (cases 0 and 1).
     const event = facts.complaints[0];
     if (event === undefined) throw new Error(`swap ${facts.bidId} has no facts`);
-    const c = readComplaint(event, env, didNames);
+    const c = readComplaint(event, j);
     const a = c.agreement;
     const verdictOf = (
       fields: Omit<SwapVerdict, keyof typeof base | 'transactions' | 'complaint' | 'evidence'>,
@@ -226,7 +239,7 @@ function decide(
       ...fields,
       transactions: complaintTx(c),
       complaint: complaintField(c),
-      evidence: evidence(null, null, false),
+      evidence: j.evidence(null, null, false),
     });
     if (a === null || c.unjudgeable !== null) {
       return verdictOf({
@@ -246,7 +259,7 @@ function decide(
     const src = a.srcChainId.toString();
     const transferOutDeadline = a.agreementReachedTime + a.expectedSingleStepTime;
     // A TransferOut can only happen by T+E: once the source chain passed it, its absence is settled.
-    clock(src, seconds(transferOutDeadline) + 1, 'a TransferOut with this bid can happen until T+E');
+    j.clock(src, seconds(transferOutDeadline) + 1, 'a TransferOut with this bid can happen until T+E');
     const common = {
       srcChainId: src,
       dstChainId: a.dstChainId.toString(),
@@ -277,29 +290,7 @@ function decide(
     });
   }
 
-  return decideTransferOut(facts, out, env, didNames, clock, {
-    base,
-    evidence,
-    complaintField,
-    complaintTx,
-  });
-}
-
-interface Builders {
-  base: {
-    bidId: string;
-    transferOutId: string | null;
-    transferInId: string | null;
-    responseTimeSeconds: number | null;
-  };
-  evidence(
-    userConsent: boolean | null,
-    lpSigner: string | null,
-    lpConsentKnown: boolean,
-    horizon?: number,
-  ): SwapVerdict['evidence'];
-  complaintField(c: ComplaintReading | null): SwapVerdict['complaint'];
-  complaintTx(c: ComplaintReading | null): SwapTransaction[];
+  return new TransferOutDecision(facts, out, j, base).decide();
 }
 
 function tx(
@@ -311,89 +302,147 @@ function tx(
 
 /** Where a TransferIn differs from the TransferOut it answers (case 4), in words. */
 export function transferInMismatches(out: TransferOut, tin: TransferIn): string[] {
-  const differences: string[] = [];
-  const check = (what: string, expected: string, actual: string) => {
-    if (lower(expected) !== lower(actual)) differences.push(`${what} ${actual} ≠ agreed ${expected}`);
-  };
-  const asAddress = (uint: string) => '0x' + BigInt(uint).toString(16).padStart(40, '0');
-  check('token amount', out.amountDst, tin.tokenAmount);
-  check('native amount', out.nativeAmountDst, tin.ethAmount);
-  check('token', BigInt(out.tokenDst) >> 160n === 0n ? asAddress(out.tokenDst) : out.tokenDst, tin.token);
+  const d: string[] = [];
+  check(d, 'token amount', out.amountDst, tin.tokenAmount);
+  check(d, 'native amount', out.nativeAmountDst, tin.ethAmount);
+  check(d, 'token', BigInt(out.tokenDst) >> 160n === 0n ? asAddress(out.tokenDst) : out.tokenDst, tin.token);
   check(
+    d,
     'receiver',
     BigInt(out.dstAddress) >> 160n === 0n ? asAddress(out.dstAddress) : out.dstAddress,
     tin.receiver,
   );
-  check('hashlock', out.hashlock, tin.hashlock);
-  check('agreement time', out.agreementReachedTime, tin.agreementReachedTime);
-  check('expected step time', out.expectedSingleStepTime, tin.expectedSingleStepTime);
-  check('tolerant step time', out.tolerantSingleStepTime, tin.tolerantSingleStepTime);
-  check('earliest refund time', out.earliestRefundTime, tin.earliestRefundTime);
-  check('source chain', out.chainId, tin.srcChainId);
+  check(d, 'hashlock', out.hashlock, tin.hashlock);
+  check(d, 'agreement time', out.agreementReachedTime, tin.agreementReachedTime);
+  check(d, 'expected step time', out.expectedSingleStepTime, tin.expectedSingleStepTime);
+  check(d, 'tolerant step time', out.tolerantSingleStepTime, tin.tolerantSingleStepTime);
+  check(d, 'earliest refund time', out.earliestRefundTime, tin.earliestRefundTime);
+  check(d, 'source chain', out.chainId, tin.srcChainId);
+  return d;
+}
+
+/** The windows of a TransferOut's agreement (block times), remembered per event object like its agreement. */
+interface Windows {
+  transferInEnd: number;
+  userConfirmEnd: number;
+  lpConfirmEnd: number;
+  thirdPartyConfirmInEnd: number;
+}
+const windows = new WeakMap<TransferOut, Windows>();
+function windowsOf(out: TransferOut): Windows {
+  let w = windows.get(out);
+  if (!w) {
+    const T = BigInt(out.agreementReachedTime);
+    const E = BigInt(out.expectedSingleStepTime);
+    const Tol = BigInt(out.tolerantSingleStepTime);
+    w = {
+      transferInEnd: seconds(T + 2n * E),
+      userConfirmEnd: seconds(T + 3n * E),
+      lpConfirmEnd: seconds(T + 3n * E + Tol),
+      thirdPartyConfirmInEnd: seconds(T + 3n * E + 2n * Tol),
+    };
+    windows.set(out, w);
+  }
+  return w;
+}
+
+/**
+ * transferInMismatches, remembered per TransferIn event object (with the TransferOut it was compared to): a
+ * swap is judged again at each event and clock move, and the comparison parses and lower-cases every term.
+ */
+const mismatches = new WeakMap<TransferIn, { out: TransferOut; differences: string[] }>();
+function mismatchesOf(out: TransferOut, tin: TransferIn): string[] {
+  const known = mismatches.get(tin);
+  if (known?.out === out) return known.differences;
+  const differences = transferInMismatches(out, tin);
+  mismatches.set(tin, { out, differences });
   return differences;
 }
 
-function decideTransferOut(
-  facts: SwapFacts,
-  out: TransferOut,
-  env: JudgeEnv,
-  didNames: DidNames,
-  clock: Clock,
-  build: Builders,
-): SwapVerdict {
-  const S = out.chainId;
-  const D = out.dstChainId;
-  const user = lower(out.sender);
-  const common = { srcChainId: S, dstChainId: D, user, lpId: out.lpId };
+function check(differences: string[], what: string, expected: string, actual: string): void {
+  if (lower(expected) !== lower(actual)) differences.push(`${what} ${actual} ≠ agreed ${expected}`);
+}
 
-  let userConsent: boolean | null = null;
-  let lpSigner: string | null = null;
-  let lpConsentKnown = false;
-  let tin: TransferIn | null = null;
-  let counted: ComplaintReading | null = null;
-  let settled = Number.MAX_SAFE_INTEGER;
-  const transactions = (): SwapTransaction[] => {
-    const list: SwapTransaction[] = [tx('transferOut', out)];
+function asAddress(uint: string): string {
+  return '0x' + BigInt(uint).toString(16).padStart(40, '0');
+}
+
+type Outcome = Pick<
+  SwapVerdict,
+  'outcome' | 'case' | 'party' | 'subject' | 'rule' | 'blockTime' | 'decidedOn'
+> & {
+  responseTimeSeconds?: number;
+};
+
+/**
+ * The decision of a swap with a TransferOut. A class rather than a function of closures: one is made at every
+ * judgement, and what the steps find (consents, the LP's answer, the complaint counted, the verdict's block
+ * time) is read by the verdict they end in.
+ */
+class TransferOutDecision {
+  private readonly S: string;
+  private readonly D: string;
+  private readonly user: string;
+  private userConsent: boolean | null = null;
+  private lpSigner: string | null = null;
+  private lpConsentKnown = false;
+  /** The LP's signer, once known. */
+  private lp: string | null = null;
+  private tin: TransferIn | null = null;
+  private counted: ComplaintReading | null = null;
+  private settled = Number.MAX_SAFE_INTEGER;
+
+  constructor(
+    private readonly facts: SwapFacts,
+    private readonly out: TransferOut,
+    private readonly j: Judging,
+    private readonly base: Base,
+  ) {
+    this.S = out.chainId;
+    this.D = out.dstChainId;
+    this.user = lower(out.sender);
+  }
+
+  private transactions(): SwapTransaction[] {
+    const { facts, tin } = this;
+    const list: SwapTransaction[] = [tx('transferOut', this.out)];
     if (tin) list.push(tx('transferIn', tin));
     const co = facts.confirmOuts[0];
     if (co) list.push(tx('confirmOut', co));
     const ci = tin
-      ? facts.confirmIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId)
+      ? facts.confirmIns.find((e) => e.transferId === tin.transferId && e.chainId === tin.chainId)
       : undefined;
     if (ci) list.push(tx('confirmIn', ci));
     const ro = facts.refundOuts[0];
     if (ro) list.push(tx('refundOut', ro));
     const ri = tin
-      ? facts.refundIns.find((e) => e.transferId === tin!.transferId && e.chainId === tin!.chainId)
+      ? facts.refundIns.find((e) => e.transferId === tin.transferId && e.chainId === tin.chainId)
       : undefined;
     if (ri) list.push(tx('refundIn', ri));
-    return [...list.filter((t) => t.blockTime <= settled), ...build.complaintTx(counted)];
-  };
-  type Outcome = Pick<
-    SwapVerdict,
-    'outcome' | 'case' | 'party' | 'subject' | 'rule' | 'blockTime' | 'decidedOn'
-  > & {
-    responseTimeSeconds?: number;
-  };
+    return [...list.filter((t) => t.blockTime <= this.settled), ...complaintTx(this.counted)];
+  }
+
   /**
    * A chain verdict is final only once every complaint filed up to its block time has been seen; a valid
    * complaint among them whose agreement the TransferOut does not match turns it into case 2.
    */
-  const finish = (o: Outcome, watched: readonly string[] = [S, D]): SwapVerdict => {
+  private finish(o: Outcome, watched: readonly string[] = [this.S, this.D]): SwapVerdict {
+    const { out, j } = this;
     const settledAt = Math.max(o.blockTime, out.blockTimestamp);
     // The verdict lists the swap's transactions up to its block time: all of them must have been seen.
     for (const chainId of watched)
-      clock(chainId, settledAt, 'the transactions up to the verdict must be known');
-    settled = settledAt;
-    const seen = env.complaintsSeenThrough();
+      j.clock(chainId, settledAt, 'the transactions up to the verdict must be known');
+    this.settled = settledAt;
+    const seen = j.env.complaintsSeenThrough();
     if (seen === undefined || seen < settledAt) {
       throw new Waiting(
         { kind: 'complaints', until: settledAt },
         `complaints filed up to ${settledAt} (reputation streams seen through ${seen ?? 'nothing yet'})`,
       );
     }
-    const event = facts.complaints.find((c) => c.blockTimestamp <= settledAt);
-    counted = event ? readComplaint(event, env, didNames) : null;
+    const event = this.facts.complaints.find((c) => c.blockTimestamp <= settledAt);
+    const counted = event ? readComplaint(event, j) : null;
+    this.counted = counted;
     let outcome = o;
     if (counted?.valid && counted.agreement) {
       const differences = differingTerms(counted.agreement, remembered(agreementOfTransferOut, out));
@@ -402,217 +451,227 @@ function decideTransferOut(
           outcome: 'violation',
           case: 2,
           party: 'user',
-          subject: user,
+          subject: this.user,
           rule: `case 2: the TransferOut differs from the complaint's agreement: ${differences.join('; ')}`,
           blockTime: out.blockTimestamp,
-          decidedOn: S,
+          decidedOn: this.S,
         };
       }
     }
     return {
-      ...build.base,
-      ...common,
-      transferInId: tin?.transferId ?? null,
+      ...this.base,
+      srcChainId: this.S,
+      dstChainId: this.D,
+      user: this.user,
+      lpId: out.lpId,
+      transferInId: this.tin?.transferId ?? null,
       ...outcome,
       responseTimeSeconds: outcome.responseTimeSeconds ?? null,
-      transactions: transactions(),
-      complaint: build.complaintField(counted),
-      evidence: build.evidence(userConsent, lpSigner, lpConsentKnown, settled),
+      transactions: this.transactions(),
+      complaint: complaintField(counted),
+      evidence: j.evidence(this.userConsent, this.lpSigner, this.lpConsentKnown, this.settled),
     };
-  };
-  const violation = (
+  }
+
+  private violation(
     party: 'user' | 'lp',
     caseNumber: number,
     rule: string,
     blockTime: number,
     decidedOn: string,
-  ): SwapVerdict =>
-    finish({
+  ): SwapVerdict {
+    return this.finish({
       outcome: 'violation',
       case: caseNumber,
       party,
-      subject: party === 'user' ? user : out.lpId,
+      subject: party === 'user' ? this.user : this.out.lpId,
       rule,
       blockTime,
       decidedOn,
     });
-  const unknown = (
+  }
+
+  private unknown(
     rule: string,
     blockTime: number,
     decidedOn: string,
     watched?: readonly string[],
-  ): SwapVerdict =>
-    finish(
+  ): SwapVerdict {
+    return this.finish(
       { outcome: 'unknown', case: null, party: null, subject: null, rule, blockTime, decidedOn },
       watched,
     );
-
-  let agreement: SignedAgreement;
-  try {
-    agreement = remembered(agreementOfTransferOut, out);
-  } catch (err) {
-    if (!(err instanceof AgreementFieldError)) throw err;
-    return unknown(`unknown: the TransferOut's ${err.message}`, out.blockTimestamp, S, [S]);
-  }
-  const srcEvm = env.evmChainId(S);
-  const dstEvm = env.evmChainId(D);
-  if (srcEvm === undefined || dstEvm === undefined) {
-    return unknown(
-      `unknown: chain ${srcEvm === undefined ? S : D} is not watched by this deployment`,
-      out.blockTimestamp,
-      S,
-      [S],
-    );
   }
 
-  userConsent = userConsents(agreement, out.userSign, srcEvm);
-  lpSigner = lpSignerOf(agreement, dstEvm, didNames, out.blockTimestamp);
-  lpConsentKnown = true;
-
-  // Case 2: the user locked something the LP never agreed to.
-  if (lpSigner === null) {
-    return violation(
-      'user',
-      2,
-      `case 2: TransferOut without LP consent: lpSign over its own terms does not recover an address whose DID names include ${out.lpId} under OtmoicSwap{chainId ${dstEvm}}`,
-      out.blockTimestamp,
-      S,
-    );
-  }
-  const lp = lpSigner;
-  const isLp = (address: string, at: number): boolean =>
-    lower(address) === lp || didNames(address, at).includes(out.lpId);
-  if (!isLp(out.receiver, out.blockTimestamp)) {
-    return violation(
-      'user',
-      2,
-      `case 2: the TransferOut pays ${out.receiver}, which is not an address of LP ${out.lpId}`,
-      out.blockTimestamp,
-      S,
-    );
+  /** An address of the LP: its signer, or one whose DID names include its id. */
+  private isLp(address: string, at: number): boolean {
+    return lower(address) === this.lp || this.j.didNames(address, at).includes(this.out.lpId);
   }
 
-  const T = BigInt(out.agreementReachedTime);
-  const E = BigInt(out.expectedSingleStepTime);
-  const Tol = BigInt(out.tolerantSingleStepTime);
-  const transferInEnd = seconds(T + 2n * E);
-  const userConfirmEnd = seconds(T + 3n * E);
-  const lpConfirmEnd = seconds(T + 3n * E + Tol);
-  const thirdPartyConfirmInEnd = seconds(T + 3n * E + 2n * Tol);
+  /** An address that acts for the LP: the sender of its answer, or one of its own. */
+  private isLpTx(address: string, at: number): boolean {
+    return lower(address) === lower(this.tin!.sender) || this.isLp(address, at);
+  }
 
-  // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
-  // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
-  const onDst = facts.ins.filter((e) => e.chainId === D);
-  tin =
-    onDst.find((e) => transferInMismatches(out, e).length === 0 && isLp(e.sender, e.blockTimestamp)) ?? null;
-  if (tin === null) {
-    clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
-    const first = onDst.find((e) => isLp(e.sender, e.blockTimestamp));
-    if (first) {
-      tin = first;
-      return violation(
+  decide(): SwapVerdict {
+    const { facts, out, j, S, D, user } = this;
+    let agreement: SignedAgreement;
+    try {
+      agreement = remembered(agreementOfTransferOut, out);
+    } catch (err) {
+      if (!(err instanceof AgreementFieldError)) throw err;
+      return this.unknown(`unknown: the TransferOut's ${err.message}`, out.blockTimestamp, S, [S]);
+    }
+    const srcEvm = j.env.evmChainId(S);
+    const dstEvm = j.env.evmChainId(D);
+    if (srcEvm === undefined || dstEvm === undefined) {
+      return this.unknown(
+        `unknown: chain ${srcEvm === undefined ? S : D} is not watched by this deployment`,
+        out.blockTimestamp,
+        S,
+        [S],
+      );
+    }
+
+    this.userConsent = userConsents(agreement, out.userSign, srcEvm);
+    this.lpSigner = lpSignerOf(agreement, dstEvm, j, out.blockTimestamp);
+    this.lpConsentKnown = true;
+
+    // Case 2: the user locked something the LP never agreed to.
+    if (this.lpSigner === null) {
+      return this.violation(
+        'user',
+        2,
+        `case 2: TransferOut without LP consent: lpSign over its own terms does not recover an address whose DID names include ${out.lpId} under OtmoicSwap{chainId ${dstEvm}}`,
+        out.blockTimestamp,
+        S,
+      );
+    }
+    this.lp = this.lpSigner;
+    if (!this.isLp(out.receiver, out.blockTimestamp)) {
+      return this.violation(
+        'user',
+        2,
+        `case 2: the TransferOut pays ${out.receiver}, which is not an address of LP ${out.lpId}`,
+        out.blockTimestamp,
+        S,
+      );
+    }
+
+    const { transferInEnd, userConfirmEnd, lpConfirmEnd, thirdPartyConfirmInEnd } = windowsOf(out);
+
+    // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
+    // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
+    const onDst = facts.ins.filter((e) => e.chainId === D);
+    this.tin =
+      onDst.find((e) => mismatchesOf(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ?? null;
+    if (this.tin === null) {
+      j.clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
+      const first = onDst.find((e) => this.isLp(e.sender, e.blockTimestamp));
+      if (first) {
+        this.tin = first;
+        return this.violation(
+          'lp',
+          4,
+          `case 4: the LP's TransferIn differs from the TransferOut: ${mismatchesOf(out, first).join('; ')}`,
+          first.blockTimestamp,
+          D,
+        );
+      }
+      return this.violation(
         'lp',
-        4,
-        `case 4: the LP's TransferIn differs from the TransferOut: ${transferInMismatches(out, first).join('; ')}`,
-        first.blockTimestamp,
+        3,
+        `case 3: no TransferIn by the LP on chain ${D} by T+2E = ${transferInEnd}`,
+        transferInEnd,
         D,
       );
     }
-    return violation(
-      'lp',
-      3,
-      `case 3: no TransferIn by the LP on chain ${D} by T+2E = ${transferInEnd}`,
-      transferInEnd,
-      D,
-    );
-  }
-  const answer = tin;
-  const isLpTx = (address: string, at: number) =>
-    lower(address) === lower(answer.sender) || isLp(address, at);
-  const confirmOut = facts.confirmOuts[0];
-  const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
+    const answer = this.tin;
+    const confirmOut = facts.confirmOuts[0];
+    const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
 
-  // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
-  if (confirmIn && !isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp)) {
-    const confirmedOutBefore = () =>
-      confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
-    if (!confirmedOutBefore()) {
-      clock(S, confirmIn.blockTimestamp, 'a ConfirmOut before the ConfirmIn would be seen by then');
+    // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
+    if (confirmIn && !this.isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp)) {
+      const confirmedOutBefore = () =>
+        confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
       if (!confirmedOutBefore()) {
-        return violation(
-          'user',
-          7,
-          `case 7: ${confirmIn.txFrom} confirmed in at ${confirmIn.blockTimestamp} while the user had not confirmed out`,
-          confirmIn.blockTimestamp,
-          S,
+        j.clock(S, confirmIn.blockTimestamp, 'a ConfirmOut before the ConfirmIn would be seen by then');
+        if (!confirmedOutBefore()) {
+          return this.violation(
+            'user',
+            7,
+            `case 7: ${confirmIn.txFrom} confirmed in at ${confirmIn.blockTimestamp} while the user had not confirmed out`,
+            confirmIn.blockTimestamp,
+            S,
+          );
+        }
+      }
+    } else if (!confirmIn) {
+      // Settled once no ConfirmIn can come before the ConfirmOut, or none can come at all.
+      const nowD = j.env.now(D);
+      const settled =
+        nowD !== undefined &&
+        ((confirmOut !== undefined && nowD >= confirmOut.blockTimestamp) || nowD > thirdPartyConfirmInEnd);
+      if (!settled) {
+        j.clock(
+          D,
+          confirmOut
+            ? Math.min(confirmOut.blockTimestamp, thirdPartyConfirmInEnd + 1)
+            : thirdPartyConfirmInEnd + 1,
+          'a ConfirmIn before any ConfirmOut would be case 7',
         );
       }
     }
-  } else if (!confirmIn) {
-    // Settled once no ConfirmIn can come before the ConfirmOut, or none can come at all.
-    const nowD = env.now(D);
-    const settled =
-      nowD !== undefined &&
-      ((confirmOut !== undefined && nowD >= confirmOut.blockTimestamp) || nowD > thirdPartyConfirmInEnd);
-    if (!settled) {
-      clock(
-        D,
-        confirmOut
-          ? Math.min(confirmOut.blockTimestamp, thirdPartyConfirmInEnd + 1)
-          : thirdPartyConfirmInEnd + 1,
-        'a ConfirmIn before any ConfirmOut would be case 7',
+
+    // Case 5: the user did not confirm out by T+3E.
+    const userConfirmedOut =
+      confirmOut !== undefined &&
+      confirmOut.blockTimestamp <= userConfirmEnd &&
+      lower(confirmOut.txFrom) === user;
+    if (!userConfirmedOut) {
+      j.clock(S, userConfirmEnd + 1, 'the user may confirm out until T+3E');
+      return this.violation(
+        'user',
+        5,
+        `case 5: the user did not confirm out on chain ${S} by T+3E = ${userConfirmEnd}`,
+        userConfirmEnd,
+        S,
       );
     }
-  }
 
-  // Case 5: the user did not confirm out by T+3E.
-  const userConfirmedOut =
-    confirmOut !== undefined &&
-    confirmOut.blockTimestamp <= userConfirmEnd &&
-    lower(confirmOut.txFrom) === user;
-  if (!userConfirmedOut) {
-    clock(S, userConfirmEnd + 1, 'the user may confirm out until T+3E');
-    return violation(
-      'user',
-      5,
-      `case 5: the user did not confirm out on chain ${S} by T+3E = ${userConfirmEnd}`,
-      userConfirmEnd,
+    // Case 6: the LP did not confirm in by T+3E+Tol.
+    const lpConfirmedIn =
+      confirmIn !== undefined &&
+      confirmIn.blockTimestamp <= lpConfirmEnd &&
+      this.isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp);
+    if (!lpConfirmedIn) {
+      j.clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
+      return this.violation(
+        'lp',
+        6,
+        `case 6: the LP did not confirm in on chain ${D} by T+3E+Tol = ${lpConfirmEnd}`,
+        lpConfirmEnd,
+        D,
+      );
+    }
+
+    // Normal: all four steps, in time, by the right parties, in order.
+    if (confirmOut.blockTimestamp <= confirmIn.blockTimestamp) {
+      return this.finish({
+        outcome: 'normal',
+        case: null,
+        party: null,
+        subject: null,
+        rule: 'normal: TransferOut, TransferIn, ConfirmOut by the user and ConfirmIn by the LP, each in its window',
+        blockTime: confirmIn.blockTimestamp,
+        decidedOn: D,
+        responseTimeSeconds: Math.max(0, answer.blockTimestamp - out.blockTimestamp),
+      });
+    }
+    return this.unknown(
+      `unknown: the LP confirmed in at ${confirmIn.blockTimestamp} before the user confirmed out at ${confirmOut.blockTimestamp}`,
+      confirmOut.blockTimestamp,
       S,
     );
   }
-
-  // Case 6: the LP did not confirm in by T+3E+Tol.
-  const lpConfirmedIn =
-    confirmIn !== undefined &&
-    confirmIn.blockTimestamp <= lpConfirmEnd &&
-    isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp);
-  if (!lpConfirmedIn) {
-    clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
-    return violation(
-      'lp',
-      6,
-      `case 6: the LP did not confirm in on chain ${D} by T+3E+Tol = ${lpConfirmEnd}`,
-      lpConfirmEnd,
-      D,
-    );
-  }
-
-  // Normal: all four steps, in time, by the right parties, in order.
-  if (confirmOut.blockTimestamp <= confirmIn.blockTimestamp) {
-    return finish({
-      outcome: 'normal',
-      case: null,
-      party: null,
-      subject: null,
-      rule: 'normal: TransferOut, TransferIn, ConfirmOut by the user and ConfirmIn by the LP, each in its window',
-      blockTime: confirmIn.blockTimestamp,
-      decidedOn: D,
-      responseTimeSeconds: Math.max(0, answer.blockTimestamp - out.blockTimestamp),
-    });
-  }
-  return unknown(
-    `unknown: the LP confirmed in at ${confirmIn.blockTimestamp} before the user confirmed out at ${confirmOut.blockTimestamp}`,
-    confirmOut.blockTimestamp,
-    S,
-  );
 }

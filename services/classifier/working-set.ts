@@ -9,6 +9,7 @@ import type { PoolClient, Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
 import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
 import type { ClassifierTables } from './tables.js';
+import { WaitIndex } from './wait-index.js';
 
 export type Stream = 'swap' | 'reputation';
 export const clockKey = (chainId: string, stream: Stream) => `${chainId}/${stream}`;
@@ -121,8 +122,8 @@ interface SwapRow {
 
 export class WorkingSet {
   readonly swaps = new Map<string, StoredSwap>();
-  /** The pending swaps that wait for something, by bid: what a clock move or a DID answer looks through. */
-  private readonly waiting = new Map<string, Wait>();
+  /** The pending swaps that wait for something: what a clock move or a DID answer looks through. */
+  private readonly waiting = new WaitIndex();
   private readonly byOut = new Map<string, string>();
   private readonly orphans = new Map<string, Orphan[]>();
   private readonly inLinks = new Map<string, string>();
@@ -334,8 +335,7 @@ export class WorkingSet {
     swap.dirty = true;
     if (swap.decided && this.resident) this.decidedSinceWrite.add(swap.facts.bidId);
     this.swaps.set(swap.facts.bidId, swap);
-    if (!swap.decided && swap.wait) this.waiting.set(swap.facts.bidId, swap.wait);
-    else this.waiting.delete(swap.facts.bidId);
+    this.waiting.set(swap.facts.bidId, swap.decided ? null : swap.wait);
     if (swap.facts.out) this.byOut.set(swap.facts.out.transferId, swap.facts.bidId);
   }
 
@@ -351,8 +351,10 @@ export class WorkingSet {
     }
   }
 
-  addOrphan(eventId: string, ref: string, event: ChainEvent): void {
+  /** Keeps an event until the swap it names is known (null: it joins no swap now). */
+  addOrphan(eventId: string, ref: string, event: ChainEvent): null {
     this.keepOrphan({ eventId, ref, event, stored: false, adopted: false });
+    return null;
   }
 
   /** Removes and returns the orphans naming `ref`, oldest first. */
@@ -406,11 +408,22 @@ export class WorkingSet {
     return now;
   }
 
-  /** Pending swaps whose wait `due` says is over, in bid order. */
+  /** Pending swaps whose wait `due` says is over, in bid order (a scan: for the rare DID answer). */
   pendingWhere(due: (wait: Wait) => boolean): string[] {
-    const bids: string[] = [];
-    for (const [bid, wait] of this.waiting) if (due(wait)) bids.push(bid);
-    return bids.sort();
+    return this.waiting.where(due);
+  }
+
+  /**
+   * Pending swaps waiting for `chainId`'s clock to reach `now` at most, in bid order; the caller judges each
+   * again (they are no longer indexed under this wait).
+   */
+  dueOnClock(chainId: string, now: number): string[] {
+    return this.waiting.dueOnClock(chainId, now);
+  }
+
+  /** Pending swaps waiting for complaints up to `seen` at most, in bid order; the caller judges each again. */
+  dueOnComplaints(seen: number): string[] {
+    return this.waiting.dueOnComplaints(seen);
   }
 
   /**
@@ -560,16 +573,18 @@ async function writeDecided(
   verdicts: readonly SwapVerdict[],
   violations: readonly Violation[],
 ): Promise<void> {
+  // Each list as one JSON array: a text[] of JSON documents costs the driver an escape of every quote.
   if (verdicts.length > 0) {
     await db.query(
-      `INSERT INTO ${t.verdicts} (bid_id, verdict) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
-      [verdicts.map((v) => v.bidId), verdicts.map((v) => JSON.stringify(v))],
+      `INSERT INTO ${t.verdicts} (bid_id, verdict) SELECT v->>'bidId', v FROM jsonb_array_elements($1::jsonb) v`,
+      [JSON.stringify(verdicts)],
     );
   }
   if (violations.length > 0) {
     await db.query(
-      `INSERT INTO ${t.violations} (bid_id, violation) SELECT * FROM unnest($1::text[], $2::jsonb[])`,
-      [violations.map((v) => v.bidId), violations.map((v) => JSON.stringify(v))],
+      `INSERT INTO ${t.violations} (bid_id, violation)
+       SELECT v->>'bidId', v FROM jsonb_array_elements($1::jsonb) v`,
+      [JSON.stringify(violations)],
     );
   }
 }

@@ -7,7 +7,7 @@ import { applyOnceBatch } from '../../shared/bus/apply-once.js';
 import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { chainEvents } from '../../topics/chain.events.js';
-import { decode, decodeEnvelope } from '../../topics/envelope.js';
+import { decode, decodeEnvelope, decodePayload } from '../../topics/envelope.js';
 import { swapVerdicts } from '../../topics/swap.verdicts.js';
 import { violations } from '../../topics/violations.js';
 import {
@@ -41,7 +41,7 @@ export function effectsOfMessage(message: BusMessage): { id: string; effects: Ef
       const outer = decodeEnvelope(chainEvents, message);
       if ((outer.payload as { kind?: unknown } | null)?.kind !== 'Complaint')
         return { id: outer.id, effects: [] };
-      const { id, payload } = decode(chainEvents, message);
+      const { id, payload } = decodePayload(chainEvents, outer);
       return { id, effects: chainEventEffects(id, payload) };
     }
     default:

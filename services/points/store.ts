@@ -64,58 +64,42 @@ export class PointsStore {
     const changed = this.schema === LIVE_SCHEMA ? changedSubjects(effects) : [];
     for (const payload of notifyPayloads(changed))
       await tx.query(`SELECT pg_notify('points_changed', $1)`, [payload]);
+    // Each kind's rows as one JSON array of the row objects as they are: a column of JSON documents in a
+    // text[] costs the driver an escape of every quote, and twelve arrays are twelve copies.
     const deductions = effects.flatMap((e) => (e.kind === 'deduction' ? [e.row] : []));
     if (deductions.length > 0) {
       await tx.query(
         `INSERT INTO ${this.s}.points_deductions (bid_id, party, subject, arbitration_case, src_chain_id,
            dst_chain_id, chain_id, block_time, rule, tenths, transactions, event_id)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-           $8::bigint[], $9::text[], $10::int[], $11::jsonb[], $12::text[])
+         SELECT "bidId", party, subject, "case", "srcChainId", "dstChainId", "chainId", "blockTime", rule, tenths,
+           transactions, "eventId"
+         FROM json_to_recordset($1::json) AS r("bidId" text, party text, subject text, "case" int,
+           "srcChainId" text, "dstChainId" text, "chainId" text, "blockTime" bigint, rule text, tenths int,
+           transactions jsonb, "eventId" text)
          ON CONFLICT (bid_id) DO NOTHING`,
-        [
-          deductions.map((r) => r.bidId),
-          deductions.map((r) => r.party),
-          deductions.map((r) => r.subject),
-          deductions.map((r) => r.case),
-          deductions.map((r) => r.srcChainId),
-          deductions.map((r) => r.dstChainId),
-          deductions.map((r) => r.chainId),
-          deductions.map((r) => r.blockTime),
-          deductions.map((r) => r.rule),
-          deductions.map((r) => r.tenths),
-          deductions.map((r) => JSON.stringify(r.transactions)),
-          deductions.map((r) => r.eventId),
-        ],
+        [JSON.stringify(deductions)],
       );
     }
     const verdicts = effects.flatMap((e) => (e.kind === 'verdict' ? [e.row] : []));
     if (verdicts.length > 0) {
       await tx.query(
         `INSERT INTO ${this.s}.points_verdicts (bid_id, outcome, block_time, verdict, event_id)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[], $5::text[])
+         SELECT "bidId", outcome, "blockTime", verdict, "eventId"
+         FROM json_to_recordset($1::json) AS r("bidId" text, outcome text, "blockTime" bigint, verdict jsonb,
+           "eventId" text)
          ON CONFLICT (bid_id) DO NOTHING`,
-        [
-          verdicts.map((r) => r.bidId),
-          verdicts.map((r) => r.outcome),
-          verdicts.map((r) => r.blockTime),
-          verdicts.map((r) => JSON.stringify(r.verdict)),
-          verdicts.map((r) => r.eventId),
-        ],
+        [JSON.stringify(verdicts)],
       );
     }
     const lpSwaps = effects.flatMap((e) => (e.kind === 'lp-swap' ? [e.row] : []));
     if (lpSwaps.length > 0) {
       await tx.query(
         `INSERT INTO ${this.s}.points_lp_swaps (bid_id, lp_id, block_time, normal, response_time_seconds)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[])
+         SELECT "bidId", "lpId", "blockTime", normal, "responseTimeSeconds"
+         FROM json_to_recordset($1::json) AS r("bidId" text, "lpId" text, "blockTime" bigint, normal boolean,
+           "responseTimeSeconds" bigint)
          ON CONFLICT (bid_id) DO NOTHING`,
-        [
-          lpSwaps.map((r) => r.bidId),
-          lpSwaps.map((r) => r.lpId),
-          lpSwaps.map((r) => r.blockTime),
-          lpSwaps.map((r) => r.normal),
-          lpSwaps.map((r) => r.responseTimeSeconds),
-        ],
+        [JSON.stringify(lpSwaps)],
       );
     }
     const complaints = effects.flatMap((e) => (e.kind === 'complaint' ? [e.row] : []));
@@ -123,19 +107,11 @@ export class PointsStore {
       await tx.query(
         `INSERT INTO ${this.s}.points_complaints (event_id, bid_id, chain_id, tx_hash, block_number,
            block_time, complainant, fields)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
-           $7::text[], $8::jsonb[])
+         SELECT "eventId", "bidId", "chainId", "txHash", "blockNumber", "blockTime", complainant, fields
+         FROM json_to_recordset($1::json) AS r("eventId" text, "bidId" text, "chainId" text, "txHash" text,
+           "blockNumber" bigint, "blockTime" bigint, complainant text, fields jsonb)
          ON CONFLICT (event_id) DO NOTHING`,
-        [
-          complaints.map((r) => r.eventId),
-          complaints.map((r) => r.bidId),
-          complaints.map((r) => r.chainId),
-          complaints.map((r) => r.txHash),
-          complaints.map((r) => r.blockNumber),
-          complaints.map((r) => r.blockTime),
-          complaints.map((r) => r.complainant),
-          complaints.map((r) => JSON.stringify(r.fields)),
-        ],
+        [JSON.stringify(complaints)],
       );
     }
   }
