@@ -231,6 +231,12 @@ export async function run(): Promise<BenchSection[]> {
   }
 }
 
+interface Answer {
+  status: number;
+  text: string;
+  ms: number;
+}
+
 /** The chain client on its own thread (chain-client-worker.ts): post(i) sends bodies[i] and times it there. */
 function chainClient(port: number, path: string, bodies: string[]) {
   // A worker has no --import of its own: it registers tsx, then loads the TypeScript module.
@@ -240,15 +246,20 @@ function chainClient(port: number, path: string, bodies: string[]) {
     `import(${JSON.stringify(tsx)}).then((t) => { t.register(); return import(${JSON.stringify(entry)}); })`,
     { eval: true, execArgv: [], workerData: { port, path, bodies } },
   );
-  let pending: ((answer: { status: number; text: string; ms: number }) => void) | undefined;
-  worker.on('message', (answer) => pending?.(answer));
+  // A worker that fails fails the callback in flight (and every later one), so the bench's finally still
+  // stops its database: an error thrown from this listener would end the process without it.
+  let failure: Error | undefined;
+  let pending: { resolve(answer: Answer): void; reject(err: Error): void } | undefined;
+  worker.on('message', (answer: Answer) => pending?.resolve(answer));
   worker.on('error', (err) => {
-    throw err;
+    failure = err;
+    pending?.reject(err);
   });
   return {
-    post(index: number): Promise<{ status: number; text: string; ms: number }> {
-      return new Promise((resolve) => {
-        pending = resolve;
+    post(index: number): Promise<Answer> {
+      if (failure) return Promise.reject(failure);
+      return new Promise((resolve, reject) => {
+        pending = { resolve, reject };
         worker.postMessage({ index });
       });
     },
