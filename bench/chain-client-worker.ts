@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
+import { postJson } from './post-json.js';
 
 /**
  * The connector bench's chain client, on a thread of its own as a real chain client is a process of its own:
@@ -19,32 +20,9 @@ parentPort!.on('message', async (message: { index: number } | 'close') => {
   const body = bodies[message.index]!;
   const start = performance.now();
   try {
-    const { status, text } = await post(body);
+    const { status, text } = await postJson(agent, port, path, body);
     parentPort!.postMessage({ status, text: status === 200 ? '' : text, ms: performance.now() - start });
   } catch (err) {
     parentPort!.postMessage({ status: 0, text: (err as Error).message, ms: 0 });
   }
 });
-
-function post(body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        port,
-        host: '127.0.0.1',
-        path,
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}

@@ -12,6 +12,7 @@ import { registerRelayRoutes } from '../services/relay/routes.js';
 import type { CommandStore } from '../services/relay/store.js';
 import { createLogger } from '../shared/logging/logger.js';
 import type { BenchSection } from './report.js';
+import { postJson } from './post-json.js';
 import { fmt, printTable } from './support.js';
 
 const CONCURRENCY = 16;
@@ -27,28 +28,10 @@ async function measure(
   expect: string,
 ): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const one = () =>
-    new Promise<void>((resolve, reject) => {
-      const request = http.request(
-        {
-          port,
-          path,
-          method: 'POST',
-          agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (response) => {
-          let text = '';
-          response.setEncoding('utf8');
-          response.on('data', (chunk) => (text += chunk));
-          response.on('end', () =>
-            text.includes(expect) ? resolve() : reject(new Error(`${path}: unexpected answer ${text}`)),
-          );
-        },
-      );
-      request.on('error', reject);
-      request.end(body);
-    });
+  const one = async () => {
+    const { text } = await postJson(agent, port, path, body);
+    if (!text.includes(expect)) throw new Error(`${path}: unexpected answer ${text}`);
+  };
   let done = 0;
   const started = performance.now();
   const deadline = started + ms;
