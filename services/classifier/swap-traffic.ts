@@ -17,8 +17,8 @@ import { buildTimeline, DST, SRC, type TimelineSpec } from './swap-timeline.js';
 
 export interface Traffic {
   bids: string[];
-  /** One list per chain stream, each in the order the Connector publishes it. */
-  streams: Array<Array<{ topic: string; message: OutgoingMessage }>>;
+  /** One list per chain stream, each in the order the Connector publishes it; `at` is the block time. */
+  streams: Array<Array<{ topic: string; message: OutgoingMessage; at: number }>>;
   events: number;
 }
 
@@ -51,7 +51,7 @@ export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Tr
       }
       return { ...e, blockNumber: block, logIndex } as ChainEvent;
     });
-    const out: Array<{ topic: string; message: OutgoingMessage }> = [];
+    const out: Array<{ topic: string; message: OutgoingMessage; at: number }> = [];
     const height = (h: number, at: number, lastEventId: string | null) => {
       const payload = { chainId, stream, height: h, blockTimestamp: at, lastEventId };
       out.push({
@@ -60,6 +60,7 @@ export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Tr
           chainHeights,
           envelope(chainHeights, payload, { id: chainHeightId(payload), occurredAt: at, source: 'traffic' }),
         ),
+        at,
       });
     };
     let lastId: string | null = null;
@@ -71,6 +72,7 @@ export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Tr
           chainEvents,
           envelope(chainEvents, e, { id: lastId, occurredAt: e.blockTimestamp, source: 'traffic' }),
         ),
+        at: e.blockTimestamp,
       });
       const next = numbered[i + 1];
       // A height only at a block boundary: no later event may carry its block time.
@@ -88,8 +90,10 @@ export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Tr
 }
 
 /**
- * Publishes the traffic stream by stream, in order, `chunk` messages at a time (one publish per topic of a
- * chunk), as the Connector does; `onProgress` hears how many are published so far.
+ * Publishes the traffic as chain clients following every chain at once would have it published: the streams
+ * merged in block time (each stream's own order kept), `chunk` messages at a time (one publish per topic of a
+ * chunk). Stream after stream instead would put every complaint after every swap event, and a live
+ * Classifier would hold every swap until the last of them. `onProgress` hears how many are published so far.
  */
 export async function publishTraffic(
   bus: EventBus,
@@ -97,16 +101,20 @@ export async function publishTraffic(
   chunk: number,
   onProgress?: (published: number) => void,
 ): Promise<void> {
-  let published = 0;
-  for (const stream of traffic.streams) {
-    for (let i = 0; i < stream.length; i += chunk) {
-      const slice = stream.slice(i, i + chunk);
-      for (const topic of [chainEvents.name, chainHeights.name]) {
-        const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
-        if (batch.length > 0) await bus.publish(topic, batch);
-      }
-      published += slice.length;
-      onProgress?.(published);
+  const merged = mergeByTime(traffic.streams);
+  for (let i = 0; i < merged.length; i += chunk) {
+    const slice = merged.slice(i, i + chunk);
+    for (const topic of [chainEvents.name, chainHeights.name]) {
+      const batch = slice.filter((m) => m.topic === topic).map((m) => m.message);
+      if (batch.length > 0) await bus.publish(topic, batch);
     }
+    onProgress?.(i + slice.length);
   }
+}
+
+/** The streams' messages in block time; at equal times, in stream order, each stream's own order kept. */
+function mergeByTime<T extends { at: number }>(streams: readonly (readonly T[])[]): T[] {
+  const tagged = streams.flatMap((stream, s) => stream.map((m, i) => ({ m, s, i })));
+  tagged.sort((a, b) => a.m.at - b.m.at || a.s - b.s || a.i - b.i);
+  return tagged.map((t) => t.m);
 }
