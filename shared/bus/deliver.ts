@@ -77,6 +77,7 @@ export async function deliverBatch(
     const outcome = await deliverOne(message, position, options);
     if (outcome === 'stopped') return { outcome, next: position };
     position = message.offset + 1n;
+    options.settled(position);
   }
   return { outcome: 'done', next: position };
 }
@@ -97,20 +98,17 @@ async function deliverOne(
         `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
       );
       await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group), from, next);
-      options.settled(next);
       options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
       return 'done';
     }
     try {
       await handleAndCommit([message], from, next, attempt, options);
-      options.settled(next);
       return 'done';
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
         await options.deadLetter(deadLetterMessage(message, error, attempt, options.group), from, next);
-        options.settled(next);
         options.log.error(
           { ...where, attempt, err: error.message },
           'message moved to the dead-letter topic',

@@ -155,6 +155,8 @@ export function batchHandlerOf(options: SubscribeOptions): {
     throw new Error(`subscribe(${options.group}): maxBatch must be a positive integer, not ${maxBatch}`);
   const lingerMs = options.batchLingerMs ?? DEFAULT_BATCH_LINGER_MS;
   if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > 10_000)
-    throw new Error(`subscribe(${options.group}): batchLingerMs must be an integer from 0 to 10000, not ${lingerMs}`);
+    throw new Error(
+      `subscribe(${options.group}): batchLingerMs must be an integer from 0 to 10000, not ${lingerMs}`,
+    );
   return { handle: batchHandler!, maxBatch, lingerMs };
 }

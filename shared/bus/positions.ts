@@ -55,12 +55,12 @@ export async function commitPosition(
   next: bigint,
   armNext = false,
 ): Promise<void> {
+  const attempt = armNext
+    ? 'attempt_offset = $4, attempts = 1, attempt_batch = true'
+    : 'attempt_offset = NULL, attempts = 0, attempt_batch = false';
   const result = await db.query(
-    armNext
-      ? `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = $4, attempts = 1, attempt_batch = true, updated_at = now()
-         WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`
-      : `UPDATE bus_group_offsets SET next_offset = $4, attempt_offset = NULL, attempts = 0, attempt_batch = false, updated_at = now()
-         WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
+    `UPDATE bus_group_offsets SET next_offset = $4, ${attempt}, updated_at = now()
+     WHERE group_id = $1 AND topic = $2 AND partition = $3 AND next_offset = $5`,
     [ref.group, ref.topic, ref.partition, next.toString(), expected.toString()],
   );
   if (result.rowCount !== 1) throw new PartitionFencedError(ref.topic, ref.partition);

@@ -126,9 +126,9 @@ export class KafkaSubscription implements Subscription {
       await this.consumer.disconnect();
       // Recorded batch tries that never started are taken back, so whoever goes on batches at once.
       await Promise.all(
-        [...this.tries.values()].map((tries) =>
+        [...this.tries].map(([partition, tries]) =>
           tries.disarm().catch((err) => {
-            this.options.log.warn({ err: (err as Error).message }, 'could not disarm batch try');
+            this.options.log.warn({ err: (err as Error).message, partition }, 'could not disarm batch try');
           }),
         ),
       );

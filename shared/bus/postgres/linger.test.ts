@@ -9,7 +9,11 @@ describe('postgres log: batchLingerMs', () => {
   let bus: PostgresBus;
   beforeAll(async () => {
     db = await createTestDatabase();
-    bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log: createLogger({ level: 'silent' }) });
+    bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
   });
   afterAll(async () => {
     await bus.close();
@@ -45,7 +49,12 @@ describe('postgres log: batchLingerMs', () => {
   it('refuses a batchLingerMs that is not an integer from 0 to 10000', async () => {
     for (const batchLingerMs of [-1, 1.5, 20_000]) {
       await expect(
-        bus.subscribe({ group: 'bad', topics: ['linger'], batchLingerMs, batchHandler: async () => undefined }),
+        bus.subscribe({
+          group: 'bad',
+          topics: ['linger'],
+          batchLingerMs,
+          batchHandler: async () => undefined,
+        }),
       ).rejects.toThrow(/batchLingerMs/);
     }
   });

@@ -290,7 +290,10 @@ class PartitionWorker {
     this.stopController.abort();
     await this.running;
     await this.tries.disarm().catch((err) => {
-      this.options.log.warn({ err: (err as Error).message, partition: this.id }, 'could not disarm batch try');
+      this.options.log.warn(
+        { err: (err as Error).message, partition: this.id },
+        'could not disarm batch try',
+      );
     });
   }
 
