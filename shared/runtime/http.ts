@@ -70,12 +70,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         .send({ code: status, message: status === 500 ? 'internal error' : error.message });
     });
     app.setNotFoundHandler((request, reply) =>
-      reply
-        .code(404)
-        .send({
-          code: 404,
-          message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
-        }),
+      reply.code(404).send({
+        code: 404,
+        message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
+      }),
     );
   }
 
