@@ -25,6 +25,8 @@ import { fmt, printTable, rate, scratchDatabase } from './support.js';
 /** About four chain events per swap: 250,000 swaps are the issue's million events. */
 const SWAPS = Number(process.env.BENCH_REPLAY_SWAPS ?? 250_000);
 const TARGET_SECONDS = 120;
+/** BENCH_REPLAY_RUNS=n: the replay n times over the same log, the fastest counted (each is compared with live). */
+const RUNS = Number(process.env.BENCH_REPLAY_RUNS ?? 1);
 
 /**
  * `npm run bench -- replay`: the whole pipeline's replay (classifier and points at once: what `npm run replay`
@@ -83,7 +85,7 @@ export async function run() {
     // As `npm run replay` in its own process: it knows only what it loads (the live run's saved signer memo).
     // BENCH_PROFILE=<file>: a CPU profile of the replay alone (open it in Chrome's DevTools).
     const profiler = process.env.BENCH_PROFILE ? await startProfiler() : undefined;
-    const replay = await time(async () => {
+    const replay = await fastestOf(RUNS, async () => {
       // Independent (points rebuilds from the live verdict topics): both at once, as `npm run replay` does.
       const bar = progressBar('replay (classifier + points)');
       const left = { classifier: 0, points: 0 };
@@ -129,7 +131,7 @@ export async function run() {
     const eventsPerSecond = rate(traffic.events, replay.ms);
     const million = 1_000_000 / eventsPerSecond;
     const measured = traffic.events >= 1_000_000;
-    const title = `replay (${fmt(SWAPS)} swaps: ${fmt(traffic.events)} chain events + ${fmt(messages - traffic.events)} heights; ${database.source})`;
+    const title = `replay (${fmt(SWAPS)} swaps: ${fmt(traffic.events)} chain events + ${fmt(messages - traffic.events)} heights; ${database.source}${RUNS > 1 ? `; fastest of ${RUNS} replays` : ''})`;
     printTable(title, [
       [
         'generated, published',
@@ -178,6 +180,21 @@ export async function run() {
     await did.close();
     await database.dispose();
   }
+}
+
+/** The fastest of `runs` replays, unless one is not identical to live: that one is the result. */
+async function fastestOf<T extends { classifier: { identical: boolean }; points: { identical: boolean } }>(
+  runs: number,
+  replay: () => Promise<T>,
+): Promise<{ value: T; ms: number }> {
+  let fastest: { value: T; ms: number } | undefined;
+  for (let i = 0; i < runs; i++) {
+    const run = await time(replay);
+    if (runs > 1) console.log(`replay ${i + 1} of ${runs}: ${(run.ms / 1_000).toFixed(1)} s`);
+    if (!run.value.classifier.identical || !run.value.points.identical) return run;
+    if (!fastest || run.ms < fastest.ms) fastest = run;
+  }
+  return fastest!;
 }
 
 async function startProfiler() {

@@ -27,6 +27,11 @@ export interface TopicDefinition<P> {
   keyDoc: string;
   key(payload: P): string;
   payload: z.ZodType<P, unknown>;
+  /**
+   * Headers derived from the payload, beside `type` and `version`: what a consumer may read to pass over a
+   * message it never uses without parsing it (the payload stays the truth; its schema is checked by encode).
+   */
+  headers?(payload: P): Record<string, string>;
   partitions?: number;
   /** null: kept for ever, so projections can be rebuilt by replay. */
   retentionMs: number | null;
@@ -66,7 +71,7 @@ export function encode<P>(topic: TopicDefinition<P>, value: Envelope<P>): Outgoi
   return {
     key: topic.key(payload),
     value: JSON.stringify({ ...value, payload }),
-    headers: { type: value.type, version: String(value.version) },
+    headers: { ...topic.headers?.(payload), type: value.type, version: String(value.version) },
   };
 }
 

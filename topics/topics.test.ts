@@ -80,7 +80,7 @@ describe('topics', () => {
     });
     const message = encode(chainEvents, env);
     expect(message.key).toBe('9006');
-    expect(message.headers).toEqual({ type: 'chain.event', version: '1' });
+    expect(message.headers).toEqual({ type: 'chain.event', version: '1', kind: 'TransferOut' });
     const back = decode(chainEvents, asMessage('chain.events', message.value));
     expect(back.id).toBe(`9006:0x${'ab'.repeat(32)}:3`);
     expect(back.payload).toEqual({ ...transferOut, txHash: transferOut.txHash.toLowerCase() });

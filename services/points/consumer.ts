@@ -24,8 +24,11 @@ export const POINTS_TOPICS = [violations.name, swapVerdicts.name, chainEvents.na
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored';
 
-/** The event id and effects of one message, or a PoisonMessageError for one that can never be handled. */
-export function effectsOfMessage(message: BusMessage): { id: string; effects: Effect[] } {
+/**
+ * The event id and effects of one message (null: a chain event passed over unread, it has none), or a
+ * PoisonMessageError for one that can never be handled.
+ */
+export function effectsOfMessage(message: BusMessage): { id: string; effects: Effect[] } | null {
   switch (message.topic) {
     case violations.name: {
       const { id, payload } = decode(violations, message);
@@ -36,8 +39,11 @@ export function effectsOfMessage(message: BusMessage): { id: string; effects: Ef
       return { id, effects: verdictEffects(id, payload) };
     }
     case chainEvents.name: {
-      // Points uses complaints only. Another event's envelope and kind are checked, its payload is the
-      // classifier's to validate (and dead-letter): a replay of a year of events decodes one in many.
+      // Points uses complaints only. Another event is passed over on its producer's `kind` header without
+      // being parsed (a replay of a year of events uses one in many); without the header its envelope and kind
+      // are checked. Its payload is the classifier's to validate (and dead-letter).
+      const kind = message.headers.kind;
+      if (kind !== undefined && kind !== 'Complaint') return null;
       const outer = decodeEnvelope(chainEvents, message);
       if ((outer.payload as { kind?: unknown } | null)?.kind !== 'Complaint')
         return { id: outer.id, effects: [] };
@@ -66,9 +72,12 @@ export interface PointsHandlerOptions {
  */
 export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler {
   return async (messages, context) => {
-    const decoded = messages.map((m) => ({ topic: m.topic, ...effectsOfMessage(m) }));
-    const relevant = decoded.filter((d) => d.effects.length > 0);
-    for (const d of decoded) if (d.effects.length === 0) options.onOutcome?.(d.topic, 'ignored');
+    const relevant: Array<{ topic: string; id: string; effects: Effect[] }> = [];
+    for (const m of messages) {
+      const decoded = effectsOfMessage(m);
+      if (decoded === null || decoded.effects.length === 0) options.onOutcome?.(m.topic, 'ignored');
+      else relevant.push({ topic: m.topic, ...decoded });
+    }
     // Chain events other than complaints change nothing: no transaction, the bus commits the position.
     if (relevant.length === 0) return;
     // The first message with each id not applied before (a duplicate in the batch counts once).

@@ -101,12 +101,16 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         `  note: the live consumer was behind (${liveLagBefore} then ${liveLagAfter} messages): differences may be its lag`,
       );
     }
+    // Every table at once: each comparison is one pass over both tables, and the database has cores to spare.
+    const diffs = await Promise.all(
+      PROJECTION_TABLES.map(({ table, key }) => compareTable(context.db, table, key, schema)),
+    );
     let identical = true;
-    for (const { table, key } of PROJECTION_TABLES) {
-      const diff = await compareTable(context.db, table, key, schema);
-      if (diff.onlyLive.length === 0 && diff.onlyReplay.length === 0) {
+    PROJECTION_TABLES.forEach(({ table, key }, i) => {
+      const diff = diffs[i]!;
+      if (diff.onlyLiveCount === 0 && diff.onlyReplayCount === 0) {
         lines.push(`  ${table}: identical (${diff.rows} rows)`);
-        continue;
+        return;
       }
       identical = false;
       lines.push(
@@ -114,7 +118,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       );
       for (const k of diff.onlyLive) lines.push(`    live only: ${key} = ${k}`);
       for (const k of diff.onlyReplay) lines.push(`    rebuilt only: ${key} = ${k}`);
-    }
+    });
     lines.push(identical ? 'points: IDENTICAL' : 'points: DIFFERENCES FOUND');
     if (context.keep) lines.push(`  rebuilt tables kept in schema ${schema}`);
     return { identical, lines };
@@ -124,28 +128,41 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
   }
 }
 
-/** Rows (every column) present on one side only, by key; at most 10 keys listed per side. */
+/**
+ * Rows (every column) present on one side only, by key; at most 10 keys listed per side. One pass: the tables
+ * joined on their primary key, a row that differs counting on both sides (as an EXCEPT each way would).
+ * Whole-row comparison treats two NULL columns as equal.
+ */
 async function compareTable(db: Pool, table: string, key: string, schema: string) {
   const live = `${quoteIdentifier(LIVE_SCHEMA)}.${quoteIdentifier(table)}`;
   const rebuilt = `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
-  const side = async (a: string, b: string) => {
-    const { rows } = await db.query<{ n: string; keys: string[] | null }>(
-      `WITH d AS (SELECT * FROM ${a} EXCEPT SELECT * FROM ${b})
-       SELECT (SELECT count(*) FROM d)::text AS n,
-         (SELECT array_agg(k) FROM (SELECT ${quoteIdentifier(key)} AS k FROM d ORDER BY 1 LIMIT 10) x) AS keys`,
-    );
-    return { count: Number(rows[0]!.n), keys: rows[0]!.keys ?? [] };
-  };
-  const [onlyLive, onlyReplay, total] = await Promise.all([
-    side(live, rebuilt),
-    side(rebuilt, live),
-    db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${live}`),
-  ]);
+  const k = quoteIdentifier(key);
+  const { rows } = await db.query<{
+    rows: string;
+    only_live: string;
+    only_replay: string;
+    live_keys: string[] | null;
+    replay_keys: string[] | null;
+  }>(
+    `WITH d AS (
+       SELECT l.${k} AS live_key, r.${k} AS replay_key, l IS DISTINCT FROM r AS differs
+         FROM ${live} l FULL JOIN ${rebuilt} r ON l.${k} = r.${k}
+     )
+     SELECT count(live_key)::text AS rows,
+            count(*) FILTER (WHERE live_key IS NOT NULL AND differs)::text AS only_live,
+            count(*) FILTER (WHERE replay_key IS NOT NULL AND differs)::text AS only_replay,
+            (SELECT array_agg(k) FROM (SELECT live_key AS k FROM d WHERE live_key IS NOT NULL AND differs
+                                       ORDER BY 1 LIMIT 10) x) AS live_keys,
+            (SELECT array_agg(k) FROM (SELECT replay_key AS k FROM d WHERE replay_key IS NOT NULL AND differs
+                                       ORDER BY 1 LIMIT 10) x) AS replay_keys
+       FROM d`,
+  );
+  const row = rows[0]!;
   return {
-    rows: Number(total.rows[0]!.n),
-    onlyLive: onlyLive.keys,
-    onlyLiveCount: onlyLive.count,
-    onlyReplay: onlyReplay.keys,
-    onlyReplayCount: onlyReplay.count,
+    rows: Number(row.rows),
+    onlyLive: row.live_keys ?? [],
+    onlyLiveCount: Number(row.only_live),
+    onlyReplay: row.replay_keys ?? [],
+    onlyReplayCount: Number(row.only_replay),
   };
 }
