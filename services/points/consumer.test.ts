@@ -18,7 +18,10 @@ const asMessage = (m: OutgoingMessage, override: Partial<BusMessage> = {}): BusM
 });
 
 const encoded = (e: ChainEvent) =>
-  encode(chainEvents, envelope(chainEvents, e, { occurredAt: e.blockTimestamp, source: 't', id: chainEventId(e) }));
+  encode(
+    chainEvents,
+    envelope(chainEvents, e, { occurredAt: e.blockTimestamp, source: 't', id: chainEventId(e) }),
+  );
 
 const complaint = complaintEvent({ bid: hex32(7), blockTime: 1_000, agreementReachedTime: 900 });
 const refund: ChainEvent = {
