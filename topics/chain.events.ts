@@ -90,6 +90,9 @@ export const chainEventPayload = z.discriminatedUnion('kind', [
 ]);
 export type ChainEvent = z.infer<typeof chainEventPayload>;
 
+/** The header naming a chain event's kind (its payload's `kind`), set by encode(). */
+export const CHAIN_EVENT_KIND_HEADER = 'kind';
+
 export const chainEvents = defineTopic<ChainEvent>({
   name: 'chain.events',
   type: 'chain.event',
@@ -97,8 +100,8 @@ export const chainEvents = defineTopic<ChainEvent>({
   keyDoc: 'system chain id: the events of one chain stay in block order',
   key: (p) => p.chainId,
   payload: chainEventPayload,
-  // Points uses complaints only: with this header it passes over the other events without parsing them.
-  headers: (p) => ({ kind: p.kind }),
+  // Points uses complaints only: with this header it passes over the other events without reading them.
+  headers: (p) => ({ [CHAIN_EVENT_KIND_HEADER]: p.kind }),
   retentionMs: null,
 });
 

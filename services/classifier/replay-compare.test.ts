@@ -10,7 +10,7 @@ describe('compareDecisions', () => {
     for (const t of ['live', 'rebuilt'])
       await db.pool.query(`CREATE TABLE ${t} (bid_id text PRIMARY KEY, verdict jsonb NOT NULL)`);
   });
-  afterAll(() => db?.dispose());
+  afterAll(() => db?.drop());
 
   const fill = async (table: string, rows: Array<[string, object]>) => {
     await db.pool.query(`TRUNCATE ${table}`);

@@ -4,9 +4,16 @@
  * (applyOnceBatch: the event ids and the rows of a batch in one transaction with the position).
  */
 import { applyOnceBatch } from '../../shared/bus/apply-once.js';
-import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
+import {
+  valueOmitted,
+  type BatchHandler,
+  type BusMessage,
+  type EventBus,
+  type Subscription,
+  type ValuesOnly,
+} from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
-import { chainEvents } from '../../topics/chain.events.js';
+import { CHAIN_EVENT_KIND_HEADER, chainEvents } from '../../topics/chain.events.js';
 import { decode, decodeEnvelope, decodePayload } from '../../topics/envelope.js';
 import { swapVerdicts } from '../../topics/swap.verdicts.js';
 import { violations } from '../../topics/violations.js';
@@ -21,6 +28,16 @@ import type { PointsStore } from './store.js';
 
 export const POINTS_GROUP = 'points';
 export const POINTS_TOPICS = [violations.name, swapVerdicts.name, chainEvents.name] as const;
+
+/**
+ * Points uses only the complaints of chain.events: the other events are passed over on their kind header, and
+ * the bus need not read their values (a replay of a year of events reads one in many).
+ */
+export const POINTS_VALUES_ONLY: ValuesOnly = {
+  topic: chainEvents.name,
+  header: CHAIN_EVENT_KIND_HEADER,
+  values: ['Complaint'],
+};
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored';
 
@@ -42,8 +59,7 @@ export function effectsOfMessage(message: BusMessage): { id: string; effects: Ef
       // Points uses complaints only. Another event is passed over on its producer's `kind` header without
       // being parsed (a replay of a year of events uses one in many); without the header its envelope and kind
       // are checked. Its payload is the classifier's to validate (and dead-letter).
-      const kind = message.headers.kind;
-      if (kind !== undefined && kind !== 'Complaint') return null;
+      if (valueOmitted(POINTS_VALUES_ONLY, message.topic, message.headers)) return null;
       const outer = decodeEnvelope(chainEvents, message);
       if ((outer.payload as { kind?: unknown } | null)?.kind !== 'Complaint')
         return { id: outer.id, effects: [] };
@@ -120,6 +136,7 @@ export function subscribePoints(options: {
     group,
     topics: POINTS_TOPICS,
     maxBatch: POINTS_BATCH,
+    valuesOnly: POINTS_VALUES_ONLY,
     batchHandler: pointsBatchHandler({
       pool: options.pool,
       store: options.store,

@@ -9,7 +9,7 @@ import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { POINTS_GROUP, POINTS_TOPICS, pointsBatchHandler } from './consumer.js';
+import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
   PROJECTION_TABLES,
@@ -67,6 +67,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       topics: POINTS_TOPICS,
       startFrom: 'earliest',
       maxBatch: REPLAY_BATCH,
+      valuesOnly: POINTS_VALUES_ONLY,
       batchHandler: async (messages: readonly BusMessage[], handlerContext: HandlerContext) => {
         try {
           await handle(messages, handlerContext);

@@ -32,6 +32,8 @@ export interface BusUnderTest {
         close(): Promise<void>;
       }
   >;
+  /** Whether the bus leaves out the values SubscribeOptions.valuesOnly allows it to (the postgres log does). */
+  omitsValues?: boolean;
   cleanup(): Promise<void>;
 }
 
@@ -726,6 +728,51 @@ export function busConformanceSuite(
       expect(dead.seen[0]!.headers[DLQ_HEADERS.error]).toBe('seq 17 cannot be handled');
       expect(sizes[0]).toBe(30); // tried whole first
       expect(failedBatches).toBe(2); // the whole batch, then seq 17 alone (poison: no retry)
+    });
+
+    it('valuesOnly: every message delivered in order, one passed over perhaps without its value; dead-lettered whole', async () => {
+      const name = await topic(1);
+      const other = await topic(1);
+      // seq % 3: 0 a kind the consumer uses, 1 a kind it passes over, 2 no kind header at all.
+      const kindOf = (seq: number): Record<string, string> =>
+        [{ kind: 'used' }, { kind: 'passed' }, {}][seq % 3]!;
+      const valueOf = (seq: number) => JSON.stringify({ key: 'v', seq, padding: 'x'.repeat(100) });
+      for (let seq = 0; seq < 12; seq++)
+        await t.bus.publish(name, [
+          { key: 'v', value: valueOf(seq), headers: { ...kindOf(seq), seq: String(seq) } },
+        ]);
+      await t.bus.publish(other, [{ key: 'v', value: valueOf(1), headers: { kind: 'passed', seq: '1' } }]);
+      const seen: BusMessage[] = [];
+      const sub = await t.bus.subscribe({
+        group: fresh('g'),
+        topics: [name, other],
+        maxAttempts: 1,
+        valuesOnly: { topic: name, header: 'kind', values: ['used'] },
+        batchHandler: async (batch) => {
+          for (const m of batch) {
+            // Seq 4 is passed over by kind, yet its handling fails: it must reach the dead letters whole.
+            if (m.topic === name && m.headers.seq === '4') throw new PoisonMessageError('seq 4 fails');
+          }
+          seen.push(...batch);
+        },
+      });
+      subscriptions.push(sub);
+      const dead = await collect(deadLetterTopic(name), fresh('dlq'));
+      await waitFor(
+        () => seen.length >= 12 && dead.seen.length >= 1,
+        'every message delivered or dead-lettered',
+      );
+      await pause(300);
+      const ofName = seen.filter((m) => m.topic === name);
+      expect(ofName.map((m) => Number(m.headers.seq))).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11]);
+      for (const m of ofName) {
+        const seq = Number(m.headers.seq);
+        const omitted = t.omitsValues === true && kindOf(seq).kind === 'passed';
+        expect(m.value).toBe(omitted ? '' : valueOf(seq));
+      }
+      // Another topic, a header of the same name: valuesOnly names one topic only.
+      expect(seen.filter((m) => m.topic === other).map((m) => m.value)).toEqual([valueOf(1)]);
+      expect(dead.seen.map((m) => m.value)).toEqual([valueOf(4)]);
     });
 
     it('batches: a batch that fails (transient) is applied message by message, effects once, order kept', async () => {
