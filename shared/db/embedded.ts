@@ -26,6 +26,8 @@ export interface EmbeddedOptions {
   port: number;
   database: string;
   log?: Logger;
+  /** Server settings beside ours (`-c name=value`), e.g. shared_buffers for a benchmark's bigger tables. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 const USER = 'postgres';
@@ -78,7 +80,12 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     log?.warn({ dataDir }, 'embedded PostgreSQL was still running from an earlier process; restarting it');
     await pgCtl(['-m', 'fast', '-w', 'stop']);
   }
-  const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200 -c fsync=on`;
+  const extra = Object.entries(options.settings ?? {}).map(([name, value]) => {
+    if (!/^[a-z_]+$/.test(name) || !/^[A-Za-z0-9_.]+$/.test(value))
+      throw new Error(`embedded PostgreSQL setting ${name}=${value} is not a plain name and value`);
+    return ` -c ${name}=${value}`;
+  });
+  const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200 -c fsync=on${extra.join('')}`;
   const started = await pgCtl([
     '-w',
     '-t',
