@@ -10,10 +10,10 @@ import { createPool, type Pool } from '../shared/db/pool.js';
 import { freePort } from '../shared/net/free-port.js';
 import { noteDatabase } from './report.js';
 
-/** A PostgreSQL for a benchmark: DATABASE_URL when set, else a throw-away embedded server. */
 /** The embedded bench server's shared_buffers (a quarter of this machine's memory would be 6 GB). */
 const BENCH_SHARED_BUFFERS = '1GB';
 
+/** A PostgreSQL for a benchmark: DATABASE_URL when set, else a throw-away embedded server. */
 export async function benchDatabase(): Promise<{ url: string; source: string; stop(): Promise<void> }> {
   if (process.env.DATABASE_URL) {
     return { url: process.env.DATABASE_URL, source: 'DATABASE_URL', stop: async () => undefined };

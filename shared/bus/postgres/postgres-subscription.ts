@@ -262,7 +262,7 @@ class PartitionWorker {
       deadLetter: (dead, from, next) =>
         withTransaction(pool, async (tx) => {
           // A message read without its value (valuesOnly) is dead-lettered whole.
-          if (this.valuesOnly && valueOmitted(this.valuesOnly, topic, dead.headers ?? {})) {
+          if (valueOmitted(this.valuesOnly, topic, dead.headers ?? {})) {
             const { rows } = await tx.query<{ value: string }>(
               'SELECT value FROM bus_messages WHERE topic = $1 AND partition = $2 AND "offset" = $3',
               [topic, partition, dead.headers![DLQ_HEADERS.offset]],
