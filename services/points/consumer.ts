@@ -3,7 +3,7 @@
  * PoisonMessageError → dead-letter topic), asks projection.ts what it does, and applies that exactly once
  * (applyOnceBatch: the event ids and the rows of a batch in one transaction with the position).
  */
-import { applyOnceBatch } from '../../shared/bus/apply-once.js';
+import { applyOnceBatch, type ProcessedInMemory } from '../../shared/bus/apply-once.js';
 import {
   valueOmitted,
   type BatchHandler,
@@ -76,6 +76,8 @@ export interface PointsHandlerOptions {
   store: PointsStore;
   /** applyOnce's consumer name: the group, so a replay's fresh group applies everything again. */
   consumer: string;
+  /** A rebuild's applied ids in memory instead of processed_events (see ProcessedInMemory). */
+  processed?: ProcessedInMemory;
   onOutcome?: (topic: string, outcome: ApplyOutcome) => void;
   /** After commit: the subjects whose facts changed (the in-process score cache forgets them). */
   onChanged?: (subjects: string[]) => void;
@@ -114,6 +116,7 @@ export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler 
         effects = [...applied].flatMap((d) => d.effects);
         await options.store.apply(tx, effects);
       },
+      options.processed,
     );
     if (applied.size > 0) options.onChanged?.(changedSubjects(effects));
     for (const d of relevant) options.onOutcome?.(d.topic, applied.has(d) ? 'applied' : 'duplicate');

@@ -4,6 +4,7 @@
  * with the live one row by row. A poison message is counted, not dead-lettered a second time.
  */
 import { randomBytes } from 'node:crypto';
+import { ProcessedInMemory } from '../../shared/bus/apply-once.js';
 import { PoisonMessageError } from '../../shared/bus/errors.js';
 import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
@@ -61,6 +62,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       pool: context.db,
       store: new PointsStore(context.db, schema),
       consumer: group,
+      processed: new ProcessedInMemory(),
     });
     const subscription = await context.bus.subscribe({
       group,
@@ -125,7 +127,6 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     return { identical, lines };
   } finally {
     if (!context.keep) await context.db.query(`DROP SCHEMA ${quoteIdentifier(schema)} CASCADE`);
-    await context.db.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
   }
 }
 

@@ -36,13 +36,58 @@ export async function applyOnceBatch(
   eventIds: readonly string[],
   context: HandlerContext,
   effect: (tx: PoolClient, fresh: ReadonlySet<string>) => Promise<void>,
+  ledger?: ProcessedInMemory,
 ): Promise<ReadonlySet<string>> {
+  if (ledger) {
+    const fresh = ledger.take(eventIds);
+    try {
+      await withTransaction(pool, async (tx) => {
+        if (fresh.size > 0) await effect(tx, fresh);
+        await context.commitIn(tx);
+      });
+    } catch (err) {
+      ledger.release(fresh);
+      throw err;
+    }
+    return fresh;
+  }
   return withTransaction(pool, async (tx) => {
     const fresh = await recordProcessed(tx, consumer, eventIds);
     if (fresh.size > 0) await effect(tx, fresh);
     await context.commitIn(tx);
     return fresh;
   });
+}
+
+/**
+ * applyOnceBatch's record of applied ids kept in memory instead of processed_events, for a rebuild: one
+ * process writing fresh tables under a fresh group from the first offset to the last, which is started over
+ * when it fails and never resumed, so its ids need not outlive it (at 250,000 swaps they were a million rows
+ * written and deleted again). An id is taken when its batch starts, so a concurrent batch of another
+ * partition finds it taken as it would find the row, and given back when the batch's transaction fails, so
+ * the redelivered messages apply again.
+ */
+export class ProcessedInMemory {
+  private readonly ids = new Set<string>();
+
+  /** The ids not taken before (duplicates within `eventIds` count once), now taken. */
+  take(eventIds: readonly string[]): Set<string> {
+    const fresh = new Set<string>();
+    for (const id of eventIds) {
+      if (this.ids.has(id)) continue;
+      this.ids.add(id);
+      fresh.add(id);
+    }
+    return fresh;
+  }
+
+  release(eventIds: Iterable<string>): void {
+    for (const id of eventIds) this.ids.delete(id);
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
 }
 
 /** Records the ids for `consumer` in one statement; returns those that were not recorded before. */
