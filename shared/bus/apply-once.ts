@@ -62,8 +62,8 @@ export async function applyOnceBatch(
 /**
  * applyOnceBatch's record of applied ids kept in memory instead of processed_events, for a rebuild: one
  * process writing fresh tables under a fresh group from the first offset to the last, which is started over
- * when it fails and never resumed, so its ids need not outlive it (at 50,000 swaps they were 137,401 logged rows,
- * written and deleted again). An id is taken when its batch starts, so a concurrent batch of another
+ * when it fails and never resumed, so its ids need not outlive it (at 50,000 swaps they were 137,401 logged
+ * rows, written and deleted again). An id is taken when its batch starts, so a concurrent batch of another
  * partition finds it taken as it would find the row, and given back when the batch's transaction fails, so
  * the redelivered messages apply again.
  */
