@@ -38,25 +38,20 @@ export async function applyOnceBatch(
   effect: (tx: PoolClient, fresh: ReadonlySet<string>) => Promise<void>,
   ledger?: ProcessedInMemory,
 ): Promise<ReadonlySet<string>> {
-  if (ledger) {
-    const fresh = ledger.take(eventIds);
-    try {
-      await withTransaction(pool, async (tx) => {
-        if (fresh.size > 0) await effect(tx, fresh);
-        await context.commitIn(tx);
-      });
-    } catch (err) {
-      ledger.release(fresh);
-      throw err;
-    }
-    return fresh;
+  // With a ledger the ids are taken before the transaction and given back if it fails; without, they are
+  // rows of the transaction itself.
+  const taken = ledger?.take(eventIds);
+  try {
+    return await withTransaction(pool, async (tx) => {
+      const fresh = taken ?? (await recordProcessed(tx, consumer, eventIds));
+      if (fresh.size > 0) await effect(tx, fresh);
+      await context.commitIn(tx);
+      return fresh;
+    });
+  } catch (err) {
+    if (taken) ledger!.release(taken);
+    throw err;
   }
-  return withTransaction(pool, async (tx) => {
-    const fresh = await recordProcessed(tx, consumer, eventIds);
-    if (fresh.size > 0) await effect(tx, fresh);
-    await context.commitIn(tx);
-    return fresh;
-  });
 }
 
 /**
