@@ -133,7 +133,8 @@ export class WorkingSet {
   private readonly dirtyClocks = new Set<string>();
   private readonly held = new Map<string, HeldHeight[]>();
   private readonly released: string[] = [];
-  private readonly newHeld: HeldHeight[] = [];
+  /** Held in this transaction and not released in it (a set: a replay may hold tens of thousands at once). */
+  private readonly newHeld = new Set<HeldHeight>();
   /** Event ids handled before this transaction, among those the batch's heights wait for. */
   private readonly handledBefore = new Set<string>();
   readonly verdicts: SwapVerdict[] = [];
@@ -381,7 +382,7 @@ export class WorkingSet {
     this.heldKeys.add(key);
     const held = { ...h, stored: false };
     this.hold(held);
-    this.newHeld.push(held);
+    this.newHeld.add(held);
   }
 
   /** Heights that waited for `eventId`: removed, for the caller to move their clocks. */
@@ -391,10 +392,7 @@ export class WorkingSet {
     this.held.delete(eventId);
     for (const h of list) this.heldKeys.delete(`${clockKey(h.chainId, h.stream)}/${h.height}`);
     if (list.some((h) => h.stored)) this.released.push(eventId);
-    for (const h of list) {
-      const at = this.newHeld.indexOf(h);
-      if (at >= 0) this.newHeld.splice(at, 1);
-    }
+    for (const h of list) this.newHeld.delete(h);
     return list;
   }
 
@@ -514,8 +512,8 @@ export class WorkingSet {
     }
     if (this.released.length > 0)
       await tx.query(`DELETE FROM ${t.pendingHeights} WHERE last_event_id = ANY($1)`, [this.released]);
-    if (this.newHeld.length > 0) {
-      const h = this.newHeld;
+    if (this.newHeld.size > 0) {
+      const h = [...this.newHeld];
       await tx.query(
         `INSERT INTO ${t.pendingHeights} (chain_id, stream, height, block_time, last_event_id)
          SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) ON CONFLICT DO NOTHING`,
