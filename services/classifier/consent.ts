@@ -110,9 +110,3 @@ export function takeNewSigners(): Array<[string, string | null]> {
 export function rememberSigners(entries: Iterable<[string, string | null]>): void {
   for (const [key, signer] of entries) remember(key, signer);
 }
-
-/** Forgets every remembered signer (a benchmark's cold replay must not profit from its live run's work). */
-export function forgetRecoveredSigners(): void {
-  signers.clear();
-  unsaved.length = 0;
-}

@@ -7,6 +7,7 @@ import type { EventBus } from '../../shared/bus/port.js';
 import type { ChainClientConfig } from '../../shared/config/index.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { PhaseClock } from '../../shared/runtime/phases.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { loadSigners } from './signer-memo.js';
@@ -26,6 +27,8 @@ export interface TableComparison {
 export interface ClassifierReplayReport {
   schema: string;
   seconds: number;
+  /** Where the time went: setup, consume (to the ends of the topics), write (resident state), compare, cleanup. */
+  phases: Record<string, number>;
   messages: number;
   verdicts: TableComparison;
   violations: TableComparison;
@@ -51,6 +54,7 @@ const REPLAY_BATCH = 5_000;
 
 export async function replayClassifier(options: ReplayOptions): Promise<ClassifierReplayReport> {
   const started = performance.now();
+  const clock = new PhaseClock();
   const suffix = `${Date.now()}`;
   const schema = `classifier_replay_${suffix}`;
   const group = `classifier-replay-${suffix}`;
@@ -82,6 +86,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
   await loadSigners(options.pool);
   const total = await lagOf(options.bus, group);
+  clock.mark('setup');
   const subscription = await subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH);
   try {
     // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:
@@ -97,18 +102,23 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     await subscription.stop();
     did.stop();
   }
+  clock.mark('consume');
   await engine.writeResident();
+  clock.mark('write');
 
   // Both at once: each is one pass over its two tables, and the database has cores to spare.
   const [verdicts, violations] = await Promise.all([
     compareDecisions(options.pool, live.verdicts, tables.verdicts, 'verdict'),
     compareDecisions(options.pool, live.violations, tables.violations, 'violation'),
   ]);
+  clock.mark('compare');
   if (!options.keep) await options.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
   await options.pool.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
+  clock.mark('cleanup');
   return {
     schema,
     seconds: (performance.now() - started) / 1_000,
+    phases: clock.seconds,
     messages: total,
     verdicts,
     violations,

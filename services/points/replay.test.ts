@@ -80,6 +80,8 @@ describe('npm run replay -- points', () => {
     expect(report.lines).toContain('  points_lp_swaps: identical (20 rows)');
     expect(report.lines).toContain('  points_complaints: identical (1 rows)');
     expect(report.lines.join('\n')).toMatch(/1 malformed message\(s\) skipped/);
+    expect(Object.keys(report.phases)).toEqual(['setup', 'consume', 'compare', 'cleanup']);
+    expect(report.phases.consume).toBeGreaterThan(0);
     // Nothing left behind: no schema, no dedupe rows, and the poison message was not dead-lettered twice.
     const schemas = await db.pool.query(
       `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'points_replay_%'`,

@@ -10,6 +10,7 @@ import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { PhaseClock } from '../../shared/runtime/phases.js';
 import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -36,6 +37,8 @@ export interface PointsReplayReport {
   identical: boolean;
   /** What was replayed, and each table's result with the differing keys. */
   lines: string[];
+  /** Where the time went, in seconds: setup, consume (to the ends of the topics), compare, cleanup. */
+  phases: Record<string, number>;
 }
 
 const totalLag = async (context: PointsReplayOptions, group: string) =>
@@ -49,6 +52,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
   const schema = `points_replay_${stamp}`;
   const group = `points-replay-${stamp}`;
   const lines: string[] = [];
+  const clock = new PhaseClock();
   const liveLagBefore = await totalLag(context, POINTS_GROUP);
 
   await context.db.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
@@ -64,6 +68,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       consumer: group,
       processed: new ProcessedInMemory(),
     });
+    clock.mark('setup');
     const subscription = await context.bus.subscribe({
       group,
       topics: POINTS_TOPICS,
@@ -94,6 +99,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     } finally {
       await subscription.stop();
     }
+    clock.mark('consume');
 
     const liveLagAfter = await totalLag(context, POINTS_GROUP);
     lines.push(`points: rebuilt ${POINTS_TOPICS.join(', ')} from the beginning into schema ${schema}`);
@@ -108,6 +114,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     const diffs = await Promise.all(
       PROJECTION_TABLES.map(({ table, key }) => compareTable(context.db, table, key, schema)),
     );
+    clock.mark('compare');
     let identical = true;
     PROJECTION_TABLES.forEach(({ table, key }, i) => {
       const diff = diffs[i]!;
@@ -124,9 +131,12 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     });
     lines.push(identical ? 'points: IDENTICAL' : 'points: DIFFERENCES FOUND');
     if (context.keep) lines.push(`  rebuilt tables kept in schema ${schema}`);
-    return { identical, lines };
-  } finally {
     if (!context.keep) await context.db.query(`DROP SCHEMA ${quoteIdentifier(schema)} CASCADE`);
+    clock.mark('cleanup');
+    return { identical, lines, phases: clock.seconds };
+  } catch (err) {
+    if (!context.keep) await context.db.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
+    throw err;
   }
 }
 

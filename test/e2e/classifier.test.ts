@@ -390,5 +390,10 @@ describe('classifier end to end on the devnet', () => {
     // 2 + 2 (cases 2, 4), one each of 1, 3, 5, 6, 7, and three from each lock-bound test.
     expect(report.violations.live).toBe(15);
     expect(report.identical).toBe(true);
+    // Where the time went, phase by phase, in order; together they are the whole replay.
+    expect(Object.keys(report.phases)).toEqual(['setup', 'consume', 'write', 'compare', 'cleanup']);
+    const spent = Object.values(report.phases).reduce((a, b) => a + b, 0);
+    expect(spent).toBeGreaterThan(0);
+    expect(Math.abs(spent - report.seconds)).toBeLessThan(0.05);
   }, 120_000);
 });
