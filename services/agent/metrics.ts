@@ -1,5 +1,6 @@
 /** Prometheus metrics of the Agent (on the service's /metrics). */
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { registerSenderGauges, type SenderSignals } from '../../shared/sender/metrics.js';
 
 export interface AgentMetrics {
   /**
@@ -11,12 +12,7 @@ export interface AgentMetrics {
   refusals: Counter<'reason'>;
 }
 
-export interface AgentSignals {
-  balanceWei: () => string | undefined;
-  oldestUnconfirmedSinceMs: () => number | undefined;
-  countByStatus: () => Promise<Record<string, number>>;
-  statuses: readonly string[];
-}
+export type AgentSignals = SenderSignals;
 
 const byRegistry = new WeakMap<Registry, AgentMetrics>();
 
@@ -37,35 +33,16 @@ export function agentMetrics(registry: Registry, signals: AgentSignals): AgentMe
       registers: [registry],
     }),
   };
-  new Gauge({
-    name: 'agent_submissions',
-    help: 'Complaint submissions by current status',
-    labelNames: ['status'],
-    registers: [registry],
-    async collect() {
-      const counts = await signals.countByStatus().catch(() => undefined);
-      if (counts === undefined) return;
-      for (const status of signals.statuses) this.set({ status }, counts[status] ?? 0);
+  registerSenderGauges(
+    registry,
+    {
+      prefix: 'agent',
+      wallet: 'Agent',
+      transactions: 'complaint',
+      jobsByStatus: { name: 'agent_submissions', help: 'Complaint submissions by current status' },
     },
-  });
-  new Gauge({
-    name: 'agent_wallet_balance_wei',
-    help: 'Balance of the Agent wallet in wei at the last sender pass (float: precise to ~16 digits)',
-    registers: [registry],
-    collect() {
-      const balance = signals.balanceWei();
-      if (balance !== undefined) this.set(Number(balance));
-    },
-  });
-  new Gauge({
-    name: 'agent_oldest_unconfirmed_seconds',
-    help: 'Age of the oldest signed but unconfirmed complaint transaction (0 when none)',
-    registers: [registry],
-    collect() {
-      const since = signals.oldestUnconfirmedSinceMs();
-      this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
-    },
-  });
+    signals,
+  );
   byRegistry.set(registry, metrics);
   return metrics;
 }

@@ -4,8 +4,7 @@
  */
 import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
-import type { SignedAttempt, Settlement, WalletRef } from '../../shared/sender/index.js';
-import { takeNonce } from '../../shared/sender/nonces.js';
+import { JobTable, OPEN_STATUS_LIST, type SignedAttempt } from '../../shared/sender/index.js';
 import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
 import { encode, envelope } from '../../topics/envelope.js';
 
@@ -85,7 +84,6 @@ const toRow = (r: DbRow): ComplaintRow => ({
   updatedAt: r.updated_at,
 });
 
-const OPEN = `('scheduled', 'signed', 'sent', 'cancelling')`;
 const INSERT = `INSERT INTO agent_complaints (bid_id, complaint, signature, domain, signer, status)
   VALUES ($1, $2, $3, $4, $5, $6)`;
 
@@ -100,12 +98,14 @@ export type AcceptOutcome =
   /** The bid's complaint here is another complainant's (or another signature's). */
   | { kind: 'taken'; row: ComplaintRow };
 
-export class ComplaintStore {
+export class ComplaintStore extends JobTable {
   constructor(
-    private readonly pool: Pool,
+    pool: Pool,
     private readonly bus: EventBus,
     private readonly source: string,
-  ) {}
+  ) {
+    super(pool, 'agent_complaints', 'bid_id');
+  }
 
   /**
    * One complaint per bid: a new one is stored and published to complaint.commands in the same transaction
@@ -186,88 +186,10 @@ export class ComplaintStore {
   /** Complaints the sender still has to move: in-flight ones first (by nonce), then oldest first. */
   async open(): Promise<ComplaintRow[]> {
     const { rows } = await this.pool.query<DbRow>(
-      `SELECT * FROM agent_complaints WHERE status IN ${OPEN}
+      `SELECT * FROM agent_complaints WHERE status IN ${OPEN_STATUS_LIST}
        ORDER BY (status = 'scheduled'), nonce, created_at LIMIT 100`,
     );
     return rows.map(toRow);
-  }
-
-  async signFirst(
-    id: string,
-    wallet: WalletRef,
-    sign: (nonce: number) => Promise<SignedAttempt>,
-  ): Promise<{ nonce: number; attempt: SignedAttempt } | undefined> {
-    return withTransaction(this.pool, async (tx) => {
-      const claimed = await tx.query(
-        `SELECT 1 FROM agent_complaints WHERE bid_id = $1 AND status = 'scheduled' AND raw_tx IS NULL FOR UPDATE`,
-        [id],
-      );
-      if (claimed.rowCount !== 1) return undefined;
-      const nonce = await takeNonce(tx, wallet);
-      const attempt = await sign(nonce);
-      await tx.query(
-        `UPDATE agent_complaints SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, txs = $5,
-           reason = NULL, updated_at = now() WHERE bid_id = $1`,
-        [id, nonce, attempt.raw, attempt.hash, JSON.stringify([attempt])],
-      );
-      return { nonce, attempt };
-    });
-  }
-
-  async addAttempt(
-    id: string,
-    knownAttempts: number,
-    attempt: SignedAttempt,
-    reason?: string,
-  ): Promise<boolean> {
-    const result = await this.pool.query(
-      `UPDATE agent_complaints SET txs = txs || $3::jsonb, raw_tx = $4, tx_hash = $5,
-         status = CASE WHEN $6::text IS NULL THEN status ELSE 'cancelling' END,
-         cancel_reason = COALESCE($6, cancel_reason), reason = COALESCE($6, reason), updated_at = now()
-       WHERE bid_id = $1 AND status IN ('signed', 'sent', 'cancelling') AND jsonb_array_length(txs) = $2`,
-      [id, knownAttempts, JSON.stringify([attempt]), attempt.raw, attempt.hash, reason ?? null],
-    );
-    return result.rowCount === 1;
-  }
-
-  async note(id: string, problem: string, refused = false): Promise<void> {
-    await this.pool.query(
-      `UPDATE agent_complaints SET attempts = attempts + 1, refusals = refusals + $3, reason = $2,
-         updated_at = now() WHERE bid_id = $1`,
-      [id, problem, refused ? 1 : 0],
-    );
-  }
-
-  async markSent(id: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE agent_complaints SET status = 'sent', updated_at = now() WHERE bid_id = $1 AND status = 'signed'`,
-      [id],
-    );
-  }
-
-  async setMinedBlock(id: string, block: number | null): Promise<void> {
-    await this.pool.query(
-      'UPDATE agent_complaints SET mined_block = $2, updated_at = now() WHERE bid_id = $1',
-      [id, block],
-    );
-  }
-
-  /** Final status; a settlement naming a transaction records it as the complaint's (the one mined). */
-  async finish(id: string, outcome: Settlement): Promise<void> {
-    await this.pool.query(
-      `UPDATE agent_complaints SET status = $2, block_number = $3, reason = $4,
-         tx_hash = COALESCE($5, tx_hash),
-         raw_tx = COALESCE((SELECT t->>'raw' FROM jsonb_array_elements(txs) t WHERE t->>'hash' = $5 LIMIT 1), raw_tx),
-         updated_at = now()
-       WHERE bid_id = $1 AND status IN ${OPEN}`,
-      [
-        id,
-        outcome.status,
-        outcome.blockNumber ?? null,
-        outcome.status === 'failed' ? outcome.reason : null,
-        outcome.txHash ?? null,
-      ],
-    );
   }
 
   /**
@@ -278,7 +200,7 @@ export class ComplaintStore {
     await this.pool.query(
       `UPDATE agent_complaints SET status = 'confirmed', already_on_chain = true, reason = $2,
          tx_hash = NULL, block_number = NULL, updated_at = now()
-       WHERE bid_id = $1 AND status IN ${OPEN}`,
+       WHERE bid_id = $1 AND status IN ${OPEN_STATUS_LIST}`,
       [id, note],
     );
   }

@@ -7,8 +7,7 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '../
 import { encode, envelope } from '../../topics/envelope.js';
 import { relayCommands, type RelayCommand } from '../../topics/relay.commands.js';
 import { Transaction } from 'ethers';
-import { storeFee, type SignedAttempt, type Settlement, type WalletRef } from '../../shared/sender/index.js';
-import { takeNonce } from '../../shared/sender/nonces.js';
+import { JobTable, OPEN_STATUS_LIST, storeFee, type SignedAttempt } from '../../shared/sender/index.js';
 import type { ParsedCommand } from './command-body.js';
 import { callWindow } from './windows.js';
 
@@ -112,8 +111,6 @@ function legacyAttempt(raw: string): SignedAttempt {
   };
 }
 
-const OPEN = `('scheduled', 'signed', 'sent', 'cancelling')`;
-
 const INSERT = `
   INSERT INTO relay_commands (id, system_chain_id, action, transfer_id, command, metadata, status, window_start, window_end)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
@@ -133,12 +130,14 @@ function insertParams(command: RelayCommand, metadata: Record<string, string>, s
   ];
 }
 
-export class CommandStore {
+export class CommandStore extends JobTable {
   constructor(
-    private readonly pool: Pool,
+    pool: Pool,
     private readonly bus: EventBus,
     private readonly source: string,
-  ) {}
+  ) {
+    super(pool, 'relay_commands', 'id');
+  }
 
   /**
    * One command per (action, transferId): stores a new one and publishes it to relay.commands in the same
@@ -249,88 +248,10 @@ export class CommandStore {
   /** Commands the sender still has to move: in-flight transactions first (by nonce), then by window start. */
   async open(systemChainId: string): Promise<CommandRow[]> {
     const { rows } = await this.pool.query<DbRow>(
-      `SELECT * FROM relay_commands WHERE system_chain_id = $1 AND status IN ${OPEN}
+      `SELECT * FROM relay_commands WHERE system_chain_id = $1 AND status IN ${OPEN_STATUS_LIST}
        ORDER BY (status = 'scheduled'), nonce, window_start, created_at LIMIT 100`,
       [systemChainId],
     );
     return rows.map(toRow);
-  }
-
-  async signFirst(
-    id: string,
-    wallet: WalletRef,
-    sign: (nonce: number) => Promise<SignedAttempt>,
-  ): Promise<{ nonce: number; attempt: SignedAttempt } | undefined> {
-    return withTransaction(this.pool, async (tx) => {
-      const claimed = await tx.query(
-        `SELECT 1 FROM relay_commands WHERE id = $1 AND status = 'scheduled' AND raw_tx IS NULL FOR UPDATE`,
-        [id],
-      );
-      if (claimed.rowCount !== 1) return undefined;
-      const nonce = await takeNonce(tx, wallet);
-      const attempt = await sign(nonce);
-      await tx.query(
-        `UPDATE relay_commands SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, txs = $5,
-           reason = NULL, updated_at = now() WHERE id = $1`,
-        [id, nonce, attempt.raw, attempt.hash, JSON.stringify([attempt])],
-      );
-      return { nonce, attempt };
-    });
-  }
-
-  async addAttempt(
-    id: string,
-    knownAttempts: number,
-    attempt: SignedAttempt,
-    reason?: string,
-  ): Promise<boolean> {
-    const result = await this.pool.query(
-      `UPDATE relay_commands SET txs = txs || $3::jsonb, raw_tx = $4, tx_hash = $5,
-         status = CASE WHEN $6::text IS NULL THEN status ELSE 'cancelling' END,
-         cancel_reason = COALESCE($6, cancel_reason), reason = COALESCE($6, reason), updated_at = now()
-       WHERE id = $1 AND status IN ('signed', 'sent', 'cancelling') AND jsonb_array_length(txs) = $2`,
-      [id, knownAttempts, JSON.stringify([attempt]), attempt.raw, attempt.hash, reason ?? null],
-    );
-    return result.rowCount === 1;
-  }
-
-  async note(id: string, problem: string, refused = false): Promise<void> {
-    await this.pool.query(
-      `UPDATE relay_commands SET attempts = attempts + 1, refusals = refusals + $3, reason = $2, updated_at = now()
-       WHERE id = $1`,
-      [id, problem, refused ? 1 : 0],
-    );
-  }
-
-  async markSent(id: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE relay_commands SET status = 'sent', updated_at = now() WHERE id = $1 AND status = 'signed'`,
-      [id],
-    );
-  }
-
-  async setMinedBlock(id: string, block: number | null): Promise<void> {
-    await this.pool.query('UPDATE relay_commands SET mined_block = $2, updated_at = now() WHERE id = $1', [
-      id,
-      block,
-    ]);
-  }
-
-  /** Final status; a settlement naming a transaction records it as the command's (the one mined). */
-  async finish(id: string, outcome: Settlement): Promise<void> {
-    await this.pool.query(
-      `UPDATE relay_commands SET status = $2, block_number = $3, reason = $4,
-         tx_hash = COALESCE($5, tx_hash),
-         raw_tx = COALESCE((SELECT t->>'raw' FROM jsonb_array_elements(txs) t WHERE t->>'hash' = $5 LIMIT 1), raw_tx),
-         updated_at = now()
-       WHERE id = $1 AND status IN ${OPEN}`,
-      [
-        id,
-        outcome.status,
-        outcome.blockNumber ?? null,
-        outcome.status === 'failed' ? outcome.reason : null,
-        outcome.txHash ?? null,
-      ],
-    );
   }
 }

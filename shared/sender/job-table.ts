@@ -1,0 +1,105 @@
+/**
+ * The sender's writes (SenderStore without open()) over an owner's table of jobs: the relay's behalf commands,
+ * the Agent's complaints. The table keys its rows by `key` and has the sender's columns: status, nonce,
+ * raw_tx, tx_hash, txs (jsonb array of SignedAttempt), reason, attempts, refusals, mined_block,
+ * cancel_reason, block_number, updated_at. Every method is one statement or one transaction, and each moves a
+ * job only from the statuses the sender's state machine allows, so a stale pass changes nothing.
+ */
+import { withTransaction, type Pool } from '../db/pool.js';
+import { takeNonce } from './nonces.js';
+import { OPEN_STATUSES, type Settlement, type SignedAttempt, type WalletRef } from './types.js';
+
+/** `('scheduled', 'signed', …)`: the open statuses as an SQL list. */
+export const OPEN_STATUS_LIST = `(${OPEN_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+
+export class JobTable {
+  /** `table` and `key` are identifiers of the owner's code, never input. */
+  constructor(
+    protected readonly pool: Pool,
+    private readonly table: string,
+    private readonly key: string,
+  ) {}
+
+  /**
+   * Allocates the wallet's next nonce and stores the attempt `sign` makes with it, in one transaction, only
+   * while the job is still scheduled and unsigned (the row is locked meanwhile).
+   */
+  async signFirst(
+    id: string,
+    wallet: WalletRef,
+    sign: (nonce: number) => Promise<SignedAttempt>,
+  ): Promise<{ nonce: number; attempt: SignedAttempt } | undefined> {
+    return withTransaction(this.pool, async (tx) => {
+      const claimed = await tx.query(
+        `SELECT 1 FROM ${this.table} WHERE ${this.key} = $1 AND status = 'scheduled' AND raw_tx IS NULL FOR UPDATE`,
+        [id],
+      );
+      if (claimed.rowCount !== 1) return undefined;
+      const nonce = await takeNonce(tx, wallet);
+      const attempt = await sign(nonce);
+      await tx.query(
+        `UPDATE ${this.table} SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, txs = $5,
+           reason = NULL, updated_at = now() WHERE ${this.key} = $1`,
+        [id, nonce, attempt.raw, attempt.hash, JSON.stringify([attempt])],
+      );
+      return { nonce, attempt };
+    });
+  }
+
+  /** A replacement at the job's nonce, only if it still has `knownAttempts`; a `reason` makes it a cancel. */
+  async addAttempt(
+    id: string,
+    knownAttempts: number,
+    attempt: SignedAttempt,
+    reason?: string,
+  ): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE ${this.table} SET txs = txs || $3::jsonb, raw_tx = $4, tx_hash = $5,
+         status = CASE WHEN $6::text IS NULL THEN status ELSE 'cancelling' END,
+         cancel_reason = COALESCE($6, cancel_reason), reason = COALESCE($6, reason), updated_at = now()
+       WHERE ${this.key} = $1 AND status IN ('signed', 'sent', 'cancelling') AND jsonb_array_length(txs) = $2`,
+      [id, knownAttempts, JSON.stringify([attempt]), attempt.raw, attempt.hash, reason ?? null],
+    );
+    return result.rowCount === 1;
+  }
+
+  async note(id: string, problem: string, refused = false): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.table} SET attempts = attempts + 1, refusals = refusals + $3, reason = $2,
+         updated_at = now() WHERE ${this.key} = $1`,
+      [id, problem, refused ? 1 : 0],
+    );
+  }
+
+  async markSent(id: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.table} SET status = 'sent', updated_at = now() WHERE ${this.key} = $1 AND status = 'signed'`,
+      [id],
+    );
+  }
+
+  async setMinedBlock(id: string, block: number | null): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.table} SET mined_block = $2, updated_at = now() WHERE ${this.key} = $1`,
+      [id, block],
+    );
+  }
+
+  /** Final status; a settlement naming a transaction records it as the job's (the one mined). */
+  async finish(id: string, outcome: Settlement): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.table} SET status = $2, block_number = $3, reason = $4,
+         tx_hash = COALESCE($5, tx_hash),
+         raw_tx = COALESCE((SELECT t->>'raw' FROM jsonb_array_elements(txs) t WHERE t->>'hash' = $5 LIMIT 1), raw_tx),
+         updated_at = now()
+       WHERE ${this.key} = $1 AND status IN ${OPEN_STATUS_LIST}`,
+      [
+        id,
+        outcome.status,
+        outcome.blockNumber ?? null,
+        outcome.status === 'failed' ? outcome.reason : null,
+        outcome.txHash ?? null,
+      ],
+    );
+  }
+}

@@ -1,0 +1,59 @@
+/** The gauges an operator watches on a service that sends transactions (relay, Agent), on its /metrics. */
+import { Gauge, type Registry } from 'prom-client';
+
+/** What the gauges read at scrape time. */
+export interface SenderSignals {
+  /** The wallet's balance in wei (decimal string) at the last sender pass, when known. */
+  balanceWei: () => string | undefined;
+  /** Wall-clock ms when the oldest unconfirmed transaction was first signed, if any. */
+  oldestUnconfirmedSinceMs: () => number | undefined;
+  /** Jobs by status, read from the database at scrape time. */
+  countByStatus: () => Promise<Record<string, number>>;
+  /** Every status, so a status with no job reads 0 instead of vanishing. */
+  statuses: readonly string[];
+}
+
+/**
+ * `<prefix>_wallet_balance_wei`, `<prefix>_oldest_unconfirmed_seconds` and `<jobsByStatus.name>{status}`.
+ * `wallet` and `transactions` name them in the help texts ("the relay wallet", "unconfirmed relay transaction").
+ */
+export function registerSenderGauges(
+  registry: Registry,
+  options: {
+    prefix: string;
+    wallet: string;
+    transactions: string;
+    jobsByStatus: { name: string; help: string };
+  },
+  signals: SenderSignals,
+): void {
+  new Gauge({
+    name: options.jobsByStatus.name,
+    help: options.jobsByStatus.help,
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const counts = await signals.countByStatus().catch(() => undefined);
+      if (counts === undefined) return;
+      for (const status of signals.statuses) this.set({ status }, counts[status] ?? 0);
+    },
+  });
+  new Gauge({
+    name: `${options.prefix}_wallet_balance_wei`,
+    help: `Balance of the ${options.wallet} wallet in wei at the last sender pass (float: precise to ~16 digits)`,
+    registers: [registry],
+    collect() {
+      const balance = signals.balanceWei();
+      if (balance !== undefined) this.set(Number(balance));
+    },
+  });
+  new Gauge({
+    name: `${options.prefix}_oldest_unconfirmed_seconds`,
+    help: `Age of the oldest signed but unconfirmed ${options.transactions} transaction (0 when none)`,
+    registers: [registry],
+    collect() {
+      const since = signals.oldestUnconfirmedSinceMs();
+      this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
+    },
+  });
+}
