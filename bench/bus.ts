@@ -10,6 +10,11 @@ import type { BenchSection } from './report.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
+/**
+ * Messages of the batched measures. More than MESSAGES: at tens of thousands a second, 10,000 messages are
+ * under half a second, mostly the first batches' start (their ratio swung 8-10x between runs of 20,000).
+ */
+const BATCH_MESSAGES = Number(process.env.BENCH_BATCH_MESSAGES ?? 100_000);
 const KEYS = 16;
 const PUBLISH_BATCH = 100;
 /** A producer that publishes bigger batches (the Classifier publishes at once what one batch decides). */
@@ -110,6 +115,7 @@ export async function run(): Promise<BenchSection[]> {
       'bench.batches',
       { batchHandler: onceInBatches(pool, 'bench-batches') },
       PUBLISH_BATCH,
+      BATCH_MESSAGES,
     );
     // The same with a producer that publishes BIG_PUBLISH messages at a time.
     const endToEndBigBatches = await consume(
@@ -117,14 +123,16 @@ export async function run(): Promise<BenchSection[]> {
       'bench.big-batches',
       { batchHandler: onceInBatches(pool, 'bench-big-batches') },
       BIG_PUBLISH,
+      BATCH_MESSAGES,
     );
     // The same consumer on a backlog (what a replay or a consumer catching up does): full batches.
-    await publishAll(bus, 'bench.backlog');
+    await publishAll(bus, 'bench.backlog', PUBLISH_BATCH, BATCH_MESSAGES);
     const backlogBatches = await consume(
       bus,
       'bench.backlog',
       { batchHandler: onceInBatches(pool, 'bench-backlog') },
       'backlog',
+      BATCH_MESSAGES,
     );
     await bus.close();
     singleBursts.push(await singleCommits());
@@ -143,7 +151,7 @@ export async function run(): Promise<BenchSection[]> {
     const backlogOnce = rate(backlogBatches.count, backlogBatches.ms);
     const rawLogRate = rate(rawLog.count, rawLog.ms);
     const published = rate(publishOnly.count, publishOnly.ms);
-    const title = `bus benchmark (${fmt(MESSAGES)} messages, ${KEYS} keys, 8 partitions, ${database.source})`;
+    const title = `bus benchmark (${fmt(MESSAGES)} messages, ${fmt(BATCH_MESSAGES)} in the batched measures, ${KEYS} keys, 8 partitions, ${database.source})`;
     printTable(title, [
       ['raw INSERT, 1 row per commit', `${fmt(single)} rows/s   (baseline A, ${burstNote})`],
       ['raw INSERT, 100 rows per statement', `${fmt(batched)} rows/s   (baseline B)`],
@@ -389,12 +397,14 @@ async function kafkaFigures(
       batchTopic,
       { batchHandler: onceInBatches(pool, 'bench-kafka-batches') },
       PUBLISH_BATCH,
+      BATCH_MESSAGES,
     );
     const bigBatches = await consume(
       bus,
       bigBatchTopic,
       { batchHandler: onceInBatches(pool, 'bench-kafka-big-batches') },
       BIG_PUBLISH,
+      BATCH_MESSAGES,
     );
     return { source, publish, consume: consumeBacklog, e2e, once, batches, bigBatches };
   } finally {
@@ -419,11 +429,16 @@ async function time(fn: () => Promise<number>): Promise<Timed> {
 /** "N messages a batch on average". */
 const meanBatch = (t: Timed) => `${fmt(t.count / (t.batches ?? t.count))} a batch on average`;
 
-async function publishAll(bus: EventBus, topic: string, batch = PUBLISH_BATCH): Promise<void> {
-  for (let i = 0; i < MESSAGES; i += batch) {
+async function publishAll(
+  bus: EventBus,
+  topic: string,
+  batch = PUBLISH_BATCH,
+  total = MESSAGES,
+): Promise<void> {
+  for (let i = 0; i < total; i += batch) {
     await bus.publish(
       topic,
-      Array.from({ length: Math.min(batch, MESSAGES - i) }, (_, j) => ({
+      Array.from({ length: Math.min(batch, total - i) }, (_, j) => ({
         key: `key-${(i + j) % KEYS}`,
         value: VALUE,
       })),
@@ -472,6 +487,7 @@ async function consume(
   handling: Pick<SubscribeOptions, 'handler' | 'batchHandler'>,
   /** The producer's batch size when it publishes meanwhile; 'backlog': published before. */
   producer: number | 'backlog',
+  total = MESSAGES,
 ): Promise<Timed> {
   let handled = 0;
   let batches = 0;
@@ -479,7 +495,7 @@ async function consume(
   const finished = new Promise<void>((resolve) => (done = resolve));
   const count = (n: number) => {
     batches++;
-    if ((handled += n) === MESSAGES) done();
+    if ((handled += n) === total) done();
   };
   const { handler, batchHandler } = handling;
   const subscription = await bus.subscribe({
@@ -500,7 +516,7 @@ async function consume(
         }),
   });
   const start = performance.now();
-  if (producer !== 'backlog') await publishAll(bus, topic, producer);
+  if (producer !== 'backlog') await publishAll(bus, topic, producer, total);
   await finished;
   const ms = performance.now() - start;
   await subscription.stop();

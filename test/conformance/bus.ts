@@ -12,6 +12,7 @@ import {
   type Handler,
   type Subscription,
 } from '../../shared/bus/index.js';
+import { publishMany } from '../../shared/bus/publish-many.js';
 import { waitFor } from '../support/wait.js';
 
 export interface BusUnderTest {
@@ -169,6 +170,48 @@ export function busConformanceSuite(
       for (const seqs of byKey.values()) expect(seqs).toEqual(Array.from({ length: 25 }, (_, i) => i));
       expect(seen[0]!.headers.seq).toBeDefined();
       expect(seen[0]!.timestamp).toBeInstanceOf(Date);
+    });
+
+    it('carries values and headers byte for byte, each with its own key, across topics in one publish', async () => {
+      const [first, second] = [await topic(3), await topic(2)];
+      // What a text[] literal or a JSON array must escape or could misalign: quotes, backslashes, braces,
+      // commas, NULL-like words, escapes that look like JSON, newlines, non-ASCII and astral characters.
+      const awkward = [
+        '"quoted" \\backslash\\ {braces}, commas',
+        'NULL',
+        '',
+        '\\u0041 is not A, \\" is not "',
+        'line one\nline two\ttab\r',
+        'é ü ß 漢字 🚀 \u{1F980}',
+        JSON.stringify({ nested: '{"a":[1,"2",{"b":"\\\\"}]}', quote: '"' }),
+      ];
+      const messagesOf = (tag: string) =>
+        awkward.map((value, i) => ({
+          key: `${tag}${i}-${value.slice(0, 3)}`,
+          value: `${tag}${value}`,
+          headers: { note: awkward[(i + 2) % awkward.length]!, index: String(i) },
+        }));
+      const sent = new Map([
+        [first, messagesOf('')],
+        [second, messagesOf('2nd ')],
+      ]);
+      await publishMany(
+        t.bus,
+        [...sent].map(([name, messages]) => ({ topic: name, messages })),
+      );
+      const { seen } = await collect([first, second], fresh('g'));
+      await waitFor(() => seen.length >= 2 * awkward.length, 'every message of both topics');
+      for (const [name, messages] of sent) {
+        const got = seen
+          .filter((m) => m.topic === name)
+          .map((m) => ({
+            key: m.key,
+            value: m.value,
+            headers: { note: m.headers.note, index: m.headers.index },
+          }))
+          .sort((a, b) => Number(a.headers.index) - Number(b.headers.index));
+        expect(got).toEqual(messages);
+      }
     });
 
     it('commits only after the handler succeeded: a failed message is delivered again, in order', async () => {

@@ -148,7 +148,7 @@ export class PostgresBus implements EventBus {
     const indexes: number[] = [];
     const keys: string[] = [];
     const values: string[] = [];
-    const headers: string[] = [];
+    const headers: Array<Record<string, string>> = [];
     for (const { topic, messages } of batches) {
       if (messages.length === 0) continue;
       const count = await this.partitionCount(topic, options.client);
@@ -163,7 +163,7 @@ export class PostgresBus implements EventBus {
         indexes.push(index);
         keys.push(m.key);
         values.push(m.value);
-        headers.push(JSON.stringify(m.headers ?? {}));
+        headers.push(m.headers ?? {});
       }
     }
     if (topics.length === 0) return [];
@@ -171,11 +171,16 @@ export class PostgresBus implements EventBus {
     const n = statement.name('bus_n');
     const locked = statement.name('bus_locked');
     const o = statement.name('bus_o');
+    // Values and headers travel as JSON arrays, zipped with the other columns by position (ROWS FROM): pg's
+    // text[] literal escapes each element with regex passes (0.45 ms for 100 values of 1.4 KB here, against
+    // 0.17 ms for JSON.stringify), which made a publish of 100 a few percent slower (bench: bus).
     statement.with(
       m,
-      `SELECT * FROM unnest(${statement.param(topics, 'text[]')}, ${statement.param(partitions, 'int[]')},
-         ${statement.param(indexes, 'int[]')}, ${statement.param(keys, 'text[]')},
-         ${statement.param(values, 'text[]')}, ${statement.param(headers, 'jsonb[]')})
+      `SELECT * FROM ROWS FROM (unnest(${statement.param(topics, 'text[]')}),
+         unnest(${statement.param(partitions, 'int[]')}), unnest(${statement.param(indexes, 'int[]')}),
+         unnest(${statement.param(keys, 'text[]')}),
+         json_array_elements_text(${statement.param(JSON.stringify(values), 'json')}),
+         json_array_elements(${statement.param(JSON.stringify(headers), 'json')}))
          AS m(topic, partition, i, key, value, headers)
        ${options.guard ? `WHERE ${options.guard}` : ''}`,
     );
@@ -201,7 +206,7 @@ export class PostgresBus implements EventBus {
     statement.with(
       statement.name('bus_ins'),
       `INSERT INTO bus_messages (topic, partition, "offset", key, value, headers)
-       SELECT m.topic, m.partition, o.first + m.i, m.key, m.value, m.headers
+       SELECT m.topic, m.partition, o.first + m.i, m.key, m.value, m.headers::jsonb
        FROM ${m} m LEFT JOIN ${o} o ON o.topic = m.topic AND o.partition = m.partition`,
     );
     // Delivered at commit; identical payloads within one transaction are folded into one.
