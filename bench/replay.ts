@@ -187,14 +187,17 @@ export async function run() {
 }
 
 /** The fastest of `runs` replays, unless one is not identical to live: that one is the result. */
-async function fastestOf<T extends { classifier: { identical: boolean }; points: { identical: boolean } }>(
-  runs: number,
-  replay: () => Promise<T>,
-): Promise<{ value: T; ms: number }> {
+async function fastestOf<
+  T extends {
+    classifier: { identical: boolean; phases: Record<string, number> };
+    points: { identical: boolean; phases: Record<string, number> };
+  },
+>(runs: number, replay: () => Promise<T>): Promise<{ value: T; ms: number }> {
   let fastest: { value: T; ms: number } | undefined;
   for (let i = 0; i < runs; i++) {
     const run = await time(replay);
-    if (runs > 1) console.log(`replay ${i + 1} of ${runs}: ${(run.ms / 1_000).toFixed(1)} s`);
+    if (runs > 1)
+      console.log(`replay ${i + 1} of ${runs}: ${(run.ms / 1_000).toFixed(1)} s (${phasesText(run.value)})`);
     if (!run.value.classifier.identical || !run.value.points.identical) return run;
     if (!fastest || run.ms < fastest.ms) fastest = run;
   }
