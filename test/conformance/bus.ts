@@ -172,8 +172,8 @@ export function busConformanceSuite(
       expect(seen[0]!.timestamp).toBeInstanceOf(Date);
     });
 
-    it('carries values and headers byte for byte, each with its own key, across topics in one publish', async () => {
-      const [first, second] = [await topic(3), await topic(2)];
+    it('carries values and headers byte for byte, each with its key, across topics, in a transaction or not', async () => {
+      const [first, second, third, fourth] = [await topic(3), await topic(2), await topic(1), await topic(2)];
       // What a text[] literal or a JSON array must escape or could misalign: quotes, backslashes, braces,
       // commas, NULL-like words, escapes that look like JSON, newlines, non-ASCII and astral characters.
       const awkward = [
@@ -194,13 +194,15 @@ export function busConformanceSuite(
       const sent = new Map([
         [first, messagesOf('')],
         [second, messagesOf('2nd ')],
+        [third, messagesOf('3rd ')],
+        [fourth, messagesOf('4th ')],
       ]);
-      await publishMany(
-        t.bus,
-        [...sent].map(([name, messages]) => ({ topic: name, messages })),
-      );
-      const { seen } = await collect([first, second], fresh('g'));
-      await waitFor(() => seen.length >= 2 * awkward.length, 'every message of both topics');
+      const batches = [...sent].map(([name, messages]) => ({ topic: name, messages }));
+      await publishMany(t.bus, batches.slice(0, 2));
+      // In a caller's transaction: the same statement on the log, the outbox on Kafka.
+      await withTransaction(t.pool, (tx) => publishMany(t.bus, batches.slice(2), { tx }));
+      const { seen } = await collect([...sent.keys()], fresh('g'));
+      await waitFor(() => seen.length >= sent.size * awkward.length, 'every message of the four topics');
       for (const [name, messages] of sent) {
         const got = seen
           .filter((m) => m.topic === name)

@@ -35,16 +35,18 @@ export async function writeOutboxMany(
   await tx.query(
     `WITH ins AS (
        INSERT INTO bus_outbox (topic, key, value, headers)
-       SELECT t.t, t.k, t.v, t.h
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS t(t, k, v, h, i)
+       SELECT t.t, t.k, t.v, t.h::jsonb
+       FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), json_array_elements_text($3::json),
+         json_array_elements($4::json)) WITH ORDINALITY AS t(t, k, v, h, i)
        ORDER BY t.i
      )
      SELECT pg_notify($5, d.t) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t) AS d(t)`,
     [
       rows.map((r) => r.topic),
       rows.map((r) => r.m.key),
-      rows.map((r) => r.m.value),
-      rows.map((r) => JSON.stringify(r.m.headers ?? {})),
+      // As JSON arrays, as the postgres log publishes (pg's text[] literal escapes each element slowly).
+      JSON.stringify(rows.map((r) => r.m.value)),
+      JSON.stringify(rows.map((r) => r.m.headers ?? {})),
       OUTBOX_CHANNEL,
     ],
   );
