@@ -1,7 +1,13 @@
 import type { Logger } from '../logging/logger.js';
 import type { PoolClient } from '../db/pool.js';
 import { PartitionFencedError, PoisonMessageError } from './errors.js';
-import { DLQ_HEADERS, type BatchHandler, type BusMessage, type OutgoingMessage } from './port.js';
+import {
+  DLQ_HEADERS,
+  type BatchHandler,
+  type BusMessage,
+  type DeliveryObserver,
+  type OutgoingMessage,
+} from './port.js';
 import { backoffMs, sleep } from './retry.js';
 
 export interface DeliveryOptions {
@@ -24,6 +30,8 @@ export interface DeliveryOptions {
   deadLetter(dead: OutgoingMessage, from: bigint, next: bigint): Promise<void>;
   /** The position `next` is committed (by commit or deadLetter, whose transaction is over). */
   settled(next: bigint): void;
+  /** Told of what was handled, failed and dead-lettered (metrics). */
+  observer?: DeliveryObserver;
 }
 
 export interface DeliveryResult {
@@ -57,9 +65,11 @@ export async function deliverBatch(
     try {
       await handleAndCommit(batch, from, next, 1, options);
       options.settled(next);
+      options.observer?.handled(options.group, first.topic, batch.length);
       return { outcome: 'done', next };
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
+      options.observer?.failed(options.group, first.topic);
       options.log.warn(
         {
           topic: first.topic,
@@ -98,17 +108,21 @@ async function deliverOne(
         `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
       );
       await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group), from, next);
+      options.observer?.deadLettered(options.group, message.topic);
       options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
       return 'done';
     }
     try {
       await handleAndCommit([message], from, next, attempt, options);
+      options.observer?.handled(options.group, message.topic, 1);
       return 'done';
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
+      options.observer?.failed(options.group, message.topic);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
         await options.deadLetter(deadLetterMessage(message, error, attempt, options.group), from, next);
+        options.observer?.deadLettered(options.group, message.topic);
         options.log.error(
           { ...where, attempt, err: error.message },
           'message moved to the dead-letter topic',

@@ -58,6 +58,20 @@ export type Handler = (message: BusMessage, context: HandlerContext) => Promise<
  */
 export type BatchHandler = (messages: readonly BusMessage[], context: HandlerContext) => Promise<void>;
 
+/**
+ * What a bus reports of its consumers' deliveries, for metrics (both adapters call it the same way). Each call
+ * is after the fact: `handled` once the messages' effects and position are committed, `deadLettered` once
+ * the dead letter and the position past it are.
+ */
+export interface DeliveryObserver {
+  /** `count` messages of `topic` handled and committed together (a batch tried whole, or one message). */
+  handled(group: string, topic: string, count: number): void;
+  /** A handler call failed (a batch tried whole, or one message that will be retried or dead-lettered). */
+  failed(group: string, topic: string): void;
+  /** A message moved to the dead-letter topic of `topic`. */
+  deadLettered(group: string, topic: string): void;
+}
+
 /** Default largest batch a BatchHandler is given. */
 export const DEFAULT_MAX_BATCH = 500;
 

@@ -1,6 +1,6 @@
 import type { Archive } from '../archive/port.js';
 import { PostgresArchive } from '../archive/postgres-archive.js';
-import type { EventBus } from '../bus/port.js';
+import type { DeliveryObserver, EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import type { AppConfig } from '../config/index.js';
 import { redactUrl } from '../config/redact.js';
@@ -27,7 +27,7 @@ export async function startInfrastructure(
   config: AppConfig,
   log: Logger,
   migrations: readonly MigrationSet[],
-  options: { shareRunningEmbedded?: boolean } = {},
+  options: { shareRunningEmbedded?: boolean; observer?: DeliveryObserver } = {},
 ): Promise<Infrastructure> {
   let embedded: EmbeddedServer | undefined;
   let dbUrl: string;
@@ -67,6 +67,7 @@ export async function startInfrastructure(
         replicationFactor: kafka.replicationFactor,
         minInsyncReplicas: kafka.minInsyncReplicas,
         publishTimeoutMs: kafka.publishTimeoutMs,
+        observer: options.observer,
         ssl: kafka.ssl
           ? { caFile: kafka.caFile, certFile: kafka.certFile, keyFile: kafka.keyFile }
           : undefined,
@@ -85,6 +86,7 @@ export async function startInfrastructure(
         connectionString: dbUrl,
         log,
         maxAttempts: config.bus.maxAttempts,
+        observer: options.observer,
       });
       // Kafka enforces retention itself; the postgres log deletes expired messages on a timer.
       const pruner = setInterval(() => {

@@ -1,8 +1,11 @@
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EventBus } from '../bus/port.js';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DeliveryObserver, EventBus } from '../bus/port.js';
 import type { Logger } from '../logging/logger.js';
 
-/** The process's metrics registry, with default process metrics and consumer lag per group and partition. */
+/**
+ * The process's metrics registry: default process metrics, consumer lag per group and partition, and what the
+ * bus's consumers handled, failed and dead-lettered (`observer`, given to the bus).
+ */
 export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -29,8 +32,43 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     },
   });
 
+  const handled = new Counter({
+    name: 'bus_messages_handled_total',
+    help: 'Messages handled and committed by a consumer group',
+    labelNames: ['group', 'topic'],
+    registers: [registry],
+  });
+  const batchSize = new Histogram({
+    name: 'bus_handler_batch_messages',
+    help: 'Messages per handler call that was committed (1 for a message handled alone)',
+    labelNames: ['group'],
+    buckets: [1, 10, 50, 100, 250, 500, 1_000, 5_000],
+    registers: [registry],
+  });
+  const failures = new Counter({
+    name: 'bus_handler_failures_total',
+    help: 'Handler calls that failed (retried, delivered one by one, or dead-lettered)',
+    labelNames: ['group', 'topic'],
+    registers: [registry],
+  });
+  const deadLettered = new Counter({
+    name: 'bus_dead_lettered_total',
+    help: 'Messages a consumer group moved to the dead-letter topic of their topic',
+    labelNames: ['group', 'topic'],
+    registers: [registry],
+  });
+  const observer: DeliveryObserver = {
+    handled(group, topic, count) {
+      handled.inc({ group, topic }, count);
+      batchSize.observe({ group }, count);
+    },
+    failed: (group, topic) => failures.inc({ group, topic }),
+    deadLettered: (group, topic) => deadLettered.inc({ group, topic }),
+  };
+
   return {
     registry,
+    observer,
     trackConsumerGroup(group: string, topics: readonly string[]) {
       groups.set(group, topics);
     },

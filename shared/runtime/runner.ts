@@ -76,12 +76,13 @@ export async function runServices(
   }
 
   try {
+    const metrics = createMetrics(() => infra?.bus, log);
     infra = await startInfrastructure(
       config,
       log,
       chosen.flatMap((s) => s.migrations ?? []),
+      { observer: metrics.observer },
     );
-    const metrics = createMetrics(() => infra?.bus, log);
     for (const definition of chosen) {
       if (stopping) return;
       const service = await definition.start({

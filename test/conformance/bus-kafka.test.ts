@@ -11,7 +11,7 @@ const log = createLogger({ level: (process.env.BUS_TEST_LOG as 'warn') ?? 'silen
 
 busConformanceSuite(
   `kafka${kafka.skipReason ? ` (skipped: ${kafka.skipReason})` : ''}`,
-  async () => {
+  async (observer) => {
     const db = await createTestDatabase();
     const make = (brokers: string[]) =>
       new KafkaBus({
@@ -22,6 +22,7 @@ busConformanceSuite(
         connectionString: db.url,
         publishTimeoutMs: 10_000,
         positionCheckMs: 200,
+        observer,
       });
     const bus = make(kafka.target!.brokers);
     return {

@@ -8,6 +8,7 @@ import {
   applyOnceBatch,
   deadLetterTopic,
   type BusMessage,
+  type DeliveryObserver,
   type EventBus,
   type Handler,
   type Subscription,
@@ -44,7 +45,8 @@ export interface BusUnderTest {
  */
 export function busConformanceSuite(
   name: string,
-  make: () => Promise<BusUnderTest>,
+  /** `observer`: to be given to the bus, which reports its deliveries to it. */
+  make: (observer: DeliveryObserver) => Promise<BusUnderTest>,
   options: { skip?: string; serverOutage?: boolean } = {},
 ) {
   const ifOutage = options.serverOutage ? it : () => undefined;
@@ -52,9 +54,22 @@ export function busConformanceSuite(
   suite(`EventBus conformance: ${name}`, () => {
     let t: BusUnderTest;
     const subscriptions: Subscription[] = [];
+    // What the bus reported through its DeliveryObserver, by group and topic.
+    const observed = new Map<string, { handled: number[]; failed: number; deadLettered: number }>();
+    const reported = (group: string, topic: string) => {
+      const key = `${group} ${topic}`;
+      let entry = observed.get(key);
+      if (!entry) observed.set(key, (entry = { handled: [], failed: 0, deadLettered: 0 }));
+      return entry;
+    };
+    const observer: DeliveryObserver = {
+      handled: (group, topic, count) => reported(group, topic).handled.push(count),
+      failed: (group, topic) => reported(group, topic).failed++,
+      deadLettered: (group, topic) => reported(group, topic).deadLettered++,
+    };
 
     beforeAll(async () => {
-      t = await make();
+      t = await make(observer);
       await t.pool.query(
         'CREATE TABLE IF NOT EXISTS conformance_effects (id bigserial, event_id text, key text)',
       );
@@ -718,8 +733,9 @@ export function busConformanceSuite(
       await publishSequences(name, keys, 40);
       const sizes: number[] = [];
       const mixed: string[] = [];
+      const group = fresh('g');
       const sub = await t.bus.subscribe({
-        group: fresh('g'),
+        group,
         topics: [name],
         maxBatch: 25,
         batchHandler: orderedBatchEffect(consumer, sizes, (batch) => {
@@ -739,6 +755,12 @@ export function busConformanceSuite(
       for (const seqs of (await orderedSequences(consumer)).values())
         expect(seqs).toEqual(Array.from({ length: 40 }, (_, i) => i));
       await waitFor(async () => (await t.bus.lag(sub.group, [name])).every((p) => p.lag === 0n), 'lag 0');
+      // Metrics are told of each committed call with its size: every message once, in batches.
+      const { handled, failed, deadLettered } = reported(group, name);
+      expect(handled.reduce((a, b) => a + b, 0)).toBe(360);
+      expect(Math.max(...handled)).toBeLessThanOrEqual(25);
+      expect(handled.length).toBeLessThan(360);
+      expect({ failed, deadLettered }).toEqual({ failed: 0, deadLettered: 0 });
     });
 
     it('batches: a poison message is dead-lettered alone; the rest of its batch is applied once', async () => {
@@ -747,8 +769,9 @@ export function busConformanceSuite(
       await publishSequences(name, ['p'], 30);
       const sizes: number[] = [];
       let failedBatches = 0;
+      const group = fresh('g');
       const sub = await t.bus.subscribe({
-        group: fresh('g'),
+        group,
         topics: [name],
         maxBatch: 100,
         maxAttempts: 2,
@@ -773,6 +796,8 @@ export function busConformanceSuite(
       expect(dead.seen[0]!.headers[DLQ_HEADERS.error]).toBe('seq 17 cannot be handled');
       expect(sizes[0]).toBe(30); // tried whole first
       expect(failedBatches).toBe(2); // the whole batch, then seq 17 alone (poison: no retry)
+      // What metrics are told: 29 messages handled one by one, two failed calls, one dead letter.
+      expect(reported(group, name)).toEqual({ handled: Array(29).fill(1), failed: 2, deadLettered: 1 });
     });
 
     it('valuesOnly: every message delivered in order, one passed over perhaps without its value; dead-lettered whole', async () => {

@@ -135,6 +135,10 @@ describe('classifier under hard kills', () => {
     expect(metrics).toMatch(/classifier_oldest_pending_age_seconds 0/);
     expect(metrics).toMatch(/classifier_decision_lag_seconds_count\{chain="(9006|614)"\} [1-9]/);
     expect(metrics).toMatch(/bus_consumer_lag\{group="classifier",topic="chain.events"/);
+    // The bus's deliveries since the last start: handled in batches, nothing dead-lettered.
+    expect(metrics).toMatch(/bus_messages_handled_total\{group="classifier",topic="chain.events"\} [1-9]/);
+    expect(metrics).toMatch(/bus_handler_batch_messages_count\{group="classifier"\} [1-9]/);
+    expect(metrics).not.toMatch(/bus_dead_lettered_total\{/);
     await kill();
 
     // Exactly one verdict message per swap, and never a violation twice.

@@ -8,6 +8,7 @@ import type { Logger } from '../../logging/logger.js';
 import {
   batchHandlerOf,
   deadLetterTopic,
+  type DeliveryObserver,
   type EventBus,
   type OutgoingMessage,
   type PartitionLag,
@@ -49,6 +50,8 @@ export interface KafkaBusOptions {
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /** How often running members compare their positions with the stored ones (a seek by anyone). */
   positionCheckMs?: number;
+  /** Told of every subscription's deliveries (metrics). */
+  observer?: DeliveryObserver;
 }
 
 /**
@@ -284,6 +287,7 @@ export class KafkaBus implements EventBus {
       maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
       log: this.log.child({ group: options.group }),
       positionCheckMs: this.options.positionCheckMs ?? 500,
+      observer: this.options.observer,
     });
     this.consumers.add(subscription);
     try {

@@ -8,6 +8,7 @@ import {
   deadLetterTopic,
   type BatchHandler,
   type BusMessage,
+  type DeliveryObserver,
   type SubscribeOptions,
   type Subscription,
 } from '../port.js';
@@ -27,6 +28,7 @@ export interface KafkaSubscriptionOptions extends SubscribeOptions {
   maxAttempts: number;
   log: Logger;
   positionCheckMs: number;
+  observer?: DeliveryObserver;
 }
 
 /**
@@ -173,6 +175,7 @@ export class KafkaSubscription implements Subscription {
           await commitPosition(tx, ref, from, next, true);
         }),
       settled: (next) => tries.committed(next),
+      observer: this.options.observer,
     };
   }
 

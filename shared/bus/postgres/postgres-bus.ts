@@ -6,6 +6,7 @@ import { setPosition } from '../positions.js';
 import {
   batchHandlerOf,
   deadLetterTopic,
+  type DeliveryObserver,
   type EventBus,
   type OutgoingMessage,
   type PartitionLag,
@@ -30,6 +31,8 @@ export interface PostgresBusOptions {
   idlePollMs?: number;
   /** How often members heartbeat and rebalance partitions. */
   rebalanceMs?: number;
+  /** Told of every subscription's deliveries (metrics). */
+  observer?: DeliveryObserver;
 }
 
 /**
@@ -229,6 +232,7 @@ export class PostgresBus implements EventBus {
       log: this.options.log.child({ group: options.group }),
       idlePollMs: this.options.idlePollMs ?? 5_000,
       rebalanceMs: this.options.rebalanceMs ?? 1_000,
+      observer: this.options.observer,
       onStopped: (s) => this.subscriptions.delete(s),
     });
     this.subscriptions.add(subscription);

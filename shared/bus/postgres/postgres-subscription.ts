@@ -21,6 +21,7 @@ import {
   DLQ_HEADERS,
   valueOmitted,
   type BusMessage,
+  type DeliveryObserver,
   type SubscribeOptions,
   type Subscription,
   type ValuesOnly,
@@ -36,6 +37,7 @@ export interface PostgresSubscriptionOptions extends SubscribeOptions {
   log: Logger;
   idlePollMs: number;
   rebalanceMs: number;
+  observer?: DeliveryObserver;
   onStopped(subscription: PostgresSubscription): void;
 }
 
@@ -273,6 +275,7 @@ class PartitionWorker {
           await commitPosition(tx, this.ref, from, next, true);
         }),
       settled: (next) => tries.committed(next),
+      observer: subscription.options.observer,
     };
     // Stopping the subscription stops every worker (and cuts short their retry back-off).
     subscription.signal.addEventListener('abort', () => this.stopController.abort(), { once: true });
