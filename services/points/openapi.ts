@@ -263,7 +263,7 @@ export function pointsOpenApi() {
       '/dashboard/pipeline': {
         get: {
           summary:
-            "the dashboard: heights and lag per chain, consumer lag per group, commands by status (this process's services)",
+            "the dashboard: heights and lag per chain, consumer lag, handled and dead-lettered messages per group, commands by status (this process's services)",
           responses: {
             '200': {
               description: 'pipeline health',
@@ -272,7 +272,22 @@ export function pointsOpenApi() {
                 required: ['chains', 'consumers', 'commands', 'oldestUnconfirmedSeconds', 'classifier'],
                 properties: {
                   chains: { type: 'array', items: { type: 'object', required: ['chain'] } },
-                  consumers: { type: 'array', items: { type: 'object', required: ['group', 'lag'] } },
+                  consumers: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      required: ['group', 'lag', 'handled', 'deadLettered'],
+                      properties: {
+                        group: { type: 'string' },
+                        lag: { type: 'integer', description: 'messages not yet committed' },
+                        handled: { type: 'integer', description: 'handled since this process started' },
+                        deadLettered: {
+                          type: 'integer',
+                          description: 'moved to a dead-letter topic since this process started',
+                        },
+                      },
+                    },
+                  },
                   commands: { type: 'object' },
                   oldestUnconfirmedSeconds: { type: 'object' },
                   classifier: { type: 'object' },

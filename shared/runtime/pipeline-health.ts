@@ -12,7 +12,8 @@ export interface PipelineHealth {
     connector_height?: number;
     lag_blocks?: number;
   }>;
-  consumers: Array<{ group: string; lag: number }>;
+  /** Per consumer group: messages not yet committed, and since this process started, handled and dead-lettered. */
+  consumers: Array<{ group: string; lag: number; handled: number; deadLettered: number }>;
   commands: Record<string, Record<string, number>>;
   classifier: { pending: Record<string, number>; oldest_pending_age_seconds?: number };
   /** Per sending service (relay, agent): age of its oldest sent but unconfirmed transaction. */
@@ -21,7 +22,7 @@ export interface PipelineHealth {
 
 type MetricJson = { name: string; values: Array<{ value: number; labels: Record<string, string | number> }> };
 
-/** Heights and lag per chain, consumer lag per group, commands by status, from the metrics registry. */
+/** Heights and lag per chain, consumers' lag and deliveries per group, commands by status, from the registry. */
 export async function pipelineHealth(registry: Registry): Promise<PipelineHealth> {
   const metrics = (await registry.getMetricsAsJSON()) as unknown as MetricJson[];
   const values = (name: string) => metrics.find((m) => m.name === name)?.values ?? [];
@@ -35,11 +36,12 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
     if (c.chain_client_height !== undefined && c.connector_height !== undefined)
       c.lag_blocks = Math.max(0, c.chain_client_height - c.connector_height);
 
-  const lag = new Map<string, number>();
-  for (const v of values('bus_consumer_lag')) {
-    const group = String(v.labels.group);
-    lag.set(group, (lag.get(group) ?? 0) + v.value);
-  }
+  const consumers = new Map<string, PipelineHealth['consumers'][number]>();
+  const consumer = (group: string) =>
+    consumers.get(group) ?? consumers.set(group, { group, lag: 0, handled: 0, deadLettered: 0 }).get(group)!;
+  for (const v of values('bus_consumer_lag')) consumer(String(v.labels.group)).lag += v.value;
+  for (const v of values('bus_messages_handled_total')) consumer(String(v.labels.group)).handled += v.value;
+  for (const v of values('bus_dead_lettered_total')) consumer(String(v.labels.group)).deadLettered += v.value;
 
   // Every service's "…_commands{status}" / "…_submissions{status}" gauge (relay_commands, agent_submissions).
   const commands: PipelineHealth['commands'] = {};
@@ -55,9 +57,7 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
   for (const v of values('classifier_pending_swaps')) pending[String(v.labels.waiting_for)] = v.value;
   return {
     chains: [...chains.values()].sort((a, b) => a.chain.localeCompare(b.chain)),
-    consumers: [...lag]
-      .map(([group, n]) => ({ group, lag: n }))
-      .sort((a, b) => a.group.localeCompare(b.group)),
+    consumers: [...consumers.values()].sort((a, b) => a.group.localeCompare(b.group)),
     commands,
     oldestUnconfirmedSeconds: Object.fromEntries(
       metrics

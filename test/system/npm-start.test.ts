@@ -212,11 +212,16 @@ describe('npm start on the shipped config (devnet)', () => {
     );
     const pipeline = (await (await fetch(`${points()}/dashboard/pipeline`)).json()) as {
       chains: Array<{ chain: string; connector_height: number }>;
-      consumers: Array<{ group: string }>;
+      consumers: Array<{ group: string; handled: number; deadLettered: number }>;
       commands: Record<string, unknown>;
     };
     expect(pipeline.chains.map((c) => c.chain).sort()).toEqual(['614', '9006']);
     expect(pipeline.consumers.map((c) => c.group)).toEqual(expect.arrayContaining(['classifier', 'points']));
+    // Every case decided: the classifier and Points handled messages, and nothing went to a dead-letter topic.
+    const byGroup = new Map(pipeline.consumers.map((c) => [c.group, c]));
+    expect(byGroup.get('classifier')!.handled).toBeGreaterThan(0);
+    expect(byGroup.get('points')!.handled).toBeGreaterThan(0);
+    expect(pipeline.consumers.filter((c) => c.deadLettered > 0)).toEqual([]);
     expect(pipeline.commands).toHaveProperty('relay');
     const page = await fetch(`${points()}/dashboard/`);
     expect(page.status).toBe(200);

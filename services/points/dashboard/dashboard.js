@@ -49,7 +49,7 @@ function fill(tableId, rows) {
 
 const time = (seconds) => new Date(seconds * 1000).toISOString().replace('T', ' ').slice(0, 19);
 
-// Pipeline health: heights and lag per chain, consumer lag per group, commands by status.
+// Pipeline health: heights and lag per chain, consumers' lag and deliveries per group, commands by status.
 async function refreshPipeline() {
   const health = await getJson('/dashboard/pipeline');
   fill(
@@ -58,7 +58,7 @@ async function refreshPipeline() {
   );
   fill(
     'consumers',
-    health.consumers.map((c) => row([c.group, c.lag])),
+    health.consumers.map((c) => row([c.group, c.lag, c.handled, c.deadLettered])),
   );
   fill(
     'commands',
