@@ -7,7 +7,12 @@ import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 
 export type NotificationKind =
-  'violation' | 'complaint_outcome' | 'submission_failed' | 'submission_stuck' | 'connector_lagging';
+  | 'violation'
+  | 'complaint_outcome'
+  | 'submission_failed'
+  | 'submission_stuck'
+  | 'connector_lagging'
+  | 'message_dead_lettered';
 
 export interface Notification {
   id: string;

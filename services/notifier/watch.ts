@@ -1,9 +1,11 @@
 /**
- * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent)
- * and a lagging connector or consumer, read from the metrics registry every interval. Each condition notifies
- * once when it starts (a new failed count, a new episode), not on every look.
+ * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent),
+ * a lagging connector or consumer, and messages a consumer group dead-lettered, read from the metrics registry
+ * every interval. Each condition notifies once when it starts (a new failed count, a new episode, more dead
+ * letters than at the last look), not on every look.
  */
 import type { Registry } from 'prom-client';
+import { deadLetterTopic } from '../../shared/bus/port.js';
 import { pipelineHealth } from '../../shared/runtime/pipeline-health.js';
 import type { Notification } from './outbox.js';
 
@@ -20,6 +22,8 @@ export const DEFAULT_LIMITS: WatchLimits = { stuckSeconds: 600, lagBlocks: 50, l
 
 export class HealthWatch {
   private readonly active = new Set<string>();
+  /** Dead letters per group and topic at the last look (the counter counts since this process started). */
+  private readonly deadLetters = new Map<string, number>();
 
   constructor(
     private readonly registry: Registry,
@@ -70,6 +74,33 @@ export class HealthWatch {
         kind: 'connector_lagging',
         payload: { group: g.group, lagMessages: g.lag },
       }));
+    // Each message no consumer could apply: one notification per look that finds more of them. The id carries
+    // the time, as the count starts again with the process.
+    for (const { group, topic, count } of await deadLettered(this.registry)) {
+      const key = `${group} ${topic}`;
+      const before = this.deadLetters.get(key) ?? 0;
+      this.deadLetters.set(key, count);
+      if (count > before)
+        out.push({
+          id: `message_dead_lettered:${group}:${topic}:${count}:${Math.floor(nowMs / 1000)}`,
+          kind: 'message_dead_lettered',
+          payload: { group, topic, deadLetterTopic: deadLetterTopic(topic), new: count - before, count },
+        });
+    }
     return out;
   }
+}
+
+/** bus_dead_lettered_total by group and topic, as the bus's delivery observer counts them. */
+async function deadLettered(
+  registry: Registry,
+): Promise<Array<{ group: string; topic: string; count: number }>> {
+  const metric = registry.getSingleMetric('bus_dead_lettered_total');
+  if (!metric) return [];
+  const { values } = await metric.get();
+  return values.map((v) => ({
+    group: String(v.labels.group),
+    topic: String(v.labels.topic),
+    count: v.value,
+  }));
 }
