@@ -65,11 +65,11 @@ export async function deliverBatch(
     try {
       await handleAndCommit(batch, from, next, 1, options);
       options.settled(next);
-      options.observer?.handled(options.group, first.topic, batch.length);
+      tell(options, 'handled', first.topic, batch.length);
       return { outcome: 'done', next };
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
-      options.observer?.failed(options.group, first.topic);
+      tell(options, 'failed', first.topic);
       options.log.warn(
         {
           topic: first.topic,
@@ -108,21 +108,21 @@ async function deliverOne(
         `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
       );
       await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group), from, next);
-      options.observer?.deadLettered(options.group, message.topic);
+      tell(options, 'deadLettered', message.topic);
       options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
       return 'done';
     }
     try {
       await handleAndCommit([message], from, next, attempt, options);
-      options.observer?.handled(options.group, message.topic, 1);
+      tell(options, 'handled', message.topic, 1);
       return 'done';
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
-      options.observer?.failed(options.group, message.topic);
+      tell(options, 'failed', message.topic);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
         await options.deadLetter(deadLetterMessage(message, error, attempt, options.group), from, next);
-        options.observer?.deadLettered(options.group, message.topic);
+        tell(options, 'deadLettered', message.topic);
         options.log.error(
           { ...where, attempt, err: error.message },
           'message moved to the dead-letter topic',
@@ -132,6 +132,26 @@ async function deliverOne(
       options.log.warn({ ...where, attempt, err: error.message }, 'handler failed; will retry');
       await sleep(backoffMs(attempt), options.signal);
     }
+  }
+}
+
+/**
+ * Tells the observer (metrics) what happened. Never throws: what is told is after the fact, and a failing
+ * observer must not turn a committed batch into a failed one.
+ */
+function tell(
+  options: DeliveryOptions,
+  what: 'handled' | 'failed' | 'deadLettered',
+  topic: string,
+  count = 1,
+): void {
+  const observer = options.observer;
+  if (!observer) return;
+  try {
+    if (what === 'handled') observer.handled(options.group, topic, count);
+    else observer[what](options.group, topic);
+  } catch (err) {
+    options.log.warn({ topic, what, err: (err as Error).message }, 'delivery observer failed');
   }
 }
 

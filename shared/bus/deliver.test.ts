@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../logging/logger.js';
+import { deliverBatch, type DeliveryOptions } from './deliver.js';
+import type { BusMessage, DeliveryObserver } from './port.js';
+
+const message = (offset: number): BusMessage => ({
+  topic: 't',
+  partition: 0,
+  offset: BigInt(offset),
+  key: 'k',
+  value: String(offset),
+  headers: {},
+  timestamp: new Date(0),
+});
+
+/** deliverBatch with its adapter side in memory: calls and commits are recorded. */
+function delivery(observer: DeliveryObserver) {
+  const calls: number[][] = [];
+  const commits: Array<[bigint, bigint]> = [];
+  const warnings: string[] = [];
+  const log = createLogger({ level: 'silent' });
+  log.warn = ((_: unknown, msg: string) => void warnings.push(msg)) as typeof log.warn;
+  const options: DeliveryOptions = {
+    handle: async (batch) => void calls.push(batch.map((m) => Number(m.offset))),
+    maxAttempts: 3,
+    signal: new AbortController().signal,
+    log,
+    group: 'g',
+    recordAttempt: async () => 1,
+    startBatchAttempt: async () => true,
+    commit: async (from, next) => void commits.push([from, next]),
+    deadLetter: async () => undefined,
+    settled: () => undefined,
+    observer,
+  };
+  return { options, calls, commits, warnings };
+}
+
+describe('deliverBatch and its observer', () => {
+  it('tells the observer of a committed batch with its size', async () => {
+    const told: Array<[string, string, number]> = [];
+    const d = delivery({
+      handled: (group, topic, count) => void told.push([group, topic, count]),
+      failed: () => undefined,
+      deadLettered: () => undefined,
+    });
+    const result = await deliverBatch([message(0), message(1), message(2)], 0n, d.options);
+    expect(result).toEqual({ outcome: 'done', next: 3n });
+    expect(told).toEqual([['g', 't', 3]]);
+  });
+
+  it('an observer that throws changes nothing: the batch stays committed whole, once, and a warning says so', async () => {
+    const d = delivery({
+      handled: () => {
+        throw new Error('metrics broke');
+      },
+      failed: () => undefined,
+      deadLettered: () => undefined,
+    });
+    const result = await deliverBatch([message(5), message(6), message(7)], 5n, d.options);
+    expect(result).toEqual({ outcome: 'done', next: 8n });
+    expect(d.calls).toEqual([[5, 6, 7]]); // not split into single messages, not handled twice
+    expect(d.commits).toEqual([[5n, 8n]]);
+    expect(d.warnings).toEqual(['delivery observer failed']);
+  });
+});
