@@ -1,13 +1,19 @@
 /**
  * n8n notifications (DESIGN §5.7; runs whenever `n8nUrl` is set): decided violations and complaint outcomes
- * from the bus, failed or stuck submissions and lagging consumers from the metrics registry, posted to
+ * from the bus, failed or stuck submissions and lagging consumers from the metrics registry, messages in
+ * dead-letter topics from the bus, posted to
  * `n8nUrl` from an outbox table with retries and back-off (outbox.ts).
  */
+import { deadLetterTopic, type EventBus } from '../../shared/bus/port.js';
 import type { ServiceContext, ServiceDefinition, RunningService } from '../../shared/runtime/service.js';
+import { allTopics } from '../../topics/index.js';
 import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.js';
 import { notifierMigrations } from './migrations.js';
 import { enqueue, OutboxSender } from './outbox.js';
 import { DEFAULT_LIMITS, HealthWatch, type WatchLimits } from './watch.js';
+
+/** A consumer group name that never subscribes: its lag on a topic is the topic's whole content. */
+const DEAD_LETTER_WATCH = 'notifier-dead-letter-watch';
 
 export interface NotifierOptions {
   url: string;
@@ -36,7 +42,9 @@ export async function startNotifier(
     pool: context.db,
     onQueued: () => sender.wake(),
   });
-  const watch = new HealthWatch(context.metrics, options.limits ?? DEFAULT_LIMITS);
+  const watch = new HealthWatch(context.metrics, options.limits ?? DEFAULT_LIMITS, () =>
+    deadLetterTotals(context.bus),
+  );
   const timer = setInterval(() => {
     watch
       .look()
@@ -54,6 +62,18 @@ export async function startNotifier(
       await sender.stop();
     },
   };
+}
+
+/** Messages in the dead-letter topic of each topic, summed over partitions. */
+async function deadLetterTotals(bus: EventBus): Promise<Array<{ topic: string; total: number }>> {
+  // The lag of a group that never reads is everything the topics hold (dead-letter topics keep everything).
+  const byDeadLetterTopic = new Map(allTopics.map((t) => [deadLetterTopic(t.name), t.name]));
+  const totals = new Map<string, number>();
+  for (const p of await bus.lag(DEAD_LETTER_WATCH, [...byDeadLetterTopic.keys()])) {
+    const topic = byDeadLetterTopic.get(p.topic)!;
+    totals.set(topic, (totals.get(topic) ?? 0) + Number(p.lag));
+  }
+  return [...totals].map(([topic, total]) => ({ topic, total }));
 }
 
 export const notifierService: ServiceDefinition = {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { Gauge, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DLQ_HEADERS, deadLetterTopic } from '../../shared/bus/port.js';
 import { freePort } from '../../shared/net/free-port.js';
 import type { RunningService } from '../../shared/runtime/service.js';
 import { encode, envelope } from '../../topics/envelope.js';
@@ -159,4 +160,29 @@ describe('n8n notifier outbox', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(received).toHaveLength(expected.length);
   }, 60_000);
+
+  it('tells of messages in a dead-letter topic once per total, across a restart', async () => {
+    const before = received.length;
+    // What a consumer's dead-lettering leaves: messages in `<topic>.dlq` (whichever process wrote them).
+    await ctx.bus.publish(deadLetterTopic(swapVerdicts.name), [
+      { key: 'a', value: '{}', headers: { [DLQ_HEADERS.error]: 'bad' } },
+      { key: 'b', value: '{}', headers: { [DLQ_HEADERS.error]: 'bad' } },
+    ]);
+    const id = `message_dead_lettered:${deadLetterTopic(swapVerdicts.name)}:2`;
+    await waitFor(() => received.some((r) => r.id === id), 'the dead letters told');
+    expect(received.find((r) => r.id === id)).toMatchObject({
+      kind: 'message_dead_lettered',
+      topic: swapVerdicts.name,
+      deadLetterTopic: deadLetterTopic(swapVerdicts.name),
+      total: 2,
+    });
+    // A restarted notifier finds the same total: the same id, which the outbox holds already.
+    await notifier.stop();
+    notifier = await startNotifier(
+      { ...ctx, metrics: registry },
+      { url: ctx.config.n8nUrl!, baseBackoffMs: 50, maxBackoffMs: 400, pollMs: 50, watchIntervalMs: 50 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(received.slice(before).map((r) => r.id)).toEqual([id]);
+  });
 });

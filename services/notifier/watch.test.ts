@@ -1,57 +1,63 @@
+import { Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../shared/logging/logger.js';
-import { createMetrics } from '../../shared/runtime/metrics.js';
-import { HealthWatch } from './watch.js';
+import { DEFAULT_LIMITS, HealthWatch } from './watch.js';
 
-describe('HealthWatch: dead letters', () => {
-  it('notifies once per look that finds more dead letters of a group and topic, with how many are new', async () => {
-    // The registry a service process has, told by the bus's delivery observer.
-    const metrics = createMetrics(() => undefined, createLogger({ level: 'silent' }));
-    const watch = new HealthWatch(metrics.registry);
-    const at = (s: number) => s * 1_000;
+describe('HealthWatch: dead-letter topics', () => {
+  it('tells each new total of a dead-letter topic once, under an id made of the topic and the total', async () => {
+    let totals = [
+      { topic: 'swap.verdicts', total: 0 },
+      { topic: 'chain.events', total: 0 },
+    ];
+    const watch = new HealthWatch(new Registry(), DEFAULT_LIMITS, async () => totals);
+    expect(await watch.look()).toEqual([]);
 
-    metrics.observer.handled('points', 'swap.verdicts', 40);
-    expect(await watch.look(at(100))).toEqual([]);
-
-    metrics.observer.deadLettered('points', 'swap.verdicts');
-    metrics.observer.deadLettered('points', 'swap.verdicts');
-    expect(await watch.look(at(101))).toEqual([
+    totals = [
+      { topic: 'swap.verdicts', total: 2 },
+      { topic: 'chain.events', total: 0 },
+    ];
+    expect(await watch.look()).toEqual([
       {
-        id: 'message_dead_lettered:points:swap.verdicts:2:101',
+        id: 'message_dead_lettered:swap.verdicts.dlq:2',
         kind: 'message_dead_lettered',
-        payload: {
-          group: 'points',
-          topic: 'swap.verdicts',
-          deadLetterTopic: 'swap.verdicts.dlq',
-          new: 2,
-          count: 2,
-        },
+        payload: { topic: 'swap.verdicts', deadLetterTopic: 'swap.verdicts.dlq', total: 2 },
       },
     ]);
-    // Nothing new: nothing again; failures that were retried are no dead letters.
-    metrics.observer.failed('points', 'swap.verdicts');
-    expect(await watch.look(at(102))).toEqual([]);
+    expect(await watch.look()).toEqual([]); // the same total: nothing again
 
-    metrics.observer.deadLettered('classifier', 'chain.events');
-    metrics.observer.deadLettered('points', 'swap.verdicts');
-    const next = await watch.look(at(103));
-    expect(next.map((n) => [n.id, (n.payload as { new: number }).new])).toEqual([
-      ['message_dead_lettered:points:swap.verdicts:3:103', 1],
-      ['message_dead_lettered:classifier:chain.events:1:103', 1],
+    totals = [
+      { topic: 'swap.verdicts', total: 3 },
+      { topic: 'chain.events', total: 1 },
+    ];
+    expect((await watch.look()).map((n) => n.id)).toEqual([
+      'message_dead_lettered:swap.verdicts.dlq:3',
+      'message_dead_lettered:chain.events.dlq:1',
     ]);
   });
 
-  it('a restarted process counts from zero: a new dead letter is told again, under a new id', async () => {
-    const first = createMetrics(() => undefined, createLogger({ level: 'silent' }));
-    const before = await new HealthWatch(first.registry).look(0);
-    expect(before).toEqual([]);
-    first.observer.deadLettered('agent-submitter', 'complaint.commands');
-    const [told] = await new HealthWatch(first.registry).look(5_000);
-    // After a restart: a new registry and watch, the same count for another message.
-    const second = createMetrics(() => undefined, createLogger({ level: 'silent' }));
-    second.observer.deadLettered('agent-submitter', 'complaint.commands');
-    const [again] = await new HealthWatch(second.registry).look(9_000);
-    expect(told!.id).not.toBe(again!.id);
-    expect(again!.payload).toMatchObject({ new: 1, count: 1 });
+  it('a restarted watch tells the standing totals again under the same ids (the outbox keeps one of each)', async () => {
+    const totals = async () => [{ topic: 'complaint.commands', total: 4 }];
+    const first = await new HealthWatch(new Registry(), DEFAULT_LIMITS, totals).look();
+    const afterRestart = await new HealthWatch(new Registry(), DEFAULT_LIMITS, totals).look();
+    expect(afterRestart).toEqual(first);
+  });
+
+  it('a failed read of the dead-letter topics fails the look and starts no episode', async () => {
+    const registry = new Registry();
+    const lag = new Gauge({
+      name: 'bus_consumer_lag',
+      help: 'test',
+      labelNames: ['group', 'topic', 'partition'],
+      registers: [registry],
+    });
+    lag.set({ group: 'points', topic: 'swap.verdicts', partition: '0' }, 5_000);
+    let fail = true;
+    const watch = new HealthWatch(registry, DEFAULT_LIMITS, async () => {
+      if (fail) throw new Error('database down');
+      return [];
+    });
+    await expect(watch.look()).rejects.toThrow('database down');
+    fail = false;
+    // The lagging group is told at the next look: the failed one did not mark it as told.
+    expect((await watch.look(7_000)).map((n) => n.id)).toEqual(['consumer_lagging:points:7']);
   });
 });

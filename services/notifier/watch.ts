@@ -1,8 +1,8 @@
 /**
- * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent),
- * a lagging connector or consumer, and messages a consumer group dead-lettered, read from the metrics registry
- * every interval. Each condition notifies once when it starts (a new failed count, a new episode, more dead
- * letters than at the last look), not on every look.
+ * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent)
+ * and a lagging connector or consumer, read from the metrics registry every interval, and messages in
+ * dead-letter topics, read from the bus. Each condition notifies once when it starts (a new failed count, a
+ * new episode, a new dead-letter total), not on every look.
  */
 import type { Registry } from 'prom-client';
 import { deadLetterTopic } from '../../shared/bus/port.js';
@@ -22,16 +22,20 @@ export const DEFAULT_LIMITS: WatchLimits = { stuckSeconds: 600, lagBlocks: 50, l
 
 export class HealthWatch {
   private readonly active = new Set<string>();
-  /** Dead letters per group and topic at the last look (the counter counts since this process started). */
-  private readonly deadLetters = new Map<string, number>();
+  /** Messages in each topic's dead-letter topic at the last look. */
+  private readonly deadLettered = new Map<string, number>();
 
   constructor(
     private readonly registry: Registry,
     private readonly limits: WatchLimits = DEFAULT_LIMITS,
+    /** Messages in the dead-letter topic of each topic (none: no dead-letter watch). */
+    private readonly deadLetters: () => Promise<Array<{ topic: string; total: number }>> = async () => [],
   ) {}
 
   /** The notifications that are due now. */
   async look(nowMs = Date.now()): Promise<Notification[]> {
+    // Read first: a failed read must leave the episodes as they were (nothing started, nothing lost).
+    const deadLetters = await this.deadLetters();
     const health = await pipelineHealth(this.registry);
     const out: Notification[] = [];
     // Failed counts: the id carries the count, so a restart with the same count does not notify again.
@@ -74,33 +78,18 @@ export class HealthWatch {
         kind: 'connector_lagging',
         payload: { group: g.group, lagMessages: g.lag },
       }));
-    // Each message no consumer could apply: one notification per look that finds more of them. The id carries
-    // the time, as the count starts again with the process.
-    for (const { group, topic, count } of await deadLettered(this.registry)) {
-      const key = `${group} ${topic}`;
-      const before = this.deadLetters.get(key) ?? 0;
-      this.deadLetters.set(key, count);
-      if (count > before)
+    // Messages no consumer could apply, counted in the dead-letter topics themselves: every process's, kept
+    // across restarts, so the id (the topic's total) is the same whoever looks and a total is told once.
+    for (const { topic, total } of deadLetters) {
+      const before = this.deadLettered.get(topic);
+      this.deadLettered.set(topic, total);
+      if (total > 0 && total !== before)
         out.push({
-          id: `message_dead_lettered:${group}:${topic}:${count}:${Math.floor(nowMs / 1000)}`,
+          id: `message_dead_lettered:${deadLetterTopic(topic)}:${total}`,
           kind: 'message_dead_lettered',
-          payload: { group, topic, deadLetterTopic: deadLetterTopic(topic), new: count - before, count },
+          payload: { topic, deadLetterTopic: deadLetterTopic(topic), total },
         });
     }
     return out;
   }
-}
-
-/** bus_dead_lettered_total by group and topic, as the bus's delivery observer counts them. */
-async function deadLettered(
-  registry: Registry,
-): Promise<Array<{ group: string; topic: string; count: number }>> {
-  const metric = registry.getSingleMetric('bus_dead_lettered_total');
-  if (!metric) return [];
-  const { values } = await metric.get();
-  return values.map((v) => ({
-    group: String(v.labels.group),
-    topic: String(v.labels.topic),
-    count: v.value,
-  }));
 }
