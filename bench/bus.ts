@@ -12,7 +12,7 @@ import { fmt, printTable, rate, scratchDatabase } from './support.js';
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
 /**
  * Messages of the batched measures. More than MESSAGES: at tens of thousands a second, 10,000 messages are
- * under half a second, mostly the first batches' start (their ratio swung 8-10x between runs of 20,000).
+ * under half a second, mostly the first batches' start (their ratio swung between 8x and 11.5x across runs of 20,000).
  */
 const BATCH_MESSAGES = Number(process.env.BENCH_BATCH_MESSAGES ?? 100_000);
 const KEYS = 16;

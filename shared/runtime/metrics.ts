@@ -32,12 +32,13 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     },
   });
 
-  const handled = new Counter({
-    name: 'bus_messages_handled_total',
-    help: 'Messages handled and committed by a consumer group',
-    labelNames: ['group', 'topic'],
-    registers: [registry],
-  });
+  // What the bus's consumers did, per group and topic (the observer below is what the bus tells).
+  const perGroupAndTopic = (name: string, help: string) =>
+    new Counter({ name, help, labelNames: ['group', 'topic'], registers: [registry] });
+  const handled = perGroupAndTopic(
+    'bus_messages_handled_total',
+    'Messages handled and committed by a consumer group',
+  );
   const batchSize = new Histogram({
     name: 'bus_handler_batch_messages',
     help: 'Messages per handler call that was committed (1 for a message handled alone)',
@@ -45,18 +46,14 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     buckets: [1, 10, 50, 100, 250, 500, 1_000, 5_000],
     registers: [registry],
   });
-  const failures = new Counter({
-    name: 'bus_handler_failures_total',
-    help: 'Handler calls that failed (retried, delivered one by one, or dead-lettered)',
-    labelNames: ['group', 'topic'],
-    registers: [registry],
-  });
-  const deadLettered = new Counter({
-    name: 'bus_dead_lettered_total',
-    help: 'Messages a consumer group moved to the dead-letter topic of their topic',
-    labelNames: ['group', 'topic'],
-    registers: [registry],
-  });
+  const failures = perGroupAndTopic(
+    'bus_handler_failures_total',
+    'Handler calls that failed (retried, delivered one by one, or dead-lettered)',
+  );
+  const deadLettered = perGroupAndTopic(
+    'bus_dead_lettered_total',
+    'Messages a consumer group moved to the dead-letter topic of their topic',
+  );
   const observer: DeliveryObserver = {
     handled(group, topic, count) {
       handled.inc({ group, topic }, count);
