@@ -4,84 +4,47 @@
  */
 import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
-import { JobTable, OPEN_STATUS_LIST, type SignedAttempt } from '../../shared/sender/index.js';
+import {
+  JOB_ROW_STATUSES,
+  jobColumns,
+  JobTable,
+  OPEN_STATUS_LIST,
+  type JobColumns,
+  type JobColumnsRow,
+  type JobRowStatus,
+} from '../../shared/sender/index.js';
 import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
 import { encode, envelope } from '../../topics/envelope.js';
 
-export type ComplaintStatus =
-  'accepted' | 'scheduled' | 'signed' | 'sent' | 'cancelling' | 'confirmed' | 'failed';
-export const COMPLAINT_STATUSES: readonly ComplaintStatus[] = [
-  'accepted',
-  'scheduled',
-  'signed',
-  'sent',
-  'cancelling',
-  'confirmed',
-  'failed',
-];
+export type ComplaintStatus = JobRowStatus;
+export const COMPLAINT_STATUSES = JOB_ROW_STATUSES;
 
-export interface ComplaintRow {
+export interface ComplaintRow extends JobColumns {
   bidId: string;
   complaint: Record<string, string>;
   signature: string;
   domain: string;
   signer: string;
-  status: ComplaintStatus;
   alreadyOnChain: boolean;
-  reason: string | null;
-  nonce: number | null;
-  txHash: string | null;
-  blockNumber: number | null;
-  attempts: number;
-  txs: SignedAttempt[];
-  refusals: number;
-  minedBlock: number | null;
-  cancelReason: string | null;
-  createdAt: Date;
-  updatedAt: Date;
 }
 
-interface DbRow {
+interface DbRow extends JobColumnsRow {
   bid_id: string;
   complaint: Record<string, string>;
   signature: string;
   domain: string;
   signer: string;
-  status: ComplaintStatus;
   already_on_chain: boolean;
-  reason: string | null;
-  nonce: string | null;
-  tx_hash: string | null;
-  block_number: string | null;
-  attempts: number;
-  txs: SignedAttempt[];
-  refusals: number;
-  mined_block: string | null;
-  cancel_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
 }
 
-const num = (v: string | null) => (v === null ? null : Number(v));
 const toRow = (r: DbRow): ComplaintRow => ({
   bidId: r.bid_id,
   complaint: r.complaint,
   signature: r.signature,
   domain: r.domain,
   signer: r.signer,
-  status: r.status,
   alreadyOnChain: r.already_on_chain,
-  reason: r.reason,
-  nonce: num(r.nonce),
-  txHash: r.tx_hash,
-  blockNumber: num(r.block_number),
-  attempts: r.attempts,
-  txs: r.txs,
-  refusals: r.refusals,
-  minedBlock: num(r.mined_block),
-  cancelReason: r.cancel_reason,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
+  ...jobColumns(r),
 });
 
 const INSERT = `INSERT INTO agent_complaints (bid_id, complaint, signature, domain, signer, status)

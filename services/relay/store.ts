@@ -7,67 +7,43 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '../
 import { encode, envelope } from '../../topics/envelope.js';
 import { relayCommands, type RelayCommand } from '../../topics/relay.commands.js';
 import { Transaction } from 'ethers';
-import { JobTable, OPEN_STATUS_LIST, storeFee, type SignedAttempt } from '../../shared/sender/index.js';
+import {
+  JOB_ROW_STATUSES,
+  jobColumns,
+  JobTable,
+  OPEN_STATUS_LIST,
+  storeFee,
+  type JobColumns,
+  type JobColumnsRow,
+  type JobRowStatus,
+  type SignedAttempt,
+} from '../../shared/sender/index.js';
 import type { ParsedCommand } from './command-body.js';
 import { callWindow } from './windows.js';
 
-export type CommandStatus =
-  'accepted' | 'scheduled' | 'signed' | 'sent' | 'cancelling' | 'confirmed' | 'failed';
-export const COMMAND_STATUSES: readonly CommandStatus[] = [
-  'accepted',
-  'scheduled',
-  'signed',
-  'sent',
-  'cancelling',
-  'confirmed',
-  'failed',
-];
+export type CommandStatus = JobRowStatus;
+export const COMMAND_STATUSES = JOB_ROW_STATUSES;
 
-export interface CommandRow {
+export interface CommandRow extends JobColumns {
   id: string;
   action: RelayCommand['action'];
   transferId: string;
   command: RelayCommand;
   metadata: Record<string, string>;
-  status: CommandStatus;
   windowStart: number;
   windowEnd: number | null;
-  reason: string | null;
-  nonce: number | null;
   rawTx: string | null;
-  txHash: string | null;
-  blockNumber: number | null;
-  attempts: number;
-  /** Every transaction signed at `nonce`, oldest first. */
-  txs: SignedAttempt[];
-  refusals: number;
-  minedBlock: number | null;
-  cancelReason: string | null;
-  createdAt: Date;
-  updatedAt: Date;
 }
 
-interface DbRow {
+interface DbRow extends JobColumnsRow {
   id: string;
   action: RelayCommand['action'];
   transfer_id: string;
   command: RelayCommand;
   metadata: Record<string, string>;
-  status: CommandStatus;
   window_start: string;
   window_end: string | null;
-  reason: string | null;
-  nonce: string | null;
   raw_tx: string | null;
-  tx_hash: string | null;
-  block_number: string | null;
-  attempts: number;
-  txs: SignedAttempt[];
-  refusals: number;
-  mined_block: string | null;
-  cancel_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
 }
 
 const toRow = (r: DbRow): CommandRow => ({
@@ -76,21 +52,11 @@ const toRow = (r: DbRow): CommandRow => ({
   transferId: r.transfer_id,
   command: r.command,
   metadata: r.metadata,
-  status: r.status,
   windowStart: Number(r.window_start),
   windowEnd: r.window_end === null ? null : Number(r.window_end),
-  reason: r.reason,
-  nonce: r.nonce === null ? null : Number(r.nonce),
   rawTx: r.raw_tx,
-  txHash: r.tx_hash,
-  blockNumber: r.block_number === null ? null : Number(r.block_number),
-  attempts: r.attempts,
+  ...jobColumns(r),
   txs: r.txs.length === 0 && r.raw_tx !== null ? [legacyAttempt(r.raw_tx)] : r.txs,
-  refusals: r.refusals,
-  minedBlock: r.mined_block === null ? null : Number(r.mined_block),
-  cancelReason: r.cancel_reason,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
 });
 
 /** A transaction stored before replacements were recorded (migration 2): one legacy-priced attempt. */

@@ -7,10 +7,80 @@
  */
 import { withTransaction, type Pool } from '../db/pool.js';
 import { takeNonce } from './nonces.js';
-import { OPEN_STATUSES, type Settlement, type SignedAttempt, type WalletRef } from './types.js';
+import {
+  OPEN_STATUSES,
+  type JobStatus,
+  type Settlement,
+  type SignedAttempt,
+  type WalletRef,
+} from './types.js';
 
 /** `('scheduled', 'signed', …)`: the open statuses as an SQL list. */
 export const OPEN_STATUS_LIST = `(${OPEN_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+
+/** A job row's status: `accepted` (stored by the API, not yet scheduled by the consumer), then the sender's. */
+export type JobRowStatus = 'accepted' | JobStatus;
+export const JOB_ROW_STATUSES: readonly JobRowStatus[] = [
+  'accepted',
+  'scheduled',
+  'signed',
+  'sent',
+  'cancelling',
+  'confirmed',
+  'failed',
+];
+
+/** The sender's columns of a job table, as `SELECT *` gives them (bigints as text). */
+export interface JobColumnsRow {
+  status: JobRowStatus;
+  reason: string | null;
+  nonce: string | null;
+  tx_hash: string | null;
+  block_number: string | null;
+  attempts: number;
+  txs: SignedAttempt[];
+  refusals: number;
+  mined_block: string | null;
+  cancel_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The sender's columns of a job, as the owners' stores return them. */
+export interface JobColumns {
+  status: JobRowStatus;
+  reason: string | null;
+  nonce: number | null;
+  txHash: string | null;
+  blockNumber: number | null;
+  attempts: number;
+  /** Every transaction signed at `nonce`, oldest first. */
+  txs: SignedAttempt[];
+  refusals: number;
+  minedBlock: number | null;
+  cancelReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const numberOrNull = (v: string | null) => (v === null ? null : Number(v));
+
+export function jobColumns(r: JobColumnsRow): JobColumns {
+  return {
+    status: r.status,
+    reason: r.reason,
+    nonce: numberOrNull(r.nonce),
+    txHash: r.tx_hash,
+    blockNumber: numberOrNull(r.block_number),
+    attempts: r.attempts,
+    txs: r.txs,
+    refusals: r.refusals,
+    minedBlock: numberOrNull(r.mined_block),
+    cancelReason: r.cancel_reason,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
 
 export class JobTable {
   /** `table` and `key` are identifiers of the owner's code, never input. */
