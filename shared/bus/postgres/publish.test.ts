@@ -1,35 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../logging/logger.js';
+import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../db/pool.js';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
+import { usePostgresBus } from '../../../test/support/postgres-bus.js';
 import { partitionFor } from '../partitioner.js';
-import { PostgresBus } from './postgres-bus.js';
 import { countQueries } from '../../../test/support/query-counter.js';
 
 describe('postgres log publish', () => {
-  let db: TestDatabase;
-  let bus: PostgresBus;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    bus = new PostgresBus({
-      pool: db.pool,
-      connectionString: db.url,
-      log: createLogger({ level: 'silent' }),
-    });
-    await bus.ensureTopics([
-      { name: 'a', partitions: 4, retentionMs: null },
-      { name: 'b', partitions: 3, retentionMs: null },
-    ]);
-  });
-  afterAll(async () => db.drop());
+  const ctx = usePostgresBus([
+    { name: 'a', partitions: 4, retentionMs: null },
+    { name: 'b', partitions: 3, retentionMs: null },
+  ]);
 
   it('is one statement without a transaction, whatever the number of partitions and topics', async () => {
-    await bus.partitionCount('a');
-    await bus.partitionCount('b');
-    const counter = countQueries(new URL(db.url).pathname.slice(1));
+    await ctx.bus.partitionCount('a');
+    await ctx.bus.partitionCount('b');
+    const counter = countQueries(new URL(ctx.db.url).pathname.slice(1));
     try {
       const messages = Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, value: `v${i}` }));
-      await bus.publishMany([
+      await ctx.bus.publishMany([
         { topic: 'a', messages },
         { topic: 'b', messages },
       ]);
@@ -39,8 +26,8 @@ describe('postgres log publish', () => {
     // No BEGIN / COMMIT: the single statement is atomic by itself.
     expect(counter.texts).toHaveLength(1);
     expect(counter.texts[0]).toMatch(/INSERT INTO bus_messages/);
-    await db.pool.query('DELETE FROM bus_messages');
-    await db.pool.query('UPDATE bus_partitions SET next_offset = 0');
+    await ctx.db.pool.query('DELETE FROM bus_messages');
+    await ctx.db.pool.query('UPDATE bus_partitions SET next_offset = 0');
   });
 
   it('concurrent publishers over overlapping partitions: no deadlock, gap-free offsets, per-key order', async () => {
@@ -55,13 +42,13 @@ describe('postgres log publish', () => {
             { topic: 'b', messages: [...messages].reverse() },
           ];
           if (p % 2 === 0) batches.reverse();
-          if (p % 3 === 0) await withTransaction(db.pool, (tx) => bus.publishMany(batches, { tx }));
-          else await bus.publishMany(batches);
+          if (p % 3 === 0) await withTransaction(ctx.db.pool, (tx) => ctx.bus.publishMany(batches, { tx }));
+          else await ctx.bus.publishMany(batches);
         }
       })(),
     );
     await Promise.all(publishers);
-    const { rows } = await db.pool.query<{
+    const { rows } = await ctx.db.pool.query<{
       topic: string;
       partition: number;
       offset: string;
@@ -82,7 +69,7 @@ describe('postgres log publish', () => {
     }
     for (const [partition, offsets] of byPartition) {
       expect(offsets, partition).toEqual(offsets.map((_, i) => i));
-      const { rows: next } = await db.pool.query<{ next_offset: string }>(
+      const { rows: next } = await ctx.db.pool.query<{ next_offset: string }>(
         'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
         partition.split('/'),
       );
@@ -99,17 +86,17 @@ describe('postgres log publish', () => {
   });
 
   it('a missing partition fails the whole publish and writes nothing', async () => {
-    const before = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
-    await db.pool.query(`DELETE FROM bus_partitions WHERE topic = 'b' AND partition = $1`, [
+    const before = await ctx.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
+    await ctx.db.pool.query(`DELETE FROM bus_partitions WHERE topic = 'b' AND partition = $1`, [
       partitionFor('lost', 3),
     ]);
     await expect(
-      bus.publishMany([
+      ctx.bus.publishMany([
         { topic: 'a', messages: [{ key: 'x', value: '1' }] },
         { topic: 'b', messages: [{ key: 'lost', value: '2' }] },
       ]),
     ).rejects.toThrow(/does not exist/);
-    const after = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
+    const after = await ctx.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
   });
 });
