@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { packTexts, unpackedText } from '../../db/packed-texts.js';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
 import { WakeSignal } from '../../runtime/wake-signal.js';
@@ -32,20 +33,26 @@ export async function writeOutboxMany(
 ): Promise<void> {
   const rows = batches.flatMap((b) => b.messages.map((m) => ({ topic: b.topic, m })));
   if (rows.length === 0) return;
+  // Values packed in one bytea, as the postgres log publishes them (see packTexts); headers as a JSON array.
+  const packed = packTexts(
+    rows.map((r) => r.m.value),
+    'message value',
+  );
   await tx.query(
     `WITH ins AS (
        INSERT INTO bus_outbox (topic, key, value, headers)
-       SELECT t.t, t.k, t.v, t.h::jsonb
-       FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), json_array_elements_text($3::json),
-         json_array_elements($4::json)) WITH ORDINALITY AS t(t, k, v, h, i)
+       SELECT t.t, t.k, ${unpackedText('$3::bytea', 't.s', 't.l')}, t.h::jsonb
+       FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), unnest($4::int[]), unnest($5::int[]),
+         json_array_elements($6::json)) WITH ORDINALITY AS t(t, k, s, l, h, i)
        ORDER BY t.i
      )
-     SELECT pg_notify($5, d.t) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t) AS d(t)`,
+     SELECT pg_notify($7, d.t) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t) AS d(t)`,
     [
       rows.map((r) => r.topic),
       rows.map((r) => r.m.key),
-      // As JSON arrays, as the postgres log publishes (pg's text[] literal escapes each element slowly).
-      JSON.stringify(rows.map((r) => r.m.value)),
+      packed.bytes,
+      packed.starts,
+      packed.lengths,
       JSON.stringify(rows.map((r) => r.m.headers ?? {})),
       OUTBOX_CHANNEL,
     ],

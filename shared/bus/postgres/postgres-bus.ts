@@ -17,6 +17,7 @@ import {
   type TopicSpec,
 } from '../port.js';
 import type { TopicBatch } from '../publish-many.js';
+import { packTexts, unpackedText } from '../../db/packed-texts.js';
 import { Statement } from '../../db/statement.js';
 import { BUS_CHANNEL } from './channel.js';
 import { PostgresSubscription } from './postgres-subscription.js';
@@ -174,17 +175,19 @@ export class PostgresBus implements EventBus {
     const n = statement.name('bus_n');
     const locked = statement.name('bus_locked');
     const o = statement.name('bus_o');
-    // Values and headers travel as JSON arrays, zipped with the other columns by position (ROWS FROM): pg's
-    // text[] literal escapes each element with regex passes (0.45 ms for 100 values of 1.4 KB here, against
-    // 0.17 ms for JSON.stringify), which made a publish of 100 a few percent slower (bench: bus).
+    // Values travel packed in one bytea (no escaping on either side: see packTexts), headers as a JSON array;
+    // ROWS FROM zips the columns by position.
+    const packed = packTexts(values, 'message value');
+    const bytes = statement.param(packed.bytes, 'bytea');
     statement.with(
       m,
-      `SELECT * FROM ROWS FROM (unnest(${statement.param(topics, 'text[]')}),
-         unnest(${statement.param(partitions, 'int[]')}), unnest(${statement.param(indexes, 'int[]')}),
-         unnest(${statement.param(keys, 'text[]')}),
-         json_array_elements_text(${statement.param(JSON.stringify(values), 'json')}),
-         json_array_elements(${statement.param(JSON.stringify(headers), 'json')}))
-         AS m(topic, partition, i, key, value, headers)
+      `SELECT r.topic, r.partition, r.i, r.key, ${unpackedText(bytes, 'r.s', 'r.l')} AS value, r.headers
+         FROM ROWS FROM (unnest(${statement.param(topics, 'text[]')}),
+           unnest(${statement.param(partitions, 'int[]')}), unnest(${statement.param(indexes, 'int[]')}),
+           unnest(${statement.param(keys, 'text[]')}),
+           unnest(${statement.param(packed.starts, 'int[]')}), unnest(${statement.param(packed.lengths, 'int[]')}),
+           json_array_elements(${statement.param(JSON.stringify(headers), 'json')}))
+           AS r(topic, partition, i, key, s, l, headers)
        ${options.guard ? `WHERE ${options.guard}` : ''}`,
     );
     statement.with(n, `SELECT topic, partition, count(*) AS n FROM ${m} GROUP BY topic, partition`);
