@@ -11,12 +11,10 @@ import {
   OPEN_STATUS_LIST,
   type JobColumns,
   type JobColumnsRow,
-  type JobRowStatus,
 } from '../../shared/sender/index.js';
 import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
 import { encode, envelope } from '../../topics/envelope.js';
 
-export type ComplaintStatus = JobRowStatus;
 export const COMPLAINT_STATUSES = JOB_ROW_STATUSES;
 
 export interface ComplaintRow extends JobColumns {
