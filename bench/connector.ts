@@ -31,15 +31,18 @@ const CALLBACKS = Number(process.env.BENCH_CALLBACKS ?? 1_000);
 // loop, so neither is measured while the JIT still compiles its code. BENCH_WARMUP=0 measures from cold.
 const WARMUP = Number(process.env.BENCH_WARMUP ?? CALLBACKS);
 const EVENTS_PER_CHUNK = 2;
+// A busy chunk (history of a busy network): how the Connector's cost grows with the events of a chunk.
+const BUSY_EVENTS_PER_CHUNK = 10;
+const BUSY_CALLBACKS = Math.max(1, Math.floor(CALLBACKS / 4));
 const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
 const vectors = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../test/fixtures/otmoic-relay.json'), 'utf8'),
 );
 const golden = vectors.events.filter((v: { log_data?: string }) => v.log_data);
 
-/** An original-shape update_height body of height `h` holding two golden events. */
-function chunk(h: number) {
-  const data = Array.from({ length: EVENTS_PER_CHUNK }, (_, i) => {
+/** An original-shape update_height body of height `h` holding `events` golden events. */
+function chunk(h: number, events = EVENTS_PER_CHUNK) {
+  const data = Array.from({ length: events }, (_, i) => {
     const v = golden[i % golden.length];
     const block = h - 1;
     const event = {
@@ -111,62 +114,39 @@ export async function run(): Promise<BenchSection[]> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
 
-    // Heights: the warm-up's chunks, then the timed callbacks', then the direct calls'.
+    // Heights: the warm-up's chunks, then the timed callbacks', then the direct calls', then the busy chunks'.
     const bodies = Array.from({ length: WARMUP + CALLBACKS }, (_, i) => JSON.stringify(chunk((i + 1) * 5)));
+    const busyFrom = (WARMUP + 2 * CALLBACKS) * 5;
+    const busyWarmup = Math.min(WARMUP, BUSY_CALLBACKS);
+    const busyBodies = Array.from({ length: busyWarmup + BUSY_CALLBACKS }, (_, i) =>
+      JSON.stringify(chunk(busyFrom + (i + 1) * 5, BUSY_EVENTS_PER_CHUNK)),
+    );
     // Baseline: publishing the same normalised messages straight to the bus, one publish per chunk.
-    // The chunk's events and its height message, published together as the Connector publishes them.
-    const messages = bodies.map((b): TopicBatch[] => {
-      const { height, data } = JSON.parse(b) as { height: number; data: any[] };
-      const events = data.map((body) => normalizeEvent(body, chains.get('9006')!));
-      const heightPayload = {
-        chainId: '9006',
-        stream: 'swap' as const,
-        height,
-        blockTimestamp: 1_700_000_000 + height,
-        lastEventId: chainEventId(events[events.length - 1]!),
-      };
-      return [
-        {
-          topic: 'bench.raw',
-          messages: events.map((event) =>
-            encode(
-              chainEvents,
-              envelope(chainEvents, event, { occurredAt: event.blockTimestamp, source: 'bench' }),
-            ),
-          ),
-        },
-        {
-          topic: 'bench.raw-heights',
-          messages: [
-            encode(
-              chainHeights,
-              envelope(chainHeights, heightPayload, {
-                occurredAt: heightPayload.blockTimestamp,
-                source: 'bench',
-                id: chainHeightId(heightPayload),
-              }),
-            ),
-          ],
-        },
-      ];
-    });
+    const chain = chains.get('9006')!;
+    const messages = bodies.map((b) => rawBatches(b, chain));
+    const busyMessages = busyBodies.map((b) => rawBatches(b, chain));
     // A keep-alive node:http client on a thread of its own, as a chain client is a process of its own and holds
     // its connection: the client's own cost is not the Connector's (undici's fetch costs about a millisecond a
     // request here; node:http on the Connector's own thread, as this bench had it before, about 0.3 ms).
-    const client = chainClient(port, '/callback/9006/swap', bodies);
+    const client = chainClient(port, '/callback/9006/swap', [...bodies, ...busyBodies]);
     // Chunk by chunk in turn (a raw publish, then a callback), so both see the same table sizes and the same
-    // load from whatever else runs on the machine.
-    let rawMs = 0;
-    let ingestMs = 0;
-    for (let i = 0; i < bodies.length; i++) {
-      const timed = i >= WARMUP;
-      const start = performance.now();
-      await bus.publishMany(messages[i]!);
-      if (timed) rawMs += performance.now() - start;
-      const response = await client.post(i);
-      if (response.status !== 200) throw new Error(`callback answered ${response.status}: ${response.text}`);
-      if (timed) ingestMs += response.ms;
-    }
+    // load from whatever else runs on the machine. `offset`: where the bodies start in the client's list.
+    const alternate = async (batches: TopicBatch[][], offset: number, warmup: number) => {
+      let rawMs = 0;
+      let ingestMs = 0;
+      for (let i = 0; i < batches.length; i++) {
+        const timed = i >= warmup;
+        const start = performance.now();
+        await bus.publishMany(batches[i]!);
+        if (timed) rawMs += performance.now() - start;
+        const response = await client.post(offset + i);
+        if (response.status !== 200)
+          throw new Error(`callback answered ${response.status}: ${response.text}`);
+        if (timed) ingestMs += response.ms;
+      }
+      return { rawMs, ingestMs };
+    };
+    const { rawMs, ingestMs } = await alternate(messages, 0, WARMUP);
     // Where the time goes: the same ingestion without HTTP (Ingestor.heightUpdate called directly, on the
     // following heights), again in turn with raw publishes of the same messages.
     let directMs = 0;
@@ -179,6 +159,8 @@ export async function run(): Promise<BenchSection[]> {
       await ingestor.heightUpdate('9006', 'swap', chunk((WARMUP + CALLBACKS + i + 1) * 5) as never);
       directMs += performance.now() - start;
     }
+    // Busy chunks over HTTP, in turn with their raw publishes (untimed rounds first, as above).
+    const busy = await alternate(busyMessages, bodies.length, busyWarmup);
     await client.close();
     await app.close();
     await bus.close();
@@ -188,6 +170,8 @@ export async function run(): Promise<BenchSection[]> {
     const raw = rate(CALLBACKS * EVENTS_PER_CHUNK, rawMs);
     const direct = rate(CALLBACKS * EVENTS_PER_CHUNK, directMs);
     const rawAgain = rate(CALLBACKS * EVENTS_PER_CHUNK, rawAgainMs);
+    const busyEvents = rate(BUSY_CALLBACKS * BUSY_EVENTS_PER_CHUNK, busy.ingestMs);
+    const busyRaw = rate(BUSY_CALLBACKS * BUSY_EVENTS_PER_CHUNK, busy.rawMs);
     const title = `connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events after ${fmt(WARMUP)} untimed of each side, ${database.source})`;
     printTable(title, [
       ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
@@ -198,6 +182,10 @@ export async function run(): Promise<BenchSection[]> {
       [
         'the same without HTTP (Ingestor called directly)',
         `${fmt(direct)} events/s = ${(direct / rawAgain).toFixed(2)}x the raw publish in turn with it (${fmt(rawAgain)} msg/s)`,
+      ],
+      [
+        `busy chunks (${BUSY_EVENTS_PER_CHUNK} events) over HTTP`,
+        `${fmt(busyEvents)} events/s = ${(busyEvents / busyRaw).toFixed(2)}x their raw publish (${fmt(busyRaw)} msg/s)`,
       ],
     ]);
     return [
@@ -223,12 +211,55 @@ export async function run(): Promise<BenchSection[]> {
             baseline: `${fmt(rawAgain)} msg/s`,
             ratio: direct / rawAgain,
           },
+          {
+            measure: `busy chunks: ${fmt(BUSY_CALLBACKS)} callbacks × ${BUSY_EVENTS_PER_CHUNK} events over HTTP, in turn with their raw publishes`,
+            value: `${fmt(busyEvents)} events/s`,
+            baseline: `${fmt(busyRaw)} msg/s`,
+            ratio: busyEvents / busyRaw,
+          },
         ],
       },
     ];
   } finally {
     await database.dispose();
   }
+}
+
+/** The raw publish of a chunk: its events and its height message, together as the Connector publishes them. */
+function rawBatches(body: string, chain: { systemChainId: string; swap: string }): TopicBatch[] {
+  const { height, data } = JSON.parse(body) as { height: number; data: any[] };
+  const events = data.map((event) => normalizeEvent(event, chain));
+  const heightPayload = {
+    chainId: '9006',
+    stream: 'swap' as const,
+    height,
+    blockTimestamp: 1_700_000_000 + height,
+    lastEventId: chainEventId(events[events.length - 1]!),
+  };
+  return [
+    {
+      topic: 'bench.raw',
+      messages: events.map((event) =>
+        encode(
+          chainEvents,
+          envelope(chainEvents, event, { occurredAt: event.blockTimestamp, source: 'bench' }),
+        ),
+      ),
+    },
+    {
+      topic: 'bench.raw-heights',
+      messages: [
+        encode(
+          chainHeights,
+          envelope(chainHeights, heightPayload, {
+            occurredAt: heightPayload.blockTimestamp,
+            source: 'bench',
+            id: chainHeightId(heightPayload),
+          }),
+        ),
+      ],
+    },
+  ];
 }
 
 interface Answer {

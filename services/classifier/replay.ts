@@ -27,7 +27,10 @@ export interface TableComparison {
 export interface ClassifierReplayReport {
   schema: string;
   seconds: number;
-  /** Where the time went: setup, consume (to the ends of the topics), write (resident state), compare, cleanup. */
+  /**
+   * Where the time went: tables, names (the DID answers live verdicts recorded), signers (the memo), setup,
+   * consume (to the ends of the topics), write (resident state), compare, cleanup.
+   */
   phases: Record<string, number>;
   messages: number;
   verdicts: TableComparison;
@@ -64,12 +67,14 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   // Rebuilt to be compared (and dropped, or kept for a look): not worth the write-ahead log, as Points'.
   const { schema: _schema, ...names } = tables;
   for (const table of Object.values(names)) await options.pool.query(`ALTER TABLE ${table} SET UNLOGGED`);
+  clock.mark('tables');
 
   const recorded = new Map<string, Record<string, string[]>>();
   const { rows } = await options.pool.query<{ bid_id: string; names: SwapVerdict['evidence']['didNames'] }>(
     `SELECT bid_id, verdict->'evidence'->'didNames' AS names FROM ${live.verdicts}`,
   );
   for (const row of rows) recorded.set(row.bid_id, row.names);
+  clock.mark('names');
 
   const { engine, did } = createClassifier({
     pool: options.pool,
@@ -85,6 +90,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   });
   // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
   await loadSigners(options.pool);
+  clock.mark('signers');
   const total = await lagOf(options.bus, group);
   clock.mark('setup');
   const subscription = await subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH);

@@ -391,7 +391,16 @@ describe('classifier end to end on the devnet', () => {
     expect(report.violations.live).toBe(15);
     expect(report.identical).toBe(true);
     // Where the time went, phase by phase, in order; together they are the whole replay.
-    expect(Object.keys(report.phases)).toEqual(['setup', 'consume', 'write', 'compare', 'cleanup']);
+    expect(Object.keys(report.phases)).toEqual([
+      'tables',
+      'names',
+      'signers',
+      'setup',
+      'consume',
+      'write',
+      'compare',
+      'cleanup',
+    ]);
     const spent = Object.values(report.phases).reduce((a, b) => a + b, 0);
     expect(spent).toBeGreaterThan(0);
     expect(Math.abs(spent - report.seconds)).toBeLessThan(0.05);
