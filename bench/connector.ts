@@ -22,7 +22,7 @@ import {
   topicSpec,
 } from '../topics/index.js';
 import type { TopicBatch } from '../shared/bus/publish-many.js';
-import { normalizeEvent } from '../services/connector/normalize.js';
+import { normalizeEvent, type ChainContracts } from '../services/connector/normalize.js';
 import type { BenchSection } from './report.js';
 import { fmt, printTable, rate, scratchDatabase } from './support.js';
 
@@ -226,11 +226,11 @@ export async function run(): Promise<BenchSection[]> {
 }
 
 /** The raw publish of a chunk: its events and its height message, together as the Connector publishes them. */
-function rawBatches(body: string, chain: { systemChainId: string; swap: string }): TopicBatch[] {
+function rawBatches(body: string, chain: ChainContracts): TopicBatch[] {
   const { height, data } = JSON.parse(body) as { height: number; data: any[] };
   const events = data.map((event) => normalizeEvent(event, chain));
   const heightPayload = {
-    chainId: '9006',
+    chainId: chain.systemChainId,
     stream: 'swap' as const,
     height,
     blockTimestamp: 1_700_000_000 + height,
