@@ -1,5 +1,6 @@
 /** The OpenAPI 3.1 document of the Points routes, served at `/openapi.json`. Hand-written: it is small. */
 import { POINTS_ERRORS } from './errors.js';
+import { DID_NAME_PATTERN } from './query-params.js';
 
 const errorBody = {
   type: 'object',
@@ -144,7 +145,11 @@ export function pointsOpenApi() {
             "a user's score: basis 2 (5 when KYC-verified) minus 0.1 per violation in the window, at least 0",
           parameters: [
             q('address', 'the user address (give this or did)', address),
-            q('did', 'a DID name; its owner address is asked of the DID support service', { type: 'string' }),
+            q('did', 'a DID name; its owner address is asked of the DID support service', {
+              type: 'string',
+              pattern: DID_NAME_PATTERN.source,
+              examples: ['alice.example'],
+            }),
             at,
           ],
           responses: {

@@ -19,9 +19,9 @@ const address = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x-prefixed hex address')
   .transform((s) => s.toLowerCase());
-const did = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,252}$/, 'must be a DID name such as alice.example');
+/** A DID name as the DID support service spells them; the OpenAPI document states the same pattern. */
+export const DID_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,252}$/;
+const did = z.string().regex(DID_NAME_PATTERN, 'must be a DID name such as alice.example');
 // LP ids are the LPs' own strings: anything printable, without spaces, of sensible length.
 const lpId = z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1-200 printable characters without spaces');
 const limit = z

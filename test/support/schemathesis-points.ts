@@ -1,12 +1,15 @@
 /**
  * `test/support/schemathesis.sh` runs this: Points on a fresh database holding a few verdicts and violations,
- * with its KYC and DID services unreachable (the stale paths), then schemathesis against its served OpenAPI
- * document (schemathesis-target.ts).
+ * with its KYC service unreachable (the stale path) and a fake DID support service that knows two names, then
+ * schemathesis against its served OpenAPI document (schemathesis-target.ts). The DID service must answer: with
+ * it down, `did=` of a name never resolved is a documented 503, which schemathesis counts as a server error
+ * whenever it happens to generate a well-formed name (external-services.test.ts covers that 503).
  */
 import { pointsMigrations } from '../../services/points/migrations.js';
 import {
   hex32,
   pointTestConfig,
+  startFakeDidSupport,
   startTestPoints,
   userAddress,
   verdictPayload,
@@ -21,7 +24,18 @@ await runSchemathesis({
   name: 'points',
   migrations: [pointsMigrations],
   async serve({ pool, url }, cleanups) {
-    const points = await startTestPoints({ pool, url }, pointTestConfig());
+    const did = await startFakeDidSupport(
+      new Map([
+        [userAddress(1), ['alice.example']],
+        [userAddress(4), ['dave.example', 'dave@example']],
+      ]),
+    );
+    cleanups.push(() => did.close());
+    // A generous lookup timeout: a slow answer under fuzzing load must not read as the service being down.
+    const points = await startTestPoints(
+      { pool, url },
+      pointTestConfig({ didSupportUrl: did.url, lookupTimeoutMs: 5_000 }),
+    );
     cleanups.push(() => points.close());
     // A few decided swaps, so the answers have records, statistics and a ranking to show.
     const now = Math.floor(Date.now() / 1000) - 3_600;
