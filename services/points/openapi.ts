@@ -1,6 +1,6 @@
 /** The OpenAPI 3.1 document of the Points routes, served at `/openapi.json`. Hand-written: it is small. */
 import { POINTS_ERRORS } from './errors.js';
-import { DID_NAME_PATTERN } from './query-params.js';
+import { DID_NAME_PATTERN, LP_ID_PATTERN } from './query-params.js';
 
 const errorBody = {
   type: 'object',
@@ -36,7 +36,7 @@ const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' };
 const lpId = q(
   'lp_id',
   'the LP id of the swap agreements',
-  { type: 'string', minLength: 1, maxLength: 200 },
+  { type: 'string', pattern: LP_ID_PATTERN.source },
   true,
 );
 const limit = q('limit', 'records per page, 1–100 (default 20)', { type: 'string', pattern: '^[0-9]{1,3}$' });

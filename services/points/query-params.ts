@@ -22,8 +22,9 @@ const address = z
 /** A DID name as the DID support service spells them; the OpenAPI document states the same pattern. */
 export const DID_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,252}$/;
 const did = z.string().regex(DID_NAME_PATTERN, 'must be a DID name such as alice.example');
-// LP ids are the LPs' own strings: anything printable, without spaces, of sensible length.
-const lpId = z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1-200 printable characters without spaces');
+/** LP ids are the LPs' own strings: anything printable, without spaces, of sensible length. */
+export const LP_ID_PATTERN = /^[\x21-\x7e]{1,200}$/;
+const lpId = z.string().regex(LP_ID_PATTERN, 'must be 1-200 printable characters without spaces');
 const limit = z
   .string()
   .regex(/^\d{1,3}$/, 'must be an integer from 1 to 100')
