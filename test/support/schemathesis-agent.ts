@@ -1,15 +1,18 @@
 /**
  * `test/support/schemathesis.sh` runs this after the relay's run: an Agent on a fresh devnet and a fresh
  * database, then schemathesis against the Agent's served OpenAPI document (schemathesis-target.ts). DID
- * ownership is read from the devnet's registry; the rate limits are out of the way.
+ * ownership is read from the devnet's registry; the rate limits are out of the way. One complaint is accepted
+ * first, signed as the SDK signs it, so `/complaint-status` is fuzzed with its bid too (while it goes on chain).
  */
+import { Wallet } from 'ethers';
 import { Registry } from 'prom-client';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import { registerDids } from '../../shared/devnet/agreements.js';
 import { startDevnet } from '../../shared/devnet/devnet.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { startAgent } from '../../services/agent/index.js';
 import { agentMigrationSets } from '../../services/agent/migrations.js';
-import { agentTestConfig } from '../../services/agent/test-harness.js';
+import { agentTestConfig, sampleComplaint, sdkBody } from '../../services/agent/test-harness.js';
 import { complaintCommands } from '../../topics/complaint.commands.js';
 import { topicSpec } from '../../topics/envelope.js';
 import { runSchemathesis } from './schemathesis-target.js';
@@ -30,6 +33,24 @@ await runSchemathesis({
       agentTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.reputation, didSource: 'contract' }),
     );
     cleanups.push(() => agent.stop());
-    return { base: `http://127.0.0.1:${agent.port}`, openapiPath: '/openapi.json' };
+    const base = `http://127.0.0.1:${agent.port}`;
+
+    const complainant = new Wallet(chain.accounts[5]!.privateKey);
+    const domain = 'schemathesis-5.devnet';
+    await registerDids(chain, { [domain]: complainant.address });
+    const body = await sdkBody(complainant, sampleComplaint(), domain, {
+      chainId: chain.chainId,
+      reputation: chain.contracts.reputation,
+    });
+    const answer = await fetch(`${base}/submit-complaint`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const accepted = (await answer.json()) as { bid_id?: string };
+    if (answer.status !== 200 || accepted.bid_id === undefined) {
+      throw new Error(`the seeded complaint was refused: ${answer.status} ${JSON.stringify(accepted)}`);
+    }
+    return { base, openapiPath: '/openapi.json', known: { 'query.bid': [accepted.bid_id] } };
   },
 });

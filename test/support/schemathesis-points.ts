@@ -73,6 +73,15 @@ await runSchemathesis({
         );
       }),
     );
-    return { base: points.base, openapiPath: '/openapi.json' };
+    return {
+      base: points.base,
+      openapiPath: '/openapi.json',
+      known: {
+        'query.bid': bids,
+        'query.lp_id': ['lp-1'],
+        'query.address': [1, 4, 5].map(userAddress),
+        'query.did': ['alice.example', 'dave@example', 'nobody.example'],
+      },
+    };
   },
 });

@@ -3,9 +3,11 @@
  * (DATABASE_URL's server, else an embedded PostgreSQL in a temporary directory) with the service's migrations,
  * the service started by the launcher, then schemathesis (the CLI path is argv[2]) against the OpenAPI document
  * it serves. Exits non-zero on any 5xx or answer that does not match the document; cleans up either way.
+ * A launcher may name values its service knows (a seeded bid, a registered DID name): schemathesis then uses
+ * them for about half of that parameter's cases, so the fuzzing reaches the found answers, not only 404s.
  */
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -17,12 +19,36 @@ import { freePort } from '../../shared/net/free-port.js';
 
 export type Cleanup = () => Promise<unknown>;
 
+export interface Served {
+  base: string;
+  openapiPath: string;
+  /** Values the service knows, by parameter as schemathesis names them (`query.bid`). */
+  known?: Record<string, readonly string[]>;
+}
+
 export interface SchemathesisTarget {
   /** Names the database and the temporary directory. */
   name: string;
   migrations: readonly MigrationSet[];
   /** Starts the service on the prepared database; `cleanups` run in reverse order at the end. */
-  serve(db: { pool: Pool; url: string }, cleanups: Cleanup[]): Promise<{ base: string; openapiPath: string }>;
+  serve(db: { pool: Pool; url: string }, cleanups: Cleanup[]): Promise<Served>;
+}
+
+/**
+ * A schemathesis.toml binding each known parameter to a dictionary of its values, drawn for half of the
+ * parameter's cases (schemathesis ≥ 4.32's dictionaries); the other half stays generated.
+ */
+export function knownValuesConfig(known: Record<string, readonly string[]>): string {
+  const entries = Object.entries(known).filter(([, values]) => values.length > 0);
+  const dictionary = (parameter: string) => `known-${parameter.replace(/[^A-Za-z0-9]+/g, '-')}`;
+  const dictionaries = entries.map(
+    ([parameter, values]) => `[dictionaries.${dictionary(parameter)}]\nvalues = ${JSON.stringify(values)}\n`,
+  );
+  const bindings = entries.map(
+    ([parameter]) =>
+      `${JSON.stringify(parameter)} = { dictionary = "${dictionary(parameter)}", probability = 0.5 }`,
+  );
+  return `${dictionaries.join('\n')}\n[parameters]\n${bindings.join('\n')}\n`;
 }
 
 export async function runSchemathesis(target: SchemathesisTarget): Promise<never> {
@@ -57,8 +83,17 @@ export async function runSchemathesis(target: SchemathesisTarget): Promise<never
     cleanups.push(() => pool.end());
     await migrate(pool, [coreMigrations, ...target.migrations]);
 
-    const { base, openapiPath } = await target.serve({ pool, url: url.toString() }, cleanups);
+    const { base, openapiPath, known } = await target.serve({ pool, url: url.toString() }, cleanups);
+    const config: string[] = [];
+    if (known !== undefined) {
+      const dir = await mkdtemp(path.join(os.tmpdir(), `otmoic-schemathesis-${target.name}-config-`));
+      cleanups.push(() => rm(dir, { recursive: true, force: true }));
+      const file = path.join(dir, 'schemathesis.toml');
+      await writeFile(file, knownValuesConfig(known));
+      config.push('--config-file', file);
+    }
     const args = [
+      ...config,
       'run',
       `${base}${openapiPath}`,
       '--url',
