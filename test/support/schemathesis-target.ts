@@ -36,9 +36,9 @@ export interface SchemathesisTarget {
 
 /**
  * A schemathesis.toml binding each known parameter to a dictionary of its values, drawn for half of the
- * parameter's cases (schemathesis ≥ 4.32's dictionaries); the other half stays generated.
+ * parameter's cases (dictionaries, in the pinned 4.32.5); the other half stays generated.
  */
-export function knownValuesConfig(known: Record<string, readonly string[]>): string {
+function knownValuesConfig(known: Record<string, readonly string[]>): string {
   const entries = Object.entries(known).filter(([, values]) => values.length > 0);
   const dictionary = (parameter: string) => `known-${parameter.replace(/[^A-Za-z0-9]+/g, '-')}`;
   const dictionaries = entries.map(
