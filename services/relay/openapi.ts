@@ -1,4 +1,9 @@
 /** The OpenAPI 3.1 document of the relay routes, served at `…/relay/openapi.json`. Hand-written: it is small. */
+import {
+  SWAP_PRIMARY_TYPE,
+  swapTypedDataTypes,
+  type SwapVariant,
+} from '../../shared/chain/otmoic-swap-eip712.js';
 import { RELAY_ERRORS } from './errors.js';
 import { GAS_LEVELS } from './gas-price.js';
 
@@ -189,40 +194,46 @@ const command = {
 };
 const reads = (restrictable: boolean) => (restrictable ? { ...always, ...guarded } : always);
 
-const swapValue = {
-  type: 'object',
-  description:
-    'OtmoicSwap Message: uint256 members as JSON integers or decimal strings, string members as strings',
-  required: [
-    'src_chain_id',
-    'src_address',
-    'src_token',
-    'src_amount',
-    'dst_chain_id',
-    'dst_address',
-    'dst_token',
-    'dst_amount',
-    'dst_native_amount',
-    'requestor',
-    'lp_id',
-    'agreement_reached_time',
-    'expected_single_step_time',
-    'tolerant_single_step_time',
-    'earliest_refund_time',
+/** A uint256 member as the parser takes it: a JSON integer (exact, so at most 2^53-1) or a decimal string. */
+const uint256Member = {
+  oneOf: [
+    { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    { type: 'string', pattern: '^[0-9]{1,100}$' },
   ],
 };
-const signerBody = {
+/** The signed Message of a variant, member by member from the same type list the signature is checked with. */
+const swapValue = (variant: SwapVariant) => {
+  const members = swapTypedDataTypes(variant)[SWAP_PRIMARY_TYPE]!;
+  return {
+    type: 'object',
+    description:
+      'OtmoicSwap Message: uint256 members as JSON integers or decimal strings (below 2^256), string members as strings; other keys are ignored',
+    required: members.map((m) => m.name),
+    properties: Object.fromEntries(
+      members.map((m) => [m.name, m.type === 'uint256' ? uint256Member : { type: 'string' }]),
+    ),
+  };
+};
+const signerBody = (variant: SwapVariant) => ({
   type: 'object',
   required: ['signature', 'value'],
   properties: {
-    signature: { type: 'string', description: '65-byte (v 27/28/0/1) or 64-byte EIP-2098 0x-hex' },
-    value: swapValue,
+    signature: {
+      type: 'string',
+      pattern: '^0x([0-9a-fA-F]{128}|[0-9a-fA-F]{130})$',
+      description: '65-byte (v 27/28/0/1) or 64-byte EIP-2098 0x-hex',
+    },
+    value: swapValue(variant),
   },
-};
+});
 const signerOk = {
   '200': {
     description: 'recovered signer',
-    ...json({ type: 'object', properties: { code: { const: 200 }, address: { type: 'string' } } }),
+    ...json({
+      type: 'object',
+      required: ['code', 'address'],
+      properties: { code: { const: 200 }, address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } },
+    }),
   },
   ...errors,
 };
@@ -240,7 +251,24 @@ export function openApiDocument(systemChainId: string) {
       [`${p}/get_hashlock`]: {
         post: {
           summary: 'keccak256 of the 32 preimage bytes',
-          requestBody: json({ type: 'object', required: ['preimage'], properties: { preimage: bytes32 } }),
+          requestBody: json({
+            type: 'object',
+            required: ['preimage'],
+            properties: {
+              preimage: {
+                description: '32 bytes: 0x-hex, or (as ethers 5 took them) a JSON array of 32 integers 0–255',
+                oneOf: [
+                  bytes32,
+                  {
+                    type: 'array',
+                    items: { type: 'integer', minimum: 0, maximum: 255 },
+                    minItems: 32,
+                    maxItems: 32,
+                  },
+                ],
+              },
+            },
+          }),
           responses: {
             '200': {
               description: 'lowercase hashlock',
@@ -266,14 +294,14 @@ export function openApiDocument(systemChainId: string) {
       [`${p}/get_signer_from_eip712`]: {
         post: {
           summary: 'signer of a 15-member OtmoicSwap Message',
-          requestBody: json(signerBody),
+          requestBody: json(signerBody('swap')),
           responses: signerOk,
         },
       },
       [`${p}/single_swap/get_signer_from_eip712`]: {
         post: {
           summary: 'signer of the 13-member single-chain Message (no tolerant / earliest refund time)',
-          requestBody: json(signerBody),
+          requestBody: json(signerBody('single-chain')),
           responses: signerOk,
         },
       },
