@@ -11,6 +11,7 @@ import type { DidOwnership } from './did-ownership.js';
 import { AGENT_ERRORS, AgentError, isAgentError, type AgentErrorName } from './errors.js';
 import { agentOpenApiDocument } from './openapi.js';
 import type { AcceptOutcome, ComplaintRow, ComplaintStore } from './store.js';
+import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
 /** What the checks need of the chain; undefined while the chain id of agent.rpc is not known yet. */
 export interface AgentChain {
@@ -60,12 +61,10 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     const { code, status } = AGENT_ERRORS[kind];
     return reply.code(status).send({ code, message: scrub(message) });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      code: AGENT_ERRORS.ROUTE_NOT_FOUND.code,
-      message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
-    }),
-  );
+  setNotFoundAnswer(app, (request) => ({
+    status: 404,
+    body: { code: AGENT_ERRORS.ROUTE_NOT_FOUND.code, message: `no route ${requestLine(request)}` },
+  }));
 
   // JSON only: fastify would otherwise hand a text/plain body to the handler as a string.
   app.removeContentTypeParser('text/plain');

@@ -17,6 +17,7 @@ import {
   userPointQuery,
   userRecordsQuery,
 } from './query-params.js';
+import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
 export function registerPointsRoutes(
   app: FastifyInstance,
@@ -42,12 +43,13 @@ export function registerPointsRoutes(
     log.error({ err: error.message, url: request.url }, 'points query failed');
     return reply.code(500).send({ code: POINTS_ERRORS.INTERNAL.code, message: 'internal error' });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
+  setNotFoundAnswer(app, (request) => ({
+    status: 404,
+    body: {
       code: POINTS_ERRORS.ROUTE_NOT_FOUND.code,
-      message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}; see /openapi.json`,
-    }),
-  );
+      message: `no route ${requestLine(request)}; see /openapi.json`,
+    },
+  }));
   if (options.metrics) {
     const histogram = options.metrics.queries;
     app.addHook('onResponse', async (request, reply) => {

@@ -368,6 +368,21 @@ describe('relay routes: golden vectors and documented errors', () => {
         404,
         { code: 30210, message: 'no command with this id' },
       ]);
+      // Ids the router refuses before the route (over 100 characters, malformed %-encoding) are no command
+      // either: the relay's 404 {code, message}, not fastify's own 414 / 400 body.
+      for (const id of ['0'.repeat(101), '%E0%A4%A']) {
+        const refused = await relay().app.inject({
+          method: 'GET',
+          url: `/evm-client-9006/relay/behalf/commands/${id}`,
+        });
+        expect([refused.statusCode, refused.json()]).toEqual([
+          404,
+          {
+            code: 30212,
+            message: `no route GET /evm-client-9006/relay/behalf/commands/${id}; this relay serves /evm-client-9006/relay/…`,
+          },
+        ]);
+      }
     });
   });
 

@@ -26,6 +26,7 @@ import { RELAY_ERRORS, RelayError, isRelayError, type RelayErrorName } from './e
 import { openApiDocument } from './openapi.js';
 import type { CommandRow, CommandStore } from './store.js';
 import { callWindow, describeWindow } from './windows.js';
+import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
 /** Relay bodies are small; a larger one is refused before parsing. */
 export const RELAY_BODY_LIMIT = 64 * 1024;
@@ -75,12 +76,13 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     log.error({ err: scrub(error.message), url: request.url }, 'relay route failed');
     return reply.code(500).send({ code: RELAY_ERRORS.INTERNAL.code, message: 'internal error' });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(statusOf(404)).send({
+  setNotFoundAnswer(app, (request) => ({
+    status: statusOf(404),
+    body: {
       code: RELAY_ERRORS.ROUTE_NOT_FOUND.code,
-      message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}; this relay serves ${prefix}/…`,
-    }),
-  );
+      message: `no route ${requestLine(request)}; this relay serves ${prefix}/…`,
+    },
+  }));
 
   // Per client (valid API key, else IP), on every relay route: a flood from one client is answered 429
   // before its body is parsed, and never uses another client's budget.

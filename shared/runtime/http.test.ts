@@ -106,4 +106,24 @@ describe('the error vocabulary every HTTP service starts with', () => {
       await app.close();
     }
   });
+
+  it('answers a path parameter the router refuses (too long, bad %-encoding) as an unknown route', async () => {
+    const app = createHttpServer({
+      service: 't',
+      log: createLogger({ level: 'silent' }),
+      metrics: new Registry(),
+      db: db.pool,
+    });
+    app.get('/things/:id', async (request) => ({ id: (request.params as { id: string }).id }));
+    try {
+      expect((await app.inject({ method: 'GET', url: `/things/${'a'.repeat(100)}` })).statusCode).toBe(200);
+      for (const url of [`/things/${'a'.repeat(101)}`, '/things/%E0%A4%A', '/things/%zz']) {
+        const answer = await app.inject({ method: 'GET', url });
+        expect(answer.statusCode, url).toBe(404);
+        expect(answer.json(), url).toEqual({ code: 404, message: `no route GET ${url}` });
+      }
+    } finally {
+      await app.close();
+    }
+  });
 });

@@ -1,4 +1,9 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
@@ -18,6 +23,30 @@ export interface HttpServerOptions {
    * not-found handler per prefix): the defaults here ({code: <HTTP status>, message}) are not installed.
    */
   ownErrorVocabulary?: boolean;
+}
+
+/** A service's answer to a request for no route: its HTTP status and `{code, message}` body. */
+export type NotFoundAnswer = (request: FastifyRequest) => {
+  status: number;
+  body: { code: number; message: string };
+};
+const notFoundAnswers = new WeakMap<FastifyInstance, NotFoundAnswer>();
+
+/** Where a not-found message names the request: its method and path, without the query, at most 200 characters. */
+export const requestLine = (request: FastifyRequest) =>
+  `${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`;
+
+/**
+ * Installs the service's answer to unknown routes. The same answer goes to a path parameter the router
+ * refuses (over 100 characters, or malformed %-encoding): no resource has such a name, and fastify would
+ * otherwise answer its own `{error, code: "FST_ERR_…", statusCode}` body there, outside the vocabulary.
+ */
+export function setNotFoundAnswer(app: FastifyInstance, answer: NotFoundAnswer): void {
+  notFoundAnswers.set(app, answer);
+  app.setNotFoundHandler((request, reply) => {
+    const { status, body } = answer(request);
+    return reply.code(status).send(body);
+  });
 }
 
 /**
@@ -55,6 +84,19 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
+    // Runs outside the app's handlers (fastify's own error handler would answer), hence the service's answer
+    // is looked up here. Async route constraints, the only other framework error, are not used.
+    frameworkErrors: (error, request, reply) => {
+      const answer = notFoundAnswers.get(app);
+      if (
+        answer === undefined ||
+        (error.code !== 'FST_ERR_BAD_URL' && error.code !== 'FST_ERR_MAX_PARAM_LENGTH')
+      ) {
+        return (reply as FastifyReply).send(error);
+      }
+      const { status, body } = answer(request as FastifyRequest);
+      return (reply as FastifyReply).code(status).send(body);
+    },
   });
   parseJsonBodiesFast(app);
 
@@ -69,12 +111,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         .code(status)
         .send({ code: status, message: status === 500 ? 'internal error' : error.message });
     });
-    app.setNotFoundHandler((request, reply) =>
-      reply.code(404).send({
-        code: 404,
-        message: `no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
-      }),
-    );
+    setNotFoundAnswer(app, (request) => ({
+      status: 404,
+      body: { code: 404, message: `no route ${requestLine(request)}` },
+    }));
   }
 
   app.get('/health', async (_request, reply) => {
