@@ -3,6 +3,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type FastifyServerOptions,
 } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool.js';
@@ -50,6 +51,25 @@ export function setNotFoundAnswer(app: FastifyInstance, answer: NotFoundAnswer):
 }
 
 /**
+ * fastify's `frameworkErrors` for an app that installs its answer with setNotFoundAnswer: it runs outside the
+ * app's handlers (fastify's own would answer), hence the lookup. Async route constraints, the only other
+ * framework error, are not used here; they keep fastify's answer.
+ */
+export function routerRefusals(app: () => FastifyInstance): FastifyServerOptions['frameworkErrors'] {
+  return (error, request, reply) => {
+    const answer = notFoundAnswers.get(app());
+    if (
+      answer === undefined ||
+      (error.code !== 'FST_ERR_BAD_URL' && error.code !== 'FST_ERR_MAX_PARAM_LENGTH')
+    ) {
+      return (reply as FastifyReply).send(error);
+    }
+    const { status, body } = answer(request as FastifyRequest);
+    return (reply as FastifyReply).code(status).send(body);
+  };
+}
+
+/**
  * One check's answer. `degraded`: the service works but something it depends on does not (e.g. a stream
  * waits for blocks); /health stays HTTP 200 with `status: "degraded"`, so an orchestrator does not restart a
  * process that a restart would not help. `unavailable`: /health answers 503. Other keys are details shown
@@ -81,22 +101,10 @@ function withTimeout<T>(work: () => T | Promise<T>, what: string): Promise<T> {
  * the database or a check fails) and GET /metrics (Prometheus text). Services add their routes, then `listen`.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
-  const app = Fastify({
+  const app: FastifyInstance = Fastify({
     loggerInstance: options.log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
-    // Runs outside the app's handlers (fastify's own error handler would answer), hence the service's answer
-    // is looked up here. Async route constraints, the only other framework error, are not used.
-    frameworkErrors: (error, request, reply) => {
-      const answer = notFoundAnswers.get(app);
-      if (
-        answer === undefined ||
-        (error.code !== 'FST_ERR_BAD_URL' && error.code !== 'FST_ERR_MAX_PARAM_LENGTH')
-      ) {
-        return (reply as FastifyReply).send(error);
-      }
-      const { status, body } = answer(request as FastifyRequest);
-      return (reply as FastifyReply).code(status).send(body);
-    },
+    frameworkErrors: routerRefusals(() => app),
   });
   parseJsonBodiesFast(app);
 

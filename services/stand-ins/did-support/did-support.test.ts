@@ -48,5 +48,8 @@ describe('DID support stand-in over the devnet registry', () => {
     const missing = await get('/find/everything');
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ code: 404 });
+    // A name over the router's 100-character parameter limit: the same 404 {code, message}, not fastify's 414.
+    const long = `/find/name/${'a'.repeat(101)}`;
+    expect(await get(long)).toEqual({ status: 404, body: { code: 404, message: `no route GET ${long}` } });
   });
 });

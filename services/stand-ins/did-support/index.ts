@@ -10,6 +10,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Interface, JsonRpcProvider, ZeroAddress, getAddress } from 'ethers';
 import { z } from 'zod';
+import { requestLine, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
 
 const REGISTRY = new Interface(['event DomainOwnerSet(string domain, address owner)']);
 const DOMAIN_OWNER_SET = REGISTRY.getEvent('DomainOwnerSet')!.topicHash;
@@ -80,7 +81,7 @@ class RegistryView {
 export async function startDidSupport(options: DidSupportOptions): Promise<DidSupport> {
   const provider = new JsonRpcProvider(options.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
   const view = new RegistryView(provider, options.registry);
-  const app = Fastify();
+  const app: FastifyInstance = Fastify({ frameworkErrors: routerRefusals(() => app) });
   const fail = (status: number, message: string) => ({ status, body: { code: status, message } });
 
   app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
@@ -89,9 +90,10 @@ export async function startDidSupport(options: DidSupportOptions): Promise<DidSu
       .code(status)
       .send({ code: status, message: status === 502 ? 'registry unreachable' : error.message });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ code: 404, message: `no route ${request.method} ${request.url.split('?')[0]}` }),
-  );
+  setNotFoundAnswer(app, (request) => ({
+    status: 404,
+    body: { code: 404, message: `no route ${requestLine(request)}` },
+  }));
 
   app.get('/find/owner/:address', async (request, reply) => {
     const params = z.object({ address: z.string().regex(ADDRESS) }).safeParse(request.params);

@@ -11,6 +11,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { createLogger, type Logger } from '../../../shared/logging/logger.js';
+import { requestLine, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
 
 const addressParam = z.object({
   address: z
@@ -53,16 +54,20 @@ export async function startRelayAdminStandIn(
   };
 
   const log = options.log ?? createLogger({ level: 'silent' });
-  const app = Fastify({ loggerInstance: log as FastifyBaseLogger });
+  const app: FastifyInstance = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    frameworkErrors: routerRefusals(() => app),
+  });
   app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
     const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
     return reply
       .code(status)
       .send({ code: status, message: status === 500 ? 'internal error' : error.message });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ code: 404, message: `no route ${request.method} ${request.url.split('?')[0]}` }),
-  );
+  setNotFoundAnswer(app, (request) => ({
+    status: 404,
+    body: { code: 404, message: `no route ${requestLine(request)}` },
+  }));
   const parseAddress = (params: unknown) => {
     const parsed = addressParam.safeParse(params);
     if (!parsed.success)
