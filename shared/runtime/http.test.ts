@@ -81,14 +81,16 @@ describe('the error vocabulary every HTTP service starts with', () => {
   let db: TestDatabase;
   beforeAll(async () => void (db = await createTestDatabase()));
   afterAll(async () => db?.drop());
-
-  it('answers an unknown route with 404 {code, message}, and a malformed body with its 4xx {code, message}', async () => {
-    const app = createHttpServer({
+  const server = () =>
+    createHttpServer({
       service: 't',
       log: createLogger({ level: 'silent' }),
       metrics: new Registry(),
       db: db.pool,
     });
+
+  it('answers an unknown route with 404 {code, message}, and a malformed body with its 4xx {code, message}', async () => {
+    const app = server();
     app.post('/echo', async (request) => request.body);
     try {
       const missing = await app.inject({ method: 'GET', url: '/nothing?x=1' });
@@ -108,12 +110,7 @@ describe('the error vocabulary every HTTP service starts with', () => {
   });
 
   it('answers a path parameter the router refuses (too long, bad %-encoding) as an unknown route', async () => {
-    const app = createHttpServer({
-      service: 't',
-      log: createLogger({ level: 'silent' }),
-      metrics: new Registry(),
-      db: db.pool,
-    });
+    const app = server();
     app.get('/things/:id', async (request) => ({ id: (request.params as { id: string }).id }));
     try {
       expect((await app.inject({ method: 'GET', url: `/things/${'a'.repeat(100)}` })).statusCode).toBe(200);
