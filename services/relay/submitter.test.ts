@@ -1,43 +1,16 @@
 import { Contract, Wallet, hexlify, randomBytes, keccak256 } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
-import { lockSwap, type LockedSwap } from '../../shared/devnet/swap-scenarios.js';
+import { lockSwap } from '../../shared/devnet/swap-scenarios.js';
 import { swapInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
 import { relayMigrationSets } from './migrations.js';
-import { RELAY_DEV_KEY, relayTestConfig, startTestRelay } from './test-harness.js';
+import { behalfBody, RELAY_DEV_KEY, relayTestConfig, startTestRelay } from './test-harness.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
 const RELAY_ADDRESS = new Wallet(RELAY_DEV_KEY).address;
 const STATUS = { pending: 1n, confirmed: 2n };
-
-/** A behalf body in the original clients' form, from a locked side of a swap. */
-function behalfBody(
-  side: LockedSwap['out'],
-  key: string,
-  preimage?: string,
-  extra: Record<string, unknown> = {},
-) {
-  return {
-    transaction_type: 'LOCAL_PADDING',
-    gas: { gas_price: 'STANDARD' },
-    [key]: {
-      sender: side.sender,
-      user_receiver_address: side.receiver,
-      token: side.token,
-      token_amount: side.tokenAmount.toString(),
-      eth_amount: side.ethAmount.toString(),
-      hash_lock: side.hashlock,
-      agreement_reached_time: side.agreementReachedTime,
-      expected_single_step_time: side.expectedSingleStepTime,
-      tolerant_single_step_time: side.tolerantSingleStepTime,
-      earliest_refund_time: side.earliestRefundTime,
-      ...(preimage ? { preimage } : {}),
-      ...extra,
-    },
-  };
-}
 
 /**
  * The submitter on the devnet with our swap contract: users and LPs who never confirm get confirmed by the

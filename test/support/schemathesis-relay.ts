@@ -1,15 +1,17 @@
 /**
  * `test/support/schemathesis.sh` runs this: a relay on a fresh devnet and a fresh database, then schemathesis
  * against the relay's served OpenAPI document (schemathesis-target.ts). Chain checks at accept time are on, as
- * in production; the rate limit is out of the way.
+ * in production; the rate limit is out of the way. A swap is locked on the devnet and one confirm_out accepted
+ * first, so the command reads (`commands/{id}`, `commands?transfer_id=`) are fuzzed with their found answers too.
  */
 import { Registry } from 'prom-client';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { startDevnet } from '../../shared/devnet/devnet.js';
+import { lockSwap } from '../../shared/devnet/swap-scenarios.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { startRelay } from '../../services/relay/index.js';
 import { relayMigrationSets } from '../../services/relay/migrations.js';
-import { relayTestConfig } from '../../services/relay/test-harness.js';
+import { behalfBody, relayTestConfig } from '../../services/relay/test-harness.js';
 import { topicSpec } from '../../topics/envelope.js';
 import { relayCommands } from '../../topics/relay.commands.js';
 import { runSchemathesis } from './schemathesis-target.js';
@@ -30,6 +32,22 @@ await runSchemathesis({
       relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic, acceptChecks: true }),
     );
     cleanups.push(() => relay.stop());
-    return { base: `http://127.0.0.1:${relay.port}`, openapiPath: '/evm-client-9006/relay/openapi.json' };
+    const base = `http://127.0.0.1:${relay.port}`;
+
+    const locked = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
+    const answer = await fetch(`${base}/evm-client-9006/relay/behalf/confirm_out`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(behalfBody(locked.out, 'command_transfer_confirm', locked.preimage)),
+    });
+    const accepted = (await answer.json()) as { command_id?: string };
+    if (answer.status !== 200 || accepted.command_id === undefined) {
+      throw new Error(`the seeded command was refused: ${answer.status} ${JSON.stringify(accepted)}`);
+    }
+    return {
+      base,
+      openapiPath: '/evm-client-9006/relay/openapi.json',
+      known: { 'path.id': [accepted.command_id], 'query.transfer_id': [locked.out.transferId] },
+    };
   },
 });
