@@ -42,93 +42,84 @@ const lpId = q(
 const limit = q('limit', 'records per page, 1–100 (default 20)', { type: 'string', pattern: '^[0-9]{1,3}$' });
 const cursor = q('cursor', 'next_cursor of the previous page', { type: 'string' });
 
-const window = {
+/** An object whose every listed property is always present in the answer. */
+const obj = (properties: Record<string, object>) => ({
   type: 'object',
-  properties: {
-    days: { type: 'integer' },
-    from_exclusive: { type: 'integer' },
-    to_inclusive: { type: 'integer' },
-    rule: { type: 'string' },
-  },
+  required: Object.keys(properties),
+  properties,
+});
+const integer = { type: 'integer' };
+const text = { type: 'string' };
+const nullableInteger = { type: ['integer', 'null'] };
+const nullableText = { type: ['string', 'null'] };
+
+const window = obj({
+  days: integer,
+  from_exclusive: integer,
+  to_inclusive: integer,
+  rule: text,
+});
+const tenthsAndPoints = {
+  tenths: integer,
+  points: { type: 'string', description: 'one decimal, e.g. "0.1"' },
 };
 const score = {
   score: { type: 'string', description: 'one decimal, e.g. "1.9"' },
   score_tenths: { type: 'integer', description: 'the score in tenths, e.g. 19' },
-  at: { type: 'integer' },
+  at: integer,
   at_source: { enum: ['now', 'query'] },
-  basis: {
-    type: 'object',
-    properties: { tenths: { type: 'integer' }, points: { type: 'string' }, reason: { type: 'string' } },
-  },
-  deductions: {
-    type: 'object',
-    properties: {
-      violations: { type: 'integer' },
-      tenths: { type: 'integer' },
-      points: { type: 'string' },
-      per_violation_tenths: { type: 'integer' },
-    },
-  },
+  basis: obj({ ...tenthsAndPoints, reason: text }),
+  deductions: obj({ violations: integer, ...tenthsAndPoints, per_violation_tenths: integer }),
   floored_at_zero: { type: 'boolean' },
   window,
   records: { type: 'string', description: 'the deduction records behind the score' },
 };
-const stale = {
-  type: 'object',
-  properties: { stale: { type: 'boolean' }, fetched_at: { type: ['integer', 'null'] } },
-};
-const statistics = {
-  type: 'object',
-  properties: {
-    decided_swaps: { type: 'integer' },
-    normal_swaps: { type: 'integer' },
-    success_rate_percent: { type: ['string', 'null'] },
-    average_response_seconds: { type: ['string', 'null'] },
-    response_time_sum_seconds: { type: 'integer' },
-    response_time_samples: { type: 'integer' },
+const stale = { stale: { type: 'boolean' }, fetched_at: nullableInteger };
+const decimalOrNull = { type: ['string', 'null'], description: 'one decimal; null without samples' };
+const statistics = obj({
+  decided_swaps: integer,
+  normal_swaps: integer,
+  success_rate_percent: decimalOrNull,
+  average_response_seconds: decimalOrNull,
+  response_time_sum_seconds: integer,
+  response_time_samples: integer,
+});
+const criterion = (actual: object) => obj({ required: text, actual, met: { type: 'boolean' } });
+const tier = obj({
+  basis: text,
+  basis_tenths: integer,
+  met: { type: 'boolean' },
+  criteria: obj({
+    swaps: criterion(integer),
+    success_rate: criterion(decimalOrNull),
+    average_response_time: criterion(decimalOrNull),
+  }),
+});
+const record = obj({
+  bid: text,
+  case: { type: 'integer', minimum: 1, maximum: 7 },
+  party: { enum: ['user', 'lp'] },
+  subject: text,
+  rule: text,
+  ...tenthsAndPoints,
+  block_time: integer,
+  decided_on_chain: text,
+  chains: obj({ source: text, destination: { type: ['string', 'null'] } }),
+  transactions: {
+    type: 'array',
+    items: obj({ step: text, chain_id: text, tx_hash: text, block_time: integer }),
   },
-};
-const record = {
-  type: 'object',
-  properties: {
-    bid: { type: 'string' },
-    case: { type: 'integer', minimum: 1, maximum: 7 },
-    party: { enum: ['user', 'lp'] },
-    subject: { type: 'string' },
-    rule: { type: 'string' },
-    tenths: { type: 'integer' },
-    points: { type: 'string' },
-    block_time: { type: 'integer' },
-    decided_on_chain: { type: 'string' },
-    chains: {
-      type: 'object',
-      properties: { source: { type: 'string' }, destination: { type: ['string', 'null'] } },
-    },
-    transactions: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          step: { type: 'string' },
-          chain_id: { type: 'string' },
-          tx_hash: { type: 'string' },
-          block_time: { type: 'integer' },
-        },
-      },
-    },
-    counts: { type: 'boolean', description: 'whether it is inside the window and lowers the score' },
-  },
-};
-const records = json({
-  type: 'object',
-  properties: {
-    subject: { type: 'object' },
-    at: { type: 'integer' },
+  counts: { type: 'boolean', description: 'whether it is inside the window and lowers the score' },
+});
+const records = json(
+  obj({
+    subject: obj({ kind: { enum: ['user', 'lp'] }, id: text }),
+    at: integer,
     window,
     records: { type: 'array', items: record },
     next_cursor: { type: ['string', 'null'] },
-  },
-});
+  }),
+);
 
 export function pointsOpenApi() {
   return {
@@ -155,25 +146,23 @@ export function pointsOpenApi() {
           responses: {
             '200': {
               description: 'the score and what it is made of',
-              ...json({
-                type: 'object',
-                properties: {
+              ...json(
+                obj({
                   ...score,
-                  subject: { type: 'object' },
-                  kyc: {
-                    type: 'object',
-                    properties: {
-                      verified: { type: 'boolean' },
-                      known: { type: 'boolean' },
-                      ...stale.properties,
-                    },
-                  },
-                  did: {
-                    type: 'object',
-                    properties: { names: { type: 'array', items: { type: 'string' } }, ...stale.properties },
-                  },
-                },
-              }),
+                  subject: obj({
+                    kind: { const: 'user' },
+                    address: text,
+                    did_names: { type: 'array', items: text },
+                  }),
+                  kyc: obj({
+                    verified: { type: 'boolean' },
+                    known: { type: 'boolean' },
+                    ...stale,
+                    note: text,
+                  }),
+                  did: obj({ names: { type: 'array', items: text }, ...stale }),
+                }),
+              ),
             },
             ...errors,
           },
@@ -187,10 +176,14 @@ export function pointsOpenApi() {
           responses: {
             '200': {
               description: 'the score, the statistics and every tier row with its three criteria',
-              ...json({
-                type: 'object',
-                properties: { ...score, subject: { type: 'object' }, statistics, tiers: { type: 'array' } },
-              }),
+              ...json(
+                obj({
+                  ...score,
+                  subject: obj({ kind: { const: 'lp' }, lp_id: text }),
+                  statistics,
+                  tiers: { type: 'array', items: tier },
+                }),
+              ),
             },
             ...errors,
           },
@@ -217,18 +210,46 @@ export function pointsOpenApi() {
           responses: {
             '200': {
               description: 'status decided or pending',
-              ...json({
-                type: 'object',
-                properties: {
-                  bid: { type: 'string' },
+              ...json(
+                obj({
+                  bid: text,
                   status: { enum: ['decided', 'pending'] },
                   complaint: { type: ['object', 'null'] },
-                  complaints_on_chain: { type: 'array' },
-                  verdict: { type: ['object', 'null'] },
+                  complaints_on_chain: {
+                    type: 'array',
+                    items: obj({
+                      chain_id: text,
+                      tx_hash: text,
+                      block_number: integer,
+                      block_time: integer,
+                      complainant: text,
+                      fields: { type: 'object' },
+                    }),
+                  },
+                  verdict: {
+                    oneOf: [
+                      obj({
+                        outcome: { enum: ['normal', 'violation', 'invalid_complaint', 'unknown'] },
+                        case: { type: ['integer', 'null'], minimum: 0, maximum: 7 },
+                        party: { enum: ['user', 'lp', null] },
+                        subject: nullableText,
+                        rule: text,
+                        block_time: integer,
+                        decided_on_chain: text,
+                        user: nullableText,
+                        lp_id: nullableText,
+                        transactions: {
+                          type: 'array',
+                          items: obj({ step: text, chain_id: text, tx_hash: text, block_time: integer }),
+                        },
+                      }),
+                      { type: 'null' },
+                    ],
+                  },
                   evidence: { type: ['object', 'null'] },
                   pending: { type: ['object', 'null'] },
-                },
-              }),
+                }),
+              ),
             },
             ...errors,
           },
@@ -314,15 +335,25 @@ export function pointsOpenApi() {
           responses: {
             '200': {
               description: 'the ranking',
-              ...json({
-                type: 'object',
-                properties: {
-                  at: { type: 'integer' },
+              ...json(
+                obj({
+                  at: integer,
                   window,
-                  lps: { type: 'array' },
-                  total: { type: 'integer' },
-                },
-              }),
+                  lps: {
+                    type: 'array',
+                    items: obj({
+                      rank: integer,
+                      lp_id: text,
+                      score: text,
+                      score_tenths: integer,
+                      basis_tenths: integer,
+                      violations: integer,
+                      statistics,
+                    }),
+                  },
+                  total: { type: 'integer', description: 'LPs ranked before the limit' },
+                }),
+              ),
             },
             ...errors,
           },

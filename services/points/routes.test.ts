@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../shared/db/pool.js';
@@ -330,6 +331,36 @@ describe('points queries over HTTP', () => {
     );
     const missing = await points.get('/nope');
     expect(missing).toMatchObject({ status: 404, body: { code: POINTS_ERRORS.ROUTE_NOT_FOUND.code } });
+  });
+
+  it('answers as its served OpenAPI document says, every property of every 200 answer present', async () => {
+    const doc = (await points.get('/openapi.json')).body as {
+      paths: Record<string, { get: { responses: Record<string, { content: Record<string, any> }> } }>;
+    };
+    const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
+    const answered = new Set<string>();
+    for (const url of [
+      `/user-point?address=${ALICE}`,
+      `/user-point?address=${BOB}&at=${NOW - 100}`,
+      '/user-point?did=alice.example',
+      '/lp-point?lp_id=lp-1',
+      '/lp-point?lp_id=nobody',
+      `/user-deduction-records?address=${ALICE}&limit=2`,
+      '/lp-deduction-records?lp_id=lp-1',
+      `/complaint?bid=${hex32(20)}`,
+      `/complaint?bid=${hex32(21)}`,
+      '/lp-ranking',
+      '/dashboard/verdicts',
+      '/dashboard/pipeline',
+    ]) {
+      const path = url.split('?')[0]!;
+      const validate = ajv.compile(doc.paths[path]!.get.responses['200']!.content['application/json'].schema);
+      const answer = await points.get(url);
+      expect(answer.status, url).toBe(200);
+      expect(validate(answer.body), `${url}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+      answered.add(path);
+    }
+    expect([...answered].sort()).toEqual(Object.keys(doc.paths).sort());
   });
 
   it('serves its OpenAPI document and counts events and queries on /metrics', async () => {
