@@ -1,18 +1,14 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { createHttpServer } from '../../shared/runtime/http.js';
-import { Counter, Gauge, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
-import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
-import { createLogger } from '../../shared/logging/logger.js';
-import { allTopics, chainEvents, decode, topicSpec } from '../../topics/index.js';
+import type { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import { chainEvents, decode } from '../../topics/index.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { HeightStore } from './heights.js';
-import { Ingestor } from './ingest.js';
+import type { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
-import { registerCallbackRoutes } from './routes.js';
+import { startTestConnector, TEST_SWAP_CONTRACT } from './test-harness.js';
 
 const vectors = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
@@ -20,7 +16,7 @@ const vectors = JSON.parse(
 const transferOutVector = vectors.events.find((v: { type?: string }) => v.type === 'TransferOut');
 const confirmOutVector = vectors.events.find((v: { type?: string }) => v.type === 'ConfirmOut');
 
-const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+const CONTRACT = TEST_SWAP_CONTRACT;
 const SENDER = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
 
 /** A chain-client body in the original's exact shape, around a golden log. */
@@ -60,13 +56,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   let app: FastifyInstance;
   let heights: HeightStore;
   const backfills: Array<[string, number, number]> = [];
-  const registry = new Registry();
-  const rejected = new Counter({
-    name: 'rejected',
-    help: 'x',
-    labelNames: ['reason'],
-    registers: [registry],
-  });
+  let connector: Awaited<ReturnType<typeof startTestConnector>>;
 
   const post = (path: string, body: unknown) =>
     app.inject({
@@ -94,31 +84,10 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase([connectorMigrations]);
-    const log = createLogger({ level: 'silent' });
-    bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
-    await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
-    heights = new HeightStore(db.pool);
-    const gauge = (name: string) =>
-      new Gauge({ name, help: 'x', labelNames: ['chain', 'stream'], registers: [registry] });
-    const ingestor = new Ingestor({
-      pool: db.pool,
-      bus,
-      archive: new PostgresArchive(db.pool),
-      heights,
-      chains: new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]),
-      log,
-      metrics: {
-        height: gauge('h'),
-        lag: gauge('l'),
-        events: new Counter({ name: 'e', help: 'x', labelNames: ['chain', 'type'], registers: [registry] }),
-        rejected,
-      },
-      blockTimestamp: async (_chain, height) => 1_700_000_100 + height,
+    connector = await startTestConnector(db, {
       requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
     });
-    app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
-    registerCallbackRoutes(app, '/callback', ingestor, (reason) => rejected.inc({ reason }));
-    await app.ready();
+    ({ app, bus, heights } = connector);
   });
   beforeEach(async () => {
     await db.pool.query(
@@ -129,7 +98,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     backfills.length = 0;
   });
   afterAll(async () => {
-    await app?.close();
+    await connector?.close();
     await db?.drop();
   });
 
@@ -330,10 +299,44 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(reply.json()).toMatchObject({ code: 400, message: expect.stringMatching(/JSON/i) });
   });
 
+  it('serves its OpenAPI document, which takes the original bodies, refuses what the route refuses and states every answer', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const route = doc.paths['/callback/{chainId}/{stream}'].post;
+    expect(route.parameters[0].schema.enum).toEqual(['9006']);
+    const ajv = new Ajv2020({ strict: true, strictRequired: false, allowUnionTypes: true, allErrors: true });
+    const body = ajv.compile(route.requestBody.content['application/json'].schema);
+    const answers = Object.fromEntries(
+      Object.entries(route.responses as Record<string, any>).map(([status, r]) => [
+        status,
+        ajv.compile(r.content['application/json'].schema),
+      ]),
+    );
+    const valid = [
+      { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] },
+      { type: 'update_height', height: 20 },
+      originalBody(confirmOutVector, 21, 0, { chain_id: 9006 }),
+    ];
+    const refused = [
+      { type: 'update_height', height: -1 },
+      { type: 'update_height', height: 25, extra: true },
+      originalBody(transferOutVector, 26, 0, { tx: {} }),
+      originalBody(transferOutVector, 26, 0, { type: 'Transfer' }),
+    ];
+    for (const b of [...valid, ...refused]) {
+      const documented = body(b);
+      const reply = await post('/callback/9006/swap', b);
+      expect(documented, JSON.stringify(b).slice(0, 100)).toBe(reply.statusCode !== 400);
+      expect(answers[String(reply.statusCode)]!(reply.json()), reply.body).toBe(true);
+    }
+    expect(valid.every((b) => body(b))).toBe(true);
+    const missing = await post('/callback/1/swap', { type: 'update_height', height: 5 });
+    expect(answers['404']!(missing.json())).toBe(true);
+  });
+
   it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {
     const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
     expect(reply.statusCode).toBe(404);
-    const metrics = await registry.getSingleMetricAsString('rejected');
+    const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
     expect(metrics).toMatch(/reason="foreign_contract"} [1-9]/);
     expect(metrics).toMatch(/reason="unknown_chain"} [1-9]/);
   });

@@ -68,8 +68,14 @@ interface ChunkWrite {
 /** The height did not move: roll the transaction back. */
 class NotMoved extends Error {}
 
-export type IngestOutcome =
-  'processed' | 'already processed' | 'gap: backfill requested' | 'held until its height update';
+/** What a callback's 200 says happened to its body. */
+export const INGEST_OUTCOMES = [
+  'processed',
+  'already processed',
+  'gap: backfill requested',
+  'held until its height update',
+] as const;
+export type IngestOutcome = (typeof INGEST_OUTCOMES)[number];
 
 /** Another Connector process moved the height between our read and our write: the chain client retries. */
 export class HeightConflictError extends CodedError {
@@ -99,6 +105,11 @@ export class Ingestor {
 
   chain(chainId: string): ChainContracts | undefined {
     return this.options.chains.get(chainId);
+  }
+
+  /** The system chain ids this Connector takes callbacks for. */
+  chainIds(): string[] {
+    return [...this.options.chains.keys()];
   }
 
   /** Validates and normalises every event of a body first: a bad body is refused whole and changes nothing. */

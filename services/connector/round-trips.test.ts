@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Counter, Gauge, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { createLogger } from '../../shared/logging/logger.js';
@@ -11,14 +9,15 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import { countQueries } from '../../test/support/query-counter.js';
 import type { EventBody, HeightUpdate } from './body-schema.js';
 import { HeightStore } from './heights.js';
-import { Ingestor } from './ingest.js';
+import type { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
+import { testIngestor, TEST_SWAP_CONTRACT } from './test-harness.js';
 
 const vectors = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
 );
 const transferOut = vectors.events.find((v: { type?: string }) => v.type === 'TransferOut');
-const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+const CONTRACT = TEST_SWAP_CONTRACT;
 
 function body(block: number, logIndex: number): EventBody {
   const event = {
@@ -58,28 +57,7 @@ describe('connector ingestion: database round trips per chunk', () => {
   let database: string;
   let bus: PostgresBus;
   let heights: HeightStore;
-  const registry = new Registry();
-  const log = createLogger({ level: 'silent' });
-  const gauge = (name: string) =>
-    new Gauge({ name, help: 'x', labelNames: ['chain', 'stream'], registers: [registry] });
-  const metrics = {
-    height: gauge('h'),
-    lag: gauge('l'),
-    events: new Counter({ name: 'e', help: 'x', labelNames: ['chain', 'type'], registers: [registry] }),
-    rejected: new Counter({ name: 'r', help: 'x', labelNames: ['reason'], registers: [registry] }),
-  };
-  const ingestor = (busFor: EventBus) =>
-    new Ingestor({
-      pool: db.pool,
-      bus: busFor,
-      archive: new PostgresArchive(db.pool),
-      heights,
-      chains: new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]),
-      log,
-      metrics,
-      blockTimestamp: async (_chain, h) => 1_700_000_000 + h,
-      requestBackfill: () => undefined,
-    });
+  const ingestor = (busFor: EventBus) => testIngestor({ pool: db.pool, bus: busFor, heights }).ingestor;
   /** Statements the chunk costs. */
   const roundTrips = async (ingest: Ingestor, update: HeightUpdate) => {
     const counter = countQueries(database);
@@ -102,7 +80,11 @@ describe('connector ingestion: database round trips per chunk', () => {
   beforeAll(async () => {
     db = await createTestDatabase([connectorMigrations]);
     database = new URL(db.url).pathname.slice(1);
-    bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
+    bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
     heights = new HeightStore(db.pool);
   });

@@ -4,12 +4,13 @@ import { eventBodySchema, heightUpdateSchema } from './body-schema.js';
 import { STREAMS, type Stream } from './heights.js';
 import { HeightConflictError, type Ingestor } from './ingest.js';
 import { RejectedEvent } from './normalize.js';
+import { connectorOpenApi } from './openapi.js';
 
 /**
  * POST {callback path}/:chainId/:stream — what chain clients call. `stream` is `swap` (Otmoic events) or
  * `reputation` (complaint events). Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies
  * `{code, message}`: 200 once the body is safely published (or known), 400 for a body that is refused whole,
- * 503 when the chain client should retry.
+ * 503 when the chain client should retry. `GET /openapi.json` documents it (openapi.ts).
  */
 export function registerCallbackRoutes(
   app: FastifyInstance,
@@ -17,6 +18,8 @@ export function registerCallbackRoutes(
   ingestor: Ingestor,
   onRejected: (reason: string) => void,
 ): void {
+  const document = connectorOpenApi(basePath, ingestor.chainIds());
+  app.get('/openapi.json', async () => document);
   app.post<{ Params: { chainId: string; stream: string } }>(
     `${basePath}/:chainId/:stream`,
     async (request, reply) => {

@@ -23,7 +23,7 @@ export interface Served {
   base: string;
   openapiPath: string;
   /** Values the service knows, by parameter as schemathesis names them (`query.bid`). */
-  known?: Record<string, readonly string[]>;
+  known?: Record<string, readonly (string | number)[]>;
 }
 
 export interface SchemathesisTarget {
@@ -38,7 +38,7 @@ export interface SchemathesisTarget {
  * A schemathesis.toml binding each known parameter to a dictionary of its values, drawn for half of the
  * parameter's cases (dictionaries, in the pinned 4.32.5); the other half stays generated.
  */
-function knownValuesConfig(known: Record<string, readonly string[]>): string {
+function knownValuesConfig(known: Record<string, readonly (string | number)[]>): string {
   const entries = Object.entries(known).filter(([, values]) => values.length > 0);
   const dictionary = (parameter: string) => `known-${parameter.replace(/[^A-Za-z0-9]+/g, '-')}`;
   const dictionaries = entries.map(

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs schemathesis (pip package, in a cached venv) against the served OpenAPI documents of the relay and of
-# the Agent, each on a devnet, and of Points, each with a fresh database: fails on any 5xx or answer that does not match the
-# document. Called by .ci/run.
+# the Agent, each on a devnet, and of Points and the Connector, each with a fresh database: fails on any 5xx
+# or answer that does not match the document. Called by .ci/run.
 # SCHEMATHESIS_EXAMPLES bounds the examples per operation (default 25: about a minute on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,4 +35,5 @@ relabel() { sed -E 's/^=+ (.*) =+$/schemathesis summary: \1/'; }
 node --import tsx test/support/schemathesis-relay.ts "$VENV/bin/st" | relabel || status=$?
 node --import tsx test/support/schemathesis-agent.ts "$VENV/bin/st" | relabel || status=$?
 node --import tsx test/support/schemathesis-points.ts "$VENV/bin/st" | relabel || status=$?
+node --import tsx test/support/schemathesis-connector.ts "$VENV/bin/st" | relabel || status=$?
 exit "$status"

@@ -1,0 +1,80 @@
+/**
+ * The OpenAPI 3.1 document of the Connector's callback route, served at `/openapi.json`: what chain clients
+ * post (spec/otmoic.md §4). The bodies are generated from the zod schemas the route parses them with
+ * (body-schema.ts), so the document cannot drift from the validation.
+ */
+import { z } from 'zod';
+import { eventBodySchema, heightUpdateSchema } from './body-schema.js';
+import { STREAMS } from './heights.js';
+import { INGEST_OUTCOMES } from './ingest.js';
+
+const bodySchema = (schema: z.ZodType) => {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input', target: 'draft-2020-12' });
+  return rest;
+};
+const errorBody = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: { code: { type: 'integer', description: 'the HTTP status' }, message: { type: 'string' } },
+};
+const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+const error = (description: string) => ({ description, ...json(errorBody) });
+
+export function connectorOpenApi(basePath: string, chainIds: readonly string[]) {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Otmoic reputation Connector: chain-client callbacks',
+      version: '1',
+      description:
+        "Where the chain clients registered by the Connector post what they see (the original chain client's on_height_update / on_event bodies). A body is validated whole: a bad one is refused with 400 and changes nothing. A 200 means the body is safely stored and published (or was already known); on 503 the chain client retries. Every answer is JSON {code, message}; code is the HTTP status.",
+    },
+    paths: {
+      [`${basePath}/{chainId}/{stream}`]: {
+        post: {
+          summary: 'a merged chunk or heartbeat (update_height), or one event',
+          parameters: [
+            {
+              name: 'chainId',
+              in: 'path',
+              required: true,
+              description: 'the system chain id of a configured chain client',
+              schema: { type: 'string', enum: [...chainIds] },
+            },
+            {
+              name: 'stream',
+              in: 'path',
+              required: true,
+              description: 'swap: Otmoic swap events; reputation: complaint events',
+              schema: { type: 'string', enum: [...STREAMS] },
+            },
+          ],
+          requestBody: {
+            required: true,
+            ...json({ oneOf: [bodySchema(heightUpdateSchema), bodySchema(eventBodySchema)] }),
+          },
+          responses: {
+            '200': {
+              description: 'stored and published, known already, a gap found (backfill requested) or held',
+              ...json({
+                type: 'object',
+                required: ['code', 'message'],
+                properties: { code: { const: 200 }, message: { enum: [...INGEST_OUTCOMES] } },
+              }),
+            },
+            '400': error(
+              'the body is not JSON, or not a valid update_height or event body (nothing changed)',
+            ),
+            '404': error('no chain client is configured for this chain id, or no such route'),
+            '413': error('the body is larger than the limit'),
+            '415': error('the body is not application/json'),
+            '500': error(
+              'internal error, the database being unavailable included (nothing internal is said)',
+            ),
+            '503': error('the stored height moved concurrently (another Connector process): retry'),
+          },
+        },
+      },
+    },
+  };
+}

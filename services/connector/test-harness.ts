@@ -1,0 +1,102 @@
+/** Test support: the Connector's ingestor and callback routes on a test database (postgres log and archive). */
+import { Counter, Gauge, Registry } from 'prom-client';
+import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
+import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import type { EventBus } from '../../shared/bus/port.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { createLogger, type Logger } from '../../shared/logging/logger.js';
+import { createHttpServer } from '../../shared/runtime/http.js';
+import { allTopics, topicSpec } from '../../topics/index.js';
+import { HeightStore } from './heights.js';
+import { Ingestor, type IngestOptions } from './ingest.js';
+import { registerCallbackRoutes } from './routes.js';
+
+/** The swap contract of the test chain 9006 (a devnet address; no chain runs behind it). */
+export const TEST_SWAP_CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+
+/** Metrics of an ingestor under test, in `registry` under their production names. */
+function ingestMetrics(registry: Registry) {
+  const gauge = (name: string) =>
+    new Gauge({ name, help: name, labelNames: ['chain', 'stream'], registers: [registry] });
+  return {
+    height: gauge('connector_height'),
+    lag: gauge('connector_lag_blocks'),
+    events: new Counter({
+      name: 'connector_events_total',
+      help: 'events',
+      labelNames: ['chain', 'type'],
+      registers: [registry],
+    }),
+    rejected: new Counter({
+      name: 'connector_rejected_bodies_total',
+      help: 'refusals',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+  };
+}
+
+/**
+ * An Ingestor for chain 9006 (swap contract TEST_SWAP_CONTRACT) on any bus, archiving into PostgreSQL, with
+ * block timestamps made up from the height.
+ */
+export function testIngestor(options: {
+  pool: Pool;
+  bus: EventBus;
+  heights: HeightStore;
+  registry?: Registry;
+  log?: Logger;
+  requestBackfill?: IngestOptions['requestBackfill'];
+}) {
+  const metrics = ingestMetrics(options.registry ?? new Registry());
+  const ingestor = new Ingestor({
+    pool: options.pool,
+    bus: options.bus,
+    archive: new PostgresArchive(options.pool),
+    heights: options.heights,
+    chains: new Map([['9006', { systemChainId: '9006', swap: TEST_SWAP_CONTRACT }]]),
+    log: options.log ?? createLogger({ level: 'silent' }),
+    metrics,
+    blockTimestamp: async (_chain, height) => 1_700_000_100 + height,
+    requestBackfill: options.requestBackfill ?? (() => undefined),
+  });
+  return { ingestor, metrics };
+}
+
+/**
+ * Callbacks at `/callback/{chainId}/{stream}` for chain 9006 (swap contract TEST_SWAP_CONTRACT), block
+ * timestamps made up from the height, backfill requests recorded instead of sent. Not started on a port:
+ * `app.inject`, or `app.listen` for a real client.
+ */
+export async function startTestConnector(
+  db: { pool: Pool; url: string },
+  options: { requestBackfill?: IngestOptions['requestBackfill'] } = {},
+) {
+  const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
+  await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
+  const registry = new Registry();
+  const heights = new HeightStore(db.pool);
+  const { ingestor, metrics } = testIngestor({
+    pool: db.pool,
+    bus,
+    heights,
+    registry,
+    log,
+    requestBackfill: options.requestBackfill,
+  });
+  const app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
+  registerCallbackRoutes(app, '/callback', ingestor, (reason) => metrics.rejected.inc({ reason }));
+  await app.ready();
+  return {
+    app,
+    bus,
+    heights,
+    ingestor,
+    registry,
+    async close() {
+      await app.close();
+      await bus.close();
+    },
+  };
+}
