@@ -92,6 +92,22 @@ describe('relay OpenAPI document against the golden vectors', () => {
       const body = bodyValidator(route);
       expect(body(vector.request), `${vector.name}: ${ajv.errorsText(body.errors)}`).toBe(true);
     }
+    // And not what the command parser refuses (each one 30201, naming the field).
+    const accepted = relayVectors.calldata.find((v) => v.name === 'confirm_out ERC20')!.request;
+    const command = accepted['command_transfer_out_confirm'] as Record<string, unknown>;
+    const confirmOut = bodyValidator('/behalf/confirm_out');
+    for (const broken of [
+      { token: 'not-an-address' },
+      { user_receiver_address: `0x${'1'.repeat(41)}` },
+      { token_amount: '1.5' },
+      { eth_amount: -1 },
+      { agreement_reached_time: '0x3c' },
+      { hash_lock: '0x1234' },
+      { uuid: 'u'.repeat(201) },
+    ]) {
+      const body = { ...accepted, command_transfer_out_confirm: { ...command, ...broken } };
+      expect(confirmOut(body), JSON.stringify(broken)).toBe(false);
+    }
     const hashlock = bodyValidator('/get_hashlock');
     const answer = answerValidator('/get_hashlock', '200');
     for (const vector of relayVectors.hashlock.filter((v) => v.response.code === 200)) {

@@ -22,16 +22,25 @@ const errorTable = Object.values(RELAY_ERRORS)
 
 const address = {
   type: 'string',
-  description: '0x-hex address (up to 20 bytes, left-padded) or a decimal uint256 string',
+  pattern: '^(0x[0-9a-fA-F]{1,40}|[0-9]{1,78})$',
+  description:
+    '0x-hex address (up to 20 bytes, left-padded; mixed case must be a valid EIP-55 checksum) or a decimal uint256 string below 2^160',
 };
-const amount = { type: 'string', pattern: '^[0-9]+$', description: 'decimal integer (base units)' };
+const amount = {
+  oneOf: [
+    { type: 'string', pattern: '^[0-9]{1,78}$' },
+    { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  ],
+  description: 'decimal integer below 2^256 (base units); a JSON integer only up to 2^53-1',
+};
 const seconds = {
   oneOf: [
-    { type: 'integer', minimum: 0 },
-    { type: 'string', pattern: '^[0-9]+$' },
+    { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    { type: 'string', pattern: '^[0-9]{1,16}$' },
   ],
-  description: 'unix seconds / seconds',
+  description: 'unix seconds / seconds, at most 2^53-1',
 };
+const identifier = { type: 'string', maxLength: 200 };
 const bytes32 = { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' };
 
 const commandFields = {
@@ -45,15 +54,18 @@ const commandFields = {
   expected_single_step_time: seconds,
   tolerant_single_step_time: seconds,
   earliest_refund_time: seconds,
-  uuid: { type: 'string' },
-  transfer_id: { type: 'string' },
-  bid: { type: 'string' },
+  uuid: identifier,
+  transfer_id: identifier,
+  bid: identifier,
   append_information: {
     type: 'string',
+    maxLength: 4096,
     description: 'JSON text {"user_account_id": …}; stored, not interpreted',
   },
   sender_wallet_name: {
     type: 'string',
+    minLength: 1,
+    maxLength: 200,
     description: 'confirm_in / refund_in: name in relay.senderWallets, instead of sender',
   },
 };
