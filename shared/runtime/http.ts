@@ -37,6 +37,12 @@ const notFoundAnswers = new WeakMap<FastifyInstance, NotFoundAnswer>();
 export const requestLine = (request: FastifyRequest) =>
   `${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`;
 
+/** The answer of a service without codes of its own: 404 `{code: 404, message: "no route GET /x"}`. */
+export const defaultNotFound: NotFoundAnswer = (request) => ({
+  status: 404,
+  body: { code: 404, message: `no route ${requestLine(request)}` },
+});
+
 /**
  * Installs the service's answer to unknown routes. The same answer goes to a path parameter the router
  * refuses (over 100 characters, or malformed %-encoding): no resource has such a name, and fastify would
@@ -119,10 +125,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         .code(status)
         .send({ code: status, message: status === 500 ? 'internal error' : error.message });
     });
-    setNotFoundAnswer(app, (request) => ({
-      status: 404,
-      body: { code: 404, message: `no route ${requestLine(request)}` },
-    }));
+    setNotFoundAnswer(app, defaultNotFound);
   }
 
   app.get('/health', async (_request, reply) => {

@@ -10,7 +10,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Interface, JsonRpcProvider, ZeroAddress, getAddress } from 'ethers';
 import { z } from 'zod';
-import { requestLine, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
+import { defaultNotFound, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
 
 const REGISTRY = new Interface(['event DomainOwnerSet(string domain, address owner)']);
 const DOMAIN_OWNER_SET = REGISTRY.getEvent('DomainOwnerSet')!.topicHash;
@@ -90,10 +90,7 @@ export async function startDidSupport(options: DidSupportOptions): Promise<DidSu
       .code(status)
       .send({ code: status, message: status === 502 ? 'registry unreachable' : error.message });
   });
-  setNotFoundAnswer(app, (request) => ({
-    status: 404,
-    body: { code: 404, message: `no route ${requestLine(request)}` },
-  }));
+  setNotFoundAnswer(app, defaultNotFound);
 
   app.get('/find/owner/:address', async (request, reply) => {
     const params = z.object({ address: z.string().regex(ADDRESS) }).safeParse(request.params);

@@ -11,7 +11,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { createLogger, type Logger } from '../../../shared/logging/logger.js';
-import { requestLine, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
+import { defaultNotFound, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
 
 const addressParam = z.object({
   address: z
@@ -64,10 +64,7 @@ export async function startRelayAdminStandIn(
       .code(status)
       .send({ code: status, message: status === 500 ? 'internal error' : error.message });
   });
-  setNotFoundAnswer(app, (request) => ({
-    status: 404,
-    body: { code: 404, message: `no route ${requestLine(request)}` },
-  }));
+  setNotFoundAnswer(app, defaultNotFound);
   const parseAddress = (params: unknown) => {
     const parsed = addressParam.safeParse(params);
     if (!parsed.success)
