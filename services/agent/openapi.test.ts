@@ -1,15 +1,15 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Wallet } from 'ethers';
 import { describe, expect, it } from 'vitest';
 import { agentOpenApiDocument } from './openapi.js';
 import { sampleComplaint, sdkBody } from './test-harness.js';
+import { openApiValidator } from '../../test/support/openapi-validator.js';
 
 /**
  * The served OpenAPI document against the body the Otmoic SDK sends (ethers signTypedData over the Complaint,
  * then `{params: [complaint, signature, domain]}`): a client generated from the document must be able to send
  * it, and the document must not promise what the route refuses.
  */
-const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
+const ajv = openApiValidator();
 const doc = agentOpenApiDocument() as unknown as {
   paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: object } } } } }>;
 };

@@ -1,4 +1,3 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -9,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import type { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
 import { startTestConnector, TEST_SWAP_CONTRACT } from './test-harness.js';
+import { openApiValidator } from '../../test/support/openapi-validator.js';
 
 const vectors = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
@@ -303,7 +303,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
     const route = doc.paths['/callback/{chainId}/{stream}'].post;
     expect(route.parameters[0].schema.enum).toEqual(['9006']);
-    const ajv = new Ajv2020({ strict: true, strictRequired: false, allowUnionTypes: true, allErrors: true });
+    const ajv = openApiValidator();
     const body = ajv.compile(route.requestBody.content['application/json'].schema);
     const answers = Object.fromEntries(
       Object.entries(route.responses as Record<string, any>).map(([status, r]) => [

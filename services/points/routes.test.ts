@@ -1,4 +1,3 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../shared/db/pool.js';
@@ -22,6 +21,7 @@ import {
   verdictPayload,
   violationPayload,
 } from './test-harness.js';
+import { openApiValidator } from '../../test/support/openapi-validator.js';
 
 const NOW = 1_800_000_000;
 const DAY = 86_400;
@@ -337,7 +337,7 @@ describe('points queries over HTTP', () => {
     const doc = (await points.get('/openapi.json')).body as {
       paths: Record<string, { get: { responses: Record<string, { content: Record<string, any> }> } }>;
     };
-    const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
+    const ajv = openApiValidator();
     const answered = new Set<string>();
     for (const url of [
       `/user-point?address=${ALICE}`,

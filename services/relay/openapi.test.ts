@@ -1,7 +1,7 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { relayVectors } from '../../test/fixtures/otmoic-relay-vectors.js';
 import { openApiDocument } from './openapi.js';
+import { openApiValidator } from '../../test/support/openapi-validator.js';
 
 /**
  * The served OpenAPI document against the golden vectors of the original relay (what the Otmoic SDK and LP
@@ -10,8 +10,7 @@ import { openApiDocument } from './openapi.js';
  */
 const doc = openApiDocument('9006');
 const prefix = '/evm-client-9006/relay';
-const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
-ajv.addKeyword('example');
+const ajv = openApiValidator();
 
 type Operation = {
   requestBody: { content: { 'application/json': { schema: object } } };
