@@ -15,7 +15,7 @@ import { agentMigrationSets } from '../../services/agent/migrations.js';
 import { agentTestConfig, sampleComplaint, sdkBody } from '../../services/agent/test-harness.js';
 import { complaintCommands } from '../../topics/complaint.commands.js';
 import { topicSpec } from '../../topics/envelope.js';
-import { runSchemathesis } from './schemathesis-target.js';
+import { runSchemathesis, seedThroughApi } from './schemathesis-target.js';
 
 await runSchemathesis({
   name: 'agent',
@@ -42,15 +42,7 @@ await runSchemathesis({
       chainId: chain.chainId,
       reputation: chain.contracts.reputation,
     });
-    const answer = await fetch(`${base}/submit-complaint`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const accepted = (await answer.json()) as { bid_id?: string };
-    if (answer.status !== 200 || accepted.bid_id === undefined) {
-      throw new Error(`the seeded complaint was refused: ${answer.status} ${JSON.stringify(accepted)}`);
-    }
-    return { base, openapiPath: '/openapi.json', known: { 'query.bid': [accepted.bid_id] } };
+    const bid = await seedThroughApi(`${base}/submit-complaint`, body, 'bid_id');
+    return { base, openapiPath: '/openapi.json', known: { 'query.bid': [bid] } };
   },
 });

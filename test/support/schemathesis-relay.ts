@@ -14,7 +14,7 @@ import { relayMigrationSets } from '../../services/relay/migrations.js';
 import { behalfBody, relayTestConfig } from '../../services/relay/test-harness.js';
 import { topicSpec } from '../../topics/envelope.js';
 import { relayCommands } from '../../topics/relay.commands.js';
-import { runSchemathesis } from './schemathesis-target.js';
+import { runSchemathesis, seedThroughApi } from './schemathesis-target.js';
 
 await runSchemathesis({
   name: 'relay',
@@ -35,19 +35,15 @@ await runSchemathesis({
     const base = `http://127.0.0.1:${relay.port}`;
 
     const locked = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
-    const answer = await fetch(`${base}/evm-client-9006/relay/behalf/confirm_out`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(behalfBody(locked.out, 'command_transfer_confirm', locked.preimage)),
-    });
-    const accepted = (await answer.json()) as { command_id?: string };
-    if (answer.status !== 200 || accepted.command_id === undefined) {
-      throw new Error(`the seeded command was refused: ${answer.status} ${JSON.stringify(accepted)}`);
-    }
+    const commandId = await seedThroughApi(
+      `${base}/evm-client-9006/relay/behalf/confirm_out`,
+      behalfBody(locked.out, 'command_transfer_confirm', locked.preimage),
+      'command_id',
+    );
     return {
       base,
       openapiPath: '/evm-client-9006/relay/openapi.json',
-      known: { 'path.id': [accepted.command_id], 'query.transfer_id': [locked.out.transferId] },
+      known: { 'path.id': [commandId], 'query.transfer_id': [locked.out.transferId] },
     };
   },
 });

@@ -51,6 +51,24 @@ function knownValuesConfig(known: Record<string, readonly (string | number)[]>):
   return `${dictionaries.join('\n')}\n[parameters]\n${bindings.join('\n')}\n`;
 }
 
+/**
+ * Seeds the service through its own API before the fuzzing: posts `body` as JSON and returns the answer's
+ * `field` (an id to bind), or throws with the answer when the service refused it.
+ */
+export async function seedThroughApi(url: string, body: unknown, field: string): Promise<string> {
+  const answer = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const accepted = (await answer.json()) as Record<string, unknown>;
+  const value = accepted[field];
+  if (answer.status !== 200 || typeof value !== 'string') {
+    throw new Error(`the seeded ${url} was refused: ${answer.status} ${JSON.stringify(accepted)}`);
+  }
+  return value;
+}
+
 export async function runSchemathesis(target: SchemathesisTarget): Promise<never> {
   const st = process.argv[2];
   if (st === undefined) throw new Error(`usage: schemathesis-${target.name}.ts <path of the st CLI>`);
