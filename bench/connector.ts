@@ -2,13 +2,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
-import { Counter, Gauge, Registry } from 'prom-client';
-import { PostgresArchive } from '../shared/archive/postgres-archive.js';
+import { Registry } from 'prom-client';
 import { PostgresBus } from '../shared/bus/postgres/postgres-bus.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { createHttpServer } from '../shared/runtime/http.js';
 import { HeightStore } from '../services/connector/heights.js';
-import { Ingestor } from '../services/connector/ingest.js';
+import { testBlockTimestamp, testIngestor, TEST_SWAP_CONTRACT } from '../services/connector/test-harness.js';
 import { connectorMigrations } from '../services/connector/migrations.js';
 import { registerCallbackRoutes } from '../services/connector/routes.js';
 import {
@@ -34,7 +33,6 @@ const EVENTS_PER_CHUNK = 2;
 // A busy chunk (history of a busy network): how the Connector's cost grows with the events of a chunk.
 const BUSY_EVENTS_PER_CHUNK = 10;
 const BUSY_CALLBACKS = Math.max(1, Math.floor(CALLBACKS / 4));
-const CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
 const vectors = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../test/fixtures/otmoic-relay.json'), 'utf8'),
 );
@@ -46,7 +44,7 @@ function chunk(h: number, events = EVENTS_PER_CHUNK) {
     const v = golden[i % golden.length];
     const block = h - 1;
     const event = {
-      address: CONTRACT,
+      address: TEST_SWAP_CONTRACT,
       topics: [v.topic0],
       data: v.log_data,
       blockNumber: '0x' + block.toString(16),
@@ -88,27 +86,9 @@ export async function run(): Promise<BenchSection[]> {
       { name: 'bench.raw-heights', partitions: 8, retentionMs: null },
     ]);
     const registry = new Registry();
-    const gauge = (n: string) =>
-      new Gauge({ name: n, help: n, labelNames: ['chain', 'stream'], registers: [registry] });
     const heights = new HeightStore(pool);
     await heights.init('9006', 'swap', 0);
-    const chains = new Map([['9006', { systemChainId: '9006', swap: CONTRACT }]]);
-    const ingestor = new Ingestor({
-      pool,
-      bus,
-      archive: new PostgresArchive(pool),
-      heights,
-      chains,
-      log,
-      metrics: {
-        height: gauge('h'),
-        lag: gauge('l'),
-        events: new Counter({ name: 'e', help: 'e', labelNames: ['chain', 'type'], registers: [registry] }),
-        rejected: new Counter({ name: 'r', help: 'r', labelNames: ['reason'], registers: [registry] }),
-      },
-      blockTimestamp: async (_c, h) => 1_700_000_000 + h,
-      requestBackfill: () => undefined,
-    });
+    const { ingestor } = testIngestor({ pool, bus, heights, registry, log });
     const app = createHttpServer({ service: 'connector', log, metrics: registry, db: pool });
     registerCallbackRoutes(app, '/callback', ingestor, () => undefined);
     // The raw publish behind the same HTTP exchange: a route that takes the same body (parsed as the
@@ -122,7 +102,8 @@ export async function run(): Promise<BenchSection[]> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
 
-    // Heights: the warm-up's chunks, then the timed callbacks', then the direct calls', then the busy chunks'.
+    // Heights: the warm-up's chunks, then the timed callbacks', the direct calls', the busy chunks', and the
+    // chunks of the round against the raw publish behind HTTP.
     const bodies = Array.from({ length: WARMUP + CALLBACKS }, (_, i) => JSON.stringify(chunk((i + 1) * 5)));
     const busyFrom = (WARMUP + 2 * CALLBACKS) * 5;
     const busyWarmup = Math.min(WARMUP, BUSY_CALLBACKS);
@@ -130,7 +111,7 @@ export async function run(): Promise<BenchSection[]> {
       JSON.stringify(chunk(busyFrom + (i + 1) * 5, BUSY_EVENTS_PER_CHUNK)),
     );
     // Baseline: publishing the same normalised messages straight to the bus, one publish per chunk.
-    const chain = chains.get('9006')!;
+    const chain = ingestor.chain('9006')!;
     const messages = bodies.map((b) => rawBatches(b, chain));
     const busyMessages = busyBodies.map((b) => rawBatches(b, chain));
     const exchangedFrom = busyFrom + (busyWarmup + BUSY_CALLBACKS) * 5;
@@ -143,16 +124,21 @@ export async function run(): Promise<BenchSection[]> {
     // request here; node:http on the Connector's own thread, as this bench had it before, about 0.3 ms).
     const client = chainClient(port, '/callback/9006/swap', [...bodies, ...busyBodies, ...exchangedBodies]);
     const rawClient = chainClient(port, '/raw-publish', exchangedBodies);
-    // Chunk by chunk in turn (a raw publish, then a callback), so both see the same table sizes and the same
-    // load from whatever else runs on the machine. `offset`: where the bodies start in the client's list.
-    const alternate = async (batches: TopicBatch[][], offset: number, warmup: number) => {
+    // Chunk by chunk in turn (a baseline round, then a callback), so both see the same table sizes and the
+    // same load from whatever else runs on the machine. `baseline(i)` does the ith baseline round and gives
+    // its milliseconds; `offset`: where the callbacks' bodies start in the client's list.
+    const alternate = async (
+      rounds: number,
+      baseline: (i: number) => Promise<number>,
+      offset: number,
+      warmup: number,
+    ) => {
       let rawMs = 0;
       let ingestMs = 0;
-      for (let i = 0; i < batches.length; i++) {
+      for (let i = 0; i < rounds; i++) {
         const timed = i >= warmup;
-        const start = performance.now();
-        await bus.publishMany(batches[i]!);
-        if (timed) rawMs += performance.now() - start;
+        const ms = await baseline(i);
+        if (timed) rawMs += ms;
         const response = await client.post(offset + i);
         if (response.status !== 200)
           throw new Error(`callback answered ${response.status}: ${response.text}`);
@@ -160,7 +146,12 @@ export async function run(): Promise<BenchSection[]> {
       }
       return { rawMs, ingestMs };
     };
-    const { rawMs, ingestMs } = await alternate(messages, 0, WARMUP);
+    const publishing = (batches: TopicBatch[][]) => async (i: number) => {
+      const start = performance.now();
+      await bus.publishMany(batches[i]!);
+      return performance.now() - start;
+    };
+    const { rawMs, ingestMs } = await alternate(bodies.length, publishing(messages), 0, WARMUP);
     // Where the time goes: the same ingestion without HTTP (Ingestor.heightUpdate called directly, on the
     // following heights), again in turn with raw publishes of the same messages.
     let directMs = 0;
@@ -174,20 +165,18 @@ export async function run(): Promise<BenchSection[]> {
       directMs += performance.now() - start;
     }
     // Busy chunks over HTTP, in turn with their raw publishes (untimed rounds first, as above).
-    const busy = await alternate(busyMessages, bodies.length, busyWarmup);
+    const busy = await alternate(busyBodies.length, publishing(busyMessages), bodies.length, busyWarmup);
     // Against the raw publish behind the same HTTP exchange, in turn, on the following heights.
-    let exchangedRawMs = 0;
-    let exchangedIngestMs = 0;
-    for (let i = 0; i < exchangedBodies.length; i++) {
-      const raw = await rawClient.post(i);
-      const callback = await client.post(bodies.length + busyBodies.length + i);
-      for (const answer of [raw, callback])
-        if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
-      if (i >= WARMUP) {
-        exchangedRawMs += raw.ms;
-        exchangedIngestMs += callback.ms;
-      }
-    }
+    const behindHttp = await alternate(
+      exchangedBodies.length,
+      async (i) => {
+        const answer = await rawClient.post(i);
+        if (answer.status !== 200) throw new Error(`raw publish answered ${answer.status}: ${answer.text}`);
+        return answer.ms;
+      },
+      bodies.length + busyBodies.length,
+      WARMUP,
+    );
     await rawClient.close();
     await client.close();
     await app.close();
@@ -200,8 +189,8 @@ export async function run(): Promise<BenchSection[]> {
     const rawAgain = rate(CALLBACKS * EVENTS_PER_CHUNK, rawAgainMs);
     const busyEvents = rate(BUSY_CALLBACKS * BUSY_EVENTS_PER_CHUNK, busy.ingestMs);
     const busyRaw = rate(BUSY_CALLBACKS * BUSY_EVENTS_PER_CHUNK, busy.rawMs);
-    const exchangedEvents = rate(CALLBACKS * EVENTS_PER_CHUNK, exchangedIngestMs);
-    const exchangedRaw = rate(CALLBACKS * EVENTS_PER_CHUNK, exchangedRawMs);
+    const exchangedEvents = rate(CALLBACKS * EVENTS_PER_CHUNK, behindHttp.ingestMs);
+    const exchangedRaw = rate(CALLBACKS * EVENTS_PER_CHUNK, behindHttp.rawMs);
     const title = `connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events after ${fmt(WARMUP)} untimed of each side, ${database.source})`;
     printTable(title, [
       ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
@@ -274,7 +263,7 @@ function rawBatches(body: string, chain: ChainContracts): TopicBatch[] {
     chainId: chain.systemChainId,
     stream: 'swap' as const,
     height,
-    blockTimestamp: 1_700_000_000 + height,
+    blockTimestamp: testBlockTimestamp(height),
     lastEventId: chainEventId(events[events.length - 1]!),
   };
   return [

@@ -14,6 +14,9 @@ import { registerCallbackRoutes } from './routes.js';
 /** The swap contract of the test chain 9006 (a devnet address; no chain runs behind it). */
 export const TEST_SWAP_CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
 
+/** The block timestamp a test ingestor is told for `height` (it reads no chain). */
+export const testBlockTimestamp = (height: number) => 1_700_000_100 + height;
+
 /** Metrics of an ingestor under test, in `registry` under their production names. */
 function ingestMetrics(registry: Registry) {
   const gauge = (name: string) =>
@@ -57,7 +60,7 @@ export function testIngestor(options: {
     chains: new Map([['9006', { systemChainId: '9006', swap: TEST_SWAP_CONTRACT }]]),
     log: options.log ?? createLogger({ level: 'silent' }),
     metrics,
-    blockTimestamp: async (_chain, height) => 1_700_000_100 + height,
+    blockTimestamp: async (_chain, height) => testBlockTimestamp(height),
     requestBackfill: options.requestBackfill ?? (() => undefined),
   });
   return { ingestor, metrics };
