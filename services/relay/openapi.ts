@@ -26,20 +26,22 @@ const address = {
   description:
     '0x-hex address (up to 20 bytes, left-padded; mixed case must be a valid EIP-55 checksum) or a decimal uint256 string below 2^160',
 };
-const amount = {
-  oneOf: [
-    { type: 'string', pattern: '^[0-9]{1,78}$' },
-    { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-  ],
-  description: 'decimal integer below 2^256 (base units); a JSON integer only up to 2^53-1',
-};
-const seconds = {
+/**
+ * An unsigned integer as the parsers take it: a JSON integer (exact, so at most 2^53-1) or a decimal string of
+ * at most `digits` digits.
+ */
+const integerOrDecimal = (digits: number, description?: string) => ({
   oneOf: [
     { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-    { type: 'string', pattern: '^[0-9]{1,16}$' },
+    { type: 'string', pattern: `^[0-9]{1,${digits}}$` },
   ],
-  description: 'unix seconds / seconds, at most 2^53-1',
-};
+  ...(description === undefined ? {} : { description }),
+});
+const amount = integerOrDecimal(
+  78,
+  'decimal integer below 2^256 (base units); a JSON integer only up to 2^53-1',
+);
+const seconds = integerOrDecimal(16, 'unix seconds / seconds, at most 2^53-1');
 const identifier = { type: 'string', maxLength: 200 };
 const bytes32 = { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' };
 
@@ -206,13 +208,8 @@ const command = {
 };
 const reads = (restrictable: boolean) => (restrictable ? { ...always, ...guarded } : always);
 
-/** A uint256 member as the parser takes it: a JSON integer (exact, so at most 2^53-1) or a decimal string. */
-const uint256Member = {
-  oneOf: [
-    { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-    { type: 'string', pattern: '^[0-9]{1,100}$' },
-  ],
-};
+/** A uint256 member of the signed Message (the parser takes decimal strings of up to 100 digits). */
+const uint256Member = integerOrDecimal(100);
 /** The signed Message of a variant, member by member from the same type list the signature is checked with. */
 const swapValue = (variant: SwapVariant) => {
   const members = swapTypedDataTypes(variant)[SWAP_PRIMARY_TYPE]!;
