@@ -70,6 +70,7 @@ export async function run(): Promise<BenchSection[]> {
     status: () => ({}),
     windowMarginSeconds: 15,
     maxWindowAheadSeconds: 604_800,
+    maxPaidFailures: 2,
     access: { apiKeys: [], allowIps: [], restrictReads: false },
     rateLimit: { max: 1_000_000_000, windowMs: 60_000 },
     errorsAsHttp200: false,

@@ -26,6 +26,7 @@ describe('[relay] configuration', () => {
       windowMarginSeconds: 15,
       bumpAfterBlocks: 3,
       maxRefusals: 3,
+      maxPaidFailures: 2,
       maxWindowAheadSeconds: 604_800,
       senderLookbackBlocks: 200_000,
       apiKeys: [],

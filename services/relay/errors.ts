@@ -107,6 +107,12 @@ export const RELAY_ERRORS = {
     meaning:
       'sender_wallet_name is not in relay.senderWallets and no LogNewTransferIn of the body transfer_id was found on chain',
   },
+  COMMAND_FAILED_ON_CHAIN: {
+    code: 30224,
+    status: 409,
+    meaning:
+      "the command's transactions were mined and failed relay.maxPaidFailures times (gas paid each time): it is not sent again",
+  },
 } as const;
 
 export type RelayErrorName = keyof typeof RELAY_ERRORS;

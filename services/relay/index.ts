@@ -112,6 +112,7 @@ export async function startRelay(
           : undefined,
         windowMarginSeconds: config.windowMarginSeconds,
         maxWindowAheadSeconds: config.maxWindowAheadSeconds,
+        maxPaidFailures: config.maxPaidFailures,
         access: { apiKeys: config.apiKeys, allowIps: config.allowIps, restrictReads: config.restrictReads },
         rateLimit: config.rateLimit,
         errorsAsHttp200: config.errorsAsHttp200,

@@ -3,7 +3,7 @@ import { Counter, type Registry } from 'prom-client';
 import { registerSenderGauges, type SenderSignals } from '../../shared/sender/metrics.js';
 
 export interface RelayMetrics {
-  /** Behalf commands by action and outcome: accepted, repeated, reopened, confirmed, failed, missed. */
+  /** Behalf commands by action and outcome: accepted, repeated, reopened, exhausted, confirmed, failed, missed. */
   commands: Counter<'action' | 'outcome'>;
   /** Commands whose window closed before they could be made (a subset of the failures). */
   windowsMissed: Counter<'action'>;
@@ -19,7 +19,7 @@ export function relayMetrics(registry: Registry, signals?: RelaySignals): RelayM
     metrics = {
       commands: new Counter({
         name: 'relay_commands_total',
-        help: 'Behalf commands by action and outcome (accepted, repeated, reopened, confirmed, failed, missed)',
+        help: 'Behalf commands by action and outcome (accepted, repeated, reopened, exhausted, confirmed, failed, missed)',
         labelNames: ['action', 'outcome'],
         registers: [registry],
       }),

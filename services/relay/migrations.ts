@@ -75,6 +75,15 @@ export const relayMigrations: MigrationSet = {
         );
       `,
     },
+    {
+      version: 3,
+      name: 'transactions of a command that were mined and failed',
+      sql: `
+        -- Gas paid for nothing, kept across re-opens: a re-post of a command whose transactions were mined and
+        -- failed this many times (relay.maxPaidFailures) is refused instead of re-opened.
+        ALTER TABLE relay_commands ADD COLUMN paid_failures int NOT NULL DEFAULT 0;
+      `,
+    },
   ],
 };
 

@@ -135,7 +135,7 @@ const commandStatus = {
 const accepted = {
   '200': {
     description:
-      'stored and queued, or the one command of this (action, transferId) already known: a repeat with another gas strategy updates it while pending, a failed one whose window is open is re-opened',
+      'stored and queued, or the one command of this (action, transferId) already known: a repeat with another gas strategy updates it while pending, a failed one whose window is open is re-opened (unless it already failed on chain relay.maxPaidFailures times: 409)',
     ...json({
       type: 'object',
       required: ['code', 'message', 'command_id', 'status'],
@@ -148,7 +148,8 @@ const accepted = {
     }),
   },
   '409': {
-    description: 'window closed (30218) or transfer not pending on chain (30220)',
+    description:
+      'window closed (30218), transfer not pending on chain (30220), or a failed command whose transactions were mined and failed relay.maxPaidFailures times (30224)',
     ...json(errorBody),
   },
   ...errors,
@@ -167,7 +168,7 @@ const fee = {
 };
 const command = {
   type: 'object',
-  required: ['id', 'action', 'status', 'transfer_id', 'window', 'transactions'],
+  required: ['id', 'action', 'status', 'transfer_id', 'window', 'transactions', 'paid_failures'],
   properties: {
     id: { type: 'string' },
     action: { type: 'string', enum: ['confirm_out', 'confirm_in', 'refund_out', 'refund_in'] },
@@ -186,6 +187,12 @@ const command = {
     block_number: nullable({ type: 'integer' }),
     reason: nullable({ type: 'string' }),
     attempts: { type: 'integer' },
+    paid_failures: {
+      type: 'integer',
+      minimum: 0,
+      description:
+        'transactions of the command mined and failed, each paid by the relay wallet; at relay.maxPaidFailures a re-post is refused (30224)',
+    },
     transactions: {
       type: 'array',
       description:

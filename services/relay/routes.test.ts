@@ -466,7 +466,7 @@ describe('relay routes: golden vectors and documented errors', () => {
       expect(Object.keys(doc.paths)).toContain('/evm-client-9006/relay/behalf/commands');
       for (const code of [
         30201, 30202, 30203, 30204, 30205, 30206, 30207, 30208, 30210, 30211, 30212, 30215, 30216, 30217,
-        30218, 30219, 30220, 30221, 30222, 30223,
+        30218, 30219, 30220, 30221, 30222, 30223, 30224,
       ])
         expect(doc.info.description).toContain(`| ${code} |`);
     });

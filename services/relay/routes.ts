@@ -24,7 +24,7 @@ import {
 } from './command-body.js';
 import { RELAY_ERRORS, RelayError, isRelayError, type RelayErrorName } from './errors.js';
 import { openApiDocument } from './openapi.js';
-import type { CommandRow, CommandStore } from './store.js';
+import { paidFailures, type CommandRow, type CommandStore } from './store.js';
 import { callWindow, describeWindow } from './windows.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
@@ -38,13 +38,15 @@ export interface RelayRoutesOptions {
   store: CommandStore;
   readFee: () => Promise<bigint>;
   status: () => Record<string, unknown>;
-  onCommand?: (action: RelayAction, outcome: 'accepted' | 'repeated' | 'reopened') => void;
+  onCommand?: (action: RelayAction, outcome: 'accepted' | 'repeated' | 'reopened' | 'exhausted') => void;
   /** A failed command was re-opened: the sender should look now. */
   onReopened?: () => void;
   /** Chain reads at accept time; undefined = no chain checks (conformance tests without a chain). */
   chain?: ChainView;
   windowMarginSeconds: number;
   maxWindowAheadSeconds: number;
+  /** A failed command whose transactions were mined and failed this many times is not re-opened. */
+  maxPaidFailures: number;
   access: { apiKeys: readonly string[]; allowIps: readonly string[]; restrictReads: boolean };
   rateLimit: { max: number; windowMs: number };
   /** Compatibility: refusals answer HTTP 200 with {code, message}. */
@@ -207,14 +209,32 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     }
   };
 
+  const refuseExhausted = (action: RelayAction, id: string, paid: number) => {
+    if (paid < options.maxPaidFailures) return;
+    options.onCommand?.(action, 'exhausted');
+    log.warn(
+      { command: id, action, paidFailures: paid },
+      'relay command not re-opened: it failed on chain too often',
+    );
+    throw new RelayError(
+      'COMMAND_FAILED_ON_CHAIN',
+      `command ${id}: ${paid} of its transactions were mined and failed (relay.maxPaidFailures is ${options.maxPaidFailures}); it is not sent again`,
+    );
+  };
+
   const behalf = (action: RelayAction) => async (request: { body: unknown }) => {
     const parsed = await parse(action, request.body);
     const known = await readCommand(store, parsed.command.commandId);
+    // Refused before any chain read; the store decides again under the row's lock.
+    if (known !== undefined) refuseExhausted(action, known.id, paidFailures(known));
     // A command already under way (or done) answers its status; only a new or failed one is checked on chain.
     if (known === undefined || known.status === 'failed') await checkOnChain(parsed);
     let accepted: Awaited<ReturnType<CommandStore['accept']>>;
     try {
-      accepted = await store.accept(parsed, { reopen: options.chain !== undefined });
+      accepted = await store.accept(parsed, {
+        reopen: options.chain !== undefined,
+        maxPaidFailures: options.maxPaidFailures,
+      });
     } catch (error) {
       log.error({ err: (error as Error).message.slice(0, 300), action }, 'storing a relay command failed');
       throw new RelayError(
@@ -228,6 +248,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
         'relay command accepted',
       );
     }
+    if (accepted.exhausted !== undefined) refuseExhausted(action, accepted.id, accepted.exhausted);
     if (accepted.reopened) options.onReopened?.();
     options.onCommand?.(action, accepted.created ? 'accepted' : accepted.reopened ? 'reopened' : 'repeated');
     return { code: 200, message: 'Command received', command_id: accepted.id, status: accepted.status };
@@ -334,6 +355,7 @@ export function publicCommand(row: CommandRow, scrub: (text: string) => string =
     block_number: row.blockNumber,
     reason: row.reason === null ? null : scrub(row.reason),
     attempts: row.attempts,
+    paid_failures: paidFailures(row),
     /** Every transaction signed at the nonce (speed-ups, the freeing self-transfer), oldest first. */
     transactions: row.txs.map((t) => ({ kind: t.kind, tx_hash: t.hash, fee: t.fee, gas_limit: t.gasLimit })),
     gas_price: row.command.gasPrice,

@@ -164,6 +164,7 @@ describe('relay sender on the devnet', () => {
       ),
     );
     expect(failed.transactions.map((t: { kind: string }) => t.kind)).toEqual(['call', 'cancel']);
+    expect(failed.paid_failures).toBe(1);
     const confirmed = await until(postB.body.command_id, 'confirmed');
     expect((await chain.provider.getTransaction(confirmed.tx_hash))!.nonce).toBe(nonce + 1);
     expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 2);
@@ -274,6 +275,7 @@ describe('relay sender on the devnet', () => {
       /^the call fails within the cap of 200000 gas per transaction \(out of gas, or a revert without data\); nothing was sent$/,
     );
     expect(refused.tx_hash).toBeNull();
+    expect(refused.paid_failures).toBe(0);
     const settled = await waitForFinal(postB.body.command_id);
     const receipt = (await chain.provider.getTransactionReceipt(settled.tx_hash))!;
     const tx = (await chain.provider.getTransaction(settled.tx_hash))!;
@@ -285,6 +287,62 @@ describe('relay sender on the devnet', () => {
     expect(cost).toBeLessThanOrEqual(BigInt(maxGasLimit) * maxFee);
     expect(balance - (await chain.provider.getBalance(address))).toBe(cost);
     expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
+  });
+
+  it('a receiver that reverts in its block after a good estimate costs the wallet at most maxPaidFailures transactions', async () => {
+    const compiled = await compileContracts();
+    const factory = new ContractFactory(compiled.GasBurner.abi, compiled.GasBurner.bytecode, chain.wallet(0));
+    const flip = await factory.deploy(3, 400);
+    await flip.waitForDeployment();
+    const receiver = await flip.getAddress();
+    const arm = async (on: boolean) => {
+      // A higher tip than the relay's call: mined first in the same block.
+      const tx = await (flip.connect(chain.wallet(0)) as Contract).getFunction('arm')(on, {
+        maxPriorityFeePerGas: 100_000_000_000n,
+        maxFeePerGas: 400_000_000_000n,
+      });
+      return tx.hash as string;
+    };
+    const r = await start(15, { maxPaidFailures: 2 });
+    const address = chain.accounts[15]!.address;
+    const locked = await lock(receiver);
+    const { T, E, Tol } = locked.times;
+    const body = behalfBody(locked.out, 'command_transfer_confirm', locked.preimage);
+    const nonce = await chain.provider.getTransactionCount(address);
+    const first = await r.post('/behalf/confirm_out', body);
+    const id = first.body.command_id as string;
+    await until(id, 'scheduled');
+    await automine(false);
+    await moveTo(T + 3 * E + 2 * Tol);
+    for (let round = 1; round <= 2; round++) {
+      // The call estimated fine (the receiver was not armed) and waits in the pool; the receiver's owner
+      // arms it ahead of the call in the same block, and disarms it afterwards.
+      await until(id, 'sent');
+      await arm(true);
+      await chain.mine();
+      const failed = await until(id, 'failed');
+      expect(failed.reason).toMatch(/^reverted on chain/);
+      expect(failed.paid_failures).toBe(round);
+      await arm(false);
+      await chain.mine();
+      const again = await r.post('/behalf/confirm_out', body);
+      if (round === 1) {
+        expect(again.body).toMatchObject({ code: 200, command_id: id, status: 'scheduled' });
+        continue;
+      }
+      // Two paid failures: the re-post is refused and changes nothing, though the window is open and the
+      // transfer still pending.
+      expect([again.status, again.body.code]).toEqual([409, 30224]);
+      expect(again.body.message).toContain(`command ${id}: 2 of its transactions were mined and failed`);
+    }
+    await chain.mine();
+    const after = await command(id);
+    expect([after.status, after.paid_failures]).toEqual(['failed', 2]);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 2);
+    expect(await statusOf(locked.out.transferId)).toBe(1n);
+    expect(await r.metrics.metrics()).toContain(
+      'relay_commands_total{action="confirm_out",outcome="exhausted"} 1',
+    );
   });
 
   async function waitForFinal(id: string) {

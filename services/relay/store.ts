@@ -33,6 +33,8 @@ export interface CommandRow extends JobColumns {
   windowStart: number;
   windowEnd: number | null;
   rawTx: string | null;
+  /** Transactions of the command mined and failed before its last re-open (see `paidFailures`). */
+  paidFailuresBefore: number;
 }
 
 interface DbRow extends JobColumnsRow {
@@ -44,6 +46,7 @@ interface DbRow extends JobColumnsRow {
   window_start: string;
   window_end: string | null;
   raw_tx: string | null;
+  paid_failures: number;
 }
 
 const toRow = (r: DbRow): CommandRow => ({
@@ -55,6 +58,7 @@ const toRow = (r: DbRow): CommandRow => ({
   windowStart: Number(r.window_start),
   windowEnd: r.window_end === null ? null : Number(r.window_end),
   rawTx: r.raw_tx,
+  paidFailuresBefore: r.paid_failures,
   ...jobColumns(r),
   txs: r.txs.length === 0 && r.raw_tx !== null ? [legacyAttempt(r.raw_tx)] : r.txs,
 });
@@ -75,6 +79,15 @@ function legacyAttempt(raw: string): SignedAttempt {
     signedAtBlock: 0,
     signedAtMs: Date.now(),
   };
+}
+
+/**
+ * How many of the command's transactions were mined and failed, each paid for by the relay wallet: a call that
+ * reverted, or the self-transfer that freed its nonce. A failure without a mined transaction of ours (refused
+ * at the estimate, the nonce used by another transaction) cost nothing and is not counted.
+ */
+export function paidFailures(row: CommandRow): number {
+  return row.paidFailuresBefore + (row.status === 'failed' && row.blockNumber !== null ? 1 : 0);
 }
 
 const INSERT = `
@@ -109,12 +122,21 @@ export class CommandStore extends JobTable {
    * One command per (action, transferId): stores a new one and publishes it to relay.commands in the same
    * transaction (postgres log). A repeat finds the row: a pending one takes the repeat's gas strategy; a
    * failed one is re-opened (scheduled again, nothing of its old nonce kept) when `reopen` says its window
-   * is still open. Returns the command's status after this.
+   * is still open, unless `maxPaidFailures` of its transactions were mined and failed already (then
+   * `exhausted` gives that count and nothing changes): whoever controls the receiver or the token can make
+   * a call that estimated fine revert in its block, and each re-open would cost the relay wallet gas again.
+   * Returns the command's status after this.
    */
   async accept(
     parsed: ParsedCommand,
-    options: { reopen?: boolean } = {},
-  ): Promise<{ id: string; created: boolean; status: CommandStatus; reopened: boolean }> {
+    options: { reopen?: boolean; maxPaidFailures?: number } = {},
+  ): Promise<{
+    id: string;
+    created: boolean;
+    status: CommandStatus;
+    reopened: boolean;
+    exhausted?: number;
+  }> {
     const { command, metadata } = parsed;
     return withTransaction(this.pool, async (tx) => {
       const inserted = await tx.query(
@@ -135,14 +157,19 @@ export class CommandStore extends JobTable {
       ]);
       const row = toRow(rows[0]!);
       if (row.status === 'failed' && options.reopen === true) {
+        const paid = paidFailures(row);
+        if (paid >= (options.maxPaidFailures ?? Infinity)) {
+          return { id: row.id, created: false, status: row.status, reopened: false, exhausted: paid };
+        }
         await tx.query(
           `UPDATE relay_commands SET status = 'scheduled', command = $2, nonce = NULL, raw_tx = NULL,
              tx_hash = NULL, block_number = NULL, txs = '[]', refusals = 0, mined_block = NULL,
-             cancel_reason = NULL, reason = $3, updated_at = now() WHERE id = $1`,
+             cancel_reason = NULL, reason = $3, paid_failures = $4, updated_at = now() WHERE id = $1`,
           [
             row.id,
             JSON.stringify(command),
             `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`,
+            paid,
           ],
         );
         return { id: row.id, created: false, status: 'scheduled', reopened: true };

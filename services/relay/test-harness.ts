@@ -29,6 +29,7 @@ export function relayTestConfig(overrides: Partial<RelayConfig> = {}): RelayConf
     windowMarginSeconds: 5,
     bumpAfterBlocks: 3,
     maxRefusals: 3,
+    maxPaidFailures: 2,
     maxWindowAheadSeconds: 7 * 24 * 3_600,
     senderLookbackBlocks: 10_000,
     apiKeys: [],

@@ -194,6 +194,11 @@ export const relaySection = z.strictObject({
   bumpAfterBlocks: z.number().int().min(1).max(1_000).default(3),
   /** Outright refusals of a broadcast by the node after which the nonce is freed (self-transfer). */
   maxRefusals: z.number().int().min(1).max(100).default(3),
+  /**
+   * Transactions of one command that may be mined and fail (a revert, or the self-transfer freeing its
+   * nonce), each paid by the relay wallet, before a re-post of the command is refused instead of re-opened.
+   */
+  maxPaidFailures: z.number().int().min(1).max(100).default(2),
   /** A command whose window opens more than this many seconds after the chain's time is refused. */
   maxWindowAheadSeconds: z
     .number()
