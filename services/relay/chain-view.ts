@@ -11,12 +11,17 @@ export interface ChainView {
   chainTime(): Promise<number>;
   /** swapStatus(transferId): 0 none, 1 pending, 2 confirmed, 3 refunded. */
   swapStatus(transferId: string): Promise<number>;
-  /** The `sender` of the LogNewTransferIn with this transferId, searched back from the head. */
+  /**
+   * The `sender` of the LogNewTransferIn with this transferId, searched back from the head (up to
+   * lookbackBlocks / 5,000 eth_getLogs requests): callers ask only for a transfer swapStatus says is locked.
+   */
   transferInSender(transferId: string): Promise<string | undefined>;
 }
 
 /** Blocks per eth_getLogs request (most providers cap a range near 10 000). */
 const LOG_CHUNK = 5_000;
+/** Senders found, remembered (a transferIn's sender never changes): a repeat costs no log scan. */
+const SENDER_MEMO_SIZE = 10_000;
 
 export function chainView(options: {
   rpc: RpcPool;
@@ -26,6 +31,7 @@ export function chainView(options: {
 }): ChainView {
   const { rpc, contractAddr } = options;
   let cached: { at: number; time: Promise<number> } | undefined;
+  const senders = new Map<string, string>();
   const topic = swapInterface.getEvent('LogNewTransferIn')!.topicHash;
   return {
     chainTime() {
@@ -50,6 +56,9 @@ export function chainView(options: {
       return Number(status);
     },
     async transferInSender(transferId) {
+      const key = transferId.toLowerCase();
+      const known = senders.get(key);
+      if (known !== undefined) return known;
       const head = await rpc.read((p) => p.getBlockNumber());
       const floor = Math.max(0, head - options.lookbackBlocks);
       for (let to = head; to >= floor; to -= LOG_CHUNK) {
@@ -59,8 +68,12 @@ export function chainView(options: {
         );
         for (const log of logs) {
           const parsed = swapInterface.parseLog(log);
-          if (parsed !== null && (parsed.args[0] as string).toLowerCase() === transferId.toLowerCase())
-            return parsed.args[1] as string;
+          if (parsed !== null && (parsed.args[0] as string).toLowerCase() === key) {
+            const sender = parsed.args[1] as string;
+            if (senders.size >= SENDER_MEMO_SIZE) senders.delete(senders.keys().next().value!);
+            senders.set(key, sender);
+            return sender;
+          }
         }
       }
       return undefined;

@@ -149,6 +149,12 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   app.post(`${prefix}/get_signer_from_eip712`, post, signer('swap'));
   app.post(`${prefix}/single_swap/get_signer_from_eip712`, post, signer('single-chain'));
 
+  const notPending = (transferId: string, status: number) =>
+    new RelayError(
+      'TRANSFER_NOT_PENDING',
+      `swapStatus(${transferId}) is ${['none (never locked with these terms)', 'pending', 'confirmed', 'refunded'][status] ?? status}, not pending`,
+    );
+
   const chainRead = async <T>(what: string, read: () => Promise<T>): Promise<T> => {
     try {
       return await read();
@@ -171,6 +177,14 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
         throw error;
       const transferIdGiven = commandOf(action, body)?.['transfer_id'];
       if (typeof transferIdGiven !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(transferIdGiven)) throw error;
+      // One eth_call first: a transfer_id never locked (any random one) must not cost a scan of the logs.
+      const status = await chainRead('swapStatus', () => chain.swapStatus(transferIdGiven));
+      if (status === 0)
+        throw new RelayError(
+          'SENDER_NOT_FOUND',
+          `no transfer with transfer_id ${transferIdGiven} was ever locked on chain (swapStatus none)`,
+        );
+      if (status !== 1) throw notPending(transferIdGiven, status);
       const sender = await chainRead('LogNewTransferIn', () => chain.transferInSender(transferIdGiven));
       if (sender === undefined)
         throw new RelayError(
@@ -201,12 +215,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
       );
     }
     const status = await chainRead('swapStatus', () => chain.swapStatus(command.transferId));
-    if (status !== 1) {
-      throw new RelayError(
-        'TRANSFER_NOT_PENDING',
-        `swapStatus(${command.transferId}) is ${['none (never locked with these terms)', 'pending', 'confirmed', 'refunded'][status] ?? status}, not pending`,
-      );
-    }
+    if (status !== 1) throw notPending(command.transferId, status);
   };
 
   const refuseExhausted = (action: RelayAction, id: string, paid: number) => {

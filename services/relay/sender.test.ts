@@ -389,7 +389,9 @@ describe('relay sender on the devnet', () => {
   });
 
   it("reads the LP's sender of a confirm_in given only by sender_wallet_name from the chain", async () => {
-    const r = await start(11);
+    proxy = await startRpcProxy(chain.rpcUrl, '/v2/key');
+    const r = await start(11, { rpc: proxy.url });
+    const scans = () => proxy!.calls['eth_getLogs'] ?? 0;
     const locked = await lock();
     const { T, E, Tol } = locked.times;
     const { sender: _sender, ...withoutSender } = behalfBody(
@@ -402,12 +404,20 @@ describe('relay sender on the devnet', () => {
       gas: { gas_price: 'STANDARD' },
       command_transfer_in_confirm: { ...withoutSender, sender_wallet_name: 'SomeLpWallet', ...extra },
     });
+    // A transfer_id never locked is refused after one eth_call, without scanning the logs.
     const unknown = await r.post('/behalf/confirm_in', body({ transfer_id: hexlify(randomBytes(32)) }));
     expect([unknown.status, unknown.body.code]).toEqual([400, 30223]);
+    expect(scans()).toBe(0);
     const noId = await r.post('/behalf/confirm_in', body({}));
     expect([noId.status, noId.body.code]).toEqual([400, 30208]);
     const accepted = await r.post('/behalf/confirm_in', body({ transfer_id: locked.in.transferId }));
     expect(accepted.status).toBe(200);
+    const scanned = scans();
+    expect(scanned).toBeGreaterThan(0);
+    // The sender found is remembered: a repeat scans nothing.
+    const repeat = await r.post('/behalf/confirm_in', body({ transfer_id: locked.in.transferId }));
+    expect(repeat.body.command_id).toBe(accepted.body.command_id);
+    expect(scans()).toBe(scanned);
     await until(accepted.body.command_id, 'scheduled');
     await moveTo(T + 3 * E + Tol);
     const done = await until(accepted.body.command_id, 'confirmed');

@@ -12,6 +12,8 @@ export interface RpcProxy {
   url: string;
   /** Raw transactions refused so far. */
   refused: number;
+  /** Requests forwarded or answered, by JSON-RPC method. */
+  calls: Record<string, number>;
   refuse?: (tx: Transaction) => boolean;
   close(): Promise<void>;
 }
@@ -23,11 +25,12 @@ async function readBody(request: IncomingMessage): Promise<string> {
 }
 
 export async function startRpcProxy(target: string, secretPath: string): Promise<RpcProxy> {
-  const proxy: RpcProxy = { url: '', refused: 0, close: async () => undefined };
+  const proxy: RpcProxy = { url: '', refused: 0, calls: {}, close: async () => undefined };
   const server = createServer((request, response) => {
     void (async () => {
       const text = await readBody(request);
       const body = JSON.parse(text) as { id: unknown; method: string; params: unknown[] };
+      proxy.calls[body.method] = (proxy.calls[body.method] ?? 0) + 1;
       if (body.method === 'eth_sendRawTransaction' && proxy.refuse !== undefined) {
         const tx = Transaction.from(body.params[0] as string);
         if (proxy.refuse(tx)) {
