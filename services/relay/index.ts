@@ -144,6 +144,10 @@ export async function startRelay(
     { wallet: wallet.address, contract: config.contractAddr, chainId: config.chainId },
     'relay started',
   );
+  if (config.apiKeys.length === 0 && config.allowIps.length === 0)
+    log.warn(
+      'the behalf routes make the relay wallet pay gas and are open to any client: set relay.apiKeys or relay.allowIps',
+    );
   const address = http.app.server.address();
   return {
     app: http.app,

@@ -220,6 +220,10 @@ describe('relay sender on the devnet', () => {
       log,
     );
     await waitFor(async () => (await r.get('/status')).body.submitter.lastError !== undefined, 'a pass');
+    // No API key nor allow-list (the test config's): the operator is told the gas-paying routes are open.
+    expect(lines.some((l) => l.includes('open to any client: set relay.apiKeys or relay.allowIps'))).toBe(
+      true,
+    );
     const locked = await lock();
     const refused = await r.post(
       '/behalf/confirm_in',
