@@ -1,5 +1,6 @@
 import { Contract, Wallet } from 'ethers';
 import pg from 'pg';
+import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { registerDids } from '../../shared/devnet/agreements.js';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
@@ -326,6 +327,183 @@ describe('Agent complaint intake and submission on the devnet', () => {
     expect((await settled(bid)).status).toBe('confirmed');
     expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 1);
   }, 60_000);
+
+  it('a failed complaint from another signer does not lock the bid: the genuine complaint replaces it and goes on chain', async () => {
+    // The auditor's case: a squatter rebuilds the swap's complaint from public data, signs it with a DID it
+    // owns, and gives the DID away once the Agent accepted it: the estimate reverts InvalidSigner.
+    const squatterDomain = 'squatter-6.devnet';
+    await registerDids(chain, { [squatterDomain]: stranger.address });
+    const complaint = sampleComplaint();
+    const squatted = await body(complaint, stranger, squatterDomain);
+    const genuine = await body(complaint);
+    const before = await counts();
+    const release = await holdSender();
+    let bid: string;
+    try {
+      const first = await agent.post('/submit-complaint', squatted);
+      expect(first.body).toMatchObject({ code: 0, message: 'complaint accepted', domain: squatterDomain });
+      bid = first.body.bid_id;
+      await waitFor(async () => (await statusOf(bid)).status === 'scheduled', 'scheduled');
+      // While the squatter's complaint is under way, the bid is taken (unchanged behaviour).
+      const early = await agent.post('/submit-complaint', genuine);
+      expect(early).toMatchObject({ status: 409, body: { code: AGENT_ERRORS.COMPLAINT_EXISTS.code } });
+      await registerDids(chain, { [squatterDomain]: chain.accounts[8]!.address });
+    } finally {
+      await release();
+    }
+    const failed = await settled(bid);
+    expect(failed.status).toBe('failed');
+    expect(failed.reason).toMatch(/InvalidSigner/);
+    expect(await hasComplaintOnChain(chain, bid)).toBe(false);
+
+    const answer = await agent.post('/submit-complaint', genuine);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      code: 0,
+      message: 'complaint accepted (it replaces a failed complaint from another complainant)',
+      bid_id: bid,
+      domain: DOMAIN,
+      complainant: complainant.address,
+      tx_hash: null,
+      transactions: [],
+    });
+    expect(['accepted', 'scheduled']).toContain(answer.body.status);
+    const done = await settled(bid);
+    expect(done).toMatchObject({
+      status: 'confirmed',
+      already_on_chain: false,
+      complainant: complainant.address,
+    });
+    const logs = (await submitComplaintLogs(chain)).filter((l) => l.bidId === bid);
+    expect(logs).toHaveLength(1);
+    expect(logs[0]!.txHash).toBe(done.tx_hash);
+    expect((await chain.provider.getTransactionReceipt(done.tx_hash))!.from).toBe(agentAddress);
+    // One row; a complaint.commands message for each accepted complaint; one transaction (the squatter's
+    // was refused at estimate).
+    expect(await counts()).toEqual({
+      complaints: String(Number(before.complaints) + 1),
+      messages: String(Number(before.messages) + 2),
+      agentTxs: before.agentTxs + 1,
+      logs: before.logs + 1,
+    });
+    // The replaced complaint is kept for audit.
+    const { rows } = await db.pool.query<{ history: Record<string, unknown>[] }>(
+      'SELECT history FROM agent_complaints WHERE bid_id = $1',
+      [bid],
+    );
+    expect(rows[0]!.history).toEqual([
+      expect.objectContaining({
+        signer: stranger.address,
+        domain: squatterDomain,
+        reason: expect.stringMatching(/InvalidSigner/),
+        transactions: [],
+      }),
+    ]);
+    expect(await agent.metrics.metrics()).toMatch(/agent_complaints_total\{outcome="replaced"\} 1/);
+    // The squatter (or anyone else) cannot take it back now, and the genuine repeat answers its status.
+    await registerDids(chain, { [squatterDomain]: stranger.address });
+    const back = await agent.post('/submit-complaint', squatted);
+    expect(back).toMatchObject({ status: 409, body: { code: AGENT_ERRORS.COMPLAINT_EXISTS.code } });
+    expect((await agent.post('/submit-complaint', genuine)).body).toMatchObject({
+      code: 0,
+      message: 'complaint already accepted',
+      status: 'confirmed',
+    });
+  }, 60_000);
+
+  describe('access to POST /submit-complaint (agent.apiKeys, agent.allowIps)', () => {
+    const KEY = 'agent-api-key-0123456789abcdef';
+    const startWith = async (overrides: Parameters<typeof agentTestConfig>[0]) => {
+      const lines: string[] = [];
+      const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      const restricted = await startTestAgent(
+        db,
+        agentTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.reputation, ...overrides }),
+        log,
+      );
+      return { restricted, lines };
+    };
+    const openWarning = /POST \/submit-complaint is open to every client/;
+
+    it('refuses a missing or wrong API key with 401/41017 and changes nothing; the right key is accepted', async () => {
+      const { restricted, lines } = await startWith({ apiKeys: [KEY] });
+      try {
+        const sdk = await body(sampleComplaint());
+        const before = await counts();
+        const wrong: Record<string, string>[] = [
+          {},
+          { 'x-api-key': `${KEY}x` },
+          { 'x-api-key': KEY.toUpperCase() },
+        ];
+        for (const headers of wrong) {
+          expect(await restricted.post('/submit-complaint', sdk, headers)).toEqual({
+            status: 401,
+            body: {
+              code: AGENT_ERRORS.UNAUTHORIZED.code,
+              message: 'a valid API key is required in the x-api-key header',
+            },
+          });
+        }
+        // Refused before the body is read: junk gets the same answer.
+        expect((await restricted.post('/submit-complaint', '{"params":')).body.code).toBe(
+          AGENT_ERRORS.UNAUTHORIZED.code,
+        );
+        await new Promise((r) => setTimeout(r, 300));
+        expect(await counts()).toEqual(before);
+        // Reads stay open.
+        expect((await restricted.get('/status')).status).toBe(200);
+        const accepted = await restricted.post('/submit-complaint', sdk, { 'x-api-key': KEY });
+        expect(accepted.body).toMatchObject({ code: 0, message: 'complaint accepted' });
+        expect((await settled(accepted.body.bid_id)).status).toBe('confirmed');
+        expect(await restricted.metrics.metrics()).toMatch(
+          /agent_complaint_refusals_total\{reason="UNAUTHORIZED"\} 4/,
+        );
+        const output = lines.join('');
+        expect(output).not.toMatch(openWarning);
+        expect(output).not.toContain(KEY);
+        expect(output.toLowerCase()).not.toContain(KEY.toLowerCase());
+      } finally {
+        await restricted.close();
+      }
+    }, 60_000);
+
+    it('refuses a client IP outside agent.allowIps with 403/41018 and changes nothing; an allowed IP is accepted', async () => {
+      const outside = await startWith({ allowIps: ['10.0.0.0/8', '192.168.1.7', 'fd00::/8'] });
+      try {
+        const sdk = await body(sampleComplaint());
+        const before = await counts();
+        expect(await outside.restricted.post('/submit-complaint', sdk)).toEqual({
+          status: 403,
+          body: { code: AGENT_ERRORS.FORBIDDEN.code, message: 'this client IP may not use this route' },
+        });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(await counts()).toEqual(before);
+        expect(outside.lines.join('')).not.toMatch(openWarning);
+      } finally {
+        await outside.restricted.close();
+      }
+      const inside = await startWith({ allowIps: ['127.0.0.0/8'] });
+      try {
+        const answer = await inside.restricted.post('/submit-complaint', await body(sampleComplaint()));
+        expect(answer.body).toMatchObject({ code: 0, message: 'complaint accepted' });
+        expect((await settled(answer.body.bid_id)).status).toBe('confirmed');
+      } finally {
+        await inside.restricted.close();
+      }
+    }, 60_000);
+
+    it('warns once at start-up when the route is open to everyone', async () => {
+      const { restricted, lines } = await startWith({});
+      try {
+        expect(lines.filter((l) => openWarning.test(l))).toHaveLength(1);
+        expect(JSON.parse(lines.find((l) => openWarning.test(l))!)).toMatchObject({ level: 40 });
+        await restricted.post('/submit-complaint', await body(sampleComplaint()));
+        expect(lines.filter((l) => openWarning.test(l))).toHaveLength(1);
+      } finally {
+        await restricted.close();
+      }
+    }, 60_000);
+  });
 
   it('status, 404, rate limits and body limit answer {code, message} with their status', async () => {
     expect((await agent.get(`/complaint-status?bid=0x${'ab'.repeat(32)}`)).body).toMatchObject({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../shared/config/index.js';
+import { ConfigError, loadConfig, redactConfig } from '../../shared/config/index.js';
 import { didSourceOf } from './index.js';
 
 const KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
@@ -17,7 +17,51 @@ describe('[agent] configuration', () => {
       rateLimit: { max: 60, windowMs: 60_000 },
       domainRateLimit: { max: 10, windowMs: 60_000 },
       bodyLimit: 32_768,
+      apiKeys: [],
+      allowIps: [],
     });
+  });
+
+  it('takes API keys and an allow-list of addresses and CIDR ranges for POST /submit-complaint', () => {
+    const agent = load(
+      `${base}apiKeys = ["agent-api-key-0123456789abcdef"]\nallowIps = ["10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8"]\n`,
+    ).agent!;
+    expect(agent.apiKeys).toEqual(['agent-api-key-0123456789abcdef']);
+    expect(agent.allowIps).toEqual(['10.0.0.0/8', '192.168.1.7', '::1', 'fd00::/8']);
+    expect(
+      JSON.stringify(
+        redactConfig(
+          loadConfig({
+            text: `${base}apiKeys = ["agent-api-key-0123456789abcdef"]\n`,
+            require: ['agent'],
+            env: {},
+          }),
+        ),
+      ),
+    ).not.toContain('agent-api-key');
+  });
+
+  it('refuses a short API key and entries that are not addresses or ranges, naming each, echoing no key', () => {
+    let error: unknown;
+    try {
+      load(
+        `${base}apiKeys = ["short-secret-k", "good-api-key-0123456789"]\nallowIps = ["10.0.0.0/33", "localhost", "1.2.3.4/8/1", "::1/129", "1.2.3.4/"]\n`,
+      );
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const issues = (error as ConfigError).issues;
+    expect(issues).toEqual([
+      { key: 'agent.apiKeys[0]', problem: 'an API key must have at least 16 characters' },
+      ...[0, 1, 2, 3, 4].map((i) => ({
+        key: `agent.allowIps[${i}]`,
+        problem: 'must be an IP address or a CIDR range (e.g. 10.0.0.0/8)',
+      })),
+    ]);
+    const text = String((error as Error).message) + JSON.stringify(error);
+    expect(text).not.toContain('short-secret-k');
+    expect(text).not.toContain('good-api-key');
   });
 
   it('refuses a bad key naming it, without echoing the secrets', () => {

@@ -39,7 +39,7 @@ export const AGENT_ERRORS = {
     code: 41006,
     status: 409,
     meaning:
-      'this bid already has a complaint (on chain, or accepted here from another complainant): the contract takes one per bid',
+      'this bid already has a complaint (on chain, or accepted here from another complainant and not failed): the contract takes one per bid',
   },
   DID_UNAVAILABLE: {
     code: 41007,
@@ -82,6 +82,12 @@ export const AGENT_ERRORS = {
     status: 400,
     meaning: 'the query is malformed (bid must be 32 bytes of 0x-prefixed hex)',
   },
+  UNAUTHORIZED: {
+    code: 41017,
+    status: 401,
+    meaning: 'POST /submit-complaint needs a valid API key in the x-api-key header (agent.apiKeys)',
+  },
+  FORBIDDEN: { code: 41018, status: 403, meaning: "the client's IP is not in agent.allowIps" },
 } as const;
 
 export type AgentErrorName = keyof typeof AGENT_ERRORS;

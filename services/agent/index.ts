@@ -152,6 +152,7 @@ export async function startAgent(
         rateLimit: config.rateLimit,
         domainRateLimit: config.domainRateLimit,
         bodyLimit: config.bodyLimit,
+        access: { apiKeys: config.apiKeys, allowIps: config.allowIps },
         onReopened: () => bound?.sender.wake(),
         onOutcome: (outcome) => metrics.complaints.inc({ outcome }),
         onRefused: (reason) => {
@@ -202,6 +203,12 @@ export async function startAgent(
     { wallet: wallet.address, contract: config.contractAddr, didSource: didChoice.source },
     'agent started',
   );
+  // Open is the default (the Otmoic SDK sends no key), but every complaint spends the wallet's gas (DESIGN §5.8).
+  if (config.apiKeys.length === 0 && config.allowIps.length === 0)
+    log.warn(
+      { route: 'POST /submit-complaint' },
+      'POST /submit-complaint is open to every client (agent.apiKeys and agent.allowIps are empty): anyone may make the Agent wallet spend gas, within the rate limits',
+    );
   const address = http.app.server.address();
   return {
     app: http.app,

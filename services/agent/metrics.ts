@@ -4,7 +4,8 @@ import { registerSenderGauges, type SenderSignals } from '../../shared/sender/me
 
 export interface AgentMetrics {
   /**
-   * Complaints by outcome: at intake `accepted`, `repeated`, `reopened`, `refused`; on chain `confirmed`,
+   * Complaints by outcome: at intake `accepted`, `repeated`, `reopened`, `replaced` (another complainant's
+   * failed complaint for the bid replaced), `refused`; on chain `confirmed`,
    * `already_on_chain` (DuplicateBidId), `failed`.
    */
   complaints: Counter<'outcome'>;
@@ -22,7 +23,7 @@ export function agentMetrics(registry: Registry, signals: AgentSignals): AgentMe
   metrics = {
     complaints: new Counter({
       name: 'agent_complaints_total',
-      help: 'Complaints by outcome (accepted, repeated, reopened, refused, confirmed, already_on_chain, failed)',
+      help: 'Complaints by outcome (accepted, repeated, reopened, replaced, refused, confirmed, already_on_chain, failed)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

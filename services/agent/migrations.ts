@@ -37,6 +37,15 @@ export const agentMigrations: MigrationSet = {
           WHERE status IN ('scheduled', 'signed', 'sent', 'cancelling');
       `,
     },
+    {
+      version: 2,
+      name: 'complaints replaced after failing',
+      sql: `
+        -- A failed complaint replaced by another complainant's (store.ts, accept): what the replaced ones were
+        -- (signer, domain, reason, transactions), oldest first, for audit.
+        ALTER TABLE agent_complaints ADD COLUMN history jsonb NOT NULL DEFAULT '[]';
+      `,
+    },
   ],
 };
 

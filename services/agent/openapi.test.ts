@@ -1,5 +1,6 @@
 import { Wallet } from 'ethers';
 import { describe, expect, it } from 'vitest';
+import { AGENT_ERRORS } from './errors.js';
 import { agentOpenApiDocument } from './openapi.js';
 import { sampleComplaint, sdkBody } from './test-harness.js';
 import { openApiValidator } from '../../test/support/openapi-validator.js';
@@ -43,5 +44,20 @@ describe('Agent OpenAPI document against the SDK body', () => {
       [complaint, signature],
     ])
       expect(body({ params }), JSON.stringify(params).slice(0, 120)).toBe(false);
+  });
+
+  it('documents the access refusals of POST /submit-complaint (agent.apiKeys, agent.allowIps)', () => {
+    const responses = (
+      agentOpenApiDocument().paths['/submit-complaint'].post as unknown as {
+        responses: Record<
+          string,
+          { content: { 'application/json': { schema: { properties: { code: { enum: number[] } } } } } }
+        >;
+      }
+    ).responses;
+    const codesOf = (status: string) =>
+      responses[status]!.content['application/json'].schema.properties.code.enum;
+    expect(codesOf('401')).toEqual([AGENT_ERRORS.UNAUTHORIZED.code]);
+    expect(codesOf('403')).toContain(AGENT_ERRORS.FORBIDDEN.code);
   });
 });

@@ -1,6 +1,6 @@
 /** The OpenAPI 3.1 document of the Agent, served at `/openapi.json`. Hand-written: it is small. */
 import { AGENT_ERRORS } from './errors.js';
-import { COMPLAINT_STATUSES } from './store.js';
+import { ACCEPT_MESSAGES, COMPLAINT_STATUSES } from './store.js';
 
 const codes = (...names: (keyof typeof AGENT_ERRORS)[]) => names.map((n) => AGENT_ERRORS[n].code);
 const errorBody = (names: (keyof typeof AGENT_ERRORS)[]) => ({
@@ -106,7 +106,7 @@ const complaintAnswer = (message: object) => ({
   required: ['code', 'message', ...Object.keys(complaintState)],
   properties: { code: { const: 0 }, message, ...complaintState },
 });
-const limited = refusal('too many requests from this client IP', 'RATE_LIMITED');
+const limited = refusal('too many requests from this client', 'RATE_LIMITED');
 
 export function agentOpenApiDocument() {
   return {
@@ -114,13 +114,22 @@ export function agentOpenApiDocument() {
     info: {
       title: 'Otmoic Agent: complaint intake and on-chain submission',
       version: '1',
-      description: `Success answers carry code 0 (the SDK checks code == 0); every refusal is JSON {code, message} with a matching HTTP status. Every route is rate-limited per client IP (agent.rateLimit); POST /submit-complaint also per DID domain (agent.domainRateLimit, counted once the signer is known to own the domain).\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
+      description: `Success answers carry code 0 (the SDK checks code == 0); every refusal is JSON {code, message} with a matching HTTP status. Every route is rate-limited per client (valid API key, else IP; agent.rateLimit); POST /submit-complaint also per DID domain (agent.domainRateLimit, counted once the signer is known to own the domain). POST /submit-complaint spends the Agent wallet's gas: it needs the x-api-key header when agent.apiKeys is set, and a client IP in agent.allowIps when that is set (both empty by default: open).\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
     },
     paths: {
       '/submit-complaint': {
         post: {
           summary:
-            'a signed complaint, submitted on chain once (submitComplaint from the Agent wallet); the same complaint again answers its current status',
+            'a signed complaint, submitted on chain once (submitComplaint from the Agent wallet); the same complaint again answers its current status; a failed complaint from another complainant for the bid is replaced',
+          parameters: [
+            {
+              name: 'x-api-key',
+              in: 'header',
+              required: false,
+              description: 'one of agent.apiKeys; needed only when agent.apiKeys is set',
+              schema: { type: 'string' },
+            },
+          ],
           requestBody: {
             required: true,
             ...json({
@@ -149,16 +158,7 @@ export function agentOpenApiDocument() {
             '200': {
               description:
                 'accepted (stored and queued), or this complaint already accepted: its current status',
-              ...json(
-                complaintAnswer({
-                  type: 'string',
-                  enum: [
-                    'complaint accepted',
-                    'complaint already accepted',
-                    'complaint accepted again (it had failed)',
-                  ],
-                }),
-              ),
+              ...json(complaintAnswer({ type: 'string', enum: Object.values(ACCEPT_MESSAGES) })),
             },
             '400': refusal(
               'invalid body, complaint member, signature or domain',
@@ -167,7 +167,12 @@ export function agentOpenApiDocument() {
               'INVALID_SIGNATURE',
               'INVALID_DOMAIN',
             ),
-            '403': refusal('the signer does not own the DID domain', 'NOT_DOMAIN_OWNER'),
+            '401': refusal('no valid API key in x-api-key (agent.apiKeys is set)', 'UNAUTHORIZED'),
+            '403': refusal(
+              'the signer does not own the DID domain, or the client IP is not in agent.allowIps',
+              'NOT_DOMAIN_OWNER',
+              'FORBIDDEN',
+            ),
             '409': refusal('the bid already has a complaint', 'COMPLAINT_EXISTS'),
             '413': refusal('body too large', 'BODY_TOO_LARGE'),
             '415': refusal('not application/json', 'UNSUPPORTED_MEDIA_TYPE'),

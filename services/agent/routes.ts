@@ -10,7 +10,8 @@ import { parseComplaintBody, type ParsedComplaint } from './complaint-body.js';
 import type { DidOwnership } from './did-ownership.js';
 import { AGENT_ERRORS, AgentError, isAgentError, type AgentErrorName } from './errors.js';
 import { agentOpenApiDocument } from './openapi.js';
-import type { AcceptOutcome, ComplaintRow, ComplaintStore } from './store.js';
+import { ACCEPT_MESSAGES, type AcceptOutcome, type ComplaintRow, type ComplaintStore } from './store.js';
+import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
 /** What the checks need of the chain; undefined while the chain id of agent.rpc is not known yet. */
@@ -27,9 +28,11 @@ export interface AgentRoutesOptions {
   rateLimit: { max: number; windowMs: number };
   domainRateLimit: { max: number; windowMs: number };
   bodyLimit: number;
+  /** Who may call POST /submit-complaint (it spends the Agent wallet's gas); both empty: anyone. */
+  access: { apiKeys: readonly string[]; allowIps: readonly string[] };
   /** A failed complaint was re-opened: the sender should look now. */
   onReopened?: () => void;
-  onOutcome?: (outcome: 'accepted' | 'repeated' | 'reopened') => void;
+  onOutcome?: (outcome: 'accepted' | 'repeated' | 'reopened' | 'replaced') => void;
   onRefused?: (reason: AgentErrorName) => void;
   status: () => Record<string, unknown>;
   /** Removes RPC URLs (API keys) from any text before it is answered or logged. */
@@ -41,6 +44,11 @@ const BID = /^0x[0-9a-fA-F]{64}$/;
 
 export async function registerAgentRoutes(app: FastifyInstance, options: AgentRoutesOptions): Promise<void> {
   const { store, log, scrub } = options;
+  const guard = accessGuard({
+    ...options.access,
+    refuse: (kind, message) => new AgentError(kind, message),
+    allowIpsKey: 'agent.allowIps',
+  });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     let kind: AgentErrorName | undefined;
@@ -68,11 +76,12 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
 
   // JSON only: fastify would otherwise hand a text/plain body to the handler as a string.
   app.removeContentTypeParser('text/plain');
-  // Per client IP on every route, before the body is parsed.
+  // Per client (valid API key, else IP) on every route, before the body is parsed.
   await app.register(rateLimit, {
     global: true,
     max: options.rateLimit.max,
     timeWindow: options.rateLimit.windowMs,
+    keyGenerator: (request) => guard.clientKey(request.ip, request.headers['x-api-key']),
     errorResponseBuilder: (_request, context) =>
       new AgentError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(context.ttl / 1000)} s`),
   });
@@ -136,7 +145,9 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       throw new AgentError('COMPLAINT_EXISTS', `bid ${parsed.bidId} already has a complaint on chain`);
   };
 
-  app.post('/submit-complaint', { bodyLimit: options.bodyLimit }, async (request) => {
+  // The key and the allow-list are checked before the body is read: a refused client costs no parsing.
+  const restricted = async (request: FastifyRequest) => guard.check(request.ip, request.headers['x-api-key']);
+  app.post('/submit-complaint', { bodyLimit: options.bodyLimit, onRequest: restricted }, async (request) => {
     const chain = options.chain();
     if (chain === undefined)
       throw new AgentError(
@@ -149,7 +160,10 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     });
     const known = await stored(() => store.get(parsed.bidId));
     const same = known !== undefined && known.signer === parsed.signer && known.domain === parsed.domain;
-    if (known !== undefined && !same) throw taken(known);
+    // A failed complaint does not hold the bid: nothing of it is on chain (store.ts, accept), so another
+    // complainant's is taken in its place. Otherwise anyone could fail a bid's complaint first (a DID
+    // given away after signing) and lock its genuine complainant out.
+    if (known !== undefined && !same && known.status !== 'failed') throw taken(known);
     // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
     if (known === undefined || known.status === 'failed') await checkBeforeGas(request, parsed, chain);
     const outcome: AcceptOutcome = await stored(() =>
@@ -161,7 +175,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
           domain: parsed.domain,
           signer: parsed.signer,
         },
-        { reopen: true },
+        { reopen: true, replaceFailed: true },
       ),
     );
     if (outcome.kind === 'taken') throw taken(outcome.row);
@@ -172,6 +186,9 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
           domain: parsed.domain,
           signer: parsed.signer,
           reopened: outcome.kind === 'reopened',
+          ...(outcome.kind === 'replaced'
+            ? { replaced: { domain: outcome.previous.domain, signer: outcome.previous.signer } }
+            : {}),
         },
         'complaint accepted',
       );
@@ -179,12 +196,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     options.onOutcome?.(outcome.kind === 'created' ? 'accepted' : outcome.kind);
     return {
       code: 0,
-      message:
-        outcome.kind === 'created'
-          ? 'complaint accepted'
-          : outcome.kind === 'reopened'
-            ? 'complaint accepted again (it had failed)'
-            : 'complaint already accepted',
+      message: ACCEPT_MESSAGES[outcome.kind],
       ...publicComplaint(outcome.row, scrub),
     };
   });

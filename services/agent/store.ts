@@ -2,6 +2,7 @@
  * The Agent's PostgreSQL state: one complaint per bid, stored and published to complaint.commands in one
  * transaction (postgres log), and the sender's view of it (nonce, signed attempts, receipt).
  */
+import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import {
@@ -24,6 +25,23 @@ export interface ComplaintRow extends JobColumns {
   domain: string;
   signer: string;
   alreadyOnChain: boolean;
+  /** The failed complaints this one replaced (another complainant's), oldest first. */
+  history: ReplacedComplaint[];
+}
+
+/** What is kept of a failed complaint when another complainant's takes its place. */
+export interface ReplacedComplaint {
+  signer: string;
+  domain: string;
+  signature: string;
+  reason: string | null;
+  nonce: number | null;
+  /** The transaction the failure was settled by (a reverted call, a freeing self-transfer), if any. */
+  tx_hash: string | null;
+  block_number: number | null;
+  transactions: { kind: string; tx_hash: string }[];
+  created_at: string;
+  replaced_at: string;
 }
 
 interface DbRow extends JobColumnsRow {
@@ -33,6 +51,7 @@ interface DbRow extends JobColumnsRow {
   domain: string;
   signer: string;
   already_on_chain: boolean;
+  history: ReplacedComplaint[];
 }
 
 const toRow = (r: DbRow): ComplaintRow => ({
@@ -42,6 +61,7 @@ const toRow = (r: DbRow): ComplaintRow => ({
   domain: r.domain,
   signer: r.signer,
   alreadyOnChain: r.already_on_chain,
+  history: r.history,
   ...jobColumns(r),
 });
 
@@ -56,8 +76,18 @@ export type AcceptOutcome =
   | { kind: 'created'; row: ComplaintRow }
   | { kind: 'repeated'; row: ComplaintRow }
   | { kind: 'reopened'; row: ComplaintRow }
+  /** The bid's complaint here had failed and was another complainant's: this one took its place. */
+  | { kind: 'replaced'; row: ComplaintRow; previous: ComplaintRow }
   /** The bid's complaint here is another complainant's (or another signature's). */
   | { kind: 'taken'; row: ComplaintRow };
+
+/** The success messages of POST /submit-complaint by outcome (the OpenAPI document lists them). */
+export const ACCEPT_MESSAGES = {
+  created: 'complaint accepted',
+  replaced: 'complaint accepted (it replaces a failed complaint from another complainant)',
+  reopened: 'complaint accepted again (it had failed)',
+  repeated: 'complaint already accepted',
+} as const satisfies Record<Exclude<AcceptOutcome['kind'], 'taken'>, string>;
 
 export class ComplaintStore extends JobTable {
   constructor(
@@ -71,9 +101,13 @@ export class ComplaintStore extends JobTable {
   /**
    * One complaint per bid: a new one is stored and published to complaint.commands in the same transaction
    * (postgres log). The same complaint again (same signer and domain) finds its row; a failed one is
-   * re-opened when `reopen` is set (the caller has checked DID ownership and hasComplaint again).
+   * re-opened when `reopen` is set, and replaced by another complainant's when `replaceFailed` is set (the
+   * caller has checked DID ownership and hasComplaint again).
    */
-  async accept(complaint: NewComplaint, options: { reopen?: boolean } = {}): Promise<AcceptOutcome> {
+  async accept(
+    complaint: NewComplaint,
+    options: { reopen?: boolean; replaceFailed?: boolean } = {},
+  ): Promise<AcceptOutcome> {
     return withTransaction(this.pool, async (tx) => {
       const inserted = await tx.query(`${INSERT} ON CONFLICT (bid_id) DO NOTHING`, [
         complaint.bidId,
@@ -84,20 +118,18 @@ export class ComplaintStore extends JobTable {
         'accepted',
       ]);
       if (inserted.rowCount === 1) {
-        const { signer: _signer, ...payload } = complaint;
-        const message = envelope(complaintCommands, payload, {
-          id: complaint.bidId,
-          occurredAt: Math.floor(Date.now() / 1000),
-          source: this.source,
-        });
-        await this.bus.publish(complaintCommands.name, [encode(complaintCommands, message)], { tx });
+        await this.publish(tx, complaint, complaint.bidId);
         return { kind: 'created', row: (await this.get(complaint.bidId, tx))! };
       }
       const { rows } = await tx.query<DbRow>('SELECT * FROM agent_complaints WHERE bid_id = $1 FOR UPDATE', [
         complaint.bidId,
       ]);
       const row = toRow(rows[0]!);
-      if (row.signer !== complaint.signer || row.domain !== complaint.domain) return { kind: 'taken', row };
+      if (row.signer !== complaint.signer || row.domain !== complaint.domain) {
+        if (row.status === 'failed' && options.replaceFailed === true)
+          return this.replace(tx, row, complaint);
+        return { kind: 'taken', row };
+      }
       if (row.status === 'failed' && options.reopen === true) {
         await tx.query(
           `UPDATE agent_complaints SET status = 'scheduled', nonce = NULL, raw_tx = NULL, tx_hash = NULL,
@@ -109,6 +141,59 @@ export class ComplaintStore extends JobTable {
       }
       return { kind: 'repeated', row };
     });
+  }
+
+  /**
+   * A failed complaint never holds its bid: `failed` means nothing of it is on chain and nothing of it can
+   * still be mined. The sender fails a job refused at estimate (nothing signed, no nonce), one whose nonce
+   * another transaction used, one whose call was mined and reverted, or one whose nonce a self-transfer freed
+   * (the nonce is used in those three), and the submitter turns any failure while hasComplaint(bid) is true into
+   * `confirmed` (submitter.ts). So another complainant's complaint takes the row, as a new complaint:
+   * `accepted`, a new complaint.commands message (its own envelope id: the bid id is recorded already), the
+   * sender's columns cleared; the replaced one is kept in `history`.
+   */
+  private async replace(tx: PoolClient, row: ComplaintRow, complaint: NewComplaint): Promise<AcceptOutcome> {
+    const previous: ReplacedComplaint = {
+      signer: row.signer,
+      domain: row.domain,
+      signature: row.signature,
+      reason: row.reason,
+      nonce: row.nonce,
+      tx_hash: row.txHash,
+      block_number: row.blockNumber,
+      transactions: row.txs.map((t) => ({ kind: t.kind, tx_hash: t.hash })),
+      created_at: row.createdAt.toISOString(),
+      replaced_at: new Date().toISOString(),
+    };
+    await tx.query(
+      `UPDATE agent_complaints SET complaint = $2, signature = $3, domain = $4, signer = $5, status = 'accepted',
+         nonce = NULL, raw_tx = NULL, tx_hash = NULL, block_number = NULL, txs = '[]', attempts = 0, refusals = 0,
+         mined_block = NULL, cancel_reason = NULL, already_on_chain = false, reason = $6,
+         history = history || $7::jsonb, created_at = now(), updated_at = now()
+       WHERE bid_id = $1 AND status = 'failed'`,
+      [
+        row.bidId,
+        JSON.stringify(complaint.complaint),
+        complaint.signature,
+        complaint.domain,
+        complaint.signer,
+        `replaces a failed complaint from DID ${JSON.stringify(row.domain)}: ${row.reason ?? 'no reason recorded'}`,
+        JSON.stringify([previous]),
+      ],
+    );
+    // A random suffix: a retry after a rolled-back attempt must not find its id recorded by the consumer.
+    await this.publish(tx, complaint, `${row.bidId}:${randomUUID()}`);
+    return { kind: 'replaced', row: (await this.get(row.bidId, tx))!, previous: row };
+  }
+
+  private async publish(tx: PoolClient, complaint: NewComplaint, id: string): Promise<void> {
+    const { signer: _signer, ...payload } = complaint;
+    const message = envelope(complaintCommands, payload, {
+      id,
+      occurredAt: Math.floor(Date.now() / 1000),
+      source: this.source,
+    });
+    await this.bus.publish(complaintCommands.name, [encode(complaintCommands, message)], { tx });
   }
 
   /**

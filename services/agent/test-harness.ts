@@ -34,6 +34,8 @@ export function agentTestConfig(overrides: Partial<AgentConfig> = {}): AgentConf
     rateLimit: { max: 100_000, windowMs: 60_000 },
     domainRateLimit: { max: 100_000, windowMs: 60_000 },
     bodyLimit: 32_768,
+    apiKeys: [],
+    allowIps: [],
     ...overrides,
   };
 }

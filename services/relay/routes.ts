@@ -13,7 +13,6 @@ import {
   type SwapVariant,
 } from '../../shared/chain/index.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { accessGuard } from './access.js';
 import type { ChainView } from './chain-view.js';
 import {
   COMMAND_KEYS,
@@ -26,6 +25,7 @@ import { RELAY_ERRORS, RelayError, isRelayError, type RelayErrorName } from './e
 import { openApiDocument } from './openapi.js';
 import { paidFailures, type CommandRow, type CommandStore } from './store.js';
 import { callWindow, describeWindow } from './windows.js';
+import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
 /** Relay bodies are small; a larger one is refused before parsing. */
@@ -64,7 +64,11 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   const prefix = relayPrefix(options.systemChainId);
   const { store, log, scrub } = options;
   const statusOf = (status: number) => (options.errorsAsHttp200 ? 200 : status);
-  const guard = accessGuard(options.access);
+  const guard = accessGuard({
+    ...options.access,
+    refuse: (kind, message) => new RelayError(kind, message),
+    allowIpsKey: 'relay.allowIps',
+  });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (isRelayError(error))

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isIpOrCidr } from '../runtime/access.js';
 
 // One zod schema per configuration section. A service validates only the sections it names,
 // so a file holding just `[point]` can start Points alone.
@@ -10,6 +11,18 @@ const privateKey = z
   .string()
   .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be a 32-byte 0x-prefixed hex private key' });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x-prefixed hex address');
+// Access to gas-spending routes (shared/runtime/access.ts). The messages never repeat a value: keys are secrets.
+const apiKeys = z
+  .array(
+    z
+      .string()
+      .min(16, 'an API key must have at least 16 characters')
+      .max(512, 'an API key must have at most 512 characters'),
+  )
+  .default([]);
+const allowIps = z
+  .array(z.string().refine(isIpOrCidr, 'must be an IP address or a CIDR range (e.g. 10.0.0.0/8)'))
+  .default([]);
 
 export const pointSection = z
   .strictObject({
@@ -90,6 +103,10 @@ export const agentSection = z.strictObject({
     .default({ max: 10, windowMs: 60_000 }),
   /** Ours: bodies larger than this many bytes are refused (413) before they are parsed. */
   bodyLimit: z.number().int().min(1_024).max(1_048_576).default(32_768),
+  /** Ours: API keys accepted in `x-api-key` on POST /submit-complaint (empty: no key required) (secret). */
+  apiKeys,
+  /** Ours: client IPs or CIDR ranges allowed on POST /submit-complaint (empty: any). */
+  allowIps,
 });
 
 /** The classifier (ours): arbitration of every swap, DESIGN §7. */
@@ -208,9 +225,9 @@ export const relaySection = z.strictObject({
   /** Blocks searched back for the LogNewTransferIn of a confirm_in / refund_in given by wallet name. */
   senderLookbackBlocks: z.number().int().min(1).default(200_000),
   /** API keys accepted in the `x-api-key` header of the behalf routes (empty: no key required) (secret). */
-  apiKeys: z.array(z.string().min(16)).default([]),
+  apiKeys,
   /** Client IPs or CIDR ranges allowed on the behalf routes (empty: any). */
-  allowIps: z.array(z.string().min(2)).default([]),
+  allowIps,
   /** Also require the key and the allow-list on /status, /metrics and the command lookups. */
   restrictReads: z.boolean().default(false),
   /** Requests per client (API key, else IP) and window on the relay routes. */
