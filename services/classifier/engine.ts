@@ -15,6 +15,7 @@ import type { EventBus, HandlerContext } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import {
+  chainEventId,
   encode,
   envelope,
   swapVerdicts,
@@ -27,7 +28,15 @@ import {
   type Violation,
 } from '../../topics/index.js';
 import type { DidNames } from './did-source.js';
-import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
+import {
+  addFact,
+  displacesOut,
+  emptyFacts,
+  executesItsBid,
+  type JudgeEnv,
+  type SwapFacts,
+  type TransferOut,
+} from './facts.js';
 import { judge } from './judge.js';
 import type { ClassifierMetrics } from './metrics.js';
 import type { ClassifierTables } from './tables.js';
@@ -38,6 +47,7 @@ import {
   complaintsSeenThrough,
   clockKey,
   readPlan,
+  type IgnoredOut,
   type Stream,
   type StoredSwap,
   type Wait,
@@ -232,14 +242,24 @@ export class ClassifierEngine {
   private route(w: WorkingSet, id: string, event: ChainEvent): Loaded | null {
     switch (event.kind) {
       case 'TransferOut': {
-        const existing = w.swap(event.bidId);
-        if (existing?.facts.out) {
-          if (existing.facts.out.transferId !== event.transferId)
-            this.o.log.warn(
-              { bidId: event.bidId, transferId: event.transferId, first: existing.facts.out.transferId },
-              'a second TransferOut with the same bid is not the swap; ignored',
-            );
+        // Only a TransferOut whose own fields hash to its bid is the bid's swap (anyone can name any bid).
+        const executes = executesItsBid(event);
+        if (!executes.executes) {
+          this.ignoreOut(w, event, 'foreign', `not the swap of its bid: ${executes.reason}`);
           return null;
+        }
+        const existing = w.swap(event.bidId);
+        const current = existing?.facts.out;
+        if (current) {
+          // The swap's own lock again (a replay keeps only the transfer id of a decided swap's TransferOut).
+          if (current.transferId === event.transferId) return null;
+          // The same agreement locked twice: the swap is the first lock in chain order. A decided swap's
+          // was settled with every earlier lock seen (its source clock passed it), so a later one is a copy.
+          if (existing.decided || !displacesOut(existing.facts, event)) {
+            this.ignoreOut(w, event, 'copy', `a later lock of the agreement of swap ${current.transferId}`);
+            return null;
+          }
+          this.ignoreOut(w, current, 'copy', `a later lock of the agreement of swap ${event.transferId}`);
         }
         const swap: Loaded = existing
           ? { facts: existing.facts, decided: existing.decided }
@@ -269,6 +289,25 @@ export class ClassifierEngine {
         };
       }
     }
+  }
+
+  /**
+   * A TransferOut that is not the swap of the bid it names: recorded with why, logged and counted, blamed on
+   * nobody. Events that name its transfer id join no swap (they stay orphans).
+   */
+  private ignoreOut(w: WorkingSet, event: TransferOut, reason: IgnoredOut['reason'], detail: string): void {
+    w.ignoreOut({ eventId: chainEventId(event), reason, detail, event });
+    this.o.metrics?.ignoredOuts.inc({ reason });
+    this.o.log.warn(
+      {
+        bidId: event.bidId,
+        chainId: event.chainId,
+        transferId: event.transferId,
+        txHash: event.txHash,
+        reason,
+      },
+      `TransferOut ignored: ${detail}`,
+    );
   }
 
   /**

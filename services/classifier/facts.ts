@@ -2,6 +2,7 @@
  * The facts of one swap as the classifier has seen them, and the outside knowledge its decision may use.
  * Everything here is plain data: the decision function (judge.ts) is pure over it.
  */
+import { transferOutBid } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent } from '../../topics/index.js';
 
 export type EventOf<K extends ChainEvent['kind']> = Extract<ChainEvent, { kind: K }>;
@@ -12,13 +13,19 @@ export type Refund = EventOf<'RefundOut'> | EventOf<'RefundIn'>;
 export type ComplaintEvent = EventOf<'Complaint'>;
 
 /**
- * A swap is one TransferOut keyed by its bidId (DESIGN §7). Each list holds what joined it so far, in a
- * canonical order (block time, chain, block, log index), so the decision never depends on arrival order.
+ * A swap is one TransferOut keyed by its bidId (DESIGN §7): the first in chain order (`byChainPosition`) of
+ * the TransferOuts whose own fields hash to that bid (`executesItsBid`). Each list holds what joined it so
+ * far, in a canonical order (block time, chain, block, log index), so the decision never depends on arrival
+ * order. The lists may hold events of another TransferOut of the bid that was the swap until an earlier
+ * copy of the same agreement came: the decision reads only those of `out`.
  */
 export interface SwapFacts {
   bidId: string;
   out: TransferOut | null;
-  /** TransferIns whose srcTransferId is the TransferOut's transferId (any sender, any chain). */
+  /**
+   * TransferIns whose srcTransferId is the TransferOut's transferId (any sender, any chain), or that of a later
+   * lock of the same agreement it displaced (not read by the decision).
+   */
   ins: TransferIn[];
   /** ConfirmOut / RefundOut of the TransferOut, ConfirmIn / RefundIn of any of `ins`. */
   confirmOuts: EventOf<'ConfirmOut'>[];
@@ -49,16 +56,46 @@ export function byChainPosition(a: ChainEvent, b: ChainEvent): number {
   );
 }
 
-/** Adds an event to the facts it belongs to (the caller decided it does); a duplicate changes nothing. */
+const samePosition = (a: ChainEvent, b: ChainEvent): boolean =>
+  a.chainId === b.chainId && a.txHash === b.txHash && a.logIndex === b.logIndex;
+
+const executes = new WeakMap<TransferOut, ReturnType<typeof transferOutBid>>();
+/**
+ * Whether a TransferOut is a swap of the bid it names: its own fields hash to that bidId (spec §5, mapped by
+ * shared/otmoic/agreement.ts). The contract does not check the bid, so a TransferOut that fails this is
+ * anyone's claim, not the bid's swap. Remembered per event object.
+ */
+export function executesItsBid(out: TransferOut): ReturnType<typeof transferOutBid> {
+  let known = executes.get(out);
+  if (!known) {
+    known = transferOutBid(out);
+    executes.set(out, known);
+  }
+  return known;
+}
+
+/**
+ * Whether `event` would be the swap of `facts` instead of its `out` (the caller checked that it executes its
+ * bid): there is none yet, or `event` comes first in chain order. The same agreement locked twice is one
+ * swap, the earlier lock: a decision waits for the source chain's clock to pass its TransferOut's block time
+ * (judge.ts finish), so by then every earlier lock has been seen, and a replay chooses the same one.
+ */
+export function displacesOut(facts: SwapFacts, event: TransferOut): boolean {
+  return facts.out === null || (!samePosition(facts.out, event) && byChainPosition(event, facts.out) < 0);
+}
+
+/**
+ * Adds an event to the facts it belongs to (the caller decided it does); a duplicate changes nothing. A
+ * TransferOut whose fields do not hash to the bid is never the swap, whatever its arrival order.
+ */
 export function addFact(facts: SwapFacts, event: ChainEvent): SwapFacts {
   const add = <T extends ChainEvent>(list: T[], e: T): T[] =>
-    list.some((x) => x.chainId === e.chainId && x.txHash === e.txHash && x.logIndex === e.logIndex)
-      ? list
-      : [...list, e].sort(byChainPosition);
+    list.some((x) => samePosition(x, e)) ? list : [...list, e].sort(byChainPosition);
   switch (event.kind) {
     case 'TransferOut':
-      // The first TransferOut of a bid is the swap; a later one with the same bid is not (kept out).
-      return facts.out === null ? { ...facts, out: event } : facts;
+      return executesItsBid(event).executes && event.bidId === facts.bidId && displacesOut(facts, event)
+        ? { ...facts, out: event }
+        : facts;
     case 'TransferIn':
       return { ...facts, ins: add(facts.ins, event) };
     case 'ConfirmOut':

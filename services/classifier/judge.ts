@@ -391,6 +391,13 @@ class TransferOutDecision {
   private tin: TransferIn | null = null;
   private counted: ComplaintReading | null = null;
   private settled = Number.MAX_SAFE_INTEGER;
+  /**
+   * The facts of this TransferOut: the lists may also hold events of another lock of the same agreement
+   * that was the swap until this earlier one came (facts.ts), which are not this swap's.
+   */
+  private readonly ins: TransferIn[];
+  private readonly confirmOuts: SwapFacts['confirmOuts'];
+  private readonly refundOuts: SwapFacts['refundOuts'];
 
   constructor(
     private readonly facts: SwapFacts,
@@ -401,19 +408,28 @@ class TransferOutDecision {
     this.S = out.chainId;
     this.D = out.dstChainId;
     this.user = lower(out.sender);
+    const ofOut = <E extends { transferId: string }>(list: E[]) =>
+      list.every((e) => e.transferId === out.transferId)
+        ? list
+        : list.filter((e) => e.transferId === out.transferId);
+    this.ins = facts.ins.every((e) => e.srcTransferId === out.transferId)
+      ? facts.ins
+      : facts.ins.filter((e) => e.srcTransferId === out.transferId);
+    this.confirmOuts = ofOut(facts.confirmOuts);
+    this.refundOuts = ofOut(facts.refundOuts);
   }
 
   private transactions(): SwapTransaction[] {
     const { facts, tin } = this;
     const list: SwapTransaction[] = [tx('transferOut', this.out)];
     if (tin) list.push(tx('transferIn', tin));
-    const co = facts.confirmOuts[0];
+    const co = this.confirmOuts[0];
     if (co) list.push(tx('confirmOut', co));
     const ci = tin
       ? facts.confirmIns.find((e) => e.transferId === tin.transferId && e.chainId === tin.chainId)
       : undefined;
     if (ci) list.push(tx('confirmIn', ci));
-    const ro = facts.refundOuts[0];
+    const ro = this.refundOuts[0];
     if (ro) list.push(tx('refundOut', ro));
     const ri = tin
       ? facts.refundIns.find((e) => e.transferId === tin.transferId && e.chainId === tin.chainId)
@@ -562,7 +578,7 @@ class TransferOutDecision {
 
     // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
     // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
-    const onDst = facts.ins.filter((e) => e.chainId === D);
+    const onDst = this.ins.filter((e) => e.chainId === D);
     this.tin =
       onDst.find((e) => mismatchesOf(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ?? null;
     if (this.tin === null) {
@@ -587,7 +603,7 @@ class TransferOutDecision {
       );
     }
     const answer = this.tin;
-    const confirmOut = facts.confirmOuts[0];
+    const confirmOut = this.confirmOuts[0];
     const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
 
     // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).

@@ -6,6 +6,8 @@ import type { ClassifierTables } from './tables.js';
 export interface ClassifierMetrics {
   clock: Gauge<'chain' | 'stream'>;
   didLookups: Counter<'outcome'>;
+  /** TransferOuts that are not the swap of the bid they name: 'foreign' (fields do not hash to it), 'copy'. */
+  ignoredOuts: Counter<'reason'>;
   /** Counts a verdict and how long after its deciding block time (chain seconds) it was reached. */
   decided(verdict: SwapVerdict, deciderNow: number | undefined): void;
 }
@@ -79,9 +81,16 @@ export function classifierMetrics(
     labelNames: ['outcome'],
     registers: [registry],
   });
+  const ignoredOuts = new Counter({
+    name: 'classifier_ignored_transfer_outs_total',
+    help: "TransferOuts that are not their bid's swap: foreign (their own fields do not hash to the bid they name), copy (the agreement locked again, later in chain order)",
+    labelNames: ['reason'],
+    registers: [registry],
+  });
   return {
     clock,
     didLookups,
+    ignoredOuts,
     decided(verdict, deciderNow) {
       verdicts.inc({ outcome: verdict.outcome, case: verdict.case === null ? 'none' : String(verdict.case) });
       if (deciderNow !== undefined)

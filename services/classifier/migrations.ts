@@ -1,6 +1,6 @@
 import type { MigrationSet } from '../../shared/db/migrate.js';
 import { SIGNER_MEMO } from './signer-memo.js';
-import { classifierDdl, classifierTables } from './tables.js';
+import { classifierTables, ignoredOutsDdl, swapProjectionDdl } from './tables.js';
 
 export const classifierMigrations: MigrationSet = {
   namespace: 'classifier',
@@ -8,7 +8,7 @@ export const classifierMigrations: MigrationSet = {
     {
       version: 1,
       name: 'swap projection, clocks, verdicts and violations',
-      sql: classifierDdl(classifierTables()),
+      sql: swapProjectionDdl(classifierTables()),
     },
     {
       version: 2,
@@ -18,6 +18,11 @@ export const classifierMigrations: MigrationSet = {
         -- replay after a rule change may reuse it. key: SHA-256 of the inputs; signer null: recovers nobody.
         CREATE TABLE ${SIGNER_MEMO} (key text PRIMARY KEY, signer text);
       `,
+    },
+    {
+      version: 3,
+      name: 'ignored TransferOuts',
+      sql: ignoredOutsDdl(classifierTables()),
     },
   ],
 };

@@ -8,7 +8,9 @@ import { LP_ID, USER, type TimelineSpec } from './swap-timeline.js';
 
 /**
  * The reference model: the arbitration rules read straight off the complete timeline, as if every window had
- * closed (DESIGN §7, spec §3, windows of spec/otmoic.md §3). No clocks, no arrival order, no waiting.
+ * closed (DESIGN §7, spec §3, windows of spec/otmoic.md §3). No clocks, no arrival order, no waiting. A
+ * puppet TransferOut (its fields do not hash to the bid it names) and a later copy of the user's lock are not
+ * the swap: they change nothing.
  */
 export function model(
   spec: TimelineSpec,
@@ -69,6 +71,14 @@ export const timelineSpec = (T = 1_000): fc.Arbitrary<TimelineSpec> =>
             .record({
               in: base.outKind === 'none' ? fc.constant({ kind: 'none' as const }) : lockIn,
               griefIn: fc.option(fc.record({ at: between(outAt, T + 2 * E) }), { nil: undefined }),
+              // Each in about one timeline of four: a stranger's lock with the bid, the user's lock again.
+              puppetOut: sometimes(
+                fc.record({
+                  at: between(T, T + 3 * E),
+                  chain: fc.constantFrom('src' as const, 'dst' as const),
+                }),
+              ),
+              copyOut: sometimes(fc.record({ at: between(outAt, T + 3 * E) })),
               confirmOut: fc.option(
                 fc.oneof(
                   fc.record({ by: fc.constant('user' as const), at: between(outAt, T + 3 * E) }),
@@ -118,6 +128,8 @@ export const timelineSpec = (T = 1_000): fc.Arbitrary<TimelineSpec> =>
                 out: base.outKind === 'none' ? { kind: 'none' } : { kind: base.outKind as 'ok', at: outAt },
                 in: lockedIn as TimelineSpec['in'],
                 griefIn: base.outKind === 'none' ? undefined : rest.griefIn,
+                puppetOut: rest.puppetOut,
+                copyOut: base.outKind === 'none' ? undefined : rest.copyOut,
                 confirmOut: base.outKind === 'none' ? undefined : rest.confirmOut,
                 confirmIn,
                 // A swap without a TransferOut exists only through its complaint.
@@ -126,3 +138,8 @@ export const timelineSpec = (T = 1_000): fc.Arbitrary<TimelineSpec> =>
             });
         });
     });
+
+/** Present in about one case of four, absent (undefined) otherwise. */
+function sometimes<T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary, weight: 1 });
+}

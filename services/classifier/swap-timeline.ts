@@ -49,6 +49,13 @@ export interface TimelineSpec {
   in: { kind: 'none' } | { kind: 'ok' | 'wrong_amount' | 'wrong_hashlock'; at: number };
   /** A TransferIn naming the swap by someone who is not the LP. */
   griefIn?: { at: number };
+  /**
+   * A TransferOut with the swap's bid and terms but sent by a stranger's throwaway address for 1 wei, on the
+   * source or the destination chain: its fields do not hash to the bid, so it is nobody's swap.
+   */
+  puppetOut?: { at: number; chain: 'src' | 'dst' };
+  /** The user locks the same agreement again (another hashlock), later in chain order: not the swap. */
+  copyOut?: { at: number };
   confirmOut?: { by: 'user' | 'relay'; at: number };
   confirmIn?: { by: 'lp' | 'user' | 'relay'; at: number };
   complaint?: { by: 'lp' | 'user' | 'stranger'; at: number };
@@ -98,7 +105,12 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
     { srcEvmChainId: SRC.evm, dstEvmChainId: DST.evm },
   );
   const agreement = spec.lpSign === 'garbage' ? { ...signed, lpSign: '0xdeadbeef' } : signed;
-  const bidId = bidIdOf(agreement);
+  const amountLocked = spec.out.kind === 'short_amount' ? (AMOUNT_OUT * 80n) / 100n : AMOUNT_OUT;
+  // What the lock claims: a short lock carries the genuine signatures over its own (short) terms, and the
+  // bid of those terms, as every TransferOut that is a swap does (one whose fields do not hash to its bid is
+  // nobody's swap). A complaint about it quotes the same terms.
+  const claimed = { ...agreement, srcAmount: amountLocked.toString() };
+  const bidId = bidIdOf(claimed);
   // One hashlock per swap, as the hash of a fresh secret: a transfer id is unique on a real chain (the
   // contract refuses a second one), and equal ids would join one swap's TransferIn to another's ConfirmIn.
   const hashlock = keccak256(toUtf8Bytes(`hashlock ${spec.id ?? 0}`));
@@ -127,30 +139,35 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
     earliestRefundTime: R,
   };
 
-  let outId = '0x' + '00'.repeat(32);
-  if (spec.out.kind !== 'none') {
-    const receiver = spec.out.kind === 'wrong_receiver' ? USER.address : LP.address;
-    const amount = spec.out.kind === 'short_amount' ? (AMOUNT_OUT * 80n) / 100n : AMOUNT_OUT;
-    outId = transferId({
-      sender: USER.address,
+  const receiver = spec.out.kind === 'wrong_receiver' ? USER.address : LP.address;
+  const lock = (
+    chainId: string,
+    evm: number,
+    at: number,
+    sender: string,
+    amount: bigint,
+    lockHash: string,
+  ) => {
+    const id = transferId({
+      sender,
       receiver,
-      hashlock,
+      hashlock: lockHash,
       token: NATIVE,
       tokenAmount: amount,
       ethAmount: 0n,
       isOut: true,
-      chainId: SRC.evm,
+      chainId: evm,
       ...timesNumeric,
     });
-    streams[SRC.chainId]!.push({
-      kind: 'TransferOut',
-      ...position(SRC.chainId, spec.out.at, USER.address),
-      transferId: outId,
-      sender: USER.address,
+    return {
+      kind: 'TransferOut' as const,
+      ...position(chainId, at, sender),
+      transferId: id,
+      sender,
       receiver,
       token: NATIVE,
       amount: amount.toString(),
-      hashlock,
+      hashlock: lockHash,
       ...times,
       dstChainId: DST.chainId,
       dstAddress: BigInt(USER.address).toString(),
@@ -158,11 +175,30 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
       tokenDst: '0',
       amountDst: AMOUNT_IN.toString(),
       nativeAmountDst: '0',
-      requestor: agreement.requestor,
+      requestor: claimed.requestor,
       lpId: LP_ID,
-      userSign: agreement.userSign,
-      lpSign: agreement.lpSign,
-    });
+      userSign: claimed.userSign,
+      lpSign: claimed.lpSign,
+    };
+  };
+  let outId = '0x' + '00'.repeat(32);
+  if (spec.out.kind !== 'none') {
+    const out = lock(SRC.chainId, SRC.evm, spec.out.at, USER.address, amountLocked, hashlock);
+    outId = out.transferId;
+    streams[SRC.chainId]!.push(out);
+    if (spec.copyOut) {
+      const copyLock = keccak256(toUtf8Bytes(`copy hashlock ${spec.id ?? 0}`));
+      streams[SRC.chainId]!.push(
+        lock(SRC.chainId, SRC.evm, spec.copyOut.at, USER.address, amountLocked, copyLock),
+      );
+    }
+  }
+  const dst: ChainEvent[] = [];
+  if (spec.puppetOut) {
+    const puppetLock = keccak256(toUtf8Bytes(`puppet hashlock ${spec.id ?? 0}`));
+    const [chainId, evm] = spec.puppetOut.chain === 'src' ? [SRC.chainId, SRC.evm] : [DST.chainId, DST.evm];
+    const puppet = lock(chainId, evm, spec.puppetOut.at, STRANGER.address, 1n, puppetLock);
+    (spec.puppetOut.chain === 'src' ? streams[SRC.chainId]! : dst).push(puppet);
   }
   const transferIn = (sender: string, at: number, kind: 'ok' | 'wrong_amount' | 'wrong_hashlock') => {
     const tokenAmount = kind === 'wrong_amount' ? (AMOUNT_IN * 9n) / 10n : AMOUNT_IN;
@@ -193,7 +229,6 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
       srcTransferId: outId,
     };
   };
-  const dst: ChainEvent[] = [];
   let inId: string | undefined;
   if (spec.griefIn) dst.push(transferIn(STRANGER.address, spec.griefIn.at, 'ok'));
   if (spec.in.kind !== 'none') {
@@ -228,10 +263,13 @@ export function buildTimeline(spec: TimelineSpec): Timeline {
       contract: REPUTATION,
       bidId,
       complainant,
-      complaint: complaintOfAgreement(agreement),
+      complaint: complaintOfAgreement(claimed),
     });
   }
-  streams[DST.chainId] = dst.sort((a, b) => a.blockTimestamp - b.blockTimestamp);
-  streams[SRC.chainId]!.sort((a, b) => a.blockTimestamp - b.blockTimestamp);
+  // In block order (same block time: in the order made, which numbered the blocks).
+  const byBlock = (a: ChainEvent, b: ChainEvent) =>
+    a.blockTimestamp - b.blockTimestamp || a.blockNumber - b.blockNumber;
+  streams[DST.chainId] = dst.sort(byBlock);
+  streams[SRC.chainId]!.sort(byBlock);
   return { bidId, agreement, streams };
 }

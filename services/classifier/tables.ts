@@ -11,6 +11,7 @@ export interface ClassifierTables {
   pendingHeights: string;
   verdicts: string;
   violations: string;
+  ignoredOuts: string;
 }
 
 export function classifierTables(schema = 'public'): ClassifierTables {
@@ -24,10 +25,17 @@ export function classifierTables(schema = 'public'): ClassifierTables {
     pendingHeights: q('classifier_pending_heights'),
     verdicts: q('classifier_verdicts'),
     violations: q('classifier_violations'),
+    ignoredOuts: q('classifier_ignored_transfer_outs'),
   };
 }
 
+/** Every table of the projection (a replay's fresh schema, a test's). */
 export function classifierDdl(t: ClassifierTables): string {
+  return swapProjectionDdl(t) + ignoredOutsDdl(t);
+}
+
+/** The tables of the first migration (its text is checksummed: never edit it, add a migration). */
+export function swapProjectionDdl(t: ClassifierTables): string {
   return `
     -- One row per swap (bidId): the facts seen so far, and what a pending swap waits for.
     CREATE TABLE ${t.swaps} (
@@ -85,5 +93,26 @@ export function classifierDdl(t: ClassifierTables): string {
       bid_id text PRIMARY KEY,
       violation jsonb NOT NULL
     );
+  `;
+}
+
+/**
+ * TransferOuts that are not the swap of the bid they name (engine.ts): 'foreign', its own fields do not hash
+ * to that bid (anyone can lock with any bid); 'copy', another lock of the same agreement, later in chain
+ * order than the swap's. Recorded for the operator, never blamed on anyone; nothing joins them.
+ */
+export function ignoredOutsDdl(t: ClassifierTables): string {
+  return `
+    CREATE TABLE ${t.ignoredOuts} (
+      event_id text PRIMARY KEY,
+      bid_id text NOT NULL,
+      chain_id text NOT NULL,
+      transfer_id text NOT NULL,
+      reason text NOT NULL CHECK (reason IN ('foreign', 'copy')),
+      detail text NOT NULL,
+      event jsonb NOT NULL,
+      first_seen_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX ON ${t.ignoredOuts} (bid_id);
   `;
 }

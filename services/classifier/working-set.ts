@@ -37,6 +37,14 @@ interface Orphan {
   adopted: boolean;
 }
 
+/** A TransferOut that is not the swap of the bid it names (tables.ts ignoredOutsDdl). */
+export interface IgnoredOut {
+  eventId: string;
+  reason: 'foreign' | 'copy';
+  detail: string;
+  event: TransferOut;
+}
+
 export interface HeldHeight {
   chainId: string;
   stream: Stream;
@@ -139,6 +147,8 @@ export class WorkingSet {
   private readonly handledBefore = new Set<string>();
   readonly verdicts: SwapVerdict[] = [];
   readonly violations: Violation[] = [];
+  /** TransferOuts set aside in this transaction (resident: since the last write). */
+  private readonly ignored: IgnoredOut[] = [];
 
   /** Resident only: every input id handled so far (a resident set reads nothing back). */
   readonly processed = new Set<string>();
@@ -358,6 +368,11 @@ export class WorkingSet {
     return null;
   }
 
+  /** Records a TransferOut that is not its bid's swap (written with the transaction; nothing joins it). */
+  ignoreOut(ignored: IgnoredOut): void {
+    this.ignored.push(ignored);
+  }
+
   /** Removes and returns the orphans naming `ref`, oldest first. */
   adoptOrphans(ref: string): ChainEvent[] {
     const list = this.orphans.get(ref);
@@ -443,6 +458,7 @@ export class WorkingSet {
       this.adoptedLists.length = 0;
       this.newLinks.length = 0;
       this.released.length = 0;
+      this.ignored.length = 0;
     }
     await writeDecided(db, this.tables, verdicts, violations);
   }
@@ -485,6 +501,23 @@ export class WorkingSet {
         `INSERT INTO ${t.orphans} (event_id, ref, event)
          SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) ON CONFLICT DO NOTHING`,
         [kept.map((o) => o.eventId), kept.map((o) => o.ref), kept.map((o) => JSON.stringify(o.event))],
+      );
+    }
+    if (this.ignored.length > 0) {
+      const rows = this.ignored;
+      await tx.query(
+        `INSERT INTO ${t.ignoredOuts} (event_id, bid_id, chain_id, transfer_id, reason, detail, event)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
+         ON CONFLICT DO NOTHING`,
+        [
+          rows.map((r) => r.eventId),
+          rows.map((r) => r.event.bidId),
+          rows.map((r) => r.event.chainId),
+          rows.map((r) => r.event.transferId),
+          rows.map((r) => r.reason),
+          rows.map((r) => r.detail),
+          rows.map((r) => JSON.stringify(r.event)),
+        ],
       );
     }
     if (this.newLinks.length > 0) {

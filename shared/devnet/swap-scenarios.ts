@@ -69,6 +69,7 @@ const SWAP = OTMOIC_SWAP_ABI as unknown as string[];
 export type LockingCheat = 'short_amount' | 'wrong_receiver';
 
 export interface LockedSwap {
+  /** The bid the TransferOut carries: of the agreement, or of the short terms a short_amount lock claims. */
   bidId: string;
   preimage: string;
   hashlock: string;
@@ -138,8 +139,10 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
     { userKey: src.accounts[parties.user]!.privateKey, lpKey: src.accounts[parties.lp]!.privateKey },
     { srcEvmChainId: src.chainId, dstEvmChainId: dst.chainId },
   );
-  const bidId = bidIdOf(agreement);
   const lockedOut = cheat === 'short_amount' ? (amountOut * 80n) / 100n : amountOut;
+  // The bid the lock carries is that of the terms it claims: a TransferOut whose own fields do not hash to
+  // its bid is nobody's swap (the classifier ignores it), so a short lock names the bid of its short terms.
+  const bidId = bidIdOf({ ...agreement, srcAmount: lockedOut.toString() });
   const outSide: SwapSide = {
     sender: user,
     receiver: cheat === 'wrong_receiver' ? user : (options.outReceiver ?? lp),
@@ -161,7 +164,8 @@ export async function lockSwap(options: ScenarioOptions, cheat?: LockingCheat): 
   const inId = computeTransferId(inSide, false, dst.chainId);
 
   const steps: SwapStep[] = [];
-  // The cheats keep the genuine bid and signatures: the lock claims an agreement it does not execute.
+  // The cheats keep the genuine signatures: the lock claims terms the LP never signed (short_amount), or pays
+  // a receiver that is not the LP's (wrong_receiver: the receiver is not hashed, the bid is the genuine one).
   const outExtras = {
     dstChainId: options.dstSystemChainId,
     dstAddress: BigInt(user),

@@ -26,8 +26,15 @@
  * A signature is over exact strings, and the event only carries numbers: an address member is rendered
  * checksummed (as the golden vectors sign it) and, failing that, lower-case. A signature that recovers the
  * expected signer under either rendering proves consent to the same terms.
+ *
+ * The bidId a TransferOut carries is a free argument of `transferOut`: the contract does not check it. A
+ * TransferOut executes the bid it names only when its own fields, mapped as above to the Complaint form,
+ * hash to that bidId under the spec §5 rule (`transferOutBid`); the token members (strings in the Complaint)
+ * are tried checksummed and lower-case, as the signatures are.
  */
 import { getAddress } from 'ethers';
+import { bidId } from '../chain/bid-id.js';
+import type { Complaint } from '../chain/complaint-eip712.js';
 import type { SwapAgreement } from '../chain/otmoic-swap-eip712.js';
 import { uint256ToAddress } from '../chain/conversions.js';
 
@@ -259,4 +266,60 @@ export function differingTerms(a: Agreement, b: Agreement): string[] {
   return COMPARED.filter(([key]) => !same(a[key], b[key])).map(
     ([key, words]) => `${words} ${String(a[key])} ≠ ${String(b[key])}`,
   );
+}
+
+/** The Complaint struct of a signed agreement, token members in the given rendering (the bidId's preimage). */
+function complaintStruct(a: SignedAgreement, rendering: AddressRendering): Complaint {
+  const token = (value: string) =>
+    rendering === 'lower' && /^0x[0-9a-fA-F]{40}$/.test(value) ? value.toLowerCase() : value;
+  return {
+    srcChainId: a.srcChainId,
+    srcAddress: BigInt(a.srcAddress),
+    srcToken: token(a.srcToken),
+    dstChainId: a.dstChainId,
+    dstAddress: BigInt(a.dstAddress),
+    dstToken: token(a.dstToken),
+    srcAmount: a.srcAmount,
+    dstAmount: a.dstAmount,
+    dstNativeAmount: a.dstNativeAmount,
+    requestor: a.requestor,
+    lpId: a.lpId,
+    expectedSingleStepTime: a.expectedSingleStepTime,
+    tolerantSingleStepTime: a.tolerantSingleStepTime,
+    earliestRefundTime: a.earliestRefundTime,
+    agreementReachedTime: a.agreementReachedTime,
+    userSign: a.userSign,
+    lpSign: a.lpSign,
+  };
+}
+
+/** The §5 bidId of a signed agreement, token members in the given rendering (checksummed by default). */
+export function bidIdOfAgreement(a: SignedAgreement, rendering: AddressRendering = 'checksum'): string {
+  return bidId(complaintStruct(a, rendering));
+}
+
+/**
+ * Whether a TransferOut executes the bid it names: its own fields, read as the agreement they claim
+ * (agreementOfTransferOut), hash to its bidId under either token rendering. Anyone can call `transferOut`
+ * with any bidId (from a throwaway address, for 1 wei, on any chain), so only such a TransferOut is the
+ * bid's swap. `reason` says why not, in words.
+ */
+export function transferOutBid(
+  out: TransferOutTerms & { bidId: string },
+): { executes: true } | { executes: false; reason: string } {
+  let agreement: SignedAgreement;
+  try {
+    agreement = agreementOfTransferOut(out);
+  } catch (err) {
+    if (!(err instanceof AgreementFieldError)) throw err;
+    return { executes: false, reason: `its ${err.message}, so its fields cannot hash to its bid` };
+  }
+  const claimed = out.bidId.toLowerCase();
+  const computed: string[] = [];
+  for (const rendering of ADDRESS_RENDERINGS) {
+    const id = bidIdOfAgreement(agreement, rendering);
+    if (id === claimed) return { executes: true };
+    if (!computed.includes(id)) computed.push(id);
+  }
+  return { executes: false, reason: `its own fields hash to ${computed.join(' / ')}, not to its bid` };
 }
