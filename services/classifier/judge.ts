@@ -445,14 +445,16 @@ class TransferOutDecision {
   private finish(o: Outcome, watched: readonly string[] = [this.S, this.D]): SwapVerdict {
     const { out, j } = this;
     const settledAt = Math.max(o.blockTime, out.blockTimestamp);
-    // The verdict lists the swap's transactions up to its block time: all of them must have been seen.
+    // The verdict lists the swap's transactions up to its block time: all of them must have been seen. A clock
+    // at X may still miss a later block of the same second (chains with several blocks a second), so every
+    // "all up to X" waits for X + 1, as the windows do.
     for (const chainId of watched)
-      j.clock(chainId, settledAt, 'the transactions up to the verdict must be known');
+      j.clock(chainId, settledAt + 1, 'the transactions up to the verdict must be known');
     this.settled = settledAt;
     const seen = j.env.complaintsSeenThrough();
-    if (seen === undefined || seen < settledAt) {
+    if (seen === undefined || seen <= settledAt) {
       throw new Waiting(
-        { kind: 'complaints', until: settledAt },
+        { kind: 'complaints', until: settledAt + 1 },
         `complaints filed up to ${settledAt} (reputation streams seen through ${seen ?? 'nothing yet'})`,
       );
     }
@@ -611,7 +613,11 @@ class TransferOutDecision {
       const confirmedOutBefore = () =>
         confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
       if (!confirmedOutBefore()) {
-        j.clock(S, confirmIn.blockTimestamp, 'a ConfirmOut before the ConfirmIn would be seen by then');
+        j.clock(
+          S,
+          confirmIn.blockTimestamp + 1,
+          'a ConfirmOut by the ConfirmIn (in a later block of the same second too) would be seen by then',
+        );
         if (!confirmedOutBefore()) {
           return this.violation(
             'user',
