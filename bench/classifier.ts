@@ -2,6 +2,7 @@ import { createClassifier, subscribeEngine, watchedChains } from '../services/cl
 import { classifierMigrations } from '../services/classifier/migrations.js';
 import { replayClassifier } from '../services/classifier/replay.js';
 import {
+  BENCH_LOCK_ATTACKS_ONE_IN,
   startSyntheticDidSupport,
   swapSpecs,
   SYNTHETIC_CHAIN_CLIENTS,
@@ -32,7 +33,7 @@ export async function run(): Promise<BenchSection[]> {
   const bus = new PostgresBus({ pool, connectionString: url, log });
   try {
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
-    const traffic = swapTraffic(swapSpecs(SWAPS, 7));
+    const traffic = swapTraffic(swapSpecs(SWAPS, 7, BENCH_LOCK_ATTACKS_ONE_IN));
     const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
     const published = await time(async () => {
       await publishTraffic(bus, traffic, 200);

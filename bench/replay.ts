@@ -4,6 +4,7 @@ import { createClassifier, subscribeEngine, watchedChains } from '../services/cl
 import { classifierMigrations } from '../services/classifier/migrations.js';
 import { replayClassifier } from '../services/classifier/replay.js';
 import {
+  BENCH_LOCK_ATTACKS_ONE_IN,
   startSyntheticDidSupport,
   swapSpecs,
   SYNTHETIC_CHAIN_CLIENTS,
@@ -42,7 +43,7 @@ export async function run() {
   const bus = new PostgresBus({ pool, connectionString: url, log });
   try {
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 8)));
-    const generated = await time(async () => swapTraffic(swapSpecs(SWAPS, 11)));
+    const generated = await time(async () => swapTraffic(swapSpecs(SWAPS, 11, BENCH_LOCK_ATTACKS_ONE_IN)));
     const traffic = generated.value;
     const messages = traffic.streams.reduce((n, s) => n + s.length, 0);
     const published = await time(async () => {

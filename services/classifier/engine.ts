@@ -298,7 +298,9 @@ export class ClassifierEngine {
   private ignoreOut(w: WorkingSet, event: TransferOut, reason: IgnoredOut['reason'], detail: string): void {
     w.ignoreOut({ eventId: chainEventId(event), reason, detail, event });
     this.o.metrics?.ignoredOuts.inc({ reason });
-    this.o.log.warn(
+    // A replay meets again what the live run logged (and recorded) already.
+    const level = this.resident ? 'debug' : 'warn';
+    this.o.log[level](
       {
         bidId: event.bidId,
         chainId: event.chainId,

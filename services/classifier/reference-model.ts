@@ -45,8 +45,12 @@ export function model(
     : { outcome: 'unknown', case: null, party: null, subject: null, blockTime: co.at };
 }
 
-/** Timelines the contract allows: every step inside its window (spec/otmoic.md §3). */
-export const timelineSpec = (T = 1_000): fc.Arbitrary<TimelineSpec> =>
+/**
+ * Timelines the contract allows: every step inside its window (spec/otmoic.md §3). `lockAttacksOneIn`: a
+ * stranger's puppet lock with the bid, and the user's lock again, each in about one timeline of that many
+ * (4 for the property tests, which want them often; the benchmarks' workloads take them rarer).
+ */
+export const timelineSpec = (T = 1_000, lockAttacksOneIn = 4): fc.Arbitrary<TimelineSpec> =>
   fc
     .record({ E: fc.integer({ min: 1, max: 4 }), Tol: fc.integer({ min: 0, max: 4 }) })
     .chain(({ E, Tol }) => {
@@ -71,14 +75,14 @@ export const timelineSpec = (T = 1_000): fc.Arbitrary<TimelineSpec> =>
             .record({
               in: base.outKind === 'none' ? fc.constant({ kind: 'none' as const }) : lockIn,
               griefIn: fc.option(fc.record({ at: between(outAt, T + 2 * E) }), { nil: undefined }),
-              // Each in about one timeline of four: a stranger's lock with the bid, the user's lock again.
-              puppetOut: sometimes(
+              puppetOut: oneIn(
+                lockAttacksOneIn,
                 fc.record({
                   at: between(T, T + 3 * E),
                   chain: fc.constantFrom('src' as const, 'dst' as const),
                 }),
               ),
-              copyOut: sometimes(fc.record({ at: between(outAt, T + 3 * E) })),
+              copyOut: oneIn(lockAttacksOneIn, fc.record({ at: between(outAt, T + 3 * E) })),
               confirmOut: fc.option(
                 fc.oneof(
                   fc.record({ by: fc.constant('user' as const), at: between(outAt, T + 3 * E) }),
@@ -140,6 +144,7 @@ export const timelineSpec = (T = 1_000): fc.Arbitrary<TimelineSpec> =>
     });
 
 /** Present in about one case of four, absent (undefined) otherwise. */
-function sometimes<T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> {
-  return fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary, weight: 1 });
+/** `arbitrary` in about one case of `n`, else undefined. */
+function oneIn<T>(n: number, arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ arbitrary: fc.constant(undefined), weight: n - 1 }, { arbitrary, weight: 1 });
 }
