@@ -6,25 +6,15 @@
  * 3 / 6, or the user 5 / 7, and a live run and its replay could differ with the partitions' interleaving.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../shared/logging/logger.js';
 import { bidIdOfAgreement, transferOutBid } from '../../shared/otmoic/agreement.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
-import { ClassifierEngine, type ClassifierInput } from './engine.js';
-import {
-  addFact,
-  emptyFacts,
-  executesItsBid,
-  type JudgeEnv,
-  type SwapFacts,
-  type TransferOut,
-} from './facts.js';
-import { watchedChains } from './index.js';
+import type { ClassifierInput } from './engine.js';
+import { executesItsBid, type SwapFacts, type TransferOut } from './facts.js';
 import { judge } from './judge.js';
 import { classifierMigrations } from './migrations.js';
 import { model } from './reference-model.js';
 import {
-  DID_NAMES,
   DST,
   REPUTATION_CHAIN,
   SRC,
@@ -34,18 +24,9 @@ import {
   type Timeline,
   type TimelineSpec,
 } from './swap-timeline.js';
-import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
-import { classifierDdl, classifierTables } from './tables.js';
+import { envAt, factsOf, syntheticEngine } from './judge-test-kit.js';
 
-const envAt = (clocks: Record<string, number>): JudgeEnv => ({
-  now: (c) => clocks[c],
-  complaintsSeenThrough: () => Number.POSITIVE_INFINITY,
-  evmChainId: (c) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[c],
-  didNames: (a) => DID_NAMES[a] ?? [],
-});
 const LATE = envAt({ [SRC.chainId]: 2000, [DST.chainId]: 2000 });
-const factsOf = (bid: string, events: ChainEvent[]): SwapFacts =>
-  events.reduce((f, e) => addFact(f, e), emptyFacts(bid));
 const decided = (facts: SwapFacts, env = LATE): SwapVerdict => {
   const j = judge(facts, env);
   if (j.status !== 'decided') throw new Error(`pending: ${j.reason}`);
@@ -287,21 +268,7 @@ describe('the engine, live and resident (replay), over the puppet and the copy i
   ]);
 
   async function run(name: string, events: ChainEvent[], resident: boolean) {
-    const tables = classifierTables(name);
-    await db.pool.query(`CREATE SCHEMA ${name}; ${classifierDdl(tables)}`);
-    const engine = new ClassifierEngine({
-      pool: db.pool,
-      tables,
-      group: name,
-      chains: watchedChains(SYNTHETIC_CHAIN_CLIENTS),
-      did: {
-        names: (a) => DID_NAMES[a.toLowerCase()] ?? [],
-        request: () => undefined,
-        stop: () => undefined,
-      },
-      log: createLogger({ level: 'silent' }),
-      resident: resident ? 'keep' : undefined,
-    });
+    const { engine, tables } = await syntheticEngine(db.pool, name, resident ? 'keep' : undefined);
     const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
     for (const input of [...events.map(event), ...heights]) await engine.handleBatch([input], context);
     await engine.writeResident();

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../shared/logging/logger.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { ClassifierEngine, type ClassifierInput } from './engine.js';
-import { classifierInput, watchedChains } from './index.js';
+import type { ClassifierInput } from './engine.js';
+import { classifierInput } from './index.js';
 import { classifierMigrations } from './migrations.js';
 import { model } from './reference-model.js';
 import { DID_NAMES, DST } from './swap-timeline.js';
-import { swapSpecs, SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
+import { swapSpecs } from './synthetic-deployment.js';
+import { syntheticEngine } from './judge-test-kit.js';
 import { swapTraffic } from './swap-traffic.js';
-import { classifierDdl, classifierTables } from './tables.js';
 
 const SWAPS = 300;
 
@@ -60,21 +59,7 @@ describe('classifier engine over batches', () => {
     'gives the model’s verdict to every swap: $order, resident $resident',
     async ({ order, resident, seed }) => {
       const schema = `batches_${seed}`;
-      const tables = classifierTables(schema);
-      await db.pool.query(`CREATE SCHEMA ${schema}; ${classifierDdl(tables)}`);
-      const engine = new ClassifierEngine({
-        pool: db.pool,
-        tables,
-        group: schema,
-        chains: watchedChains(SYNTHETIC_CHAIN_CLIENTS),
-        did: {
-          names: (a) => DID_NAMES[a.toLowerCase()] ?? [],
-          request: () => undefined,
-          stop: () => undefined,
-        },
-        log: createLogger({ level: 'silent' }),
-        resident: resident ? 'decisions' : undefined,
-      });
+      const { engine, tables } = await syntheticEngine(db.pool, schema, resident ? 'decisions' : undefined);
       const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
       let state = seed;
       const random = () => (state = (state * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;

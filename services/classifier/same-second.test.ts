@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ChainEvent } from '../../topics/index.js';
-import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { judge } from './judge.js';
+import { envAt, factsOf } from './judge-test-kit.js';
 import { model } from './reference-model.js';
-import { DID_NAMES, DST, SRC, buildTimeline, type TimelineSpec } from './swap-timeline.js';
+import { DST, SRC, buildTimeline, type TimelineSpec } from './swap-timeline.js';
 
 /**
  * Chains with several blocks a second: a clock at X (the block time of the newest height) does not yet cover a
@@ -11,14 +10,6 @@ import { DID_NAMES, DST, SRC, buildTimeline, type TimelineSpec } from './swap-ti
  * blamed the wrong party (case 7 on the user instead of case 6 on the LP) or listed other transactions
  * depending on which block arrived first, so a replay could differ from the live run.
  */
-const envAt = (clocks: Record<string, number>, complaints = Number.POSITIVE_INFINITY): JudgeEnv => ({
-  now: (chainId) => clocks[chainId],
-  complaintsSeenThrough: () => complaints,
-  evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
-  didNames: (address) => DID_NAMES[address] ?? [],
-});
-const factsOf = (bidId: string, events: readonly ChainEvent[]): SwapFacts =>
-  events.reduce((facts, e) => addFact(facts, e), emptyFacts(bidId));
 const eventsOf = (spec: TimelineSpec) => {
   const t = buildTimeline(spec);
   return { bidId: t.bidId, all: [...t.streams[SRC.chainId]!, ...t.streams[DST.chainId]!] };

@@ -1,0 +1,50 @@
+/**
+ * Test support for the classifier's decision and engine on the synthetic swaps (swap-timeline.ts): a judge's
+ * environment at given clocks, the facts of a list of events, and an engine on fresh tables in a schema of
+ * its own. Not used in production.
+ */
+import type { Pool } from '../../shared/db/pool.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import type { ChainEvent } from '../../topics/index.js';
+import { ClassifierEngine, type EngineOptions } from './engine.js';
+import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
+import { watchedChains } from './index.js';
+import { DID_NAMES, DST, SRC } from './swap-timeline.js';
+import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
+import { classifierDdl, classifierTables } from './tables.js';
+
+/** The synthetic deployment's judge environment, its chains' clocks at `clocks`, complaints seen through `complaints`. */
+export const envAt = (clocks: Record<string, number>, complaints = Number.POSITIVE_INFINITY): JudgeEnv => ({
+  now: (chainId) => clocks[chainId],
+  complaintsSeenThrough: () => complaints,
+  evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
+  didNames: (address) => DID_NAMES[address] ?? [],
+});
+
+/** The facts of a bid after `events`, added in that order. */
+export const factsOf = (bidId: string, events: readonly ChainEvent[]): SwapFacts =>
+  events.reduce((facts, e) => addFact(facts, e), emptyFacts(bidId));
+
+/** An engine of the synthetic deployment on fresh tables in schema `schema`, DID names answered at once. */
+export async function syntheticEngine(
+  pool: Pool,
+  schema: string,
+  resident?: EngineOptions['resident'],
+): Promise<{ engine: ClassifierEngine; tables: ReturnType<typeof classifierTables> }> {
+  const tables = classifierTables(schema);
+  await pool.query(`CREATE SCHEMA ${schema}; ${classifierDdl(tables)}`);
+  const engine = new ClassifierEngine({
+    pool,
+    tables,
+    group: schema,
+    chains: watchedChains(SYNTHETIC_CHAIN_CLIENTS),
+    did: {
+      names: (a) => DID_NAMES[a.toLowerCase()] ?? [],
+      request: () => undefined,
+      stop: () => undefined,
+    },
+    log: createLogger({ level: 'silent' }),
+    resident,
+  });
+  return { engine, tables };
+}
