@@ -59,6 +59,12 @@ export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
 }
 
 /**
+ * The fact time of a DID lookup the decision rests on in every arrival order: its answer is recorded with the
+ * verdict whatever the verdict's own time (Judging.evidence), so a replay decides on the same answer.
+ */
+const DECISIVE = Number.NEGATIVE_INFINITY;
+
+/**
  * What one judgement asks of the world, and the DID answers it used. A class rather than closures made at
  * every judgement (a swap is judged at each of its events and clock moves).
  */
@@ -609,24 +615,27 @@ class TransferOutDecision {
     const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
 
     // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
-    if (confirmIn && !this.isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp)) {
-      const confirmedOutBefore = () =>
-        confirmOut !== undefined && confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
-      if (!confirmedOutBefore()) {
-        j.clock(
+    // Whether the user confirmed out first is settled before the ConfirmIn's sender is asked about: the answer
+    // is then asked for in every arrival order, and recorded with the verdict even when the ConfirmIn comes
+    // after the verdict's time (a case 5 at T+3E that rests on a ConfirmIn by an LP wallet known through DID).
+    const confirmedOutBefore =
+      confirmIn !== undefined &&
+      confirmOut !== undefined &&
+      confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
+    if (confirmIn && !confirmedOutBefore) {
+      j.clock(
+        S,
+        confirmIn.blockTimestamp + 1,
+        'a ConfirmOut by the ConfirmIn (in a later block of the same second too) would be seen by then',
+      );
+      if (!this.isLpTx(confirmIn.txFrom, DECISIVE)) {
+        return this.violation(
+          'user',
+          7,
+          `case 7: ${confirmIn.txFrom} confirmed in at ${confirmIn.blockTimestamp} while the user had not confirmed out`,
+          confirmIn.blockTimestamp,
           S,
-          confirmIn.blockTimestamp + 1,
-          'a ConfirmOut by the ConfirmIn (in a later block of the same second too) would be seen by then',
         );
-        if (!confirmedOutBefore()) {
-          return this.violation(
-            'user',
-            7,
-            `case 7: ${confirmIn.txFrom} confirmed in at ${confirmIn.blockTimestamp} while the user had not confirmed out`,
-            confirmIn.blockTimestamp,
-            S,
-          );
-        }
       }
     } else if (!confirmIn) {
       // Settled once no ConfirmIn can come before the ConfirmOut, or none can come at all.
