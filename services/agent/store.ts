@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import {
+  CLEARED_TRANSACTION_STATE,
   JOB_ROW_STATUSES,
   jobColumns,
   JobTable,
@@ -132,8 +133,7 @@ export class ComplaintStore extends JobTable {
       }
       if (row.status === 'failed' && options.reopen === true) {
         await tx.query(
-          `UPDATE agent_complaints SET status = 'scheduled', nonce = NULL, raw_tx = NULL, tx_hash = NULL,
-             block_number = NULL, txs = '[]', refusals = 0, mined_block = NULL, cancel_reason = NULL,
+          `UPDATE agent_complaints SET status = 'scheduled', ${CLEARED_TRANSACTION_STATE},
              already_on_chain = false, reason = $2, updated_at = now() WHERE bid_id = $1`,
           [row.bidId, `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`],
         );
@@ -167,8 +167,7 @@ export class ComplaintStore extends JobTable {
     };
     await tx.query(
       `UPDATE agent_complaints SET complaint = $2, signature = $3, domain = $4, signer = $5, status = 'accepted',
-         nonce = NULL, raw_tx = NULL, tx_hash = NULL, block_number = NULL, txs = '[]', attempts = 0, refusals = 0,
-         mined_block = NULL, cancel_reason = NULL, already_on_chain = false, reason = $6,
+         ${CLEARED_TRANSACTION_STATE}, attempts = 0, already_on_chain = false, reason = $6,
          history = history || $7::jsonb, created_at = now(), updated_at = now()
        WHERE bid_id = $1 AND status = 'failed'`,
       [

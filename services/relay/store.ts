@@ -8,6 +8,7 @@ import { encode, envelope } from '../../topics/envelope.js';
 import { relayCommands, type RelayCommand } from '../../topics/relay.commands.js';
 import { Transaction } from 'ethers';
 import {
+  CLEARED_TRANSACTION_STATE,
   JOB_ROW_STATUSES,
   jobColumns,
   JobTable,
@@ -162,9 +163,8 @@ export class CommandStore extends JobTable {
           return { id: row.id, created: false, status: row.status, reopened: false, exhausted: paid };
         }
         await tx.query(
-          `UPDATE relay_commands SET status = 'scheduled', command = $2, nonce = NULL, raw_tx = NULL,
-             tx_hash = NULL, block_number = NULL, txs = '[]', refusals = 0, mined_block = NULL,
-             cancel_reason = NULL, reason = $3, paid_failures = $4, updated_at = now() WHERE id = $1`,
+          `UPDATE relay_commands SET status = 'scheduled', command = $2, ${CLEARED_TRANSACTION_STATE},
+             reason = $3, paid_failures = $4, updated_at = now() WHERE id = $1`,
           [
             row.id,
             JSON.stringify(command),

@@ -15,6 +15,13 @@ import {
   type WalletRef,
 } from './types.js';
 
+/**
+ * SQL assignments that forget a job's transaction state (nonce, signed attempts, receipt, refusals), so a failed
+ * job an owner re-opens or replaces is signed afresh at a new nonce.
+ */
+export const CLEARED_TRANSACTION_STATE = `nonce = NULL, raw_tx = NULL, tx_hash = NULL, block_number = NULL, txs = '[]',
+  refusals = 0, mined_block = NULL, cancel_reason = NULL`;
+
 /** `('scheduled', 'signed', …)`: the open statuses as an SQL list. */
 export const OPEN_STATUS_LIST = `(${OPEN_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
