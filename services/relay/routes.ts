@@ -238,8 +238,9 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   const behalf = (action: RelayAction) => async (request: { body: unknown }) => {
     const parsed = await parse(action, request.body);
     const known = await readCommand(store, parsed.command.commandId);
-    // Refused before any chain read; the store decides again under the row's lock.
-    if (known !== undefined) refuseExhausted(action, known.id, paidFailures(known));
+    // A failed command past its paid failures is refused before any chain read, as the store would refuse to
+    // re-open it (it decides again under the row's lock); any other known command answers its status.
+    if (known?.status === 'failed') refuseExhausted(action, known.id, paidFailures(known));
     // A command already under way (or done) answers its status; only a new or failed one is checked on chain.
     if (known === undefined || known.status === 'failed') await checkOnChain(parsed);
     let accepted: Awaited<ReturnType<CommandStore['accept']>>;
