@@ -411,6 +411,76 @@ describe('Agent complaint intake and submission on the devnet', () => {
     });
   }, 60_000);
 
+  it('a DID moved ahead of the Agent in its block costs the wallet at most maxPaidFailures transactions per domain', async () => {
+    // The gas drain: the complainant's call estimated fine, then the DID's owner moves it away in the same
+    // block, ahead of the Agent's transaction (a higher tip), so it reverts InvalidSigner and the Agent paid.
+    // Each re-post was re-opened and paid for again, without limit.
+    const domain = 'flipping-5.devnet';
+    await registerDids(chain, { [domain]: complainant.address });
+    const registry = new Contract(
+      chain.contracts.reputation,
+      ['function setDomainOwner(string domain, address owner)'],
+      chain.wallet(0),
+    );
+    const moveAheadAndMine = async () => {
+      await registry.getFunction('setDomainOwner')(domain, stranger.address, {
+        maxPriorityFeePerGas: 300_000_000_000n,
+        maxFeePerGas: 400_000_000_000n,
+      });
+      await chain.provider.send('evm_mine', []);
+    };
+    const complaint = sampleComplaint();
+    const sdk = await body(complaint, complainant, domain);
+    const before = await chain.provider.getTransactionCount(agentAddress, 'latest');
+    let bid = '';
+    for (let round = 1; round <= 2; round++) {
+      await chain.provider.send('evm_setAutomine', [false]);
+      const answer = await agent.post('/submit-complaint', sdk);
+      expect(answer.body).toMatchObject({ code: 0, paid_failures: round - 1 });
+      bid = answer.body.bid_id;
+      await waitFor(async () => (await statusOf(bid)).status === 'sent', 'complaint sent', 20_000);
+      await moveAheadAndMine();
+      const failed = await settled(bid);
+      expect(failed).toMatchObject({ status: 'failed', paid_failures: round });
+      expect(failed.reason).toMatch(/InvalidSigner/);
+      expect(failed.block_number).toBeGreaterThan(0);
+      await chain.provider.send('evm_setAutomine', [true]);
+      await registerDids(chain, { [domain]: complainant.address });
+    }
+    expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 2);
+    // Two paid failures: the same complaint, though its signer owns the DID again, is refused and changes
+    // nothing.
+    const again = await agent.post('/submit-complaint', sdk);
+    expect([again.status, again.body.code]).toEqual([409, AGENT_ERRORS.COMPLAINT_FAILED_ON_CHAIN.code]);
+    expect(again.body.message).toContain(
+      `bid ${bid}: 2 complaint transactions of DID "${domain}" were mined and failed`,
+    );
+    // Handing the DID to a fresh address does not start a new count: the count is the domain's.
+    const fresh = Wallet.createRandom();
+    await registerDids(chain, { [domain]: fresh.address });
+    const handedOver = await agent.post('/submit-complaint', await body(complaint, fresh, domain));
+    expect([handedOver.status, handedOver.body.code]).toEqual([
+      409,
+      AGENT_ERRORS.COMPLAINT_FAILED_ON_CHAIN.code,
+    ]);
+    expect(await statusOf(bid)).toMatchObject({ status: 'failed', paid_failures: 2, domain });
+    expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 2);
+    expect(await agent.metrics.metrics()).toMatch(
+      /agent_complaint_refusals_total\{reason="COMPLAINT_FAILED_ON_CHAIN"\} 2/,
+    );
+    // Another complainant's domain is not charged with those failures: its complaint replaces the failed one
+    // and goes on chain.
+    const other = await agent.post('/submit-complaint', await body(complaint, stranger, 'stranger-6.devnet'));
+    expect(other.body).toMatchObject({ code: 0, paid_failures: 0, domain: 'stranger-6.devnet' });
+    expect(await settled(bid)).toMatchObject({ status: 'confirmed', paid_failures: 0 });
+    expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 3);
+    const { rows } = await db.pool.query<{ history: Record<string, unknown>[] }>(
+      'SELECT history FROM agent_complaints WHERE bid_id = $1',
+      [bid],
+    );
+    expect(rows[0]!.history).toEqual([expect.objectContaining({ domain, paid_failures: 2 })]);
+  }, 90_000);
+
   describe('access to POST /submit-complaint (agent.apiKeys, agent.allowIps)', () => {
     const KEY = 'agent-api-key-0123456789abcdef';
     const startWith = async (overrides: Parameters<typeof agentTestConfig>[0]) => {

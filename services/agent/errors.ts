@@ -88,6 +88,12 @@ export const AGENT_ERRORS = {
     meaning: 'POST /submit-complaint needs a valid API key in the x-api-key header (agent.apiKeys)',
   },
   FORBIDDEN: { code: 41018, status: 403, meaning: "the client's IP is not in agent.allowIps" },
+  COMPLAINT_FAILED_ON_CHAIN: {
+    code: 41019,
+    status: 409,
+    meaning:
+      "the bid's complaint failed, and this DID domain's complaints for it were mined and failed agent.maxPaidFailures times (gas paid each time): the Agent does not send it again",
+  },
 } as const;
 
 export type AgentErrorName = keyof typeof AGENT_ERRORS;

@@ -152,6 +152,7 @@ export async function startAgent(
         rateLimit: config.rateLimit,
         domainRateLimit: config.domainRateLimit,
         bodyLimit: config.bodyLimit,
+        maxPaidFailures: config.maxPaidFailures,
         access: { apiKeys: config.apiKeys, allowIps: config.allowIps },
         onReopened: () => bound?.sender.wake(),
         onOutcome: (outcome) => metrics.complaints.inc({ outcome }),

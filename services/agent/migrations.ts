@@ -46,6 +46,15 @@ export const agentMigrations: MigrationSet = {
         ALTER TABLE agent_complaints ADD COLUMN history jsonb NOT NULL DEFAULT '[]';
       `,
     },
+    {
+      version: 3,
+      name: 'complaint transactions that were mined and failed',
+      sql: `
+        -- Gas paid for nothing by the complainant's DID domain on this bid before its complaint's last re-open
+        -- or replacement (store.ts, accept): past agent.maxPaidFailures the Agent sends it no more.
+        ALTER TABLE agent_complaints ADD COLUMN paid_failures int NOT NULL DEFAULT 0;
+      `,
+    },
   ],
 };
 

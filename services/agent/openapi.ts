@@ -89,6 +89,12 @@ const complaintState = {
     description: 'confirmed because the bid already had its complaint on chain (DuplicateBidId)',
   },
   reason: nullable({ type: 'string' }),
+  paid_failures: {
+    type: 'integer',
+    minimum: 0,
+    description:
+      "the complainant DID domain's complaint transactions for this bid that were mined and failed (gas paid); at agent.maxPaidFailures a failed complaint is not sent again (409/41019)",
+  },
   transactions: {
     type: 'array',
     description: 'every transaction signed at the nonce, oldest first (speed-ups, the freeing self-transfer)',
@@ -173,7 +179,11 @@ export function agentOpenApiDocument() {
               'NOT_DOMAIN_OWNER',
               'FORBIDDEN',
             ),
-            '409': refusal('the bid already has a complaint', 'COMPLAINT_EXISTS'),
+            '409': refusal(
+              'the bid already has a complaint, or its failed complaint failed on chain agent.maxPaidFailures times for this DID domain',
+              'COMPLAINT_EXISTS',
+              'COMPLAINT_FAILED_ON_CHAIN',
+            ),
             '413': refusal('body too large', 'BODY_TOO_LARGE'),
             '415': refusal('not application/json', 'UNSUPPORTED_MEDIA_TYPE'),
             '429': refusal(

@@ -10,7 +10,14 @@ import { parseComplaintBody, type ParsedComplaint } from './complaint-body.js';
 import type { DidOwnership } from './did-ownership.js';
 import { AGENT_ERRORS, AgentError, isAgentError, type AgentErrorName } from './errors.js';
 import { agentOpenApiDocument } from './openapi.js';
-import { ACCEPT_MESSAGES, type AcceptOutcome, type ComplaintRow, type ComplaintStore } from './store.js';
+import {
+  ACCEPT_MESSAGES,
+  paidFailuresOf,
+  type AcceptOutcome,
+  type ComplaintRow,
+  type ComplaintStore,
+} from './store.js';
+import { paidFailures } from '../../shared/sender/index.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
@@ -28,6 +35,8 @@ export interface AgentRoutesOptions {
   rateLimit: { max: number; windowMs: number };
   domainRateLimit: { max: number; windowMs: number };
   bodyLimit: number;
+  /** A failed complaint is not sent again once its domain's complaints for the bid failed on chain this often. */
+  maxPaidFailures: number;
   /** Who may call POST /submit-complaint (it spends the Agent wallet's gas); both empty: anyone. */
   access: { apiKeys: readonly string[]; allowIps: readonly string[] };
   /** A failed complaint was re-opened: the sender should look now. */
@@ -145,6 +154,18 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       throw new AgentError('COMPLAINT_EXISTS', `bid ${parsed.bidId} already has a complaint on chain`);
   };
 
+  /** Past agent.maxPaidFailures, a failed complaint is neither re-opened nor replaced by the same domain's. */
+  const exhausted = (row: ComplaintRow, domain: string, paid: number) => {
+    log.warn(
+      { bid: row.bidId, domain, paidFailures: paid },
+      'complaint not sent again: it failed on chain too often',
+    );
+    return new AgentError(
+      'COMPLAINT_FAILED_ON_CHAIN',
+      `bid ${row.bidId}: ${paid} complaint transactions of DID ${JSON.stringify(domain)} were mined and failed (agent.maxPaidFailures is ${options.maxPaidFailures}); the Agent does not send it again (the contract's submitComplaint takes it from any sender)`,
+    );
+  };
+
   // The key and the allow-list are checked before the body is read: a refused client costs no parsing.
   const restricted = async (request: FastifyRequest) => guard.check(request.ip, request.headers['x-api-key']);
   app.post('/submit-complaint', { bodyLimit: options.bodyLimit, onRequest: restricted }, async (request) => {
@@ -164,6 +185,11 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     // complainant's is taken in its place. Otherwise anyone could fail a bid's complaint first (a DID
     // given away after signing) and lock its genuine complainant out.
     if (known !== undefined && !same && known.status !== 'failed') throw taken(known);
+    // Refused before any chain read; the store decides again under the row's lock.
+    if (known?.status === 'failed') {
+      const paid = paidFailuresOf(known, parsed.domain);
+      if (paid >= options.maxPaidFailures) throw exhausted(known, parsed.domain, paid);
+    }
     // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
     if (known === undefined || known.status === 'failed') await checkBeforeGas(request, parsed, chain);
     const outcome: AcceptOutcome = await stored(() =>
@@ -175,10 +201,11 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
           domain: parsed.domain,
           signer: parsed.signer,
         },
-        { reopen: true, replaceFailed: true },
+        { reopen: true, replaceFailed: true, maxPaidFailures: options.maxPaidFailures },
       ),
     );
     if (outcome.kind === 'taken') throw taken(outcome.row);
+    if (outcome.kind === 'exhausted') throw exhausted(outcome.row, parsed.domain, outcome.paid);
     if (outcome.kind !== 'repeated')
       log.info(
         {
@@ -238,6 +265,8 @@ export function publicComplaint(row: ComplaintRow, scrub: (text: string) => stri
     nonce: row.nonce,
     already_on_chain: row.alreadyOnChain,
     reason: row.reason === null ? null : scrub(row.reason),
+    /** The complainant's: its domain's complaint transactions for the bid mined and failed (gas paid). */
+    paid_failures: paidFailures(row),
     transactions: row.txs.map((t) => ({ kind: t.kind, tx_hash: t.hash })),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),

@@ -11,6 +11,7 @@ import {
   jobColumns,
   JobTable,
   OPEN_STATUS_LIST,
+  paidFailures,
   type JobColumns,
   type JobColumnsRow,
 } from '../../shared/sender/index.js';
@@ -41,6 +42,11 @@ export interface ReplacedComplaint {
   tx_hash: string | null;
   block_number: number | null;
   transactions: { kind: string; tx_hash: string }[];
+  /**
+   * Transactions of this DID domain's complaints for the bid mined and failed, up to this replacement (absent
+   * in entries from before agent migration 3: their own mined failure, if any, counts).
+   */
+  paid_failures?: number;
   created_at: string;
   replaced_at: string;
 }
@@ -80,7 +86,12 @@ export type AcceptOutcome =
   /** The bid's complaint here had failed and was another complainant's: this one took its place. */
   | { kind: 'replaced'; row: ComplaintRow; previous: ComplaintRow }
   /** The bid's complaint here is another complainant's (or another signature's). */
-  | { kind: 'taken'; row: ComplaintRow };
+  | { kind: 'taken'; row: ComplaintRow }
+  /**
+   * The bid's complaint failed, and this complainant's complaints for it were mined and failed `paid` times
+   * (at least `maxPaidFailures`): nothing changed.
+   */
+  | { kind: 'exhausted'; row: ComplaintRow; paid: number };
 
 /** The success messages of POST /submit-complaint by outcome (the OpenAPI document lists them). */
 export const ACCEPT_MESSAGES = {
@@ -88,7 +99,25 @@ export const ACCEPT_MESSAGES = {
   replaced: 'complaint accepted (it replaces a failed complaint from another complainant)',
   reopened: 'complaint accepted again (it had failed)',
   repeated: 'complaint already accepted',
-} as const satisfies Record<Exclude<AcceptOutcome['kind'], 'taken'>, string>;
+} as const satisfies Record<Exclude<AcceptOutcome['kind'], 'taken' | 'exhausted'>, string>;
+
+/**
+ * Transactions of DID `domain`'s complaints for the row's bid that were mined and failed, each paid by the
+ * Agent wallet (shared/sender, `paidFailures`). Counted per complainant domain, not per bid: a squatter's
+ * failures must not use up the genuine complainant's chances (the reason failed complaints are replaceable),
+ * and a domain is scarce where addresses are free (a signer can hand its DID to a fresh address). The row's
+ * own count when the domain is its complainant's (it carries what the domain's earlier complaints for the bid
+ * cost); else the latest count among the domain's replaced complaints in `history`.
+ */
+export function paidFailuresOf(row: ComplaintRow, domain: string): number {
+  if (row.domain === domain) return paidFailures(row);
+  let paid = 0;
+  for (const entry of row.history) {
+    if (entry.domain !== domain) continue;
+    paid = Math.max(paid, entry.paid_failures ?? (entry.block_number !== null ? 1 : 0));
+  }
+  return paid;
+}
 
 export class ComplaintStore extends JobTable {
   constructor(
@@ -103,12 +132,16 @@ export class ComplaintStore extends JobTable {
    * One complaint per bid: a new one is stored and published to complaint.commands in the same transaction
    * (postgres log). The same complaint again (same signer and domain) finds its row; a failed one is
    * re-opened when `reopen` is set, and replaced by another complainant's when `replaceFailed` is set (the
-   * caller has checked DID ownership and hasComplaint again).
+   * caller has checked DID ownership and hasComplaint again), unless the complainant's domain has
+   * `maxPaidFailures` paid failures on the bid already (`exhausted`, nothing changes): whoever controls the
+   * DID can move it ahead of the Agent's transaction in its block, so that a call that estimated fine reverts,
+   * and each re-open would cost the Agent wallet gas again.
    */
   async accept(
     complaint: NewComplaint,
-    options: { reopen?: boolean; replaceFailed?: boolean } = {},
+    options: { reopen?: boolean; replaceFailed?: boolean; maxPaidFailures?: number } = {},
   ): Promise<AcceptOutcome> {
+    const maxPaidFailures = options.maxPaidFailures ?? Infinity;
     return withTransaction(this.pool, async (tx) => {
       const inserted = await tx.query(`${INSERT} ON CONFLICT (bid_id) DO NOTHING`, [
         complaint.bidId,
@@ -127,15 +160,18 @@ export class ComplaintStore extends JobTable {
       ]);
       const row = toRow(rows[0]!);
       if (row.signer !== complaint.signer || row.domain !== complaint.domain) {
-        if (row.status === 'failed' && options.replaceFailed === true)
-          return this.replace(tx, row, complaint);
-        return { kind: 'taken', row };
+        if (row.status !== 'failed' || options.replaceFailed !== true) return { kind: 'taken', row };
+        const paid = paidFailuresOf(row, complaint.domain);
+        if (paid >= maxPaidFailures) return { kind: 'exhausted', row, paid };
+        return this.replace(tx, row, complaint, paid);
       }
       if (row.status === 'failed' && options.reopen === true) {
+        const paid = paidFailures(row);
+        if (paid >= maxPaidFailures) return { kind: 'exhausted', row, paid };
         await tx.query(
           `UPDATE agent_complaints SET status = 'scheduled', ${CLEARED_TRANSACTION_STATE},
-             already_on_chain = false, reason = $2, updated_at = now() WHERE bid_id = $1`,
-          [row.bidId, `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`],
+             already_on_chain = false, reason = $2, paid_failures = $3, updated_at = now() WHERE bid_id = $1`,
+          [row.bidId, `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`, paid],
         );
         return { kind: 'reopened', row: (await this.get(row.bidId, tx))! };
       }
@@ -150,9 +186,15 @@ export class ComplaintStore extends JobTable {
    * (the nonce is used in those three), and the submitter turns any failure while hasComplaint(bid) is true into
    * `confirmed` (submitter.ts). So another complainant's complaint takes the row, as a new complaint:
    * `accepted`, a new complaint.commands message (its own envelope id: the bid id is recorded already), the
-   * sender's columns cleared; the replaced one is kept in `history`.
+   * sender's columns cleared; the replaced one is kept in `history`. `paid`: what the newcomer's domain's
+   * complaints for the bid cost before (paidFailuresOf).
    */
-  private async replace(tx: PoolClient, row: ComplaintRow, complaint: NewComplaint): Promise<AcceptOutcome> {
+  private async replace(
+    tx: PoolClient,
+    row: ComplaintRow,
+    complaint: NewComplaint,
+    paid: number,
+  ): Promise<AcceptOutcome> {
     const previous: ReplacedComplaint = {
       signer: row.signer,
       domain: row.domain,
@@ -162,13 +204,14 @@ export class ComplaintStore extends JobTable {
       tx_hash: row.txHash,
       block_number: row.blockNumber,
       transactions: row.txs.map((t) => ({ kind: t.kind, tx_hash: t.hash })),
+      paid_failures: paidFailures(row),
       created_at: row.createdAt.toISOString(),
       replaced_at: new Date().toISOString(),
     };
     await tx.query(
       `UPDATE agent_complaints SET complaint = $2, signature = $3, domain = $4, signer = $5, status = 'accepted',
          ${CLEARED_TRANSACTION_STATE}, attempts = 0, already_on_chain = false, reason = $6,
-         history = history || $7::jsonb, created_at = now(), updated_at = now()
+         history = history || $7::jsonb, paid_failures = $8, created_at = now(), updated_at = now()
        WHERE bid_id = $1 AND status = 'failed'`,
       [
         row.bidId,
@@ -178,6 +221,7 @@ export class ComplaintStore extends JobTable {
         complaint.signer,
         `replaces a failed complaint from DID ${JSON.stringify(row.domain)}: ${row.reason ?? 'no reason recorded'}`,
         JSON.stringify([previous]),
+        paid,
       ],
     );
     // A random suffix: a retry after a rolled-back attempt must not find its id recorded by the consumer.

@@ -31,6 +31,7 @@ export function agentTestConfig(overrides: Partial<AgentConfig> = {}): AgentConf
     confirmations: 1,
     bumpAfterBlocks: 3,
     maxRefusals: 3,
+    maxPaidFailures: 2,
     rateLimit: { max: 100_000, windowMs: 60_000 },
     domainRateLimit: { max: 100_000, windowMs: 60_000 },
     bodyLimit: 32_768,

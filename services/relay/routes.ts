@@ -23,7 +23,8 @@ import {
 } from './command-body.js';
 import { RELAY_ERRORS, RelayError, isRelayError, type RelayErrorName } from './errors.js';
 import { openApiDocument } from './openapi.js';
-import { paidFailures, type CommandRow, type CommandStore } from './store.js';
+import type { CommandRow, CommandStore } from './store.js';
+import { paidFailures } from '../../shared/sender/index.js';
 import { callWindow, describeWindow } from './windows.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';

@@ -13,6 +13,7 @@ import {
   jobColumns,
   JobTable,
   OPEN_STATUS_LIST,
+  paidFailures,
   storeFee,
   type JobColumns,
   type JobColumnsRow,
@@ -34,8 +35,6 @@ export interface CommandRow extends JobColumns {
   windowStart: number;
   windowEnd: number | null;
   rawTx: string | null;
-  /** Transactions of the command mined and failed before its last re-open (see `paidFailures`). */
-  paidFailuresBefore: number;
 }
 
 interface DbRow extends JobColumnsRow {
@@ -47,7 +46,6 @@ interface DbRow extends JobColumnsRow {
   window_start: string;
   window_end: string | null;
   raw_tx: string | null;
-  paid_failures: number;
 }
 
 const toRow = (r: DbRow): CommandRow => ({
@@ -59,7 +57,6 @@ const toRow = (r: DbRow): CommandRow => ({
   windowStart: Number(r.window_start),
   windowEnd: r.window_end === null ? null : Number(r.window_end),
   rawTx: r.raw_tx,
-  paidFailuresBefore: r.paid_failures,
   ...jobColumns(r),
   txs: r.txs.length === 0 && r.raw_tx !== null ? [legacyAttempt(r.raw_tx)] : r.txs,
 });
@@ -80,15 +77,6 @@ function legacyAttempt(raw: string): SignedAttempt {
     signedAtBlock: 0,
     signedAtMs: Date.now(),
   };
-}
-
-/**
- * How many of the command's transactions were mined and failed, each paid for by the relay wallet: a call that
- * reverted, or the self-transfer that freed its nonce. A failure without a mined transaction of ours (refused
- * at the estimate, the nonce used by another transaction) cost nothing and is not counted.
- */
-export function paidFailures(row: CommandRow): number {
-  return row.paidFailuresBefore + (row.status === 'failed' && row.blockNumber !== null ? 1 : 0);
 }
 
 const INSERT = `

@@ -87,6 +87,11 @@ export const agentSection = z.strictObject({
   bumpAfterBlocks: z.number().int().min(1).max(1_000).default(3),
   /** Ours: outright node refusals of a broadcast after which the nonce is freed (self-transfer). */
   maxRefusals: z.number().int().min(1).max(100).default(3),
+  /**
+   * Ours: transactions of one DID domain's complaints for a bid that may be mined and fail (a revert, or the
+   * self-transfer freeing its nonce), each paid by the Agent wallet, before the Agent refuses to send it again.
+   */
+  maxPaidFailures: z.number().int().min(1).max(100).default(2),
   /** Ours: requests per client IP and window on every Agent route. */
   rateLimit: z
     .strictObject({

@@ -11,7 +11,7 @@ const TABLE = `
     status text NOT NULL,
     nonce bigint, raw_tx text, tx_hash text, txs jsonb NOT NULL DEFAULT '[]',
     reason text, attempts integer NOT NULL DEFAULT 0, refusals integer NOT NULL DEFAULT 0,
-    mined_block bigint, cancel_reason text, block_number bigint,
+    mined_block bigint, cancel_reason text, block_number bigint, paid_failures integer NOT NULL DEFAULT 0,
     updated_at timestamptz NOT NULL DEFAULT now()
   )`;
 

@@ -2,7 +2,7 @@
  * The sender's writes (SenderStore without open()) over an owner's table of jobs: the relay's behalf commands,
  * the Agent's complaints. The table keys its rows by `key` and has the sender's columns: status, nonce,
  * raw_tx, tx_hash, txs (jsonb array of SignedAttempt), reason, attempts, refusals, mined_block,
- * cancel_reason, block_number, updated_at. Every method is one statement or one transaction, and each moves a
+ * cancel_reason, block_number, paid_failures, updated_at. Every method is one statement or one transaction, and each moves a
  * job only from the statuses the sender's state machine allows, so a stale pass changes nothing.
  */
 import { withTransaction, type Pool } from '../db/pool.js';
@@ -49,6 +49,7 @@ export interface JobColumnsRow {
   refusals: number;
   mined_block: string | null;
   cancel_reason: string | null;
+  paid_failures: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -66,6 +67,8 @@ export interface JobColumns {
   refusals: number;
   minedBlock: number | null;
   cancelReason: string | null;
+  /** Transactions of the job mined and failed before its last re-open or hand-over (see `paidFailures`). */
+  paidFailuresBefore: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -84,9 +87,21 @@ export function jobColumns(r: JobColumnsRow): JobColumns {
     refusals: r.refusals,
     minedBlock: numberOrNull(r.mined_block),
     cancelReason: r.cancel_reason,
+    paidFailuresBefore: r.paid_failures,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
+}
+
+/**
+ * How many of a job's transactions were mined and failed, each paid for by the owner's wallet: a call that
+ * reverted, or the self-transfer that freed its nonce. A failure without a mined transaction of ours (refused
+ * at the estimate, the nonce used by another transaction) cost nothing and is not counted. Owners refuse to
+ * re-open a job past their cap: whoever controls what the call touches can make a call that estimated fine
+ * revert in its block, and each re-open would cost the wallet gas again.
+ */
+export function paidFailures(row: Pick<JobColumns, 'status' | 'blockNumber' | 'paidFailuresBefore'>): number {
+  return row.paidFailuresBefore + (row.status === 'failed' && row.blockNumber !== null ? 1 : 0);
 }
 
 export class JobTable {
