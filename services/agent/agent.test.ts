@@ -456,7 +456,7 @@ describe('Agent complaint intake and submission on the devnet', () => {
       `bid ${bid}: 2 complaint transactions of DID "${domain}" were mined and failed`,
     );
     // Handing the DID to a fresh address does not start a new count: the count is the domain's.
-    const fresh = Wallet.createRandom();
+    const fresh = new Wallet(Wallet.createRandom().privateKey);
     await registerDids(chain, { [domain]: fresh.address });
     const handedOver = await agent.post('/submit-complaint', await body(complaint, fresh, domain));
     expect([handedOver.status, handedOver.body.code]).toEqual([
