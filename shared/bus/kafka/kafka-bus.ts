@@ -50,6 +50,11 @@ export interface KafkaBusOptions {
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /** How often running members compare their positions with the stored ones (a seek by anyone). */
   positionCheckMs?: number;
+  /**
+   * How old the consumers' cluster metadata may get (kafkajs metadataMaxAge, default 5 min): partitions added
+   * to a topic are consumed once a member's metadata shows them (the group then rebalances).
+   */
+  metadataMaxAgeMs?: number;
   /** Told of every subscription's deliveries (metrics). */
   observer?: DeliveryObserver;
 }
@@ -318,6 +323,7 @@ export class KafkaBus implements EventBus {
       maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
       log: this.log.child({ group: options.group }),
       positionCheckMs: this.options.positionCheckMs ?? 500,
+      metadataMaxAgeMs: this.options.metadataMaxAgeMs,
       observer: this.options.observer,
     });
     this.consumers.add(subscription);
