@@ -70,6 +70,8 @@ export interface DeliveryObserver {
   failed(group: string, topic: string): void;
   /** A message moved to the dead-letter topic of `topic`. */
   deadLettered(group: string, topic: string): void;
+  /** Kafka only: an outbox message of `topic` the broker refused for good, set aside in bus_outbox_refused. */
+  outboxRefused?(topic: string): void;
 }
 
 /** Default largest batch a BatchHandler is given. */

@@ -54,6 +54,13 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     'bus_dead_lettered_total',
     'Messages a consumer group moved to the dead-letter topic of their topic',
   );
+  // Alert on any increase: a message Kafka refused waits in bus_outbox_refused for the operator (README).
+  const outboxRefused = new Counter({
+    name: 'bus_outbox_refused_total',
+    help: 'Outbox messages the Kafka broker refused for good (e.g. too large), set aside in bus_outbox_refused',
+    labelNames: ['topic'],
+    registers: [registry],
+  });
   const observer: DeliveryObserver = {
     handled(group, topic, count) {
       handled.inc({ group, topic }, count);
@@ -61,6 +68,7 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     },
     failed: (group, topic) => failures.inc({ group, topic }),
     deadLettered: (group, topic) => deadLettered.inc({ group, topic }),
+    outboxRefused: (topic) => outboxRefused.inc({ topic }),
   };
 
   return {

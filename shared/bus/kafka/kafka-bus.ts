@@ -22,7 +22,7 @@ import { initPosition, loadPositions, setPosition } from '../positions.js';
 import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
-import { OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
+import { brokerRefusal, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
 
 export interface KafkaTls {
   caFile?: string;
@@ -50,6 +50,11 @@ export interface KafkaBusOptions {
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /** How often running members compare their positions with the stored ones (a seek by anyone). */
   positionCheckMs?: number;
+  /**
+   * How old the consumers' cluster metadata may get (kafkajs metadataMaxAge, default 5 min): partitions added
+   * to a topic are consumed once a member's metadata shows them (the group then rebalances).
+   */
+  metadataMaxAgeMs?: number;
   /** Told of every subscription's deliveries (metrics). */
   observer?: DeliveryObserver;
 }
@@ -63,7 +68,9 @@ export interface KafkaBusOptions {
 export class KafkaBus implements EventBus {
   readonly kind = 'kafka' as const;
   readonly kafka: Kafka;
-  private readonly producer: Producer;
+  private producer: Producer;
+  /** The current producer's connect; cleared when the producer is replaced (see send). */
+  private producerReady: Promise<void> | undefined;
   private readonly admin: Admin;
   private readonly outbox: OutboxRelay;
   private connected: Promise<void> | undefined;
@@ -83,22 +90,38 @@ export class KafkaBus implements EventBus {
       logCreator: () => (entry) =>
         log.warn({ kafka: entry.log.message, namespace: entry.namespace }, 'kafka'),
     });
-    // Idempotent (a retried send is not written twice), acks from all in-sync replicas, one request in
-    // flight. kafkajs retries an idempotent producer for ever by default, which hung a publish to a missing
-    // topic (and the caller's transaction with it): here the retries are bounded and send() has a timeout.
-    this.producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
-    });
+    this.producer = this.createProducer();
     this.admin = this.kafka.admin();
     this.outbox = new OutboxRelay({
       pool: options.pool,
       connectionString: options.connectionString,
       log: options.log.child({ component: 'kafka-outbox' }),
       send: (batches) => this.send(batches),
+      refused: (topic) => options.observer?.outboxRefused?.(topic),
     });
+  }
+
+  /**
+   * Idempotent (a retried send is not written twice), acks from all in-sync replicas, one request in flight.
+   * kafkajs retries an idempotent producer for ever by default, which hung a publish to a missing topic (and
+   * the caller's transaction with it): here the retries are bounded and send() has a timeout.
+   */
+  private createProducer(): Producer {
+    return this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
+    });
+  }
+
+  private connectProducer(): Promise<void> {
+    const producer = this.producer;
+    this.producerReady ??= producer.connect().catch((err: unknown) => {
+      if (this.producer === producer) this.producerReady = undefined;
+      throw err;
+    });
+    return this.producerReady;
   }
 
   get pool(): Pool {
@@ -111,7 +134,7 @@ export class KafkaBus implements EventBus {
 
   /** Connects once; a failed connect is forgotten, so the next call tries again. */
   private connect(): Promise<void> {
-    this.connected ??= Promise.all([this.producer.connect(), this.admin.connect()]).then(
+    this.connected ??= Promise.all([this.connectProducer(), this.admin.connect()]).then(
       () => this.outbox.start(),
       (err: unknown) => {
         this.connected = undefined;
@@ -250,9 +273,11 @@ export class KafkaBus implements EventBus {
         timeoutMs,
       );
     });
+    await this.connectProducer();
+    const producer = this.producer;
     try {
       await Promise.race([
-        this.producer.sendBatch({
+        producer.sendBatch({
           acks: -1,
           timeout: Math.min(timeoutMs, 30_000),
           topicMessages: batches.map((b) => ({
@@ -262,6 +287,17 @@ export class KafkaBus implements EventBus {
         }),
         timeout,
       ]);
+    } catch (err) {
+      // A refused request may have been written on its other partitions, while kafkajs takes back the
+      // sequence numbers of all of them: a different batch sent again from there would be out of sequence.
+      // A new producer (a new producer id) starts its sequences afresh; what was written is then sent twice
+      // (at least once, as always: consumers dedupe by envelope id).
+      if (brokerRefusal(err) && this.producer === producer) {
+        this.producer = this.createProducer();
+        this.producerReady = undefined;
+        await producer.disconnect().catch(() => undefined);
+      }
+      throw err;
     } finally {
       clearTimeout(timer);
     }
@@ -287,6 +323,7 @@ export class KafkaBus implements EventBus {
       maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
       log: this.log.child({ group: options.group }),
       positionCheckMs: this.options.positionCheckMs ?? 500,
+      metadataMaxAgeMs: this.options.metadataMaxAgeMs,
       observer: this.options.observer,
     });
     this.consumers.add(subscription);

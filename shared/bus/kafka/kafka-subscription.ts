@@ -15,12 +15,13 @@ import {
 import {
   BatchTries,
   commitPosition,
+  initPosition,
   loadPosition,
   loadPositions,
   recordAttempt,
   type PartitionRef,
 } from '../positions.js';
-import { sleep } from '../retry.js';
+import { backoffMs, sleep } from '../retry.js';
 import type { KafkaBus } from './kafka-bus.js';
 import { writeOutbox } from './outbox.js';
 
@@ -28,6 +29,7 @@ export interface KafkaSubscriptionOptions extends SubscribeOptions {
   maxAttempts: number;
   log: Logger;
   positionCheckMs: number;
+  metadataMaxAgeMs?: number;
   observer?: DeliveryObserver;
 }
 
@@ -48,6 +50,8 @@ export class KafkaSubscription implements Subscription {
   private readonly inFlight = new Set<string>();
   /** Per `topic/partition`: the batch try this process's last commit recorded (see BatchTries). */
   private readonly tries = new Map<string, BatchTries>();
+  /** Per `topic/partition`: fenced batches in a row, for the pause before the next try. */
+  private readonly fenced = new Map<string, number>();
   private checker: NodeJS.Timeout | undefined;
   private checking: Promise<void> = Promise.resolve();
   private stopped: Promise<void> | undefined;
@@ -69,6 +73,7 @@ export class KafkaSubscription implements Subscription {
       retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5_000 },
       // stop() waits for the fetch in progress: keep an idle fetch short.
       maxWaitTimeInMs: 1_000,
+      ...(options.metadataMaxAgeMs !== undefined && { metadataMaxAge: options.metadataMaxAgeMs }),
     });
   }
 
@@ -95,6 +100,7 @@ export class KafkaSubscription implements Subscription {
       for (const key of this.positions.keys()) this.bump(key);
       this.positions.clear();
       this.tries.clear();
+      this.fenced.clear();
       this.checking = this.checking.then(() => this.seekAssigned(event.payload.memberAssignment));
     });
     await consumer.connect();
@@ -199,7 +205,7 @@ export class KafkaSubscription implements Subscription {
     try {
       let expected = this.positions.get(key);
       if (expected === undefined) {
-        expected = (await loadPosition(this.bus.pool, ref)) ?? 0n;
+        expected = await this.ensurePosition(ref);
         this.setPosition(key, expected);
       }
       const fresh = batch.messages.filter((m) => BigInt(m.offset) >= expected!);
@@ -243,6 +249,7 @@ export class KafkaSubscription implements Subscription {
           delivery,
         );
         if (next > expected) {
+          this.fenced.delete(key);
           expected = next;
           this.setPosition(key, next);
           resolveOffset(String(next - 1n));
@@ -258,6 +265,16 @@ export class KafkaSubscription implements Subscription {
           'batch not settled (database or broker error); retrying from the stored position',
         );
         await sleep(500, this.stopController.signal);
+      } else {
+        // A seek or a takeover fences once: go on at once. Fenced again and again without progress is
+        // something else (the position row gone?): never spin on it.
+        const times = (this.fenced.get(key) ?? 0) + 1;
+        this.fenced.set(key, times);
+        if (times > 1) {
+          if (times === 5)
+            this.options.log.warn({ topic, partition }, 'batches fenced again and again; backing off');
+          await sleep(backoffMs(times - 1, 50, 5_000), this.stopController.signal);
+        }
       }
       // Fenced (seeked, or taken over) or failed: go on from what is stored now.
       const stored = await loadPosition(this.bus.pool, ref).catch(() => undefined);
@@ -276,8 +293,9 @@ export class KafkaSubscription implements Subscription {
       for (const [topic, partitions] of Object.entries(assignment)) {
         for (const partition of partitions) {
           const key = `${topic}/${partition}`;
-          const at = stored.get(key);
-          if (at === undefined || this.inFlight.has(key) || this.positions.has(key)) continue;
+          if (this.inFlight.has(key) || this.positions.has(key)) continue;
+          const at = stored.get(key) ?? (await this.ensurePosition({ group: this.group, topic, partition }));
+          if (this.inFlight.has(key) || this.positions.has(key)) continue;
           this.setPosition(key, at);
           this.seekTo(topic, partition, at);
         }
@@ -286,6 +304,23 @@ export class KafkaSubscription implements Subscription {
       // Each partition's first message reads its position anyway.
       this.options.log.warn({ err: (err as Error).message }, 'could not seek the assigned partitions');
     }
+  }
+
+  /**
+   * The stored position, created for a partition that has none: one added to the topic after the group
+   * subscribed (subscribe() creates the rows of the partitions there were). Such a partition is read from its
+   * start: everything in it came after the group began. Race-safe: the first row written wins.
+   */
+  private async ensurePosition(ref: PartitionRef): Promise<bigint> {
+    const stored = await loadPosition(this.bus.pool, ref);
+    if (stored !== undefined) return stored;
+    const low = await this.bus.lowWatermark(ref.topic, ref.partition);
+    await initPosition(this.bus.pool, ref, low);
+    this.options.log.info(
+      { topic: ref.topic, partition: ref.partition, from: String(low) },
+      'new partition: position created',
+    );
+    return (await loadPosition(this.bus.pool, ref)) ?? low;
   }
 
   /** A seek by anyone moved a stored position: an idle member moves there too (a busy one is fenced). */

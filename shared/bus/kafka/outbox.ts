@@ -60,10 +60,41 @@ export async function writeOutboxMany(
 }
 
 /**
+ * Broker errors that refuse the messages themselves, for good: sending them again can never succeed (kafkajs
+ * does not retry them either). Anything else (broker away, timeouts, retries exhausted, authorisation) is
+ * retried with the rows kept in place, as before.
+ */
+const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+/** The kafkajs error type of a refusal found in `err` or its causes (kafkajs wraps it when it bails). */
+export function brokerRefusal(err: unknown): string | undefined {
+  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.type === 'string' && REFUSALS.has(e.type)) return e.type;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
+interface OutboxRow {
+  id: string;
+  topic: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/**
  * Sends committed outbox rows to Kafka in id order (so per key in publish order) and deletes them in the same
  * transaction. One relay works at a time across all processes (a transaction-scoped advisory lock), which is
  * what keeps the order. A send that fails rolls back and is retried: delivery is at least once (a row sent
  * whose delete did not commit is sent again; consumers dedupe by envelope id).
+ *
+ * A row the broker refuses for good (brokerRefusal: e.g. larger than the topic's max.message.bytes) would
+ * otherwise block every row after it, of every topic, for ever. When a batch is refused the relay splits it
+ * in halves, sent one after the other (so in order), down to the single rows the broker refuses; those move
+ * to bus_outbox_refused for the operator (error log, `outboxRefused` metric) and the rest go on. Later
+ * messages of a refused row's key go on without it: holding the key instead would stop a whole chain's
+ * chain.events (keyed by chain id), which is the outage this avoids.
  */
 export class OutboxRelay {
   private readonly stopController = new AbortController();
@@ -77,6 +108,8 @@ export class OutboxRelay {
       connectionString: string;
       log: Logger;
       send(batches: OutboxBatch[]): Promise<void>;
+      /** A row of `topic` was set aside (metrics). */
+      refused?(topic: string): void;
     },
   ) {}
 
@@ -114,35 +147,84 @@ export class OutboxRelay {
     }
   }
 
-  /** Sends one batch of the oldest rows; returns how many were sent (0: nothing to do or another relay works). */
+  /**
+   * Sends one batch of the oldest rows; returns how many were settled (sent, or set aside as refused; 0:
+   * nothing to do or another relay works).
+   */
   async relayOnce(): Promise<number> {
     return withTransaction(this.options.pool, async (tx) => {
       const lock = await tx.query<{ ok: boolean }>(
         `SELECT pg_try_advisory_xact_lock(hashtextextended('otmoic:kafka-outbox', 0)) AS ok`,
       );
       if (!lock.rows[0]!.ok) return 0;
-      const { rows } = await tx.query<{
-        id: string;
-        topic: string;
-        key: string;
-        value: string;
-        headers: Record<string, string>;
-      }>(`SELECT id, topic, key, value, headers FROM bus_outbox ORDER BY id LIMIT ${BATCH}`);
+      const { rows } = await tx.query<OutboxRow>(
+        `SELECT id, topic, key, value, headers FROM bus_outbox ORDER BY id LIMIT ${BATCH}`,
+      );
       if (rows.length === 0) return 0;
-      // Consecutive rows of one topic form one batch; batches go in row order.
-      const batches: OutboxBatch[] = [];
-      for (const row of rows) {
-        const message = { key: row.key, value: row.value, headers: row.headers };
-        const last = batches.at(-1);
-        if (last?.topic === row.topic) last.messages.push(message);
-        else batches.push({ topic: row.topic, messages: [message] });
+      const sent: OutboxRow[] = [];
+      const refused: Array<{ row: OutboxRow; err: unknown }> = [];
+      try {
+        await this.sendSplitting(rows, sent, refused);
+      } catch (err) {
+        // A failure that is not a refusal (broker away): keep what got through, retry the rest later.
+        if (sent.length + refused.length === 0) throw err;
+        this.options.log.warn(
+          { err: (err as Error).message, settled: sent.length + refused.length },
+          'outbox relay stopped half-way through a batch; the rest is retried',
+        );
       }
-      await this.options.send(batches);
-      await tx.query('DELETE FROM bus_outbox WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+      await tx.query('DELETE FROM bus_outbox WHERE id = ANY($1::bigint[])', [sent.map((r) => r.id)]);
+      for (const { row, err } of refused) await this.setAside(tx, row, err);
       // More may be waiting: do not sleep before the next batch.
-      if (rows.length === BATCH) this.wake.wake();
-      return rows.length;
+      if (rows.length === BATCH || sent.length + refused.length < rows.length) this.wake.wake();
+      return sent.length + refused.length;
     });
+  }
+
+  /**
+   * Sends `rows` as one batch; if the broker refuses it, each half in turn, down to single rows. Halving also
+   * gets a batch through whose rows are each accepted but together exceed a partition's batch limit.
+   */
+  private async sendSplitting(
+    rows: OutboxRow[],
+    sent: OutboxRow[],
+    refused: Array<{ row: OutboxRow; err: unknown }>,
+  ): Promise<void> {
+    try {
+      await this.options.send(batchesOf(rows));
+      sent.push(...rows);
+    } catch (err) {
+      if (!brokerRefusal(err)) throw err;
+      if (rows.length === 1) return void refused.push({ row: rows[0]!, err });
+      const half = Math.ceil(rows.length / 2);
+      await this.sendSplitting(rows.slice(0, half), sent, refused);
+      await this.sendSplitting(rows.slice(half), sent, refused);
+    }
+  }
+
+  private async setAside(tx: PoolClient, row: OutboxRow, err: unknown): Promise<void> {
+    const error = `${brokerRefusal(err)}: ${(err as Error).message}`;
+    await tx.query(
+      `WITH moved AS (DELETE FROM bus_outbox WHERE id = $1 RETURNING *)
+       INSERT INTO bus_outbox_refused (id, topic, key, value, headers, created_at, error)
+       SELECT id, topic, key, value, headers, created_at, $2 FROM moved`,
+      [row.id, error],
+    );
+    this.options.log.error(
+      {
+        outboxId: row.id,
+        topic: row.topic,
+        key: row.key,
+        bytes: Buffer.byteLength(row.value) + Buffer.byteLength(JSON.stringify(row.headers)),
+        err: error,
+      },
+      'Kafka refused an outbox message for good: set aside in bus_outbox_refused, later messages go on without it',
+    );
+    try {
+      this.options.refused?.(row.topic);
+    } catch {
+      // A failing metric must not undo the move.
+    }
   }
 
   private async listen(): Promise<void> {
@@ -166,4 +248,16 @@ export class OutboxRelay {
     if (this.stopController.signal.aborted) return void (await client.end());
     this.listener = client;
   }
+}
+
+/** Consecutive rows of one topic form one batch; batches go in row order. */
+function batchesOf(rows: readonly OutboxRow[]): OutboxBatch[] {
+  const batches: OutboxBatch[] = [];
+  for (const row of rows) {
+    const message = { key: row.key, value: row.value, headers: row.headers };
+    const last = batches.at(-1);
+    if (last?.topic === row.topic) last.messages.push(message);
+    else batches.push({ topic: row.topic, messages: [message] });
+  }
+  return batches;
 }

@@ -120,5 +120,23 @@ export const coreMigrations: MigrationSet = {
         ALTER TABLE archive_documents ALTER COLUMN document SET STORAGE EXTERNAL;
       `,
     },
+    {
+      version: 7,
+      name: 'outbox rows the broker refused',
+      sql: `
+        -- Kafka outbox rows the broker refused for good (e.g. MESSAGE_TOO_LARGE): moved here so the rows
+        -- after them go on; kept for the operator to inspect and redrive (README, Kafka specifics).
+        CREATE TABLE bus_outbox_refused (
+          id bigint PRIMARY KEY, -- the row's id in bus_outbox
+          topic text NOT NULL,
+          key text NOT NULL,
+          value text NOT NULL,
+          headers jsonb NOT NULL,
+          created_at timestamptz NOT NULL,
+          refused_at timestamptz NOT NULL DEFAULT now(),
+          error text NOT NULL
+        );
+      `,
+    },
   ],
 };
