@@ -333,6 +333,86 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(answers['404']!(missing.json())).toBe(true);
   });
 
+  // Numbers the Connector makes JS numbers of must be safe integers, or the topic schema refuses the message
+  // after the boundary accepted it: a 500 for a chunk, and a held event that failed every later chunk.
+  const tooBig = '0xffffffffffffffffffff';
+  const unsafe: Array<[string, (block: number) => ReturnType<typeof originalBody>]> = [
+    [
+      'block timestamp',
+      (block) => {
+        const body = originalBody(transferOutVector, block);
+        return { ...body, block: { ...body.block, timestamp: tooBig } };
+      },
+    ],
+    [
+      'log index',
+      (block) => {
+        const body = originalBody(transferOutVector, block);
+        return { ...body, event: { ...body.event, logIndex: '0x20000000000000' } };
+      },
+    ],
+    [
+      'block number',
+      (block) => {
+        const body = originalBody(transferOutVector, block);
+        const blockNumber = '0x' + (2 ** 53 + block).toString(16);
+        return {
+          ...body,
+          event: { ...body.event, blockNumber },
+          block: { ...body.block, number: blockNumber },
+        };
+      },
+    ],
+  ];
+  for (const [what, make] of unsafe) {
+    it(`refuses a ${what} above 2^53 - 1 with a 400, in a chunk or as a single event, and the stream moves on`, async () => {
+      const inChunk = await post('/callback/9006/swap', {
+        type: 'update_height',
+        height: 15,
+        data: [make(12)],
+      });
+      expect(inChunk.statusCode, inChunk.body).toBe(400);
+      expect(inChunk.json()).toEqual({ code: 400, message: expect.stringMatching(/2\^53/) });
+      const single = await post('/callback/9006/swap', make(12));
+      expect(single.statusCode, single.body).toBe(400);
+      expect(single.json().code).toBe(400);
+      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+      expect(rows[0].n).toBe(0);
+      // Nothing is left behind that could fail the chunk of block 12.
+      const next = await post('/callback/9006/swap', {
+        type: 'update_height',
+        height: 15,
+        data: [originalBody(transferOutVector, 13)],
+      });
+      expect(next.json()).toEqual({ code: 200, message: 'processed' });
+      expect(await heights.get('9006', 'swap')).toBe(15);
+      expect((await published()).map((e) => e.payload.blockNumber)).toEqual([13]);
+    });
+  }
+
+  it('drops a held row that can no longer be published instead of failing every chunk of its blocks', async () => {
+    // As an older version held it (its timestamp passed the boundary then), beside a good one.
+    const poisoned = originalBody(transferOutVector, 12);
+    poisoned.block.timestamp = tooBig;
+    const good = originalBody(confirmOutVector, 14);
+    expect((await post('/callback/9006/swap', good)).json().message).toBe('held until its height update');
+    await db.pool.query(
+      `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
+       VALUES ('9006', 'swap', $1, 12, $2::jsonb)`,
+      [`9006:${poisoned.event.transactionHash}:0`, JSON.stringify(poisoned)],
+    );
+    const reply = await post('/callback/9006/swap', { type: 'update_height', height: 15 });
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    expect(await heights.get('9006', 'swap')).toBe(15);
+    expect((await published()).map((e) => [e.payload.kind, e.payload.blockNumber])).toEqual([
+      ['ConfirmOut', 14],
+    ]);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+    expect(rows[0].n).toBe(0);
+    const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
+    expect(metrics).toMatch(/reason="held_invalid"} 1/);
+  });
+
   it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {
     const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
     expect(reply.statusCode).toBe(404);

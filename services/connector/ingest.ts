@@ -1,4 +1,5 @@
 import type { Counter, Gauge } from 'prom-client';
+import { ZodError, z } from 'zod';
 import type { Archive } from '../../shared/archive/port.js';
 import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
 import type { EventBus, OutgoingMessage } from '../../shared/bus/port.js';
@@ -149,6 +150,9 @@ export class Ingestor {
    */
   singleEvent(chainId: string, stream: Stream, body: EventBody): Promise<IngestOutcome> {
     const [event] = this.normalizeAll(chainId, [body]);
+    // Encoded now, not only when its chunk comes: a held row that could not be published would fail every
+    // chunk of its blocks, and the stream would never move again.
+    this.publishable(event!);
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return 'already processed';
@@ -272,7 +276,7 @@ export class Ingestor {
     const { metrics, log } = this.options;
     const stored = state.height;
     // Events posted one by one for this chunk (history without merge) join it, once each.
-    const held = this.heldEvents(chainId, stored, state.pending);
+    const held = this.heldEvents(chainId, stream, stored, state.pending);
     const ids = new Set(events.map((e) => chainEventId(e)));
     const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
     const all = [...bodies, ...extra.map((h) => h.body)];
@@ -400,18 +404,48 @@ export class Ingestor {
     return batches;
   }
 
-  /** Held single events of blocks after `stored`, validated and normalised again. */
+  /**
+   * Held single events of blocks after `stored`, validated, normalised and encoded again. A row that no
+   * longer passes (held by an older version, or its contract since removed from the configuration) is
+   * skipped with a warning and removed with the chunk: it must never hold the stream up.
+   */
   private heldEvents(
     chainId: string,
+    stream: Stream,
     stored: number,
     pending: readonly unknown[],
   ): Array<{ body: EventBody; event: ChainEvent }> {
     const chain = this.options.chains.get(chainId)!;
     return pending.flatMap((row) => {
-      const body = eventBodySchema.parse(row);
-      const event = normalizeEvent(body, chain);
-      return event.blockNumber > stored ? [{ body, event }] : [];
+      try {
+        const body = eventBodySchema.parse(row);
+        const event = normalizeEvent(body, chain);
+        this.publishable(event);
+        return event.blockNumber > stored ? [{ body, event }] : [];
+      } catch (err) {
+        const reason = err instanceof RejectedEvent ? err.message : 'invalid held body';
+        this.options.metrics.rejected.inc({ reason: 'held_invalid' });
+        this.options.log.warn(
+          { chain: chainId, stream, reason },
+          'held event dropped: it cannot be published',
+        );
+        return [];
+      }
     });
+  }
+
+  /** Throws a RejectedEvent (400) unless the event encodes as a chain.events message. */
+  private publishable(event: ChainEvent): void {
+    try {
+      this.eventMessage(event);
+    } catch (err) {
+      if (!(err instanceof ZodError)) throw err;
+      this.options.metrics.rejected.inc({ reason: 'undecodable' });
+      throw new RejectedEvent(
+        'undecodable',
+        `the event does not make a valid chain.events message: ${z.prettifyError(err).slice(0, 300)}`,
+      );
+    }
   }
 
   private eventMessage(event: ChainEvent) {
