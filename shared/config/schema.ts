@@ -137,6 +137,16 @@ export const connectorSection = z.strictObject({
   rpcRangeBlocks: z.number().int().min(1).max(10_000).default(100),
   /** Ours: how often a stuck stream is logged again while it stays stuck (state changes are logged at once). */
   stuckReportIntervalMs: z.number().int().min(1_000).default(60_000),
+  /**
+   * Ours, a secret: a path segment of every callback URL registered at chain clients, required by the
+   * callback route (anything else is an unknown route). The message never repeats the value.
+   */
+  callbackToken: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{16,512}$/, 'must be 16 to 512 URL-safe characters (A-Z, a-z, 0-9, - and _)')
+    .optional(),
+  /** Ours: client IPs (or CIDR ranges) allowed on the callback route; empty: any. */
+  allowIps,
 });
 
 export const chainClientEntry = z.strictObject({
