@@ -156,6 +156,8 @@ export const connectorService: ServiceDefinition = {
         return reader ? Number((await reader.block(height)).timestamp) : undefined;
       },
       rpc: (chainId) => readers.get(chainId),
+      maxBlocksAhead: config.maxBlocksAhead,
+      maxHeldEvents: config.maxHeldEvents,
     });
 
     const basePath = new URL(config.callbackUrl).pathname.replace(/\/$/, '');

@@ -421,3 +421,82 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(metrics).toMatch(/reason="unknown_chain"} [1-9]/);
   });
 });
+
+describe('connector callbacks: bounds against a buggy or hostile caller', () => {
+  let db: TestDatabase;
+  let app: FastifyInstance;
+  let heights: HeightStore;
+  let connector: Awaited<ReturnType<typeof startTestConnector>>;
+  const backfills: Array<[string, number, number]> = [];
+  const post = (path: string, body: unknown) =>
+    app.inject({ method: 'POST', url: path, payload: body as object });
+  const count = async (table: string, where = 'true') =>
+    (await db.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`)).rows[0].n;
+
+  beforeAll(async () => {
+    db = await createTestDatabase([connectorMigrations]);
+    connector = await startTestConnector(db, {
+      requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
+      limits: { maxBlocksAhead: 100, maxHeldEvents: 3 },
+    });
+    ({ app, heights } = connector);
+  });
+  beforeEach(async () => {
+    await db.pool.query(
+      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM connector_pending_events`,
+    );
+    await heights.init('9006', 'swap', 10);
+    backfills.length = 0;
+  });
+  afterAll(async () => {
+    await connector?.close();
+    await db?.drop();
+  });
+
+  it('refuses a chunk more than maxBlocksAhead above the stored height, and requests only that far', async () => {
+    const forged = await post('/callback/9006/swap', { type: 'update_height', height: 1_000_000_000 });
+    expect(forged.statusCode, forged.body).toBe(400);
+    expect(forged.json()).toEqual({
+      code: 400,
+      message: expect.stringMatching(/1000000000 is more than 100 blocks above the stored height 10/),
+    });
+    expect(backfills).toEqual([['9006', 10, 110]]);
+    expect(await heights.get('9006', 'swap')).toBe(10);
+    expect(await count('bus_messages')).toBe(0);
+    // At the bound: a gap like any other.
+    const within = await post('/callback/9006/swap', { type: 'update_height', height: 110 });
+    expect(within.json()).toEqual({ code: 200, message: 'gap: backfill requested' });
+    const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
+    expect(metrics).toMatch(/reason="too_far_ahead"} 1/);
+  });
+
+  it('refuses a single event more than maxBlocksAhead above the stored height instead of holding it', async () => {
+    const far = await post('/callback/9006/swap', originalBody(transferOutVector, 111));
+    expect(far.statusCode, far.body).toBe(400);
+    expect(far.json().message).toMatch(
+      /event in block 111 is more than 100 blocks above the stored height 10/,
+    );
+    expect(await count('connector_pending_events')).toBe(0);
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 110))).json().message).toBe(
+      'held until its height update',
+    );
+  });
+
+  it('holds at most maxHeldEvents single events per stream (503: retry), and takes more once they are published', async () => {
+    for (const block of [12, 13, 14])
+      expect((await post('/callback/9006/swap', originalBody(transferOutVector, block))).json().message).toBe(
+        'held until its height update',
+      );
+    const full = await post('/callback/9006/swap', originalBody(transferOutVector, 14, 1));
+    expect(full.statusCode).toBe(503);
+    expect(full.json()).toEqual({ code: 503, message: expect.stringMatching(/connector\.maxHeldEvents/) });
+    expect(await count('connector_pending_events')).toBe(3);
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15 })).json().message).toBe(
+      'processed',
+    );
+    expect(await count('bus_messages', `topic = 'chain.events'`)).toBe(3);
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 17))).json().message).toBe(
+      'held until its height update',
+    );
+  });
+});

@@ -46,6 +46,13 @@ export interface IngestOptions {
   rpc?(chainId: string): RpcReader | undefined;
   /** Blocks (from, to] are missing: ask the chain client for them. */
   requestBackfill(chainId: string, stream: Stream, from: number, to: number): void;
+  /**
+   * `connector.maxBlocksAhead`: a chunk or event further above the stored height is refused (400), and a
+   * chunk's gap is requested only this far: a forged height cannot open an unbounded gap.
+   */
+  maxBlocksAhead: number;
+  /** `connector.maxHeldEvents`: single events held per stream at most; beyond it a post answers 503. */
+  maxHeldEvents: number;
 }
 
 /** What one chunk writes, prepared before any database work. */
@@ -77,6 +84,16 @@ export const INGEST_OUTCOMES = [
   'held until its height update',
 ] as const;
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number];
+
+/** As many single events are held for the stream as `maxHeldEvents`: the chain client retries later. */
+export class HeldEventsFullError extends CodedError {
+  constructor(chainId: string, stream: Stream, max: number) {
+    super(
+      'HELD_EVENTS_FULL',
+      `${max} single events are held for chain ${chainId} (${stream}) until their height updates (connector.maxHeldEvents); retry later`,
+    );
+  }
+}
 
 /** Another Connector process moved the height between our read and our write: the chain client retries. */
 export class HeightConflictError extends CodedError {
@@ -156,6 +173,15 @@ export class Ingestor {
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return 'already processed';
+      this.checkAhead(chainId, stream, stored, event!.blockNumber, 'event in block');
+      const { rows } = await this.options.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM connector_pending_events WHERE chain_id = $1 AND stream = $2`,
+        [chainId, stream],
+      );
+      if (rows[0]!.n >= this.options.maxHeldEvents) {
+        this.options.metrics.rejected.inc({ reason: 'held_full' });
+        throw new HeldEventsFullError(chainId, stream, this.options.maxHeldEvents);
+      }
       await this.options.pool.query(
         `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
          VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
@@ -246,6 +272,11 @@ export class Ingestor {
     this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
     metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - state.height));
     if (height <= state.height) return 'already processed';
+    if (height - state.height > this.options.maxBlocksAhead) {
+      // Still asks for the blocks within reach: after a long downtime each live chunk moves the stream on.
+      this.options.requestBackfill(chainId, stream, state.height, state.height + this.options.maxBlocksAhead);
+      this.checkAhead(chainId, stream, state.height, height, 'chunk of height');
+    }
     if (chunkStart(height) > state.height + 1) {
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
@@ -432,6 +463,23 @@ export class Ingestor {
         return [];
       }
     });
+  }
+
+  /** Throws a RejectedEvent (400) when `block` is more than maxBlocksAhead above the stored height. */
+  private checkAhead(chainId: string, stream: Stream, stored: number, block: number, what: string): void {
+    const max = this.options.maxBlocksAhead;
+    if (block - stored <= max) return;
+    this.options.metrics.rejected.inc({ reason: 'too_far_ahead' });
+    this.options.log.warn(
+      { chain: chainId, stream, stored, block, maxBlocksAhead: max },
+      'callback too far above the stored height refused',
+    );
+    throw new RejectedEvent(
+      'too_far_ahead',
+      `${what} ${block} is more than ${max} blocks above the stored height ${stored} of chain ${chainId} (${stream}) (connector.maxBlocksAhead)${
+        what === 'chunk of height' ? `: blocks ${stored + 1} to ${stored + max} are requested first` : ''
+      }`,
+    );
   }
 
   /** Throws a RejectedEvent (400) unless the event encodes as a chain.events message. */

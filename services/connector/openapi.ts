@@ -77,7 +77,7 @@ export function connectorOpenApi(
               }),
             },
             '400': error(
-              'the body is not JSON, or not a valid update_height or event body (nothing changed)',
+              'the body is not JSON, or not a valid update_height or event body, or its height or block is more than connector.maxBlocksAhead above the stored height (nothing changed)',
             ),
             ...(access.allowIps
               ? { '403': error("the client's IP is not in connector.allowIps (nothing changed)") }
@@ -92,7 +92,9 @@ export function connectorOpenApi(
             '500': error(
               'internal error, the database being unavailable included (nothing internal is said)',
             ),
-            '503': error('the stored height moved concurrently (another Connector process): retry'),
+            '503': error(
+              'the stored height moved concurrently (another Connector process), or connector.maxHeldEvents single events are held for the stream: retry',
+            ),
           },
         },
       },
