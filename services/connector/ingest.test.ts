@@ -413,6 +413,52 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(metrics).toMatch(/reason="held_invalid"} 1/);
   });
 
+  it("refuses an event that is not of the route's stream: a TransferOut posted to the reputation stream", async () => {
+    await heights.init('9006', 'reputation', 10);
+    const chunk = await post('/callback/9006/reputation', {
+      type: 'update_height',
+      height: 15,
+      data: [originalBody(transferOutVector, 12)],
+    });
+    expect(chunk.statusCode, chunk.body).toBe(400);
+    expect(chunk.json()).toEqual({
+      code: 400,
+      message: expect.stringMatching(/TransferOut event does not belong to the reputation stream/),
+    });
+    const single = await post('/callback/9006/reputation', originalBody(transferOutVector, 12));
+    expect(single.statusCode).toBe(400);
+    expect(await published()).toHaveLength(0);
+    expect(await heights.get('9006', 'reputation')).toBe(10);
+  });
+
+  it('publishes the same event twice in one body once, and refuses two different bodies for one log', async () => {
+    const twice = originalBody(transferOutVector, 12);
+    const reply = await post('/callback/9006/swap', {
+      type: 'update_height',
+      height: 15,
+      data: [twice, twice],
+    });
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    expect((await published()).map((e) => e.id)).toEqual([`9006:${twice.event.transactionHash}:0`]);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM archive_documents`);
+    expect(rows[0].n).toBe(1);
+    // The same log with another body (another type of event claims its position): which one is true is unknown.
+    const other = originalBody(confirmOutVector, 17);
+    const clash = {
+      ...originalBody(transferOutVector, 17),
+      event: { ...originalBody(transferOutVector, 17).event },
+    };
+    clash.event.transactionHash = other.event.transactionHash;
+    const refused = await post('/callback/9006/swap', {
+      type: 'update_height',
+      height: 20,
+      data: [other, clash],
+    });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().message).toMatch(/two different bodies for the log/);
+    expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
   it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {
     const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
     expect(reply.statusCode).toBe(404);

@@ -143,8 +143,44 @@ export class Ingestor {
     }
   }
 
+  /**
+   * The events of a posted body, each once (the same log twice in one body is published once; two different
+   * bodies for one log are refused), all of the route's stream: complaints on `reputation`, swap events on
+   * `swap`, as the chain client's registrations and the RPC fill split them.
+   */
+  private postedEvents(
+    chainId: string,
+    stream: Stream,
+    bodies: readonly EventBody[],
+  ): { bodies: EventBody[]; events: ChainEvent[] } {
+    const seen = new Map<string, string>();
+    const unique: EventBody[] = [];
+    for (const body of bodies) {
+      const key = `${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`;
+      const text = JSON.stringify(body);
+      const first = seen.get(key);
+      if (first === undefined) {
+        seen.set(key, text);
+        unique.push(body);
+      } else if (first !== text) {
+        this.options.metrics.rejected.inc({ reason: 'undecodable' });
+        throw new RejectedEvent('undecodable', `two different bodies for the log ${key} in one body`);
+      }
+    }
+    const events = this.normalizeAll(chainId, unique);
+    const wrong = events.find((e) => (e.kind === 'Complaint') !== (stream === 'reputation'));
+    if (wrong) {
+      this.options.metrics.rejected.inc({ reason: 'wrong_stream' });
+      throw new RejectedEvent(
+        'wrong_stream',
+        `a ${wrong.kind} event does not belong to the ${stream} stream (posted to …/${chainId}/${stream})`,
+      );
+    }
+    return { bodies: unique, events };
+  }
+
   heightUpdate(chainId: string, stream: Stream, body: HeightUpdate): Promise<IngestOutcome> {
-    const events = this.normalizeAll(chainId, body.data ?? []);
+    const { bodies, events } = this.postedEvents(chainId, stream, body.data ?? []);
     for (const e of events) {
       if (e.blockNumber > body.height || e.blockNumber < chunkStart(body.height)) {
         this.options.metrics.rejected.inc({ reason: 'outside_chunk' });
@@ -155,7 +191,7 @@ export class Ingestor {
       }
     }
     return this.serialized(chainId, stream, () =>
-      this.processChunk(chainId, stream, body.height, body.data ?? [], events),
+      this.processChunk(chainId, stream, body.height, bodies, events),
     );
   }
 
@@ -166,7 +202,7 @@ export class Ingestor {
    * So doubled or out-of-order posts change nothing, and a crash between the event and its height loses nothing.
    */
   singleEvent(chainId: string, stream: Stream, body: EventBody): Promise<IngestOutcome> {
-    const [event] = this.normalizeAll(chainId, [body]);
+    const [event] = this.postedEvents(chainId, stream, [body]).events;
     // Encoded now, not only when its chunk comes: a held row that could not be published would fail every
     // chunk of its blocks, and the stream would never move again.
     this.publishable(event!);
