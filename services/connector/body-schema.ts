@@ -4,7 +4,18 @@ import { z } from 'zod';
 // it relies on are constrained; the rest of the original bodies (full receipts, blocks) is kept as it came,
 // for the archive.
 
-const hexQuantity = z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be a 0x-prefixed hex quantity');
+/**
+ * A hex quantity the Connector turns into a JS number (block numbers, timestamps, log indexes): at most
+ * 2^53 − 1 = 0x1fffffffffffff, so every body accepted here also passes the topic schemas (safe integers).
+ * In the pattern, not a refine, so the served OpenAPI document states the bound: up to 13 hex digits, or 14
+ * starting with 1 (leading zeros aside).
+ */
+export const safeHexQuantity = z
+  .string()
+  .regex(
+    /^0x0*(?:[0-9a-fA-F]{1,13}|1[0-9a-fA-F]{13})$/,
+    'must be a 0x-prefixed hex quantity of at most 0x1fffffffffffff (2^53 − 1)',
+  );
 // Non-capturing: the same language, without a capture per byte pair of a log's data.
 const hex = z.string().regex(/^0x(?:[0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex');
 const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex');
@@ -15,12 +26,12 @@ export const eventBodySchema = z.looseObject({
     address: addressText,
     topics: z.array(hash32).min(1, 'a contract event has topic0'),
     data: hex,
-    blockNumber: hexQuantity,
+    blockNumber: safeHexQuantity,
     transactionHash: hash32,
-    logIndex: hexQuantity,
+    logIndex: safeHexQuantity,
   }),
   tx: z.looseObject({ from: addressText }),
-  block: z.looseObject({ timestamp: hexQuantity, number: hexQuantity }),
+  block: z.looseObject({ timestamp: safeHexQuantity, number: safeHexQuantity }),
   type: z.enum([
     'TransferOut',
     'TransferIn',
@@ -31,7 +42,8 @@ export const eventBodySchema = z.looseObject({
     'Reputation',
   ]),
   event_parse: z.record(z.string(), z.unknown()).optional(),
-  chain_id: z.union([z.string(), z.number()]).transform(String),
+  // Compared as text with the configured id, never made a number; a number must still be a plain integer.
+  chain_id: z.union([z.string().max(100), z.number().int().nonnegative()]).transform(String),
 });
 export type EventBody = z.infer<typeof eventBodySchema>;
 

@@ -73,8 +73,23 @@ export const connectorService: ServiceDefinition = {
       }
     }
 
+    // connector.callbackToken, when set, is the first path segment after the callback path: only the chain
+    // clients we registered know it. A secret: scrubbed from every text that may hold a callback URL.
+    const token = config.callbackToken;
     const callbackFor = (chainId: string, stream: Stream) =>
-      `${config.callbackUrl.replace(/\/$/, '')}/${chainId}/${stream}`;
+      `${config.callbackUrl.replace(/\/$/, '')}${token ? `/${token}` : ''}/${chainId}/${stream}`;
+    const scrub = (text: string) => (token ? text.split(token).join('***') : text);
+    const scrubbed = async <T>(work: () => Promise<T>): Promise<T> => {
+      try {
+        return await work();
+      } catch (err) {
+        throw new Error(scrub((err as Error).message));
+      }
+    };
+    if (!token && config.allowIps.length === 0)
+      log.warn(
+        'the callback route is open to anyone who can reach it (connector.callbackToken and connector.allowIps are unset): anyone could post forged heights and events',
+      );
     const readers = new Map<string, RpcReader>();
     for (const client of clients) {
       const key = context.config.rpcUrls?.[client.nativeChainId] ? client.nativeChainId : client.chainId;
@@ -121,7 +136,9 @@ export const connectorService: ServiceDefinition = {
       reportIntervalMs: config.stuckReportIntervalMs,
       storedHeight: (chainId, stream) => heights.get(chainId, stream),
       requestHistory: (chainId, stream, start, end) =>
-        requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
+        scrubbed(() =>
+          requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
+        ),
       fillFromRpc: (chainId, stream, target) =>
         ingestor.fillFromRpc(chainId, stream, target, config.rpcRangeBlocks),
     });
@@ -139,6 +156,8 @@ export const connectorService: ServiceDefinition = {
         return reader ? Number((await reader.block(height)).timestamp) : undefined;
       },
       rpc: (chainId) => readers.get(chainId),
+      maxBlocksAhead: config.maxBlocksAhead,
+      maxHeldEvents: config.maxHeldEvents,
     });
 
     const basePath = new URL(config.callbackUrl).pathname.replace(/\/$/, '');
@@ -146,8 +165,13 @@ export const connectorService: ServiceDefinition = {
       context,
       'connector',
       config.port,
-      (app) => registerCallbackRoutes(app, basePath, ingestor, (reason) => metrics.rejected.inc({ reason })),
-      { healthChecks: { streams: () => gapFiller.health() } },
+      (app) =>
+        registerCallbackRoutes(app, basePath, ingestor, (reason) => metrics.rejected.inc({ reason }), {
+          callbackToken: token,
+          allowIps: config.allowIps,
+        }),
+      // The token is a path parameter of up to 512 characters (fastify's default limit is 100).
+      { healthChecks: { streams: () => gapFiller.health() }, redact: scrub, maxParamLength: 512 },
     );
 
     // Registrations live in the chain client's memory (the original's): renew them periodically.
@@ -157,7 +181,7 @@ export const connectorService: ServiceDefinition = {
       let failing = false; // log changes of state, not every retry (the counter has every attempt)
       while (!stopController.signal.aborted) {
         try {
-          const outcome = await register(client, stream, callbackFor(client.chainId, stream));
+          const outcome = await scrubbed(() => register(client, stream, callbackFor(client.chainId, stream)));
           registrations.inc({ chain: client.chainId, stream, outcome });
           log[failing ? 'info' : 'debug'](
             { chain: client.chainId, stream, outcome },

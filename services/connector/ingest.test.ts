@@ -333,11 +333,216 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(answers['404']!(missing.json())).toBe(true);
   });
 
+  // Numbers the Connector makes JS numbers of must be safe integers, or the topic schema refuses the message
+  // after the boundary accepted it: a 500 for a chunk, and a held event that failed every later chunk.
+  const tooBig = '0xffffffffffffffffffff';
+  const unsafe: Array<[string, (block: number) => ReturnType<typeof originalBody>]> = [
+    [
+      'block timestamp',
+      (block) => {
+        const body = originalBody(transferOutVector, block);
+        return { ...body, block: { ...body.block, timestamp: tooBig } };
+      },
+    ],
+    [
+      'log index',
+      (block) => {
+        const body = originalBody(transferOutVector, block);
+        return { ...body, event: { ...body.event, logIndex: '0x20000000000000' } };
+      },
+    ],
+    [
+      'block number',
+      (block) => {
+        const body = originalBody(transferOutVector, block);
+        const blockNumber = '0x' + (2 ** 53 + block).toString(16);
+        return {
+          ...body,
+          event: { ...body.event, blockNumber },
+          block: { ...body.block, number: blockNumber },
+        };
+      },
+    ],
+  ];
+  for (const [what, make] of unsafe) {
+    it(`refuses a ${what} above 2^53 - 1 with a 400, in a chunk or as a single event, and the stream moves on`, async () => {
+      const inChunk = await post('/callback/9006/swap', {
+        type: 'update_height',
+        height: 15,
+        data: [make(12)],
+      });
+      expect(inChunk.statusCode, inChunk.body).toBe(400);
+      expect(inChunk.json()).toEqual({ code: 400, message: expect.stringMatching(/2\^53/) });
+      const single = await post('/callback/9006/swap', make(12));
+      expect(single.statusCode, single.body).toBe(400);
+      expect(single.json().code).toBe(400);
+      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+      expect(rows[0].n).toBe(0);
+      // Nothing is left behind that could fail the chunk of block 12.
+      const next = await post('/callback/9006/swap', {
+        type: 'update_height',
+        height: 15,
+        data: [originalBody(transferOutVector, 13)],
+      });
+      expect(next.json()).toEqual({ code: 200, message: 'processed' });
+      expect(await heights.get('9006', 'swap')).toBe(15);
+      expect((await published()).map((e) => e.payload.blockNumber)).toEqual([13]);
+    });
+  }
+
+  it('drops a held row that can no longer be published instead of failing every chunk of its blocks', async () => {
+    // As an older version held it (its timestamp passed the boundary then), beside a good one.
+    const poisoned = originalBody(transferOutVector, 12);
+    poisoned.block.timestamp = tooBig;
+    const good = originalBody(confirmOutVector, 14);
+    expect((await post('/callback/9006/swap', good)).json().message).toBe('held until its height update');
+    await db.pool.query(
+      `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
+       VALUES ('9006', 'swap', $1, 12, $2::jsonb)`,
+      [`9006:${poisoned.event.transactionHash}:0`, JSON.stringify(poisoned)],
+    );
+    const reply = await post('/callback/9006/swap', { type: 'update_height', height: 15 });
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    expect(await heights.get('9006', 'swap')).toBe(15);
+    expect((await published()).map((e) => [e.payload.kind, e.payload.blockNumber])).toEqual([
+      ['ConfirmOut', 14],
+    ]);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+    expect(rows[0].n).toBe(0);
+    const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
+    expect(metrics).toMatch(/reason="held_invalid"} 1/);
+  });
+
+  it("refuses an event that is not of the route's stream: a TransferOut posted to the reputation stream", async () => {
+    await heights.init('9006', 'reputation', 10);
+    const chunk = await post('/callback/9006/reputation', {
+      type: 'update_height',
+      height: 15,
+      data: [originalBody(transferOutVector, 12)],
+    });
+    expect(chunk.statusCode, chunk.body).toBe(400);
+    expect(chunk.json()).toEqual({
+      code: 400,
+      message: expect.stringMatching(/TransferOut event does not belong to the reputation stream/),
+    });
+    const single = await post('/callback/9006/reputation', originalBody(transferOutVector, 12));
+    expect(single.statusCode).toBe(400);
+    expect(await published()).toHaveLength(0);
+    expect(await heights.get('9006', 'reputation')).toBe(10);
+  });
+
+  it('publishes the same event twice in one body once, and refuses two different bodies for one log', async () => {
+    const twice = originalBody(transferOutVector, 12);
+    const reply = await post('/callback/9006/swap', {
+      type: 'update_height',
+      height: 15,
+      data: [twice, twice],
+    });
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    expect((await published()).map((e) => e.id)).toEqual([`9006:${twice.event.transactionHash}:0`]);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM archive_documents`);
+    expect(rows[0].n).toBe(1);
+    // The same log with another body (another type of event claims its position): which one is true is unknown.
+    const other = originalBody(confirmOutVector, 17);
+    const clash = {
+      ...originalBody(transferOutVector, 17),
+      event: { ...originalBody(transferOutVector, 17).event },
+    };
+    clash.event.transactionHash = other.event.transactionHash;
+    const refused = await post('/callback/9006/swap', {
+      type: 'update_height',
+      height: 20,
+      data: [other, clash],
+    });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().message).toMatch(/two different bodies for the log/);
+    expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
   it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {
     const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
     expect(reply.statusCode).toBe(404);
     const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
     expect(metrics).toMatch(/reason="foreign_contract"} [1-9]/);
     expect(metrics).toMatch(/reason="unknown_chain"} [1-9]/);
+  });
+});
+
+describe('connector callbacks: bounds against a buggy or hostile caller', () => {
+  let db: TestDatabase;
+  let app: FastifyInstance;
+  let heights: HeightStore;
+  let connector: Awaited<ReturnType<typeof startTestConnector>>;
+  const backfills: Array<[string, number, number]> = [];
+  const post = (path: string, body: unknown) =>
+    app.inject({ method: 'POST', url: path, payload: body as object });
+  const count = async (table: string, where = 'true') =>
+    (await db.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`)).rows[0].n;
+
+  beforeAll(async () => {
+    db = await createTestDatabase([connectorMigrations]);
+    connector = await startTestConnector(db, {
+      requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
+      limits: { maxBlocksAhead: 100, maxHeldEvents: 3 },
+    });
+    ({ app, heights } = connector);
+  });
+  beforeEach(async () => {
+    await db.pool.query(
+      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM connector_pending_events`,
+    );
+    await heights.init('9006', 'swap', 10);
+    backfills.length = 0;
+  });
+  afterAll(async () => {
+    await connector?.close();
+    await db?.drop();
+  });
+
+  it('refuses a chunk more than maxBlocksAhead above the stored height, and requests only that far', async () => {
+    const forged = await post('/callback/9006/swap', { type: 'update_height', height: 1_000_000_000 });
+    expect(forged.statusCode, forged.body).toBe(400);
+    expect(forged.json()).toEqual({
+      code: 400,
+      message: expect.stringMatching(/1000000000 is more than 100 blocks above the stored height 10/),
+    });
+    expect(backfills).toEqual([['9006', 10, 110]]);
+    expect(await heights.get('9006', 'swap')).toBe(10);
+    expect(await count('bus_messages')).toBe(0);
+    // At the bound: a gap like any other.
+    const within = await post('/callback/9006/swap', { type: 'update_height', height: 110 });
+    expect(within.json()).toEqual({ code: 200, message: 'gap: backfill requested' });
+    const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
+    expect(metrics).toMatch(/reason="too_far_ahead"} 1/);
+  });
+
+  it('refuses a single event more than maxBlocksAhead above the stored height instead of holding it', async () => {
+    const far = await post('/callback/9006/swap', originalBody(transferOutVector, 111));
+    expect(far.statusCode, far.body).toBe(400);
+    expect(far.json().message).toMatch(
+      /event in block 111 is more than 100 blocks above the stored height 10/,
+    );
+    expect(await count('connector_pending_events')).toBe(0);
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 110))).json().message).toBe(
+      'held until its height update',
+    );
+  });
+
+  it('holds at most maxHeldEvents single events per stream (503: retry), and takes more once they are published', async () => {
+    for (const block of [12, 13, 14])
+      expect((await post('/callback/9006/swap', originalBody(transferOutVector, block))).json().message).toBe(
+        'held until its height update',
+      );
+    const full = await post('/callback/9006/swap', originalBody(transferOutVector, 14, 1));
+    expect(full.statusCode).toBe(503);
+    expect(full.json()).toEqual({ code: 503, message: expect.stringMatching(/connector\.maxHeldEvents/) });
+    expect(await count('connector_pending_events')).toBe(3);
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15 })).json().message).toBe(
+      'processed',
+    );
+    expect(await count('bus_messages', `topic = 'chain.events'`)).toBe(3);
+    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 17))).json().message).toBe(
+      'held until its height update',
+    );
   });
 });

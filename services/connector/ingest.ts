@@ -1,4 +1,5 @@
 import type { Counter, Gauge } from 'prom-client';
+import { ZodError, z } from 'zod';
 import type { Archive } from '../../shared/archive/port.js';
 import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
 import type { EventBus, OutgoingMessage } from '../../shared/bus/port.js';
@@ -45,6 +46,13 @@ export interface IngestOptions {
   rpc?(chainId: string): RpcReader | undefined;
   /** Blocks (from, to] are missing: ask the chain client for them. */
   requestBackfill(chainId: string, stream: Stream, from: number, to: number): void;
+  /**
+   * `connector.maxBlocksAhead`: a chunk or event further above the stored height is refused (400), and a
+   * chunk's gap is requested only this far: a forged height cannot open an unbounded gap.
+   */
+  maxBlocksAhead: number;
+  /** `connector.maxHeldEvents`: single events held per stream at most; beyond it a post answers 503. */
+  maxHeldEvents: number;
 }
 
 /** What one chunk writes, prepared before any database work. */
@@ -76,6 +84,16 @@ export const INGEST_OUTCOMES = [
   'held until its height update',
 ] as const;
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number];
+
+/** As many single events are held for the stream as `maxHeldEvents`: the chain client retries later. */
+export class HeldEventsFullError extends CodedError {
+  constructor(chainId: string, stream: Stream, max: number) {
+    super(
+      'HELD_EVENTS_FULL',
+      `${max} single events are held for chain ${chainId} (${stream}) until their height updates (connector.maxHeldEvents); retry later`,
+    );
+  }
+}
 
 /** Another Connector process moved the height between our read and our write: the chain client retries. */
 export class HeightConflictError extends CodedError {
@@ -125,8 +143,44 @@ export class Ingestor {
     }
   }
 
+  /**
+   * The events of a posted body, each once (the same log twice in one body is published once; two different
+   * bodies for one log are refused), all of the route's stream: complaints on `reputation`, swap events on
+   * `swap`, as the chain client's registrations and the RPC fill split them.
+   */
+  private postedEvents(
+    chainId: string,
+    stream: Stream,
+    bodies: readonly EventBody[],
+  ): { bodies: EventBody[]; events: ChainEvent[] } {
+    const seen = new Map<string, string>();
+    const unique: EventBody[] = [];
+    for (const body of bodies) {
+      const key = `${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`;
+      const text = JSON.stringify(body);
+      const first = seen.get(key);
+      if (first === undefined) {
+        seen.set(key, text);
+        unique.push(body);
+      } else if (first !== text) {
+        this.options.metrics.rejected.inc({ reason: 'undecodable' });
+        throw new RejectedEvent('undecodable', `two different bodies for the log ${key} in one body`);
+      }
+    }
+    const events = this.normalizeAll(chainId, unique);
+    const wrong = events.find((e) => (e.kind === 'Complaint') !== (stream === 'reputation'));
+    if (wrong) {
+      this.options.metrics.rejected.inc({ reason: 'wrong_stream' });
+      throw new RejectedEvent(
+        'wrong_stream',
+        `a ${wrong.kind} event does not belong to the ${stream} stream (posted to …/${chainId}/${stream})`,
+      );
+    }
+    return { bodies: unique, events };
+  }
+
   heightUpdate(chainId: string, stream: Stream, body: HeightUpdate): Promise<IngestOutcome> {
-    const events = this.normalizeAll(chainId, body.data ?? []);
+    const { bodies, events } = this.postedEvents(chainId, stream, body.data ?? []);
     for (const e of events) {
       if (e.blockNumber > body.height || e.blockNumber < chunkStart(body.height)) {
         this.options.metrics.rejected.inc({ reason: 'outside_chunk' });
@@ -137,7 +191,7 @@ export class Ingestor {
       }
     }
     return this.serialized(chainId, stream, () =>
-      this.processChunk(chainId, stream, body.height, body.data ?? [], events),
+      this.processChunk(chainId, stream, body.height, bodies, events),
     );
   }
 
@@ -148,10 +202,22 @@ export class Ingestor {
    * So doubled or out-of-order posts change nothing, and a crash between the event and its height loses nothing.
    */
   singleEvent(chainId: string, stream: Stream, body: EventBody): Promise<IngestOutcome> {
-    const [event] = this.normalizeAll(chainId, [body]);
+    const [event] = this.postedEvents(chainId, stream, [body]).events;
+    // Encoded now, not only when its chunk comes: a held row that could not be published would fail every
+    // chunk of its blocks, and the stream would never move again.
+    this.publishable(event!);
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return 'already processed';
+      this.checkAhead(chainId, stream, stored, event!.blockNumber, 'event in block');
+      const { rows } = await this.options.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM connector_pending_events WHERE chain_id = $1 AND stream = $2`,
+        [chainId, stream],
+      );
+      if (rows[0]!.n >= this.options.maxHeldEvents) {
+        this.options.metrics.rejected.inc({ reason: 'held_full' });
+        throw new HeldEventsFullError(chainId, stream, this.options.maxHeldEvents);
+      }
       await this.options.pool.query(
         `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
          VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
@@ -242,6 +308,11 @@ export class Ingestor {
     this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
     metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - state.height));
     if (height <= state.height) return 'already processed';
+    if (height - state.height > this.options.maxBlocksAhead) {
+      // Still asks for the blocks within reach: after a long downtime each live chunk moves the stream on.
+      this.options.requestBackfill(chainId, stream, state.height, state.height + this.options.maxBlocksAhead);
+      this.checkAhead(chainId, stream, state.height, height, 'chunk of height');
+    }
     if (chunkStart(height) > state.height + 1) {
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
@@ -272,7 +343,7 @@ export class Ingestor {
     const { metrics, log } = this.options;
     const stored = state.height;
     // Events posted one by one for this chunk (history without merge) join it, once each.
-    const held = this.heldEvents(chainId, stored, state.pending);
+    const held = this.heldEvents(chainId, stream, stored, state.pending);
     const ids = new Set(events.map((e) => chainEventId(e)));
     const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
     const all = [...bodies, ...extra.map((h) => h.body)];
@@ -400,18 +471,65 @@ export class Ingestor {
     return batches;
   }
 
-  /** Held single events of blocks after `stored`, validated and normalised again. */
+  /**
+   * Held single events of blocks after `stored`, validated, normalised and encoded again. A row that no
+   * longer passes (held by an older version, or its contract since removed from the configuration) is
+   * skipped with a warning and removed with the chunk: it must never hold the stream up.
+   */
   private heldEvents(
     chainId: string,
+    stream: Stream,
     stored: number,
     pending: readonly unknown[],
   ): Array<{ body: EventBody; event: ChainEvent }> {
     const chain = this.options.chains.get(chainId)!;
     return pending.flatMap((row) => {
-      const body = eventBodySchema.parse(row);
-      const event = normalizeEvent(body, chain);
-      return event.blockNumber > stored ? [{ body, event }] : [];
+      try {
+        const body = eventBodySchema.parse(row);
+        const event = normalizeEvent(body, chain);
+        this.publishable(event);
+        return event.blockNumber > stored ? [{ body, event }] : [];
+      } catch (err) {
+        const reason = err instanceof RejectedEvent ? err.message : 'invalid held body';
+        this.options.metrics.rejected.inc({ reason: 'held_invalid' });
+        this.options.log.warn(
+          { chain: chainId, stream, reason },
+          'held event dropped: it cannot be published',
+        );
+        return [];
+      }
     });
+  }
+
+  /** Throws a RejectedEvent (400) when `block` is more than maxBlocksAhead above the stored height. */
+  private checkAhead(chainId: string, stream: Stream, stored: number, block: number, what: string): void {
+    const max = this.options.maxBlocksAhead;
+    if (block - stored <= max) return;
+    this.options.metrics.rejected.inc({ reason: 'too_far_ahead' });
+    this.options.log.warn(
+      { chain: chainId, stream, stored, block, maxBlocksAhead: max },
+      'callback too far above the stored height refused',
+    );
+    throw new RejectedEvent(
+      'too_far_ahead',
+      `${what} ${block} is more than ${max} blocks above the stored height ${stored} of chain ${chainId} (${stream}) (connector.maxBlocksAhead)${
+        what === 'chunk of height' ? `: blocks ${stored + 1} to ${stored + max} are requested first` : ''
+      }`,
+    );
+  }
+
+  /** Throws a RejectedEvent (400) unless the event encodes as a chain.events message. */
+  private publishable(event: ChainEvent): void {
+    try {
+      this.eventMessage(event);
+    } catch (err) {
+      if (!(err instanceof ZodError)) throw err;
+      this.options.metrics.rejected.inc({ reason: 'undecodable' });
+      throw new RejectedEvent(
+        'undecodable',
+        `the event does not make a valid chain.events message: ${z.prettifyError(err).slice(0, 300)}`,
+      );
+    }
   }
 
   private eventMessage(event: ChainEvent) {

@@ -13,7 +13,8 @@ export interface ChainContracts {
 }
 
 /** Why a body was refused; each is counted on /metrics. */
-export type RejectReason = 'foreign_contract' | 'wrong_chain' | 'undecodable' | 'type_mismatch';
+export type RejectReason =
+  'foreign_contract' | 'wrong_chain' | 'undecodable' | 'type_mismatch' | 'too_far_ahead' | 'wrong_stream';
 
 export class RejectedEvent extends CodedError {
   constructor(

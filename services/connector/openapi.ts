@@ -20,7 +20,20 @@ const errorBody = {
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const error = (description: string) => ({ description, ...json(errorBody) });
 
-export function connectorOpenApi(basePath: string, chainIds: readonly string[]) {
+export function connectorOpenApi(
+  basePath: string,
+  chainIds: readonly string[],
+  access: { token: boolean; allowIps: boolean } = { token: false, allowIps: false },
+) {
+  // The token's value is a secret: only its place in the path is documented.
+  const tokenParameter = {
+    name: 'token',
+    in: 'path',
+    required: true,
+    description:
+      'connector.callbackToken, part of every callback URL the Connector registers; a wrong one answers 404 as an unknown route',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{16,512}$' },
+  };
   return {
     openapi: '3.1.0',
     info: {
@@ -30,10 +43,11 @@ export function connectorOpenApi(basePath: string, chainIds: readonly string[]) 
         "Where the chain clients registered by the Connector post what they see (the original chain client's on_height_update / on_event bodies). A body is validated whole: a bad one is refused with 400 and changes nothing. A 200 means the body is safely stored and published (or was already known); on 503 the chain client retries. Every answer is JSON {code, message}; code is the HTTP status.",
     },
     paths: {
-      [`${basePath}/{chainId}/{stream}`]: {
+      [`${basePath}${access.token ? '/{token}' : ''}/{chainId}/{stream}`]: {
         post: {
           summary: 'a merged chunk or heartbeat (update_height), or one event',
           parameters: [
+            ...(access.token ? [tokenParameter] : []),
             {
               name: 'chainId',
               in: 'path',
@@ -63,15 +77,24 @@ export function connectorOpenApi(basePath: string, chainIds: readonly string[]) 
               }),
             },
             '400': error(
-              'the body is not JSON, or not a valid update_height or event body (nothing changed)',
+              'the body is not JSON, or not a valid update_height or event body, or its height or block is more than connector.maxBlocksAhead above the stored height (nothing changed)',
             ),
-            '404': error('no chain client is configured for this chain id, or no such route'),
+            ...(access.allowIps
+              ? { '403': error("the client's IP is not in connector.allowIps (nothing changed)") }
+              : {}),
+            '404': error(
+              access.token
+                ? 'no chain client is configured for this chain id, or no such route (a wrong or missing token included)'
+                : 'no chain client is configured for this chain id, or no such route',
+            ),
             '413': error('the body is larger than the limit'),
             '415': error('the body is not application/json'),
             '500': error(
               'internal error, the database being unavailable included (nothing internal is said)',
             ),
-            '503': error('the stored height moved concurrently (another Connector process): retry'),
+            '503': error(
+              'the stored height moved concurrently (another Connector process), or connector.maxHeldEvents single events are held for the stream: retry',
+            ),
           },
         },
       },

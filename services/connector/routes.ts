@@ -1,28 +1,63 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { CodedError } from '../../shared/errors/coded-error.js';
+import { accessGuard } from '../../shared/runtime/access.js';
+import { requestLine } from '../../shared/runtime/http.js';
 import { eventBodySchema, heightUpdateSchema } from './body-schema.js';
 import { STREAMS, type Stream } from './heights.js';
-import { HeightConflictError, type Ingestor } from './ingest.js';
+import { HeightConflictError, HeldEventsFullError, type Ingestor } from './ingest.js';
 import { RejectedEvent } from './normalize.js';
 import { connectorOpenApi } from './openapi.js';
 
+/** Who may post callbacks: `connector.callbackToken` and `connector.allowIps` (both optional). */
+export interface CallbackAccess {
+  callbackToken?: string;
+  allowIps: readonly string[];
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
 /**
- * POST {callback path}/:chainId/:stream — what chain clients call. `stream` is `swap` (Otmoic events) or
- * `reputation` (complaint events). Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies
- * `{code, message}`: 200 once the body is safely published (or known), 400 for a body that is refused whole,
- * 503 when the chain client should retry. `GET /openapi.json` documents it (openapi.ts).
+ * POST {callback path}[/:token]/:chainId/:stream — what chain clients call. `stream` is `swap` (Otmoic
+ * events) or `reputation` (complaint events). Bodies: `update_height` (merged chunk or heartbeat) or one
+ * event. Replies `{code, message}`: 200 once the body is safely published (or known), 400 for a body that is
+ * refused whole, 503 when the chain client should retry. With `callbackToken` the token is the first path
+ * segment: a wrong one answers exactly as an unknown route (404), compared in constant time; a client IP
+ * outside `allowIps` gets 403. `GET /openapi.json` documents it (openapi.ts).
  */
 export function registerCallbackRoutes(
   app: FastifyInstance,
   basePath: string,
   ingestor: Ingestor,
   onRejected: (reason: string) => void,
+  access: CallbackAccess = { allowIps: [] },
 ): void {
-  const document = connectorOpenApi(basePath, ingestor.chainIds());
+  const document = connectorOpenApi(basePath, ingestor.chainIds(), {
+    token: access.callbackToken !== undefined,
+    allowIps: access.allowIps.length > 0,
+  });
   app.get('/openapi.json', async () => document);
-  app.post<{ Params: { chainId: string; stream: string } }>(
-    `${basePath}/:chainId/:stream`,
+  const guard = accessGuard({
+    apiKeys: [], // chain clients post to the URL they were given and send no headers of ours
+    allowIps: access.allowIps,
+    refuse: (_kind, message) => new CodedError('FORBIDDEN', message),
+    allowIpsKey: 'connector.allowIps',
+  });
+  const token = access.callbackToken === undefined ? undefined : digest(access.callbackToken);
+  app.post<{ Params: { token?: string; chainId: string; stream: string } }>(
+    `${basePath}${token ? '/:token' : ''}/:chainId/:stream`,
     async (request, reply) => {
+      try {
+        guard.check(request.ip, undefined);
+      } catch (err) {
+        onRejected('forbidden');
+        return reply.code(403).send({ code: 403, message: (err as Error).message });
+      }
+      if (token && !timingSafeEqual(token, digest(request.params.token ?? ''))) {
+        onRejected('unknown_route');
+        return reply.code(404).send({ code: 404, message: `no route ${requestLine(request)}` });
+      }
       const { chainId, stream } = request.params;
       if (!ingestor.chain(chainId) || !(STREAMS as readonly string[]).includes(stream)) {
         onRejected('unknown_chain');
@@ -52,7 +87,7 @@ export function registerCallbackRoutes(
         return { code: 200, message: outcome };
       } catch (err) {
         if (err instanceof RejectedEvent) return reply.code(400).send({ code: 400, message: err.message });
-        if (err instanceof HeightConflictError)
+        if (err instanceof HeightConflictError || err instanceof HeldEventsFullError)
           return reply.code(503).send({ code: 503, message: err.message });
         throw err;
       }

@@ -50,6 +50,8 @@ export function testIngestor(options: {
   registry?: Registry;
   log?: Logger;
   requestBackfill?: IngestOptions['requestBackfill'];
+  /** Defaults: the configuration's (100000 blocks, 10000 events). */
+  limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'maxHeldEvents'>>;
 }) {
   const metrics = ingestMetrics(options.registry ?? new Registry());
   const ingestor = new Ingestor({
@@ -62,6 +64,8 @@ export function testIngestor(options: {
     metrics,
     blockTimestamp: async (_chain, height) => testBlockTimestamp(height),
     requestBackfill: options.requestBackfill ?? (() => undefined),
+    maxBlocksAhead: options.limits?.maxBlocksAhead ?? 100_000,
+    maxHeldEvents: options.limits?.maxHeldEvents ?? 10_000,
   });
   return { ingestor, metrics };
 }
@@ -73,7 +77,10 @@ export function testIngestor(options: {
  */
 export async function startTestConnector(
   db: { pool: Pool; url: string },
-  options: { requestBackfill?: IngestOptions['requestBackfill'] } = {},
+  options: {
+    requestBackfill?: IngestOptions['requestBackfill'];
+    limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'maxHeldEvents'>>;
+  } = {},
 ) {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
@@ -87,6 +94,7 @@ export async function startTestConnector(
     registry,
     log,
     requestBackfill: options.requestBackfill,
+    limits: options.limits,
   });
   const app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
   registerCallbackRoutes(app, '/callback', ingestor, (reason) => metrics.rejected.inc({ reason }));

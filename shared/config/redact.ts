@@ -1,7 +1,7 @@
 // Secrets (agent.priv, relay keys, database and Mongo passwords) must never reach logs, errors or responses.
 
 const SECRET_KEYS =
-  /^(priv|privateKey|password|pass|DBPASS|MONGO_PASS|kafkaSaslPassword|KAFKA_SASL_PASSWORD|secret|token|apiKeys|rpc|rpcFallbacks)$/i;
+  /^(priv|privateKey|password|pass|DBPASS|MONGO_PASS|kafkaSaslPassword|KAFKA_SASL_PASSWORD|secret|token|callbackToken|apiKeys|rpc|rpcFallbacks)$/i;
 
 /** A connection URL with its password replaced. */
 export function redactUrl(url: string): string {

@@ -137,6 +137,23 @@ export const connectorSection = z.strictObject({
   rpcRangeBlocks: z.number().int().min(1).max(10_000).default(100),
   /** Ours: how often a stuck stream is logged again while it stays stuck (state changes are logged at once). */
   stuckReportIntervalMs: z.number().int().min(1_000).default(60_000),
+  /**
+   * Ours, a secret: a path segment of every callback URL registered at chain clients, required by the
+   * callback route (anything else is an unknown route). The message never repeats the value.
+   */
+  callbackToken: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{16,512}$/, 'must be 16 to 512 URL-safe characters (A-Z, a-z, 0-9, - and _)')
+    .optional(),
+  /** Ours: client IPs (or CIDR ranges) allowed on the callback route; empty: any. */
+  allowIps,
+  /**
+   * Ours: a chunk or event more blocks than this above the stored height is refused (a forged height must
+   * not open an unbounded gap); only this many blocks of a chunk's gap are requested at a time.
+   */
+  maxBlocksAhead: z.number().int().min(100).max(100_000_000).default(100_000),
+  /** Ours: single events (history without merge) held per stream at most; more answer 503 until a height update. */
+  maxHeldEvents: z.number().int().min(100).max(10_000_000).default(10_000),
 });
 
 export const chainClientEntry = z.strictObject({

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpServer, type HealthCheck } from './http.js';
+import { createHttpServer, type HttpServerOptions } from './http.js';
 import type { RunningService, ServiceContext } from './service.js';
 
 /**
@@ -11,7 +11,7 @@ export async function startHttpService(
   name: string,
   port: number,
   register: (app: FastifyInstance) => void | Promise<void> = () => undefined,
-  options: { healthChecks?: Readonly<Record<string, HealthCheck>>; ownErrorVocabulary?: boolean } = {},
+  options: Pick<HttpServerOptions, 'healthChecks' | 'ownErrorVocabulary' | 'redact' | 'maxParamLength'> = {},
 ): Promise<RunningService & { app: FastifyInstance }> {
   const app = createHttpServer({
     service: name,
@@ -20,6 +20,8 @@ export async function startHttpService(
     db: context.db,
     healthChecks: options.healthChecks,
     ownErrorVocabulary: options.ownErrorVocabulary,
+    redact: options.redact,
+    maxParamLength: options.maxParamLength,
   });
   await register(app);
   await app.listen({ port, host: process.env.HOST ?? '127.0.0.1' });

@@ -24,6 +24,13 @@ export interface HttpServerOptions {
    * not-found handler per prefix): the defaults here ({code: <HTTP status>, message}) are not installed.
    */
   ownErrorVocabulary?: boolean;
+  /**
+   * Removes secrets from request URLs wherever this server writes them: the request log lines, the default
+   * not-found answer and the log line of a failed request (e.g. a token that is a path segment).
+   */
+  redact?: (text: string) => string;
+  /** Longest path parameter the router takes (fastify's default: 100); a longer one is an unknown route. */
+  maxParamLength?: number;
 }
 
 /** A service's answer to a request for no route: its HTTP status and `{code, message}` body. */
@@ -33,9 +40,12 @@ export type NotFoundAnswer = (request: FastifyRequest) => {
 };
 const notFoundAnswers = new WeakMap<FastifyInstance, NotFoundAnswer>();
 
-/** Where a not-found message names the request: its method and path, without the query, at most 200 characters. */
-export const requestLine = (request: FastifyRequest) =>
-  `${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`;
+/**
+ * Where a not-found message names the request: its method and path, without the query, at most 200
+ * characters (secrets removed by `redact` before the cut, so no part of one is left).
+ */
+export const requestLine = (request: FastifyRequest, redact: (text: string) => string = (text) => text) =>
+  `${request.method} ${redact(request.url.split('?')[0]!).slice(0, 200)}`;
 
 /** The answer of a service without codes of its own: 404 `{code: 404, message: "no route GET /x"}`. */
 export const defaultNotFound: NotFoundAnswer = (request) => ({
@@ -102,15 +112,40 @@ function withTimeout<T>(work: () => T | Promise<T>, what: string): Promise<T> {
 }
 
 /**
+ * A child of `log` whose `req` serializer (fastify's fields) writes the URL through `redact`: fastify logs
+ * every request's URL ("incoming request"), and a child's serializers win over fastify's own.
+ */
+function redactingRequestLog(log: Logger, redact: (text: string) => string): Logger {
+  return log.child(
+    {},
+    {
+      serializers: {
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: redact(request.url),
+          host: request.host,
+          remoteAddress: request.ip,
+          remotePort: request.socket ? request.socket.remotePort : undefined,
+        }),
+      },
+    },
+  );
+}
+
+/**
  * A fastify instance with the endpoints every HTTP service has: GET /health (200 `ok` when the database and
  * every contributed check answer ok, 200 `degraded` when a contributed check says so, 503 `unavailable` when
  * the database or a check fails) and GET /metrics (Prometheus text). Services add their routes, then `listen`.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const redact = options.redact ?? ((text: string) => text);
   const app: FastifyInstance = Fastify({
-    loggerInstance: options.log as FastifyBaseLogger,
+    loggerInstance: (options.redact
+      ? redactingRequestLog(options.log, redact)
+      : options.log) as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
     frameworkErrors: routerRefusals(() => app),
+    ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
   });
   parseJsonBodiesFast(app);
 
@@ -120,12 +155,21 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
       const status =
         error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-      if (status === 500) request.log.error({ err: error.message, url: request.url }, 'request failed');
+      if (status === 500)
+        request.log.error({ err: redact(error.message), url: redact(request.url) }, 'request failed');
       return reply
         .code(status)
         .send({ code: status, message: status === 500 ? 'internal error' : error.message });
     });
-    setNotFoundAnswer(app, defaultNotFound);
+    setNotFoundAnswer(
+      app,
+      options.redact
+        ? (request) => ({
+            status: 404,
+            body: { code: 404, message: `no route ${requestLine(request, redact)}` },
+          })
+        : defaultNotFound,
+    );
   }
 
   app.get('/health', async (_request, reply) => {
