@@ -153,16 +153,16 @@ export class Ingestor {
     stream: Stream,
     bodies: readonly EventBody[],
   ): { bodies: EventBody[]; events: ChainEvent[] } {
-    const seen = new Map<string, string>();
+    const seen = new Map<string, EventBody>();
     const unique: EventBody[] = [];
     for (const body of bodies) {
       const key = `${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`;
-      const text = JSON.stringify(body);
       const first = seen.get(key);
       if (first === undefined) {
-        seen.set(key, text);
+        seen.set(key, body);
         unique.push(body);
-      } else if (first !== text) {
+        // Serialised only on a repeat: this is the ingestion's hot path.
+      } else if (JSON.stringify(first) !== JSON.stringify(body)) {
         this.options.metrics.rejected.inc({ reason: 'undecodable' });
         throw new RejectedEvent('undecodable', `two different bodies for the log ${key} in one body`);
       }
