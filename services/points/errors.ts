@@ -18,7 +18,8 @@ export const POINTS_ERRORS = {
   DID_NOT_FOUND: {
     code: 32005,
     status: 404,
-    meaning: 'the DID support service knows no owner of this DID name',
+    meaning:
+      'the DID support service knows no owner of this DID name (or refuses the name, e.g. one over 100 characters)',
   },
   DID_UNAVAILABLE: {
     code: 32006,
