@@ -131,6 +131,8 @@ export async function run(): Promise<BenchSection[]> {
         windowDays: 90,
         lookBackDays: 90,
         lookupTimeoutMs: 1_000,
+        rateLimit: { max: 1_000_000, windowMs: 60_000 },
+        queryTimeoutMs: 5_000,
       },
       { nowSeconds: () => NOW },
     );

@@ -2,8 +2,20 @@
  * A cache in front of an outside service (KYC, DID). An entry is used for `refreshIntervalMs` after it was
  * fetched, then fetched again on its next use. When the service fails or times out, the last known value is
  * answered and flagged stale, and the service is not asked again for a short back-off, so a service that is
- * down costs the queries nothing but the flag.
+ * down costs the queries nothing but the flag. A refusal of one key (KeyRefusedError) is answered the same way
+ * for that key only: the back-off is shared by every key, so anyone could otherwise keep it down for all.
  */
+
+/** The service answered but refused this key (a 4xx about the request): the service itself is up. */
+export class KeyRefusedError extends Error {
+  override readonly name = 'KeyRefusedError';
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
 
 export interface Lookup<T> {
   /** The value, or undefined when it was never fetched successfully. */
@@ -14,7 +26,7 @@ export interface Lookup<T> {
   fetchedAtMs: number | null;
 }
 
-export type LookupOutcome = 'cached' | 'fetched' | 'failed' | 'skipped';
+export type LookupOutcome = 'cached' | 'fetched' | 'failed' | 'refused' | 'skipped';
 
 export interface CachedLookupOptions<T> {
   name: string;
@@ -80,8 +92,9 @@ export class CachedLookup<T> {
       this.options.onOutcome?.('fetched');
       return { value, stale: false, fetchedAtMs };
     } catch (error) {
-      this.downUntilMs = this.clock() + this.retryAfterFailureMs;
-      this.options.onOutcome?.('failed');
+      const refused = error instanceof KeyRefusedError;
+      if (!refused) this.downUntilMs = this.clock() + this.retryAfterFailureMs;
+      this.options.onOutcome?.(refused ? 'refused' : 'failed');
       this.options.onError?.(key, error instanceof Error ? error : new Error(String(error)));
       return this.staleAnswer(previous);
     }

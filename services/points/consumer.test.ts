@@ -3,8 +3,10 @@ import { PoisonMessageError } from '../../shared/bus/errors.js';
 import type { BusMessage, OutgoingMessage } from '../../shared/bus/port.js';
 import { chainEventId, chainEvents, type ChainEvent } from '../../topics/chain.events.js';
 import { encode, envelope } from '../../topics/envelope.js';
+import { violationId, violations } from '../../topics/violations.js';
 import { effectsOfMessage } from './consumer.js';
-import { complaintEvent, hex32 } from './test-harness.js';
+import { changedSubjects } from './projection.js';
+import { complaintEvent, hex32, violationPayload } from './test-harness.js';
 
 const asMessage = (m: OutgoingMessage, override: Partial<BusMessage> = {}): BusMessage => ({
   topic: chainEvents.name,
@@ -71,5 +73,20 @@ describe("Points' reading of chain.events", () => {
     expect(() => effectsOfMessage(asMessage(message, { value: JSON.stringify(broken) }))).toThrow(
       PoisonMessageError,
     );
+  });
+});
+
+describe('a NUL character in a string of a message', () => {
+  it('is decoded to rows holding the six characters \\u0000 instead, subjects included', () => {
+    const v = violationPayload({ bid: hex32(9), party: 'lp', subject: 'lp\u0000x', blockTime: 1_000 });
+    v.rule = 'case 3: \u0000';
+    const message = encode(
+      violations,
+      envelope(violations, v, { occurredAt: 0, source: 't', id: violationId(v.bidId) }),
+    );
+    const decoded = effectsOfMessage(asMessage(message, { topic: violations.name }));
+    const row = decoded?.effects[0]?.kind === 'deduction' ? decoded.effects[0].row : undefined;
+    expect(row).toMatchObject({ subject: 'lp\\u0000x', rule: 'case 3: \\u0000' });
+    expect(changedSubjects(decoded!.effects)).toEqual(['lp:lp\\u0000x']);
   });
 });

@@ -22,6 +22,7 @@ import {
   changedSubjects,
   verdictEffects,
   violationEffects,
+  withoutNul,
   type Effect,
 } from './projection.js';
 import type { PointsStore } from './store.js';
@@ -46,6 +47,13 @@ export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored';
  * PoisonMessageError for one that can never be handled.
  */
 export function effectsOfMessage(message: BusMessage): { id: string; effects: Effect[] } | null {
+  const decoded = decodeEffects(message);
+  // JSON spells U+0000 only as \u0000: a message without that text has none, and skips the walk.
+  if (decoded === null || !message.value.includes('\\u0000')) return decoded;
+  return { id: decoded.id, effects: withoutNul(decoded.effects) };
+}
+
+function decodeEffects(message: BusMessage): { id: string; effects: Effect[] } | null {
   switch (message.topic) {
     case violations.name: {
       const { id, payload } = decode(violations, message);

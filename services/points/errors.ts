@@ -18,7 +18,8 @@ export const POINTS_ERRORS = {
   DID_NOT_FOUND: {
     code: 32005,
     status: 404,
-    meaning: 'the DID support service knows no owner of this DID name',
+    meaning:
+      'the DID support service knows no owner of this DID name (or refuses the name, e.g. one over 100 characters)',
   },
   DID_UNAVAILABLE: {
     code: 32006,
@@ -31,6 +32,16 @@ export const POINTS_ERRORS = {
     meaning: 'neither a complaint nor a verdict is known for this bid',
   },
   STORE_UNAVAILABLE: { code: 32010, status: 503, meaning: 'the database is unavailable; retry' },
+  QUERY_TIMEOUT: {
+    code: 32011,
+    status: 503,
+    meaning: 'the query ran longer than point.queryTimeoutMs and was cancelled; retry later',
+  },
+  RATE_LIMITED: {
+    code: 32012,
+    status: 429,
+    meaning: 'too many requests from this client IP (point.rateLimit); retry after the Retry-After seconds',
+  },
 } as const;
 
 export type PointsErrorName = keyof typeof POINTS_ERRORS;

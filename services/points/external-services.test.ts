@@ -3,7 +3,7 @@
  * next refresh, and when the services are stopped the answers keep coming with the last known values,
  * flagged stale.
  */
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
@@ -149,5 +149,77 @@ describe('a KYC service that answers nonsense or hangs counts as down', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('a refusal of one key does not mark the service down for everyone', () => {
+  const DAVE = userAddress(0xda7e);
+  const ERIN = userAddress(0xe1);
+  const FRANK = userAddress(0xf4a);
+  let db: TestDatabase;
+  let kyc: FastifyInstance;
+  let did: Awaited<ReturnType<typeof startFakeDidSupport>>;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  const clock = { ms: 1_800_000_000_000 };
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    // KYC refuses Dave's address (404), fails on Frank's (500), and verifies everyone else.
+    kyc = Fastify({ loggerInstance: createLogger({ level: 'silent' }) as FastifyBaseLogger });
+    kyc.get('/kyc/:address', async (request, reply) => {
+      const address = (request.params as { address: string }).address;
+      if (address === DAVE) return reply.code(404).send({ code: 404, message: 'unknown' });
+      if (address === FRANK) return reply.code(500).send({ code: 500, message: 'broken' });
+      return { data: { address, verified: true } };
+    });
+    await kyc.listen({ port: 0, host: '127.0.0.1' });
+    // A plain fastify app, like the devnet stand-in: a path parameter over 100 characters is refused (404).
+    did = await startFakeDidSupport(new Map([[BOB, ['bob.example']]]));
+    points = await startTestPoints(
+      db,
+      pointTestConfig({
+        relayAdminUrl: `http://127.0.0.1:${(kyc.server.address() as { port: number }).port}`,
+        didSupportUrl: did.url,
+      }),
+      { clockMs: () => clock.ms, nowSeconds: () => Math.floor(clock.ms / 1000), consume: false },
+    );
+  });
+  afterAll(async () => {
+    await points?.close();
+    await kyc?.close();
+    await did?.close();
+    await db?.drop();
+  });
+
+  it('answers 404 for a DID name the service refuses, and the next name is still asked', async () => {
+    const long = `${'a'.repeat(101)}.example`;
+    expect(await points.get(`/user-point?did=${long}`)).toMatchObject({
+      status: 404,
+      body: { code: POINTS_ERRORS.DID_NOT_FOUND.code },
+    });
+    // Never resolved before: answered only if the service is asked, i.e. not in a back-off.
+    expect(await points.get('/user-point?did=bob.example')).toMatchObject({
+      status: 200,
+      body: { subject: { address: BOB } },
+    });
+  });
+
+  it("scores an unknown user at KYC basis 5 right after another user's address was refused", async () => {
+    expect((await points.get(`/user-point?address=${DAVE}`)).body).toMatchObject({
+      score_tenths: 20,
+      kyc: { known: false, stale: true },
+    });
+    expect((await points.get(`/user-point?address=${ERIN}`)).body).toMatchObject({
+      score_tenths: 50,
+      kyc: { verified: true, known: true, stale: false },
+    });
+    const metrics = await (await fetch(`${points.base}/metrics`)).text();
+    expect(metrics).toMatch(/points_lookups_total\{service="kyc",outcome="refused"\} 1/);
+    // A server error is about the service: it is not asked again for the back-off (last known values, stale).
+    await points.get(`/user-point?address=${FRANK}`);
+    expect((await points.get(`/user-point?address=${CAROL}`)).body).toMatchObject({
+      score_tenths: 20,
+      kyc: { known: false, stale: true },
+    });
   });
 });

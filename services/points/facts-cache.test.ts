@@ -114,3 +114,54 @@ describe('score cache', () => {
     expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(3);
   });
 });
+
+describe('a subject with more facts than the cache keeps', () => {
+  it('is answered by SQL without reloading its facts on every query, until it changes', async () => {
+    const calls = { swapFacts: 0, deductionTimes: 0, lpSql: 0, violationsSql: 0 };
+    const LIMIT = 10;
+    const fake = {
+      lpSwapFacts: async (_lpId: string, limit: number) => {
+        calls.swapFacts++;
+        return Array.from({ length: limit }, (_, i) => ({
+          blockTime: NOW - i,
+          normal: true,
+          responseTimeSeconds: 10,
+        }));
+      },
+      deductionTimes: async (_party: string, _subject: string, limit: number) => {
+        calls.deductionTimes++;
+        return Array.from({ length: limit }, (_, i) => NOW - i);
+      },
+      lpFigures: async () => {
+        calls.lpSql++;
+        return {
+          violations: 11,
+          decidedSwaps: 11,
+          normalSwaps: 11,
+          responseSecondsSum: 110,
+          responseCount: 11,
+        };
+      },
+      violationsInWindow: async () => {
+        calls.violationsSql++;
+        return 11;
+      },
+    } as unknown as PointsStore;
+    const cache = new FactsCache(fake, { maxFactsPerSubject: LIMIT });
+    cache.setListening(true);
+
+    for (let i = 0; i < 3; i++) {
+      expect((await cache.lpFigures('big-lp', WINDOW)).decidedSwaps).toBe(11);
+      expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(11);
+    }
+    // Each subject's facts loaded once (the LP's violations and swaps, the user's violations); SQL every time
+    // (the LP's violations too, inside lpFigures).
+    expect(calls).toEqual({ swapFacts: 1, deductionTimes: 2, lpSql: 3, violationsSql: 6 });
+
+    // A change to the LP is heard: its facts are counted again, once.
+    cache.invalidateSubject('lp:big-lp');
+    await cache.lpFigures('big-lp', WINDOW);
+    await cache.lpFigures('big-lp', WINDOW);
+    expect(calls).toMatchObject({ swapFacts: 2, deductionTimes: 3, lpSql: 5 });
+  });
+});

@@ -63,7 +63,13 @@ function lpSwapsOf(facts: LpSwapFact[]): LpSwaps {
   return s;
 }
 
-type Entry = { kind: 'times'; times: Float64Array } | { kind: 'lp-swaps'; swaps: LpSwaps };
+type Entry =
+  | { kind: 'times'; times: Float64Array }
+  | { kind: 'lp-swaps'; swaps: LpSwaps }
+  // More facts than maxFactsPerSubject: answered by SQL. Kept (and forgotten) like the others, so such a
+  // subject is not reloaded, limit + 1 rows, on every query.
+  | { kind: 'over-limit' };
+const OVER_LIMIT: Entry = { kind: 'over-limit' };
 
 export class FactsCache implements FiguresSource {
   private readonly entries = new Map<string, Entry>();
@@ -105,9 +111,9 @@ export class FactsCache implements FiguresSource {
     if (!this.listening) return this.store.violationsInWindow(party, subject, window);
     const entry = await this.entry(`deductions:${subjectKey(party, subject)}`, async () => {
       const times = await this.store.deductionTimes(party, subject, this.limit + 1);
-      return times.length > this.limit ? null : { kind: 'times', times: Float64Array.from(times) };
+      return times.length > this.limit ? OVER_LIMIT : { kind: 'times', times: Float64Array.from(times) };
     });
-    if (entry?.kind !== 'times') return this.store.violationsInWindow(party, subject, window);
+    if (entry.kind !== 'times') return this.store.violationsInWindow(party, subject, window);
     return inWindowCount(entry.times, window);
   }
 
@@ -117,10 +123,10 @@ export class FactsCache implements FiguresSource {
       this.violationsInWindow('lp', lpId, window),
       this.entry(`swaps:${subjectKey('lp', lpId)}`, async () => {
         const facts = await this.store.lpSwapFacts(lpId, this.limit + 1);
-        return facts.length > this.limit ? null : { kind: 'lp-swaps', swaps: lpSwapsOf(facts) };
+        return facts.length > this.limit ? OVER_LIMIT : { kind: 'lp-swaps', swaps: lpSwapsOf(facts) };
       }),
     ]);
-    if (entry?.kind !== 'lp-swaps') return this.store.lpFigures(lpId, window);
+    if (entry.kind !== 'lp-swaps') return this.store.lpFigures(lpId, window);
     const s = entry.swaps;
     const lo = upperBound(s.times, window.from);
     const hi = upperBound(s.times, window.to);
@@ -137,13 +143,13 @@ export class FactsCache implements FiguresSource {
     return this.options.maxFactsPerSubject ?? 100_000;
   }
 
-  private async entry(key: string, load: () => Promise<Entry | null>): Promise<Entry | null> {
+  private async entry(key: string, load: () => Promise<Entry>): Promise<Entry> {
     const cached = this.entries.get(key);
     if (cached) return cached;
     const generation = this.generation;
     const loaded = await load();
     // Kept only if nothing changed meanwhile (the load may have read the state before that change).
-    if (loaded && this.listening && generation === this.generation) {
+    if (this.listening && generation === this.generation) {
       this.entries.set(key, loaded);
       if (this.entries.size > (this.options.maxEntries ?? 200_000)) {
         const oldest = this.entries.keys().next().value;

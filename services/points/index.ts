@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { PointConfig } from '../../shared/config/index.js';
+import { createPool } from '../../shared/db/pool.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
 import { CachedLookup } from './cached-lookup.js';
@@ -10,7 +11,7 @@ import { pointsMetrics } from './metrics.js';
 import { pointsMigrations } from './migrations.js';
 import { PointsQueries } from './queries.js';
 import { registerDashboard } from './dashboard-routes.js';
-import { registerPointsRoutes } from './routes.js';
+import { registerPointsRateLimit, registerPointsRoutes } from './routes.js';
 import { PointsStore } from './store.js';
 
 /**
@@ -27,6 +28,9 @@ export const pointsService: ServiceDefinition = {
     return points;
   },
 };
+
+/** Connections of the HTTP reads (beside the process's pool, which the consumer uses). */
+const HTTP_POOL_SIZE = 5;
 
 export interface PointsStartOptions {
   /** Test hooks: move time for the caches (ms) and the queries (unix seconds). */
@@ -85,7 +89,15 @@ export async function startPoints(
 > {
   const log = context.log;
   const metrics = pointsMetrics(context.metrics);
-  const { queries, store, cache } = createPointsQueries(context, config, options);
+  // The HTTP reads have their own few connections, each statement bounded by point.queryTimeoutMs: a slow
+  // public query can neither hold the consumers' connections nor run for long.
+  const reads = createPool(context.dbUrl, {
+    max: HTTP_POOL_SIZE,
+    log,
+    application: 'otmoic-points-http',
+    statementTimeoutMs: config.queryTimeoutMs,
+  });
+  const { queries, store, cache } = createPointsQueries({ ...context, db: reads }, config, options);
   const listener = listenForChanges({ dbUrl: context.dbUrl, cache, log });
 
   const subscription =
@@ -105,8 +117,9 @@ export async function startPoints(
     'points',
     config.port,
     async (app) => {
+      await registerPointsRateLimit(app, config.rateLimit);
       registerPointsRoutes(app, { queries, log, metrics });
-      await registerDashboard(app, { db: context.db, metrics: context.metrics });
+      await registerDashboard(app, { db: reads, metrics: context.metrics });
     },
     { ownErrorVocabulary: true },
   );
@@ -120,6 +133,7 @@ export async function startPoints(
       await http.stop();
       await subscription?.stop();
       await listener.stop();
+      await reads.end();
     },
   };
 }

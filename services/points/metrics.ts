@@ -4,7 +4,10 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 export interface PointsMetrics {
   /** Messages handled by the projections: applied, duplicate (already applied), ignored (not for Points). */
   events: Counter<'topic' | 'outcome'>;
-  /** KYC / DID lookups: cached, fetched, failed, skipped (service in back-off: last known value, stale). */
+  /**
+   * KYC / DID lookups: cached, fetched, failed, refused (a 4xx about one key: stale for that key only), skipped
+   * (service in back-off: last known value, stale).
+   */
   lookups: Counter<'service' | 'outcome'>;
   /** Query latency by route and status. */
   queries: Histogram<'route' | 'status'>;
@@ -24,7 +27,7 @@ export function pointsMetrics(registry: Registry): PointsMetrics {
       }),
       lookups: new Counter({
         name: 'points_lookups_total',
-        help: 'KYC and DID lookups by service and outcome (cached, fetched, failed, skipped while down)',
+        help: 'KYC and DID lookups by service and outcome (cached, fetched, failed, refused key, skipped while down)',
         labelNames: ['service', 'outcome'],
         registers: [registry],
       }),

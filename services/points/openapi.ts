@@ -18,8 +18,12 @@ const json = (schema: object) => ({ content: { 'application/json': { schema } } 
 const errors = {
   '400': { description: 'a bad query parameter (INVALID_QUERY)', ...json(errorBody) },
   '404': { description: 'unknown route, DID name or bid', ...json(errorBody) },
+  '429': { description: 'too many requests from this client (RATE_LIMITED)', ...json(errorBody) },
   '500': { description: 'internal error', ...json(errorBody) },
-  '503': { description: 'database or (for did=) DID service unavailable', ...json(errorBody) },
+  '503': {
+    description: 'database or (for did=) DID service unavailable, or the query ran too long (QUERY_TIMEOUT)',
+    ...json(errorBody),
+  },
 };
 const q = (name: string, description: string, schema: object, required = false) => ({
   name,

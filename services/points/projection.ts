@@ -134,6 +134,24 @@ export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
   ];
 }
 
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000 (SQLSTATE 22P05 / 22021), and any string on chain can carry it:
+ * any DID owner can submit a complaint whose lpId is "lp\u0000x". Such a character is stored as the six
+ * characters `\u0000` instead, in every string and key of the rows: the same input always gives the same rows
+ * (live and replay alike), nothing of the violation is lost, and retrying could never have stored it.
+ */
+export const NUL_STAND_IN = '\\u0000';
+
+/** `value` with every U+0000 in its strings and keys replaced by NUL_STAND_IN. */
+export function withoutNul<T>(value: T): T {
+  if (typeof value === 'string') return value.replaceAll('\u0000', NUL_STAND_IN) as T;
+  if (Array.isArray(value)) return value.map(withoutNul) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, v]) => [withoutNul(key), withoutNul(v)])) as T;
+  }
+  return value;
+}
+
 /** The subjects (`party:subject`) whose facts an event changes: what the score cache must forget. */
 export function changedSubjects(effects: readonly Effect[]): string[] {
   const keys = new Set<string>();

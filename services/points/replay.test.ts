@@ -116,3 +116,68 @@ describe('npm run replay -- points', () => {
     expect(text).toContain('points_verdicts: identical');
   });
 });
+
+describe('a NUL character in an on-chain string (PostgreSQL text and jsonb cannot hold it)', () => {
+  let db: TestDatabase;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  const LP = 'lp\u0000x';
+  const STORED = 'lp\\u0000x'; // the six characters \u0000 stand in for it
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    points = await startTestPoints(db, pointTestConfig(), { nowSeconds: () => NOW });
+    // Any DID owner can submit a complaint with such a struct string; the verdict carries it on. (A violation
+    // of such an LP is keyed by it, which the postgres log cannot hold: consumer.test.ts decodes one.)
+    const base = complaintEvent({ bid: hex32(1), blockTime: NOW - 50, agreementReachedTime: NOW - 100 });
+    if (base.kind !== 'Complaint') throw new Error('not a complaint');
+    const complaint = { ...base, complaint: { ...base.complaint, lpId: LP } };
+    await publishChainEvent(points.bus, complaint);
+    const verdict = verdictPayload({
+      bid: hex32(1),
+      lpId: LP,
+      outcome: 'violation',
+      party: 'lp',
+      case: 3,
+      blockTime: NOW - 10,
+    });
+    verdict.complaint = {
+      complainant: 'alice.example',
+      complainantParty: 'user',
+      valid: true,
+      invalidReason: null,
+      fields: { lpId: LP },
+    };
+    await publishVerdict(points.bus, verdict);
+    await waitFor(
+      async () =>
+        (await points.bus.lag('points', ['violations', 'swap.verdicts', 'chain.events'])).every(
+          (p) => p.lag === 0n,
+        ),
+      'the live consumer to catch up',
+    );
+  });
+  afterAll(async () => {
+    await points?.close();
+    await db?.drop();
+  });
+
+  it('stores it as \\u0000, dead-letters nothing, answers for it, and replays it identically', async () => {
+    const dlq = await db.pool.query(`SELECT count(*)::int AS n FROM bus_messages WHERE topic LIKE '%.dlq'`);
+    expect(dlq.rows[0].n).toBe(0);
+    const complaint = await points.get(`/complaint?bid=${hex32(1)}`);
+    expect(complaint.body.complaints_on_chain[0].fields.lpId).toBe(STORED);
+    expect(complaint.body.verdict.lp_id).toBe(STORED);
+    const lp = await points.get(`/lp-point?lp_id=${encodeURIComponent(STORED)}`);
+    expect(lp.body).toMatchObject({ statistics: { decided_swaps: 1 } });
+
+    const report = await replayPoints({
+      log: createLogger({ level: 'silent' }),
+      db: db.pool,
+      bus: points.bus,
+      keep: false,
+      timeoutMs: 30_000,
+    });
+    expect(report.identical).toBe(true);
+    expect(report.lines.join('\n')).not.toMatch(/malformed/);
+  });
+});

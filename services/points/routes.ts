@@ -2,6 +2,7 @@
  * The Points HTTP routes (DESIGN §6): thin handlers that parse the query with zod, ask PointsQueries and
  * answer JSON. Every refusal is `{code, message}` with the HTTP status of errors.ts, 404 included.
  */
+import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
 import { POINTS_ERRORS, PointsError } from './errors.js';
@@ -33,6 +34,14 @@ export function registerPointsRoutes(
       return reply
         .code(400)
         .send({ code: POINTS_ERRORS.INVALID_QUERY.code, message: error.message.slice(0, 300) });
+    }
+    // statement_timeout (point.queryTimeoutMs) cancelled it: the connection is free again, the client may retry.
+    if ((error as { code?: unknown }).code === '57014') {
+      log.warn({ url: request.url }, 'points query cancelled by point.queryTimeoutMs');
+      return reply.code(POINTS_ERRORS.QUERY_TIMEOUT.status).send({
+        code: POINTS_ERRORS.QUERY_TIMEOUT.code,
+        message: 'the query took too long and was cancelled; retry later',
+      });
     }
     if (isDatabaseDown(error)) {
       log.warn({ err: error.message, url: request.url }, 'points query: database unavailable');
@@ -77,6 +86,23 @@ export function registerPointsRoutes(
 
   const document = pointsOpenApi();
   app.get('/openapi.json', async () => document);
+}
+
+/**
+ * Per client IP on every route registered after it (the Points routes, the dashboard; not /health, /metrics):
+ * the queries are public and some aggregate every LP or verdict. Register before the routes.
+ */
+export async function registerPointsRateLimit(
+  app: FastifyInstance,
+  limit: { max: number; windowMs: number },
+): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    max: limit.max,
+    timeWindow: limit.windowMs,
+    errorResponseBuilder: (_request, context) =>
+      new PointsError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(context.ttl / 1000)} s`),
+  });
 }
 
 /** Connection failures and PostgreSQL's "cannot connect now" / admin shutdown classes. */

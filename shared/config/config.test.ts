@@ -26,6 +26,8 @@ describe('configuration', () => {
       windowDays: 90,
       lookBackDays: 90,
       lookupTimeoutMs: 1_000,
+      rateLimit: { max: 600, windowMs: 60_000 },
+      queryTimeoutMs: 5_000,
     });
     expect(load(point + 'windowDays = 30', {}, ['point']).point?.windowDays).toBe(30);
     expect(load(point + 'lookBackDays = 45', {}, ['point']).point?.windowDays).toBe(45);

@@ -36,6 +36,15 @@ export const pointSection = z
     lookBackDays: z.number().int().positive().max(3_650).optional(),
     /** Ours: a KYC / DID request that takes longer than this counts as the service being down. */
     lookupTimeoutMs: z.number().int().min(50).max(60_000).default(1_000),
+    /** Ours: requests per client IP and window on every Points route (not /health, /metrics). */
+    rateLimit: z
+      .strictObject({
+        max: z.number().int().min(1).default(600),
+        windowMs: z.number().int().min(100).default(60_000),
+      })
+      .default({ max: 600, windowMs: 60_000 }),
+    /** Ours: an HTTP query's SQL statement running longer than this is cancelled (503, 32011). */
+    queryTimeoutMs: z.number().int().min(100).max(600_000).default(5_000),
   })
   .refine(
     (p) => p.windowDays === undefined || p.lookBackDays === undefined || p.windowDays === p.lookBackDays,

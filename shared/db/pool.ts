@@ -12,7 +12,13 @@ export type Queryable = Pick<pg.Pool, 'query'>;
 
 export function createPool(
   url: string,
-  options: { max?: number; log?: Logger; application?: string } = {},
+  options: {
+    max?: number;
+    log?: Logger;
+    application?: string;
+    /** The server cancels any statement of this pool's connections that runs longer (SQLSTATE 57014). */
+    statementTimeoutMs?: number;
+  } = {},
 ): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
@@ -20,6 +26,8 @@ export function createPool(
     application_name: options.application ?? 'otmoic',
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
+    // Sent in the startup packet: no round trip per query.
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   // An idle client's error (server restart, network) must not crash the process; the next query reconnects.
   pool.on('error', (err) =>
