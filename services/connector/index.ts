@@ -157,7 +157,6 @@ export const connectorService: ServiceDefinition = {
       },
       rpc: (chainId) => readers.get(chainId),
       maxBlocksAhead: config.maxBlocksAhead,
-      maxHeldEvents: config.maxHeldEvents,
     });
 
     const basePath = new URL(config.callbackUrl).pathname.replace(/\/$/, '');

@@ -483,7 +483,7 @@ describe('connector callbacks: bounds against a buggy or hostile caller', () => 
     db = await createTestDatabase([connectorMigrations]);
     connector = await startTestConnector(db, {
       requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
-      limits: { maxBlocksAhead: 100, maxHeldEvents: 3 },
+      limits: { maxBlocksAhead: 100 },
     });
     ({ app, heights } = connector);
   });
@@ -524,24 +524,6 @@ describe('connector callbacks: bounds against a buggy or hostile caller', () => 
     );
     expect(await count('connector_pending_events')).toBe(0);
     expect((await post('/callback/9006/swap', originalBody(transferOutVector, 110))).json().message).toBe(
-      'held until its height update',
-    );
-  });
-
-  it('holds at most maxHeldEvents single events per stream (503: retry), and takes more once they are published', async () => {
-    for (const block of [12, 13, 14])
-      expect((await post('/callback/9006/swap', originalBody(transferOutVector, block))).json().message).toBe(
-        'held until its height update',
-      );
-    const full = await post('/callback/9006/swap', originalBody(transferOutVector, 14, 1));
-    expect(full.statusCode).toBe(503);
-    expect(full.json()).toEqual({ code: 503, message: expect.stringMatching(/connector\.maxHeldEvents/) });
-    expect(await count('connector_pending_events')).toBe(3);
-    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15 })).json().message).toBe(
-      'processed',
-    );
-    expect(await count('bus_messages', `topic = 'chain.events'`)).toBe(3);
-    expect((await post('/callback/9006/swap', originalBody(transferOutVector, 17))).json().message).toBe(
       'held until its height update',
     );
   });

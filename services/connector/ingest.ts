@@ -51,8 +51,6 @@ export interface IngestOptions {
    * chunk's gap is requested only this far: a forged height cannot open an unbounded gap.
    */
   maxBlocksAhead: number;
-  /** `connector.maxHeldEvents`: single events held per stream at most; beyond it a post answers 503. */
-  maxHeldEvents: number;
 }
 
 /** What one chunk writes, prepared before any database work. */
@@ -84,16 +82,6 @@ export const INGEST_OUTCOMES = [
   'held until its height update',
 ] as const;
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number];
-
-/** As many single events are held for the stream as `maxHeldEvents`: the chain client retries later. */
-export class HeldEventsFullError extends CodedError {
-  constructor(chainId: string, stream: Stream, max: number) {
-    super(
-      'HELD_EVENTS_FULL',
-      `${max} single events are held for chain ${chainId} (${stream}) until their height updates (connector.maxHeldEvents); retry later`,
-    );
-  }
-}
 
 /** Another Connector process moved the height between our read and our write: the chain client retries. */
 export class HeightConflictError extends CodedError {
@@ -210,14 +198,9 @@ export class Ingestor {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return 'already processed';
       this.checkAhead(chainId, stream, stored, event!.blockNumber, 'event in block');
-      const { rows } = await this.options.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM connector_pending_events WHERE chain_id = $1 AND stream = $2`,
-        [chainId, stream],
-      );
-      if (rows[0]!.n >= this.options.maxHeldEvents) {
-        this.options.metrics.rejected.inc({ reason: 'held_full' });
-        throw new HeldEventsFullError(chainId, stream, this.options.maxHeldEvents);
-      }
+      // Not capped by count: a refused event would be lost when the data-less height update of its chunk
+      // follows (nothing says the chunk had it). Held rows are bounded by maxBlocksAhead and deduplicated by
+      // id; only a forger could grow them (connector.callbackToken closes the route).
       await this.options.pool.query(
         `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
          VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,

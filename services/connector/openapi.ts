@@ -92,9 +92,7 @@ export function connectorOpenApi(
             '500': error(
               'internal error, the database being unavailable included (nothing internal is said)',
             ),
-            '503': error(
-              'the stored height moved concurrently (another Connector process), or connector.maxHeldEvents single events are held for the stream: retry',
-            ),
+            '503': error('the stored height moved concurrently (another Connector process): retry'),
           },
         },
       },

@@ -6,7 +6,7 @@ import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine } from '../../shared/runtime/http.js';
 import { eventBodySchema, heightUpdateSchema } from './body-schema.js';
 import { STREAMS, type Stream } from './heights.js';
-import { HeightConflictError, HeldEventsFullError, type Ingestor } from './ingest.js';
+import { HeightConflictError, type Ingestor } from './ingest.js';
 import { RejectedEvent } from './normalize.js';
 import { connectorOpenApi } from './openapi.js';
 
@@ -87,7 +87,7 @@ export function registerCallbackRoutes(
         return { code: 200, message: outcome };
       } catch (err) {
         if (err instanceof RejectedEvent) return reply.code(400).send({ code: 400, message: err.message });
-        if (err instanceof HeightConflictError || err instanceof HeldEventsFullError)
+        if (err instanceof HeightConflictError)
           return reply.code(503).send({ code: 503, message: err.message });
         throw err;
       }

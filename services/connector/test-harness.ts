@@ -50,8 +50,8 @@ export function testIngestor(options: {
   registry?: Registry;
   log?: Logger;
   requestBackfill?: IngestOptions['requestBackfill'];
-  /** Defaults: the configuration's (100000 blocks, 10000 events). */
-  limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'maxHeldEvents'>>;
+  /** Default: 100000 blocks. */
+  limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
 }) {
   const metrics = ingestMetrics(options.registry ?? new Registry());
   const ingestor = new Ingestor({
@@ -65,7 +65,6 @@ export function testIngestor(options: {
     blockTimestamp: async (_chain, height) => testBlockTimestamp(height),
     requestBackfill: options.requestBackfill ?? (() => undefined),
     maxBlocksAhead: options.limits?.maxBlocksAhead ?? 100_000,
-    maxHeldEvents: options.limits?.maxHeldEvents ?? 10_000,
   });
   return { ingestor, metrics };
 }
@@ -79,7 +78,7 @@ export async function startTestConnector(
   db: { pool: Pool; url: string },
   options: {
     requestBackfill?: IngestOptions['requestBackfill'];
-    limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'maxHeldEvents'>>;
+    limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
   } = {},
 ) {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });

@@ -161,8 +161,6 @@ export const connectorSection = z.strictObject({
    * not open an unbounded gap); only this many blocks of a chunk's gap are requested at a time.
    */
   maxBlocksAhead: z.number().int().min(100).max(100_000_000).default(1_000_000),
-  /** Ours: single events (history without merge) held per stream at most; more answer 503 until a height update. */
-  maxHeldEvents: z.number().int().min(100).max(10_000_000).default(10_000),
 });
 
 export const chainClientEntry = z.strictObject({
