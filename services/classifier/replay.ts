@@ -10,6 +10,7 @@ import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
+import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
 import { loadSigners } from './signer-memo.js';
 import { CLASSIFIER_TOPICS, createClassifier, subscribeEngine, watchedChains } from './index.js';
 import { classifierDdl, classifierTables, type ClassifierTables } from './tables.js';
@@ -69,11 +70,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   for (const table of Object.values(names)) await options.pool.query(`ALTER TABLE ${table} SET UNLOGGED`);
   clock.mark('tables');
 
-  const recorded = new Map<string, Record<string, string[]>>();
-  const { rows } = await options.pool.query<{ bid_id: string; names: SwapVerdict['evidence']['didNames'] }>(
-    `SELECT bid_id, verdict->'evidence'->'didNames' AS names FROM ${live.verdicts}`,
-  );
-  for (const row of rows) recorded.set(row.bid_id, row.names);
+  const recorded = await recordedDidNames(options.pool, live.verdicts);
   clock.mark('names');
 
   const { engine, did } = createClassifier({
@@ -130,6 +127,21 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     violations,
     identical: verdicts.identical && violations.identical,
   };
+}
+
+/** The DID answers the live verdicts recorded, by bid (a verdict stored escaped is unescaped: jsonb-nul.ts). */
+export async function recordedDidNames(
+  pool: Pool,
+  verdicts: string,
+): Promise<Map<string, SwapVerdict['evidence']['didNames']>> {
+  const { rows } = await pool.query<{
+    bid_id: string;
+    names: SwapVerdict['evidence']['didNames'];
+    escaped: boolean;
+  }>(`SELECT bid_id, verdict->'evidence'->'didNames' AS names, verdict ? $1 AS escaped FROM ${verdicts}`, [
+    NUL_ESCAPED,
+  ]);
+  return new Map(rows.map((r) => [r.bid_id, r.escaped ? unescapeNul(r.names) : r.names]));
 }
 
 async function lagOf(bus: EventBus, group: string): Promise<number> {

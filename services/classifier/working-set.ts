@@ -8,6 +8,7 @@
 import type { PoolClient, Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
 import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
+import { fromJsonb, jsonbArrayText, jsonbText } from './jsonb-nul.js';
 import type { ClassifierTables } from './tables.js';
 import { WaitIndex } from './wait-index.js';
 
@@ -200,7 +201,13 @@ export class WorkingSet {
         [[...plan.orphanRefs]],
       );
       for (const r of rows)
-        w.keepOrphan({ eventId: r.event_id, ref: r.ref, event: r.event, stored: true, adopted: false });
+        w.keepOrphan({
+          eventId: r.event_id,
+          ref: r.ref,
+          event: fromJsonb(r.event),
+          stored: true,
+          adopted: false,
+        });
     }
     // Heights: held ones the batch's events release, and whether the batch's heights' last events were handled.
     if (plan.eventIds.size > 0) {
@@ -304,15 +311,16 @@ export class WorkingSet {
           : r.wait_kind === 'did'
             ? { kind: 'did', address: r.wait_address! }
             : null;
+    const facts = fromJsonb(r.facts);
     this.swaps.set(r.bid_id, {
-      facts: r.facts,
+      facts,
       decided: r.status === 'decided',
       wait,
       waitingFor: r.waiting_for,
       dirty: false,
     });
     if (r.status === 'pending' && wait) this.waiting.set(r.bid_id, wait);
-    if (r.facts.out) this.byOut.set(r.facts.out.transferId, r.bid_id);
+    if (facts.out) this.byOut.set(facts.out.transferId, r.bid_id);
   }
 
   private keepOrphan(o: Orphan): void {
@@ -481,7 +489,7 @@ export class WorkingSet {
         [
           swaps.map((s) => s.facts.bidId),
           swaps.map((s) => s.facts.out?.transferId ?? null),
-          swaps.map((s) => JSON.stringify(s.facts)),
+          swaps.map((s) => jsonbText(s.facts)),
           swaps.map((s) => (s.decided ? 'decided' : 'pending')),
           swaps.map((s) => s.wait?.kind ?? null),
           swaps.map((s) => (s.wait?.kind === 'clock' ? s.wait.chainId : null)),
@@ -500,7 +508,7 @@ export class WorkingSet {
       await tx.query(
         `INSERT INTO ${t.orphans} (event_id, ref, event)
          SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) ON CONFLICT DO NOTHING`,
-        [kept.map((o) => o.eventId), kept.map((o) => o.ref), kept.map((o) => JSON.stringify(o.event))],
+        [kept.map((o) => o.eventId), kept.map((o) => o.ref), kept.map((o) => jsonbText(o.event))],
       );
     }
     if (this.ignored.length > 0) {
@@ -515,8 +523,9 @@ export class WorkingSet {
           rows.map((r) => r.event.chainId),
           rows.map((r) => r.event.transferId),
           rows.map((r) => r.reason),
-          rows.map((r) => r.detail),
-          rows.map((r) => JSON.stringify(r.event)),
+          // Words for the operator (text: U+0000 written as the six characters \u0000).
+          rows.map((r) => r.detail.replaceAll('\u0000', '\\u0000')),
+          rows.map((r) => jsonbText(r.event)),
         ],
       );
     }
@@ -604,18 +613,19 @@ async function writeDecided(
   verdicts: readonly SwapVerdict[],
   violations: readonly Violation[],
 ): Promise<void> {
-  // Each list as one JSON array: a text[] of JSON documents costs the driver an escape of every quote.
+  // Each list as one JSON array: a text[] of JSON documents costs the driver an escape of every quote. A
+  // document with U+0000 in a string is stored escaped (jsonb-nul.ts).
   if (verdicts.length > 0) {
     await db.query(
       `INSERT INTO ${t.verdicts} (bid_id, verdict) SELECT v->>'bidId', v FROM jsonb_array_elements($1::jsonb) v`,
-      [JSON.stringify(verdicts)],
+      [jsonbArrayText(verdicts)],
     );
   }
   if (violations.length > 0) {
     await db.query(
       `INSERT INTO ${t.violations} (bid_id, violation)
        SELECT v->>'bidId', v FROM jsonb_array_elements($1::jsonb) v`,
-      [JSON.stringify(violations)],
+      [jsonbArrayText(violations)],
     );
   }
 }

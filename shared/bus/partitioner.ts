@@ -7,3 +7,13 @@ export function partitionFor(key: string, partitions: number): number {
   }
   return (hash >>> 0) % partitions;
 }
+
+/**
+ * A message key as the buses store it in a text column (PostgreSQL text cannot hold U+0000, and a key is free
+ * text, e.g. a violation's `party:subject` with an on-chain LP id): U+0000 becomes the six characters
+ * `\u0000`. Keys only choose partitions and are never parsed, so a key that already had those characters
+ * sharing the partition is harmless.
+ */
+export function storableKey(key: string): string {
+  return key.includes('\u0000') ? key.replaceAll('\u0000', '\\u0000') : key;
+}

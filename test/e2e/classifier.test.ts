@@ -6,6 +6,7 @@ import { replayClassifier } from '../../services/classifier/replay.js';
 import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
 import { complaintFieldsOf, fileComplaint } from '../../shared/devnet/complaints.js';
 import { bidIdOf } from '../../shared/devnet/agreements.js';
+import { agreementOfTransferOut, bidIdOfAgreement } from '../../shared/otmoic/agreement.js';
 import { deployDevnetContracts } from '../../shared/devnet/deploy.js';
 import { compileContracts } from '../../contracts/compile.js';
 import type { DevnetChain } from '../../shared/devnet/devnet.js';
@@ -352,9 +353,22 @@ describe('classifier end to end on the devnet', () => {
         )
       ).rows[0]!.value,
     );
+    // Not poison: a real swap (its fields hash to its bid) with U+0000 in its lpId, which PostgreSQL text and
+    // jsonb refuse. It is judged (stored losslessly: jsonb-nul.ts), never dead-lettered.
+    const lock = JSON.parse(
+      (
+        await db.pool.query<{ value: string }>(
+          `SELECT value FROM bus_messages WHERE topic = 'chain.events' AND headers->>'kind' = 'TransferOut'
+            ORDER BY "offset" LIMIT 1`,
+        )
+      ).rows[0]!.value,
+    );
+    const nul = { ...lock.payload, lpId: 'lp\u0000x', transferId: '0x' + 'ab'.repeat(32) };
+    nul.bidId = bidIdOfAgreement(agreementOfTransferOut(nul));
     const poison = [
       { ...good, id: 'poison:1', payload: { ...good.payload, kind: 'TransferSideways' } },
       { ...good, id: 'poison:2', payload: { ...good.payload, blockTimestamp: 'yesterday' } },
+      { ...lock, id: 'nul:1', payload: nul },
     ];
     await ctx.bus.publish(
       chainEvents.name,
@@ -374,6 +388,10 @@ describe('classifier end to end on the devnet', () => {
     const swap = await runSwap('honest', options());
     await moveTo(swap.times.T + 10);
     expect((await verdictOf(swap.bidId)).outcome).toBe('normal');
+    expect(await verdictOf(nul.bidId)).toMatchObject({ outcome: 'violation', case: 2, party: 'user' });
+    expect(
+      (await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = 'chain.events.dlq'`)).rowCount,
+    ).toBe(2);
   }, 120_000);
 
   it('replays chain.events and chain.heights into fresh tables with identical verdicts and violations', async () => {
@@ -387,8 +405,9 @@ describe('classifier end to end on the devnet', () => {
     expect(report.verdicts.live).toBeGreaterThanOrEqual(15);
     expect(report.verdicts).toMatchObject({ identical: true, different: [], onlyLive: [], onlyReplay: [] });
     expect(report.violations.identical).toBe(true);
-    // 2 + 2 (cases 2, 4), one each of 1, 3, 5, 6, 7, and three from each lock-bound test.
-    expect(report.violations.live).toBe(15);
+    // 2 + 2 (cases 2, 4), one each of 1, 3, 5, 6, 7, three from each lock-bound test, and the case 2 of the
+    // swap with U+0000 in its lpId (the dead-letter test).
+    expect(report.violations.live).toBe(16);
     expect(report.identical).toBe(true);
     // Where the time went, phase by phase, in order; together they are the whole replay.
     expect(Object.keys(report.phases)).toEqual([

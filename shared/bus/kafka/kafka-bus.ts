@@ -19,6 +19,7 @@ import {
   type TopicSpec,
 } from '../port.js';
 import { initPosition, loadPositions, setPosition } from '../positions.js';
+import { storableKey } from '../partitioner.js';
 import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
@@ -282,7 +283,12 @@ export class KafkaBus implements EventBus {
           timeout: Math.min(timeoutMs, 30_000),
           topicMessages: batches.map((b) => ({
             topic: b.topic,
-            messages: b.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {} })),
+            // Keys as the outbox stores them, so a key goes to one partition whichever way it is published.
+            messages: b.messages.map((m) => ({
+              key: storableKey(m.key),
+              value: m.value,
+              headers: m.headers ?? {},
+            })),
           })),
         }),
         timeout,

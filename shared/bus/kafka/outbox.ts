@@ -4,6 +4,7 @@ import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
 import { WakeSignal } from '../../runtime/wake-signal.js';
 import type { OutgoingMessage } from '../port.js';
+import { storableKey } from '../partitioner.js';
 import { backoffMs, sleep } from '../retry.js';
 
 /** NOTIFY channel a publish into the outbox signals (at commit), so the relay sends at once. */
@@ -49,7 +50,7 @@ export async function writeOutboxMany(
      SELECT pg_notify($7, d.t) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t) AS d(t)`,
     [
       rows.map((r) => r.topic),
-      rows.map((r) => r.m.key),
+      rows.map((r) => storableKey(r.m.key)),
       packed.bytes,
       packed.starts,
       packed.lengths,

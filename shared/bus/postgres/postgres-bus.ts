@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { withTransaction, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
-import { partitionFor } from '../partitioner.js';
+import { partitionFor, storableKey } from '../partitioner.js';
 import { setPosition } from '../positions.js';
 import {
   batchHandlerOf,
@@ -159,13 +159,14 @@ export class PostgresBus implements EventBus {
       // Index of each message within its partition: its offset is the partition's next offset plus this.
       const next = new Map<number, number>();
       for (const m of messages) {
-        const partition = partitionFor(m.key, count);
+        const key = storableKey(m.key);
+        const partition = partitionFor(key, count);
         const index = next.get(partition) ?? 0;
         next.set(partition, index + 1);
         topics.push(topic);
         partitions.push(partition);
         indexes.push(index);
-        keys.push(m.key);
+        keys.push(key);
         values.push(m.value);
         headers.push(m.headers ?? {});
       }

@@ -10,6 +10,23 @@ describe('postgres log publish', () => {
     { name: 'b', partitions: 3, retentionMs: null },
   ]);
 
+  it('stores a key with U+0000 (free text, e.g. a violation’s party:subject) with it as the six characters \\u0000', async () => {
+    // PostgreSQL text cannot hold U+0000: the publish used to fail. Values are JSON text (U+0000 escaped).
+    await ctx.bus.publish('a', [{ key: 'lp:lp\u0000x', value: JSON.stringify({ subject: 'lp\u0000x' }) }]);
+    const { rows } = await ctx.db.pool.query<{ partition: number; key: string; value: string }>(
+      `SELECT partition, key, value FROM bus_messages WHERE topic = 'a'`,
+    );
+    expect(rows).toEqual([
+      {
+        partition: partitionFor('lp:lp\\u0000x', 4),
+        key: 'lp:lp\\u0000x',
+        value: JSON.stringify({ subject: 'lp\u0000x' }),
+      },
+    ]);
+    await ctx.db.pool.query('DELETE FROM bus_messages');
+    await ctx.db.pool.query('UPDATE bus_partitions SET next_offset = 0');
+  });
+
   it('is one statement without a transaction, whatever the number of partitions and topics', async () => {
     await ctx.bus.partitionCount('a');
     await ctx.bus.partitionCount('b');
