@@ -16,7 +16,6 @@ import { classifierMigrations } from './migrations.js';
 import { model } from './reference-model.js';
 import {
   DST,
-  REPUTATION_CHAIN,
   SRC,
   STRANGER,
   USER,
@@ -24,7 +23,7 @@ import {
   type Timeline,
   type TimelineSpec,
 } from './swap-timeline.js';
-import { envAt, factsOf, syntheticEngine } from './judge-test-kit.js';
+import { envAt, factsOf, finalHeights, syntheticEngine } from './judge-test-kit.js';
 
 const LATE = envAt({ [SRC.chainId]: 2000, [DST.chainId]: 2000 });
 const decided = (facts: SwapFacts, env = LATE): SwapVerdict => {
@@ -238,21 +237,7 @@ describe('the engine, live and resident (replay), over the puppet and the copy i
   ];
   const timelines = specs.map((s) => buildTimeline(s));
   const event = (e: ChainEvent): ClassifierInput => ({ kind: 'event', id: chainEventId(e), event: e });
-  const heights: ClassifierInput[] = [
-    [SRC.chainId, 'swap'],
-    [DST.chainId, 'swap'],
-    [REPUTATION_CHAIN, 'reputation'],
-  ].map(([chainId, stream]) => ({
-    kind: 'height',
-    id: `${chainId}:${stream}:final`,
-    height: {
-      chainId: chainId!,
-      stream: stream as 'swap',
-      height: 10_000,
-      blockTimestamp: 2000,
-      lastEventId: null,
-    },
-  }));
+  const heights = finalHeights(2000);
   const notOut = (e: ChainEvent) => e.kind !== 'TransferOut';
   // Puppets and copies first, then everything else, the genuine locks last (destination chain first).
   const strangersFirst = timelines.flatMap((t) => [

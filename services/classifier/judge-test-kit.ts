@@ -6,10 +6,10 @@
 import type { Pool } from '../../shared/db/pool.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import type { ChainEvent } from '../../topics/index.js';
-import { ClassifierEngine, type EngineOptions } from './engine.js';
+import { ClassifierEngine, type ClassifierInput, type EngineOptions } from './engine.js';
 import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { watchedChains } from './index.js';
-import { DID_NAMES, DST, SRC } from './swap-timeline.js';
+import { DID_NAMES, DST, REPUTATION_CHAIN, SRC } from './swap-timeline.js';
 import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
@@ -20,6 +20,20 @@ export const envAt = (clocks: Record<string, number>, complaints = Number.POSITI
   evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
   didNames: (address) => DID_NAMES[address] ?? [],
 });
+
+/** A last height of every stream of the synthetic deployment, at `blockTimestamp`: every window closes. */
+export const finalHeights = (blockTimestamp: number): ClassifierInput[] =>
+  (
+    [
+      [SRC.chainId, 'swap'],
+      [DST.chainId, 'swap'],
+      [REPUTATION_CHAIN, 'reputation'],
+    ] as const
+  ).map(([chainId, stream]) => ({
+    kind: 'height',
+    id: `${chainId}:${stream}:final`,
+    height: { chainId, stream, height: 10_000, blockTimestamp, lastEventId: null },
+  }));
 
 /** The facts of a bid after `events`, added in that order. */
 export const factsOf = (bidId: string, events: readonly ChainEvent[]): SwapFacts =>

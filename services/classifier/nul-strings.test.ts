@@ -23,21 +23,12 @@ import {
 import { ClassifierEngine, type ClassifierInput } from './engine.js';
 import type { TransferOut } from './facts.js';
 import { watchedChains } from './index.js';
-import { envAt, factsOf } from './judge-test-kit.js';
+import { envAt, factsOf, finalHeights } from './judge-test-kit.js';
 import { judge } from './judge.js';
 import { fromJsonb } from './jsonb-nul.js';
 import { classifierMigrations } from './migrations.js';
 import { compareDecisions, recordedDidNames } from './replay.js';
-import {
-  DID_NAMES,
-  DST,
-  LP,
-  REPUTATION_CHAIN,
-  SRC,
-  USER,
-  buildTimeline,
-  type TimelineSpec,
-} from './swap-timeline.js';
+import { DID_NAMES, DST, LP, SRC, USER, buildTimeline, type TimelineSpec } from './swap-timeline.js';
 import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
@@ -86,21 +77,7 @@ const nulUserSign = realSwap(lockOf(2), { userSign: lockOf(2).userSign + '\u0000
 const foreign: TransferOut = { ...lockOf(3), lpId: 'foreign\u0000' };
 const events: ChainEvent[] = [nulLpId, nulUserSign, foreign];
 
-const heights: ClassifierInput[] = [
-  [SRC.chainId, 'swap'],
-  [DST.chainId, 'swap'],
-  [REPUTATION_CHAIN, 'reputation'],
-].map(([chainId, stream]) => ({
-  kind: 'height',
-  id: `${chainId}:${stream}:final`,
-  height: {
-    chainId: chainId!,
-    stream: stream as 'swap',
-    height: 10_000,
-    blockTimestamp: 2000,
-    lastEventId: null,
-  },
-}));
+const heights = finalHeights(2000);
 
 /** What the rules make of a lock, from the events themselves (no storage in between). */
 function byTheRules(out: TransferOut): SwapVerdict {
