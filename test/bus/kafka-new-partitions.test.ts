@@ -58,7 +58,12 @@ describe.skipIf(kafka.skipReason)('Kafka partitions added while a group runs', (
 
       // A later start with more partitions configured (another process, as on a deploy).
       await make().ensureTopics([{ name: topic, partitions: 3, retentionMs: null }]);
-      const producer = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).producer();
+      // Idempotent: a send retried while the new partitions elect their leaders is not written twice (CI once
+      // saw p2-1 and p2-3 at offsets 0-1 and again at 2-3 with a plain producer).
+      const producer = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+      });
       await producer.connect();
       try {
         await producer.send({
