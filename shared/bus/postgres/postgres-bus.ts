@@ -300,12 +300,31 @@ export class PostgresBus implements EventBus {
 
   /** Deletes messages past their topic's retention. Returns how many. */
   async prune(): Promise<number> {
-    const result = await this.options.pool.query(
-      `DELETE FROM bus_messages m USING bus_topics t
-       WHERE m.topic = t.topic AND t.retention_ms IS NOT NULL
-         AND m.created_at < now() - make_interval(secs => t.retention_ms / 1000.0)`,
+    // One statement: what it deleted that a group had not handled yet (at or past the group's position) is
+    // counted from the same rows, so the warning can never miss a deletion.
+    const { rows } = await this.options.pool.query<{
+      deleted: number;
+      unhandled: Array<{ group: string; topic: string; partition: number; messages: number }>;
+    }>(
+      `WITH deleted AS (
+         DELETE FROM bus_messages m USING bus_topics t
+         WHERE m.topic = t.topic AND t.retention_ms IS NOT NULL
+           AND m.created_at < now() - make_interval(secs => t.retention_ms / 1000.0)
+         RETURNING m.topic, m.partition, m."offset"
+       ), unhandled AS (
+         SELECT g.group_id AS "group", d.topic, d.partition, count(*)::int AS messages
+         FROM deleted d JOIN bus_group_offsets g
+           ON g.topic = d.topic AND g.partition = d.partition AND d."offset" >= g.next_offset
+         GROUP BY g.group_id, d.topic, d.partition
+       )
+       SELECT (SELECT count(*)::int FROM deleted) AS deleted,
+              COALESCE((SELECT json_agg(u ORDER BY u."group", u.topic, u.partition) FROM unhandled u), '[]') AS unhandled`,
     );
-    return result.rowCount ?? 0;
+    const { deleted, unhandled } = rows[0]!;
+    // Kafka's consumers warn the same way when retention passed them (kafka-subscription.ts).
+    for (const u of unhandled)
+      this.options.log.warn(u, 'messages expired before this group handled them (topic retention)');
+    return deleted;
   }
 
   async close(): Promise<void> {

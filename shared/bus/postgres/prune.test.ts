@@ -1,5 +1,8 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { usePostgresBus } from '../../../test/support/postgres-bus.js';
+import { initPosition } from '../positions.js';
+import { PostgresBus } from './postgres-bus.js';
 
 describe('postgres log retention', () => {
   const ctx = usePostgresBus([
@@ -29,6 +32,35 @@ describe('postgres log retention', () => {
       `SELECT "offset" FROM bus_messages WHERE topic = 'short' AND key = 'a' ORDER BY "offset"`,
     );
     expect(offsets.rows.map((r) => Number(r.offset))).toEqual([1, 2]);
+  });
+
+  it('warns for each group whose unhandled messages it deleted, with their count; nothing for groups past them', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const bus = new PostgresBus({ pool: ctx.db.pool, connectionString: ctx.db.url, log });
+    await ctx.db.pool.query('DELETE FROM bus_messages');
+    await bus.publish('short', [
+      { key: 'k', value: 'first' },
+      { key: 'k', value: 'second' },
+    ]);
+    const { rows } = await ctx.db.pool.query<{ partition: number; offset: string }>(
+      `SELECT partition, "offset" FROM bus_messages WHERE topic = 'short' ORDER BY "offset"`,
+    );
+    const partition = rows[0]!.partition;
+    const first = BigInt(rows[0]!.offset);
+    // 'behind' has handled neither message, 'halfway' the first, 'done' both.
+    await initPosition(ctx.db.pool, { group: 'behind', topic: 'short', partition }, first);
+    await initPosition(ctx.db.pool, { group: 'halfway', topic: 'short', partition }, first + 1n);
+    await initPosition(ctx.db.pool, { group: 'done', topic: 'short', partition }, first + 2n);
+    await ctx.db.pool.query(`UPDATE bus_messages SET created_at = now() - interval '2 minutes'`);
+    expect(await bus.prune()).toBe(2);
+    const warnings = lines.filter((l) => /expired before this group handled them/.test(String(l['msg'])));
+    expect(
+      warnings.map(({ group, topic, partition: p, messages }) => ({ group, topic, p, messages })),
+    ).toEqual([
+      { group: 'behind', topic: 'short', p: partition, messages: 2 },
+      { group: 'halfway', topic: 'short', p: partition, messages: 1 },
+    ]);
   });
 
   it('keeps the partition count of an existing topic and refuses unknown topics', async () => {
