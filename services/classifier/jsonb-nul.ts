@@ -12,6 +12,8 @@
  * SQL reads (`kind`, `bidId`, `transferId`) are hex or fixed words, the same escaped or not.
  */
 
+import { mapStrings } from '../../shared/db/nul.js';
+
 /** The name of the member that marks an escaped document. */
 export const NUL_ESCAPED = '\uF000';
 
@@ -43,20 +45,9 @@ function unescapeString(s: string): string {
   return out;
 }
 
-function walk(value: unknown, f: (s: string) => string): unknown {
-  if (typeof value === 'string') return f(value);
-  if (Array.isArray(value)) return value.map((v) => walk(v, f));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[f(k)] = walk(v, f);
-    return out;
-  }
-  return value;
-}
-
 /** The document escaped and marked (see above); `value` is a plain JSON object. */
 export function escapeNul(value: object): Record<string, unknown> {
-  return { [NUL_ESCAPED]: 1, ...(walk(value, escapeString) as Record<string, unknown>) };
+  return { [NUL_ESCAPED]: 1, ...mapStrings(value as Record<string, unknown>, escapeString) };
 }
 
 /** The document as it was written: a marked one unescaped, any other as it is. */
@@ -68,7 +59,7 @@ export function fromJsonb<T>(stored: T): T {
 
 /** A part of a marked document, unescaped (e.g. a member SQL took out of it). */
 export function unescapeNul<T>(part: T): T {
-  return walk(part, unescapeString) as T;
+  return mapStrings(part, unescapeString);
 }
 
 /**

@@ -5,6 +5,7 @@
  * the batch can reach (its swaps, the orphans and in-links it can join, the heights it can release, and the
  * pending swaps a clock can reach within the batch).
  */
+import { nulAsText } from '../../shared/db/nul.js';
 import type { PoolClient, Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
 import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
@@ -524,7 +525,7 @@ export class WorkingSet {
           rows.map((r) => r.event.transferId),
           rows.map((r) => r.reason),
           // Words for the operator (text: U+0000 written as the six characters \u0000).
-          rows.map((r) => r.detail.replaceAll('\u0000', '\\u0000')),
+          rows.map((r) => nulAsText(r.detail)),
           rows.map((r) => jsonbText(r.event)),
         ],
       );

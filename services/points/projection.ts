@@ -2,6 +2,7 @@
  * What each input event does to Points' projections, as pure functions (no database): the bus shell in
  * consumer.ts applies the rows they return exactly once.
  */
+import { mapStrings, nulAsText } from '../../shared/db/nul.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
 import type { Violation } from '../../topics/violations.js';
@@ -140,16 +141,8 @@ export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
  * characters `\u0000` instead, in every string and key of the rows: the same input always gives the same rows
  * (live and replay alike), nothing of the violation is lost, and retrying could never have stored it.
  */
-export const NUL_STAND_IN = '\\u0000';
-
-/** `value` with every U+0000 in its strings and keys replaced by NUL_STAND_IN. */
 export function withoutNul<T>(value: T): T {
-  if (typeof value === 'string') return value.replaceAll('\u0000', NUL_STAND_IN) as T;
-  if (Array.isArray(value)) return value.map(withoutNul) as T;
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, v]) => [withoutNul(key), withoutNul(v)])) as T;
-  }
-  return value;
+  return mapStrings(value, nulAsText);
 }
 
 /** The subjects (`party:subject`) whose facts an event changes: what the score cache must forget. */

@@ -1,3 +1,5 @@
+import { nulAsText } from '../db/nul.js';
+
 /** Stable key → partition (FNV-1a 32-bit): the same key always lands in the same partition. */
 export function partitionFor(key: string, partitions: number): number {
   let hash = 0x811c9dc5;
@@ -15,5 +17,5 @@ export function partitionFor(key: string, partitions: number): number {
  * sharing the partition is harmless.
  */
 export function storableKey(key: string): string {
-  return key.includes('\u0000') ? key.replaceAll('\u0000', '\\u0000') : key;
+  return nulAsText(key);
 }

@@ -1,0 +1,25 @@
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000 (SQLSTATE 22021 / 22P05), and a string from a chain (a
+ * TransferOut's lpId, a complaint's strings) or from a client may carry it. What the stores that keep such
+ * strings share.
+ */
+
+/**
+ * `text` with U+0000 written as the six characters `\u0000`: storable, but not reversible where the text
+ * already had those characters (for keys, display and operator notes, never for what is judged again).
+ */
+export function nulAsText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\\u0000') : text;
+}
+
+/** `value` (plain JSON data) with `f` applied to every string and every member name, at any depth. */
+export function mapStrings<T>(value: T, f: (text: string) => string): T {
+  if (typeof value === 'string') return f(value) as T;
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, f)) as T;
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) out[f(key)] = mapStrings(v, f);
+    return out as T;
+  }
+  return value;
+}
