@@ -293,8 +293,16 @@ export class Ingestor {
     if (height <= state.height) return 'already processed';
     if (height - state.height > this.options.maxBlocksAhead) {
       // Still asks for the blocks within reach: after a long downtime each live chunk moves the stream on.
-      this.options.requestBackfill(chainId, stream, state.height, state.height + this.options.maxBlocksAhead);
-      this.checkAhead(chainId, stream, state.height, height, 'chunk of height');
+      const reach = state.height + this.options.maxBlocksAhead;
+      this.options.requestBackfill(chainId, stream, state.height, reach);
+      this.checkAhead(
+        chainId,
+        stream,
+        state.height,
+        height,
+        'chunk of height',
+        `: blocks ${state.height + 1} to ${reach} are requested first`,
+      );
     }
     if (chunkStart(height) > state.height + 1) {
       this.options.requestBackfill(chainId, stream, state.height, height);
@@ -485,7 +493,14 @@ export class Ingestor {
   }
 
   /** Throws a RejectedEvent (400) when `block` is more than maxBlocksAhead above the stored height. */
-  private checkAhead(chainId: string, stream: Stream, stored: number, block: number, what: string): void {
+  private checkAhead(
+    chainId: string,
+    stream: Stream,
+    stored: number,
+    block: number,
+    what: string,
+    then = '',
+  ): void {
     const max = this.options.maxBlocksAhead;
     if (block - stored <= max) return;
     this.options.metrics.rejected.inc({ reason: 'too_far_ahead' });
@@ -495,9 +510,7 @@ export class Ingestor {
     );
     throw new RejectedEvent(
       'too_far_ahead',
-      `${what} ${block} is more than ${max} blocks above the stored height ${stored} of chain ${chainId} (${stream}) (connector.maxBlocksAhead)${
-        what === 'chunk of height' ? `: blocks ${stored + 1} to ${stored + max} are requested first` : ''
-      }`,
+      `${what} ${block} is more than ${max} blocks above the stored height ${stored} of chain ${chainId} (${stream}) (connector.maxBlocksAhead)${then}`,
     );
   }
 

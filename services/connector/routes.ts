@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import { accessGuard } from '../../shared/runtime/access.js';
-import { requestLine } from '../../shared/runtime/http.js';
 import { eventBodySchema, heightUpdateSchema } from './body-schema.js';
 import { STREAMS, type Stream } from './heights.js';
 import { HeightConflictError, type Ingestor } from './ingest.js';
@@ -56,7 +55,8 @@ export function registerCallbackRoutes(
       }
       if (token && !timingSafeEqual(token, digest(request.params.token ?? ''))) {
         onRejected('unknown_route');
-        return reply.code(404).send({ code: 404, message: `no route ${requestLine(request)}` });
+        // The server's own answer for no route, so the two cannot drift apart.
+        return reply.callNotFound();
       }
       const { chainId, stream } = request.params;
       if (!ingestor.chain(chainId) || !(STREAMS as readonly string[]).includes(stream)) {
