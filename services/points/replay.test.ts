@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventBus } from '../../shared/bus/port.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
@@ -18,6 +19,14 @@ import {
 } from './test-harness.js';
 
 const NOW = 1_800_000_000;
+
+/** Waits until the live Points consumer has handled everything published. */
+const caughtUp = (bus: EventBus) =>
+  waitFor(
+    async () =>
+      (await bus.lag('points', ['violations', 'swap.verdicts', 'chain.events'])).every((p) => p.lag === 0n),
+    'the live consumer to catch up',
+  );
 
 describe('npm run replay -- points', () => {
   let db: TestDatabase;
@@ -60,13 +69,7 @@ describe('npm run replay -- points', () => {
       complaintEvent({ bid: hex32(200), blockTime: NOW, agreementReachedTime: NOW - 100 }),
     );
     await points.bus.publish('swap.verdicts', [{ key: 'k', value: 'not json' }]);
-    await waitFor(
-      async () =>
-        (await points.bus.lag('points', ['violations', 'swap.verdicts', 'chain.events'])).every(
-          (p) => p.lag === 0n,
-        ),
-      'the live consumer to catch up',
-    );
+    await caughtUp(points.bus);
   });
   afterAll(async () => {
     await points?.close();
@@ -148,13 +151,7 @@ describe('a NUL character in an on-chain string (PostgreSQL text and jsonb canno
       fields: { lpId: LP },
     };
     await publishVerdict(points.bus, verdict);
-    await waitFor(
-      async () =>
-        (await points.bus.lag('points', ['violations', 'swap.verdicts', 'chain.events'])).every(
-          (p) => p.lag === 0n,
-        ),
-      'the live consumer to catch up',
-    );
+    await caughtUp(points.bus);
   });
   afterAll(async () => {
     await points?.close();
