@@ -49,6 +49,12 @@ export const connectorService: ServiceDefinition = {
         labelNames: ['reason'] as const,
         registers: [context.metrics],
       }),
+      blockTimeUnread: new Counter({
+        name: 'connector_block_time_unread_total',
+        help: 'Chunks published without their chain.heights message: the RPC read of their block time failed',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+      }),
     };
     const registrations = new Counter({
       name: 'connector_registrations_total',

@@ -7,7 +7,8 @@ import { chainEvents, decode } from '../../topics/index.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import type { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
-import { startTestConnector, TEST_SWAP_CONTRACT } from './test-harness.js';
+import { RpcAnswerError } from './rpc-reader.js';
+import { startTestConnector, testBlockTimestamp, TEST_SWAP_CONTRACT } from './test-harness.js';
 import { openApiValidator } from '../../test/support/openapi-validator.js';
 
 const vectors = JSON.parse(
@@ -57,6 +58,8 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   let heights: HeightStore;
   const backfills: Array<[string, number, number]> = [];
   let connector: Awaited<ReturnType<typeof startTestConnector>>;
+  /** What the RPC's block time read throws (undefined: it answers). */
+  let blockTimeFailure: Error | undefined;
 
   const post = (path: string, body: unknown) =>
     app.inject({
@@ -86,6 +89,10 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     db = await createTestDatabase([connectorMigrations]);
     connector = await startTestConnector(db, {
       requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
+      blockTimestamp: async (_chain, height) => {
+        if (blockTimeFailure) throw blockTimeFailure;
+        return testBlockTimestamp(height);
+      },
     });
     ({ app, bus, heights } = connector);
   });
@@ -96,6 +103,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     );
     await heights.init('9006', 'swap', 10);
     backfills.length = 0;
+    blockTimeFailure = undefined;
   });
   afterAll(async () => {
     await connector?.close();
@@ -186,6 +194,69 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
       (await post('/callback/9006/swap', { type: 'update_height', height: 15, data: [] })).json().message,
     ).toBe('processed');
     expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
+  it('an RPC outage does not stop the stream: chunks go on without their height message until block times read again', async () => {
+    const heightMessages = async () =>
+      (
+        await db.pool.query<{ value: string }>(
+          `SELECT value FROM bus_messages WHERE topic = 'chain.heights' ORDER BY "offset"`,
+        )
+      ).rows.map((r) => JSON.parse(r.value).payload);
+    const unread = async () =>
+      (await connector.registry.getSingleMetric('connector_block_time_unread_total')!.get()).values.find(
+        (v) => v.labels.chain === '9006',
+      )?.value ?? 0;
+    const before = await unread();
+    blockTimeFailure = new RpcAnswerError('rpc-urls.97: eth_getBlockByNumber failed: connection refused');
+    // Its last block (15) holds no event: its time would be read from the RPC.
+    const chunk = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
+    const reply = await post('/callback/9006/swap', chunk);
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    const events = await published();
+    expect(events.map((e) => e.payload.kind)).toEqual(['TransferOut']);
+    expect(await heights.get('9006', 'swap')).toBe(15);
+    // No height without its block time: the classifier's clock does not move on a guess.
+    expect(await heightMessages()).toEqual([]);
+    // A chunk whose last block holds an event carries its own time.
+    expect(
+      (
+        await post('/callback/9006/swap', {
+          type: 'update_height',
+          height: 20,
+          data: [originalBody(confirmOutVector, 20)],
+        })
+      ).json().message,
+    ).toBe('processed');
+    const [withEvent] = await heightMessages();
+    expect(withEvent).toMatchObject({ height: 20, blockTimestamp: 1_700_000_120 });
+    expect(await unread()).toBe(before + 1);
+    // The RPC answers again: heights of empty blocks are published, naming the stream's last event.
+    blockTimeFailure = undefined;
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 25 })).json().message).toBe(
+      'processed',
+    );
+    const all = await published();
+    expect((await heightMessages()).at(-1)).toEqual({
+      chainId: '9006',
+      stream: 'swap',
+      height: 25,
+      blockTimestamp: testBlockTimestamp(25),
+      lastEventId: all.at(-1)!.id,
+    });
+    expect(await unread()).toBe(before + 1);
+  });
+
+  it('a block time read that fails for any other reason fails the chunk and changes nothing', async () => {
+    blockTimeFailure = new TypeError('a bug');
+    const reply = await post('/callback/9006/swap', {
+      type: 'update_height',
+      height: 15,
+      data: [originalBody(transferOutVector, 12)],
+    });
+    expect(reply.statusCode).toBe(500);
+    expect(await published()).toHaveLength(0);
+    expect(await heights.get('9006', 'swap')).toBe(10);
   });
 
   it('holds single event posts (history without merge) until their height: doubled and out of order, each published once in block order', async () => {

@@ -30,6 +30,8 @@ export interface IngestMetrics {
   lag: Gauge<'chain' | 'stream'>;
   events: Counter<'chain' | 'type'>;
   rejected: Counter<'reason'>;
+  /** Chunks published without their height message because their block time could not be read. */
+  blockTimeUnread: Counter<'chain' | 'stream'>;
 }
 
 export interface IngestOptions {
@@ -40,7 +42,10 @@ export interface IngestOptions {
   chains: ReadonlyMap<string, ChainContracts>;
   log: Logger;
   metrics: IngestMetrics;
-  /** Timestamp of block `height` when no event of the chunk is in it (an RPC read); undefined if unknown. */
+  /**
+   * Timestamp of block `height` when no event of the chunk is in it (an RPC read); undefined if unknown (no
+   * RPC). A read that throws is taken as unknown for that chunk (see Ingestor.blockTime).
+   */
   blockTimestamp(chainId: string, height: number): Promise<number | undefined>;
   /** The chain's RPC (`rpc-urls.<nativeChainId>`) for gaps the Connector reads itself. */
   rpc?(chainId: string): RpcReader | undefined;
@@ -106,6 +111,8 @@ export class Ingestor {
    * from it check both, and a stale one costs a read.
    */
   private readonly known = new Map<string, { height: number; lastEventId: string | null }>();
+  /** Chains whose block time read last failed: one warning an outage, one note when it reads again. */
+  private readonly blockTimeFailing = new Set<string>();
 
   constructor(private readonly options: IngestOptions) {}
 
@@ -345,7 +352,7 @@ export class Ingestor {
     const fresh = merged.filter((e) => e.blockNumber > stored);
     const timestamp =
       fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
-      (await this.options.blockTimestamp(chainId, height));
+      (await this.blockTime(chainId, stream, height));
     const last = fresh.at(-1);
     const chunk: ChunkWrite = {
       chainId,
@@ -438,6 +445,36 @@ export class Ingestor {
     } catch (err) {
       if (err instanceof NotMoved) return false;
       throw err;
+    }
+  }
+
+  /**
+   * The block time of a chunk's last block that holds none of its events, read from the chain's RPC. When the
+   * read fails the chunk goes on without it: its events are published and its height stored, but no height
+   * message (as without an RPC), so the Classifier's clocks wait for the next chunk whose time is known and
+   * nothing is judged early. Failing the chunk instead would stop the stream, events included, for as long
+   * as the RPC is down, although the chain client delivers.
+   */
+  private async blockTime(chainId: string, stream: Stream, height: number): Promise<number | undefined> {
+    try {
+      const timestamp = await this.options.blockTimestamp(chainId, height);
+      if (this.blockTimeFailing.delete(chainId))
+        this.options.log.info({ chain: chainId, height }, 'block times are read again: heights published');
+      return timestamp;
+    } catch (err) {
+      // An RPC outage or a bad answer; anything else is a bug and fails the chunk (500).
+      if (!(err instanceof RpcAnswerError)) throw err;
+      this.options.metrics.blockTimeUnread.inc({ chain: chainId, stream });
+      // RpcReader's messages name the RPC by its config key, never by its URL.
+      const reason = err.message;
+      if (!this.blockTimeFailing.has(chainId)) {
+        this.blockTimeFailing.add(chainId);
+        this.options.log.warn(
+          { chain: chainId, stream, height, reason },
+          'block time unreadable: chunks are published without their height message until it reads again',
+        );
+      } else this.options.log.debug({ chain: chainId, stream, height, reason }, 'block time unreadable');
+      return undefined;
     }
   }
 

@@ -36,6 +36,12 @@ function ingestMetrics(registry: Registry) {
       labelNames: ['reason'],
       registers: [registry],
     }),
+    blockTimeUnread: new Counter({
+      name: 'connector_block_time_unread_total',
+      help: 'chunks without their height message',
+      labelNames: ['chain', 'stream'],
+      registers: [registry],
+    }),
   };
 }
 
@@ -52,6 +58,8 @@ export function testIngestor(options: {
   requestBackfill?: IngestOptions['requestBackfill'];
   /** Default: 100000 blocks. */
   limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
+  /** Default: testBlockTimestamp. */
+  blockTimestamp?: IngestOptions['blockTimestamp'];
 }) {
   const metrics = ingestMetrics(options.registry ?? new Registry());
   const ingestor = new Ingestor({
@@ -62,7 +70,7 @@ export function testIngestor(options: {
     chains: new Map([['9006', { systemChainId: '9006', swap: TEST_SWAP_CONTRACT }]]),
     log: options.log ?? createLogger({ level: 'silent' }),
     metrics,
-    blockTimestamp: async (_chain, height) => testBlockTimestamp(height),
+    blockTimestamp: options.blockTimestamp ?? (async (_chain, height) => testBlockTimestamp(height)),
     requestBackfill: options.requestBackfill ?? (() => undefined),
     maxBlocksAhead: options.limits?.maxBlocksAhead ?? 100_000,
   });
@@ -79,6 +87,7 @@ export async function startTestConnector(
   options: {
     requestBackfill?: IngestOptions['requestBackfill'];
     limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
+    blockTimestamp?: IngestOptions['blockTimestamp'];
   } = {},
 ) {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -94,6 +103,7 @@ export async function startTestConnector(
     log,
     requestBackfill: options.requestBackfill,
     limits: options.limits,
+    blockTimestamp: options.blockTimestamp,
   });
   const app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
   registerCallbackRoutes(app, '/callback', ingestor, (reason) => metrics.rejected.inc({ reason }));
