@@ -1,4 +1,4 @@
-import { nulAsText } from '../db/nul.js';
+import { mapStrings, nulAsText } from '../db/nul.js';
 
 /** Stable key → partition (FNV-1a 32-bit): the same key always lands in the same partition. */
 export function partitionFor(key: string, partitions: number): number {
@@ -18,4 +18,20 @@ export function partitionFor(key: string, partitions: number): number {
  */
 export function storableKey(key: string): string {
   return nulAsText(key);
+}
+
+/**
+ * A message's headers as the buses store them (jsonb on the postgres log and in the Kafka outbox), and as
+ * Kafka's direct send writes them so both ways agree: U+0000 in a name or value becomes `\u0000`, as in keys.
+ * A dead letter's error header quotes whatever failed, strings from a chain included; a header jsonb cannot
+ * hold would fail the dead-lettering and stop the group on that message.
+ */
+export function storableHeaders(
+  headers: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
+  if (headers === undefined) return {};
+  for (const name in headers)
+    if (name.includes('\u0000') || headers[name]!.includes('\u0000'))
+      return mapStrings({ ...headers }, nulAsText);
+  return headers as Record<string, string>;
 }

@@ -338,6 +338,24 @@ export function busConformanceSuite(
       expect(JSON.parse(second!.value).seq).toBe(2);
     });
 
+    it('headers holding U+0000 (a dead letter whose error quotes a string from a chain) are stored with it as \\u0000', async () => {
+      const name = await topic(1);
+      await t.bus.publish(name, [
+        { key: 'k', value: JSON.stringify({ key: 'k', seq: 0 }), headers: { note: 'lp\u0000x' } },
+        { key: 'k', value: JSON.stringify({ key: 'k', seq: 1 }), headers: { note: 'lp\u0000y' } },
+      ]);
+      const { seen } = await collect(name, fresh('g'), async (m) => {
+        if (JSON.parse(m.value).seq === 0) throw new PoisonMessageError('unknown LP "lp\u0000x"');
+      });
+      const dead = await collect(deadLetterTopic(name), fresh('dlq'));
+      // The dead letter is written and the group goes on past it.
+      await waitFor(() => seen.length >= 1 && dead.seen.length >= 1, 'handled and dead-lettered');
+      expect(seen.map((m) => JSON.parse(m.value).seq)).toEqual([1]);
+      expect(seen[0]!.headers.note).toBe('lp\\u0000y');
+      expect(dead.seen[0]!.headers[DLQ_HEADERS.error]).toBe('unknown LP "lp\\u0000x"');
+      expect(dead.seen[0]!.headers.note).toBe('lp\\u0000x');
+    });
+
     it('applies effects exactly once under duplicate publishes and redelivery', async () => {
       const name = await topic(2);
       const consumer = fresh('c');

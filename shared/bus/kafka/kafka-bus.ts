@@ -19,7 +19,7 @@ import {
   type TopicSpec,
 } from '../port.js';
 import { initPosition, loadPositions, setPosition } from '../positions.js';
-import { storableKey } from '../partitioner.js';
+import { storableHeaders, storableKey } from '../partitioner.js';
 import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
@@ -287,7 +287,7 @@ export class KafkaBus implements EventBus {
             messages: b.messages.map((m) => ({
               key: storableKey(m.key),
               value: m.value,
-              headers: m.headers ?? {},
+              headers: storableHeaders(m.headers),
             })),
           })),
         }),

@@ -4,7 +4,7 @@ import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
 import { WakeSignal } from '../../runtime/wake-signal.js';
 import type { OutgoingMessage } from '../port.js';
-import { storableKey } from '../partitioner.js';
+import { storableHeaders, storableKey } from '../partitioner.js';
 import { backoffMs, sleep } from '../retry.js';
 
 /** NOTIFY channel a publish into the outbox signals (at commit), so the relay sends at once. */
@@ -54,7 +54,7 @@ export async function writeOutboxMany(
       packed.bytes,
       packed.starts,
       packed.lengths,
-      JSON.stringify(rows.map((r) => r.m.headers ?? {})),
+      JSON.stringify(rows.map((r) => storableHeaders(r.m.headers))),
       OUTBOX_CHANNEL,
     ],
   );

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { withTransaction, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
-import { partitionFor, storableKey } from '../partitioner.js';
+import { partitionFor, storableHeaders, storableKey } from '../partitioner.js';
 import { setPosition } from '../positions.js';
 import {
   batchHandlerOf,
@@ -168,7 +168,7 @@ export class PostgresBus implements EventBus {
         indexes.push(index);
         keys.push(key);
         values.push(m.value);
-        headers.push(m.headers ?? {});
+        headers.push(storableHeaders(m.headers));
       }
     }
     if (topics.length === 0) return [];
