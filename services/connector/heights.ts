@@ -53,6 +53,14 @@ export class HeightStore {
     };
   }
 
+  /** addLastEvent inside `tx`, unconditionally (the caller decided within the transaction). */
+  async setLastEvent(tx: PoolClient, chainId: string, stream: Stream, lastEventId: string): Promise<void> {
+    await tx.query(
+      'UPDATE connector_heights SET last_event_id = $3, updated_at = now() WHERE chain_id = $1 AND stream = $2',
+      [chainId, stream, lastEventId],
+    );
+  }
+
   /**
    * Moves the height from `expected` to `next` inside `tx`, recording `lastEventId` when the chunk published
    * events, and (only if it moved) removes the held single events of blocks up to `next` when
@@ -124,6 +132,22 @@ export function addAdvance(
           AND EXISTS (SELECT 1 FROM ${moved})`,
     );
   return moved;
+}
+
+/**
+ * Adds the recording of `lastEventId` as a stream's last published event, without moving its height, when
+ * `guard` (an SQL condition on the statement's other CTEs) holds: an event published late.
+ */
+export function addLastEvent(
+  statement: Statement,
+  a: { chainId: string; stream: Stream; lastEventId: string; guard: string },
+): void {
+  statement.with(
+    statement.name('last_event_set'),
+    `UPDATE connector_heights SET last_event_id = ${statement.param(a.lastEventId, 'text')}, updated_at = now()
+      WHERE chain_id = ${statement.param(a.chainId, 'text')} AND stream = ${statement.param(a.stream, 'text')}
+        AND ${a.guard}`,
+  );
 }
 
 /** First block of the chunk a chain client reports as `height` (chunks end at multiples of 5). */

@@ -55,6 +55,12 @@ export const connectorService: ServiceDefinition = {
         labelNames: ['chain', 'stream'] as const,
         registers: [context.metrics],
       }),
+      late: new Counter({
+        name: 'connector_late_events_total',
+        help: 'Single events posted after their blocks were processed without them: published late, out of block order',
+        labelNames: ['chain', 'stream'] as const,
+        registers: [context.metrics],
+      }),
     };
     const registrations = new Counter({
       name: 'connector_registrations_total',

@@ -21,7 +21,7 @@ import {
 import { buildEventBodies } from '../chain-client/event-body.js';
 import { chunkEnd } from '../chain-client/delivery-plan.js';
 import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
-import { addAdvance, chunkStart, type HeightStore, type Stream } from './heights.js';
+import { addAdvance, addLastEvent, chunkStart, type HeightStore, type Stream } from './heights.js';
 import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
 import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
 
@@ -32,6 +32,8 @@ export interface IngestMetrics {
   rejected: Counter<'reason'>;
   /** Chunks published without their height message because their block time could not be read. */
   blockTimeUnread: Counter<'chain' | 'stream'>;
+  /** Single events posted after their blocks were processed without them, published late. */
+  late: Counter<'chain' | 'stream'>;
 }
 
 export interface IngestOptions {
@@ -76,6 +78,15 @@ interface ChunkWrite {
   noneHeld: boolean;
 }
 
+/** What publishing a late single event writes. */
+interface LateWrite {
+  chainId: string;
+  stream: Stream;
+  id: string;
+  body: EventBody;
+  message: OutgoingMessage;
+}
+
 /** The height did not move: roll the transaction back. */
 class NotMoved extends Error {}
 
@@ -85,6 +96,7 @@ export const INGEST_OUTCOMES = [
   'already processed',
   'gap: backfill requested',
   'held until its height update',
+  'published late',
 ] as const;
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number];
 
@@ -203,7 +215,7 @@ export class Ingestor {
     this.publishable(event!);
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
-      if (event!.blockNumber <= stored) return 'already processed';
+      if (event!.blockNumber <= stored) return this.lateEvent(chainId, stream, stored, body, event!);
       this.checkAhead(chainId, stream, stored, event!.blockNumber, 'event in block');
       // Not capped by count: a refused event would be lost when the data-less height update of its chunk
       // follows (nothing says the chunk had it). Held rows are bounded by maxBlocksAhead and deduplicated by
@@ -214,6 +226,71 @@ export class Ingestor {
         [chainId, stream, chainEventId(event!), event!.blockNumber, JSON.stringify(body)],
       );
       return 'held until its height update';
+    });
+  }
+
+  /**
+   * A single event of blocks the stream has already passed: a chain client posting it again, or posting it
+   * for the first time after its chunk's data-less height update (history without merge, a retried post).
+   * Archive and publish are one write, so an archived body means it was published: nothing more. Otherwise
+   * its chunk went on without it, and answering "already processed" would lose a swap's event for good; it
+   * is published now, out of block order, logged and counted, and becomes the stream's last event (the next
+   * height message names it, so the Classifier takes that height only after it). The Classifier keeps a late
+   * event with its swap's facts; a swap it already decided is not judged again.
+   */
+  private async lateEvent(
+    chainId: string,
+    stream: Stream,
+    stored: number,
+    body: EventBody,
+    event: ChainEvent,
+  ): Promise<IngestOutcome> {
+    const id = chainEventId(event);
+    const write = { chainId, stream, id, body, message: this.eventMessage(event) };
+    const published = this.oneStatement()
+      ? await this.writeLateOneStatement(write)
+      : await this.writeLateInTransaction(write);
+    if (!published) return 'already processed';
+    this.known.delete(`${chainId}/${stream}`);
+    this.options.metrics.late.inc({ chain: chainId, stream });
+    this.options.metrics.events.inc({ chain: chainId, type: event.kind });
+    this.options.log.warn(
+      { chain: chainId, stream, event: id, block: event.blockNumber, stored },
+      'event posted after its blocks were processed without it: published late, out of block order',
+    );
+    return 'published late';
+  }
+
+  private async writeLateOneStatement(late: LateWrite): Promise<boolean> {
+    const statement = new Statement();
+    const archive = this.options.archive as PostgresArchive;
+    const archived = archive.addPutMany(statement, 'chain-events', [{ id: late.id, document: late.body }]);
+    const guard = `EXISTS (SELECT 1 FROM ${archived})`;
+    addLastEvent(statement, { chainId: late.chainId, stream: late.stream, lastEventId: late.id, guard });
+    const batches = [{ topic: chainEvents.name, messages: [late.message] }];
+    const topics = await (this.options.bus as PostgresBus).addPublish(statement, batches, {
+      client: this.options.pool,
+      guard,
+    });
+    statement.output('archived', `(SELECT count(*) FROM ${archived})`);
+    try {
+      return Number((await statement.run<{ archived: string }>(this.options.pool)).archived) === 1;
+    } catch (err) {
+      throw missingPartition(err, topics);
+    }
+  }
+
+  private async writeLateInTransaction(late: LateWrite): Promise<boolean> {
+    return withTransaction(this.options.pool, async (tx) => {
+      const archived = await this.options.archive.putMany(
+        'chain-events',
+        [{ id: late.id, document: late.body }],
+        { tx },
+      );
+      if (archived === 0) return false;
+      await this.options.heights.setLastEvent(tx, late.chainId, late.stream, late.id);
+      await publishMany(this.options.bus, [{ topic: chainEvents.name, messages: [late.message] }], { tx });
+      return true;
     });
   }
 
@@ -361,7 +438,8 @@ export class Ingestor {
       height,
       lastEventId: last ? chainEventId(last) : null,
       events: fresh.map((e) => this.eventMessage(e)),
-      documents: this.documents(all, merged),
+      // Only what is published: an archived body means a published event (see lateEvent).
+      documents: this.documents(all, fresh),
       timestamp,
       dropPending: state.pending.length > 0,
       noneHeld,

@@ -42,6 +42,12 @@ function ingestMetrics(registry: Registry) {
       labelNames: ['chain', 'stream'],
       registers: [registry],
     }),
+    late: new Counter({
+      name: 'connector_late_events_total',
+      help: 'late events',
+      labelNames: ['chain', 'stream'],
+      registers: [registry],
+    }),
   };
 }
 
