@@ -81,7 +81,9 @@ export function createPointsQueries(
 }
 
 export async function startPoints(
-  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'dbUrl' | 'bus'>,
+  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'dbUrl' | 'bus'> & {
+    config?: Pick<ServiceContext['config'], 'http'>;
+  },
   config: PointConfig,
   options: PointsStartOptions = {},
 ): Promise<

@@ -127,3 +127,45 @@ describe('a client over its budget, and a query over its time', () => {
     expect((await fetch(`${points.base}/health`)).status).toBe(200);
   });
 });
+
+describe('point.rateLimit behind a reverse proxy (http.trustProxy)', () => {
+  let db: TestDatabase;
+  beforeAll(async () => void (db = await createTestDatabase([pointsMigrations])));
+  afterAll(async () => db?.drop());
+
+  /** Points with a budget of 2 requests, behind `trustProxy`; `asks(client)` answers a request's status. */
+  async function behind(trustProxy: string[]) {
+    const points = await startTestPoints(db, pointTestConfig({ rateLimit: { max: 2, windowMs: 60_000 } }), {
+      nowSeconds: () => NOW,
+      consume: false,
+      trustProxy,
+    });
+    const asks = async (client: string) =>
+      (await fetch(`${points.base}/lp-point?lp_id=lp-1`, { headers: { 'x-forwarded-for': client } })).status;
+    return { points, asks };
+  }
+
+  it('each client behind a trusted proxy has its own budget', async () => {
+    const { points, asks } = await behind(['127.0.0.1']);
+    try {
+      expect([await asks('203.0.113.7'), await asks('203.0.113.7'), await asks('203.0.113.7')]).toEqual([
+        200, 200, 429,
+      ]);
+      // Another client through the same proxy is not held up by the first one's requests.
+      expect(await asks('198.51.100.9')).toBe(200);
+    } finally {
+      await points.close();
+    }
+  });
+
+  it('a client that is not a trusted proxy cannot name another address to escape its budget', async () => {
+    const { points, asks } = await behind(['10.9.9.9']);
+    try {
+      expect([await asks('203.0.113.1'), await asks('203.0.113.2'), await asks('203.0.113.3')]).toEqual([
+        200, 200, 429,
+      ]);
+    } finally {
+      await points.close();
+    }
+  });
+});

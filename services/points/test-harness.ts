@@ -171,7 +171,7 @@ export function pointTestConfig(overrides: Partial<PointConfig> = {}): PointConf
 export async function startTestPoints(
   db: { pool: Pool; url: string },
   config: PointConfig,
-  options: PointsStartOptions = {},
+  options: PointsStartOptions & { trustProxy?: string[] } = {},
 ) {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const bus = new PostgresBus({
@@ -183,7 +183,12 @@ export async function startTestPoints(
   });
   await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
   const metrics = new Registry();
-  const points = await startPoints({ db: db.pool, dbUrl: db.url, bus, log, metrics }, config, options);
+  const http = { trustProxy: options.trustProxy ?? [] };
+  const points = await startPoints(
+    { db: db.pool, dbUrl: db.url, bus, log, metrics, config: { http } },
+    config,
+    options,
+  );
   const base = `http://127.0.0.1:${points.port}`;
   return {
     ...points,

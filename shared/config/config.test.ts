@@ -103,6 +103,17 @@ describe('configuration', () => {
     expect(issues.find((i) => i.key === 'point.relayAdminUrl')?.problem).toMatch(/URL/);
   });
 
+  it('reads http.trustProxy (none by default) and names an entry that is not an address', () => {
+    expect(load('').http).toEqual({ trustProxy: [] });
+    expect(load('[http]\ntrustProxy = ["10.0.0.0/8", "::1"]').http).toEqual({
+      trustProxy: ['10.0.0.0/8', '::1'],
+    });
+    const issues = issuesOf(() => load('[http]\ntrustProxy = ["10.0.0.0/8", "proxy.local"]'));
+    expect(issues).toEqual([
+      { key: 'http.trustProxy[1]', problem: expect.stringMatching(/IP address or a CIDR range/) },
+    ]);
+  });
+
   it('reports a missing section and bad chain-client entries by index', () => {
     expect(issuesOf(() => load('', {}, ['agent']))).toEqual([
       { key: 'agent', problem: 'is required by the service being started but missing' },

@@ -9,6 +9,7 @@ import {
   busSection,
   configFileSchema,
   databaseSection,
+  httpSection,
   logSection,
   sectionSchemas,
   type ChainClientConfig,
@@ -45,6 +46,7 @@ export interface AppConfig {
   bus: z.infer<typeof busSection> & { kafkaBrokers?: string[]; kafkaSaslPassword?: string };
   archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };
   log: z.infer<typeof logSection>;
+  http: z.infer<typeof httpSection>;
 }
 
 export interface MongoTarget {
@@ -109,6 +111,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   const bus = parseOwn(busSection, doc.bus, 'bus', issues);
   const archive = parseOwn(archiveSection, doc.archive, 'archive', issues);
   const log = parseOwn(logSection, doc.log, 'log', issues);
+  const http = parseOwn(httpSection, doc.http, 'http', issues);
 
   if (issues.length > 0) throw new ConfigError(source, issues);
 
@@ -143,6 +146,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
     ]);
   }
   config.log = env.LOG_LEVEL ? { level: env.LOG_LEVEL } : log!;
+  config.http = http!;
   return config as AppConfig;
 }
 

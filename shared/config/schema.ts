@@ -336,6 +336,15 @@ export const archiveSection = z.strictObject({
   adapter: z.enum(['postgres', 'mongodb']).default('postgres'),
 });
 
+export const httpSection = z.strictObject({
+  /**
+   * Reverse proxies in front of the services (addresses or CIDR ranges): a request from one of them is taken
+   * to come from the client its X-Forwarded-For names, for rate limits, allow-lists and logs. Empty: the
+   * socket's address (a client can never name itself through X-Forwarded-For).
+   */
+  trustProxy: allowIps,
+});
+
 export const logSection = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -355,6 +364,7 @@ export const configFileSchema = z.looseObject({
   database: z.unknown().optional(),
   bus: z.unknown().optional(),
   archive: z.unknown().optional(),
+  http: z.unknown().optional(),
   log: z.unknown().optional(),
 });
 

@@ -22,6 +22,8 @@ export async function startHttpService(
     ownErrorVocabulary: options.ownErrorVocabulary,
     redact: options.redact,
     maxParamLength: options.maxParamLength,
+    // Test harnesses start services with a partial context.
+    trustProxy: context.config?.http?.trustProxy,
   });
   await register(app);
   await app.listen({ port, host: process.env.HOST ?? '127.0.0.1' });

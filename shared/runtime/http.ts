@@ -31,6 +31,8 @@ export interface HttpServerOptions {
   redact?: (text: string) => string;
   /** Longest path parameter the router takes (fastify's default: 100); a longer one is an unknown route. */
   maxParamLength?: number;
+  /** `http.trustProxy`: proxies whose X-Forwarded-For names the client (request.ip); empty or unset: none. */
+  trustProxy?: readonly string[];
 }
 
 /** A service's answer to a request for no route: its HTTP status and `{code, message}` body. */
@@ -146,6 +148,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
     frameworkErrors: routerRefusals(() => app),
     ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
+    // Only the listed hops: `true` would let any client name its own address in X-Forwarded-For.
+    trustProxy: options.trustProxy?.length ? [...options.trustProxy] : false,
   });
   parseJsonBodiesFast(app);
 
