@@ -192,7 +192,9 @@ export const connectorService: ServiceDefinition = {
       let failing = false; // log changes of state, not every retry (the counter has every attempt)
       while (!stopController.signal.aborted) {
         try {
+          ingestor.liveStarting(client.chainId, stream);
           const outcome = await scrubbed(() => register(client, stream, callbackFor(client.chainId, stream)));
+          if (outcome === 'already registered') ingestor.liveContinues(client.chainId, stream);
           registrations.inc({ chain: client.chainId, stream, outcome });
           log[failing ? 'info' : 'debug'](
             { chain: client.chainId, stream, outcome },

@@ -259,6 +259,40 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(await heights.get('9006', 'swap')).toBe(10);
   });
 
+  it('after a registration the chain client took as new, its first chunk is asked again through history', async () => {
+    // A restarted chain client delivers live from the block after its head (here 13): its first chunk, height
+    // 15, holds blocks 13 to 15 only; the event of block 12 is in no chunk it will post live.
+    connector.ingestor.liveStarting('9006', 'swap');
+    const live = { type: 'update_height', height: 15, data: [originalBody(confirmOutVector, 14)] };
+    expect((await post('/callback/9006/swap', live)).json()).toEqual({
+      code: 200,
+      message: 'gap: backfill requested',
+    });
+    expect(backfills).toEqual([['9006', 10, 15]]);
+    expect(await published()).toHaveLength(0);
+    expect(await heights.get('9006', 'swap')).toBe(10);
+    // History delivers the whole chunk; the next live chunks are whole and taken as they come.
+    const history = {
+      type: 'update_height',
+      height: 15,
+      data: [originalBody(transferOutVector, 12), originalBody(confirmOutVector, 14)],
+    };
+    expect((await post('/callback/9006/swap', history)).json().message).toBe('processed');
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 20 })).json().message).toBe(
+      'processed',
+    );
+    expect((await published()).map((e) => e.payload.blockNumber)).toEqual([12, 14]);
+    expect(backfills).toHaveLength(1);
+  });
+
+  it('a registration the chain client already had changes nothing: its next chunk is taken', async () => {
+    connector.ingestor.liveStarting('9006', 'swap');
+    connector.ingestor.liveContinues('9006', 'swap');
+    const live = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
+    expect((await post('/callback/9006/swap', live)).json().message).toBe('processed');
+    expect(backfills).toEqual([]);
+  });
+
   it('holds single event posts (history without merge) until their height: doubled and out of order, each published once in block order', async () => {
     const confirm = originalBody(confirmOutVector, 14);
     const transfer = originalBody(transferOutVector, 12);

@@ -123,6 +123,11 @@ export class Ingestor {
    * from it check both, and a stale one costs a read.
    */
   private readonly known = new Map<string, { height: number; lastEventId: string | null }>();
+  /**
+   * Streams whose next posted chunk may cover only the tail of its 5 blocks: a chain client's live delivery
+   * (re)starts at the block after its head, not at a chunk boundary (see liveStarting).
+   */
+  private readonly liveStart = new Set<string>();
   /** Chains whose block time read last failed: one warning an outage, one note when it reads again. */
   private readonly blockTimeFailing = new Set<string>();
 
@@ -186,6 +191,24 @@ export class Ingestor {
     return { bodies: unique, events };
   }
 
+  /**
+   * A registration is about to be sent to a chain client. If the chain client takes it as new (it restarted
+   * and forgot its registrations, or this is the first), its live delivery starts at the block after its
+   * head: the first chunk it posts may cover fewer than its 5 blocks, and the blocks before it are in no
+   * chunk, yet a chunk says only its height. So the next posted chunk is not trusted to cover its blocks: its
+   * range is asked for again through history (the usual gap path; duplicates change nothing). Marked before
+   * the request, since a chunk may arrive before its answer; `liveContinues` takes the mark back when the
+   * chain client says the registration was already there.
+   */
+  liveStarting(chainId: string, stream: Stream): void {
+    this.liveStart.add(`${chainId}/${stream}`);
+  }
+
+  /** The chain client kept its registration: its live chunks go on from where they were. */
+  liveContinues(chainId: string, stream: Stream): void {
+    this.liveStart.delete(`${chainId}/${stream}`);
+  }
+
   heightUpdate(chainId: string, stream: Stream, body: HeightUpdate): Promise<IngestOutcome> {
     const { bodies, events } = this.postedEvents(chainId, stream, body.data ?? []);
     for (const e of events) {
@@ -198,7 +221,9 @@ export class Ingestor {
       }
     }
     return this.serialized(chainId, stream, () =>
-      this.processChunk(chainId, stream, body.height, bodies, events),
+      this.processChunk(chainId, stream, body.height, bodies, events, {
+        partialStart: this.liveStart.delete(`${chainId}/${stream}`),
+      }),
     );
   }
 
@@ -363,11 +388,19 @@ export class Ingestor {
     height: number,
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
+    /** The first chunk of a live delivery that (re)started: it may not cover the start of its blocks. */
+    { partialStart = false } = {},
   ): Promise<IngestOutcome> {
     const { heights, metrics } = this.options;
     const key = `${chainId}/${stream}`;
     const known = this.known.get(key);
-    if (known && height > known.height && chunkStart(height) <= known.height + 1 && this.oneStatement()) {
+    if (
+      !partialStart &&
+      known &&
+      height > known.height &&
+      chunkStart(height) <= known.height + 1 &&
+      this.oneStatement()
+    ) {
       const state = { height: known.height, lastEventId: known.lastEventId, pending: [] };
       if (await this.writeChunk(chainId, stream, height, bodies, events, state, true)) return 'processed';
     }
@@ -389,6 +422,14 @@ export class Ingestor {
       );
     }
     if (chunkStart(height) > state.height + 1) {
+      this.options.requestBackfill(chainId, stream, state.height, height);
+      return 'gap: backfill requested';
+    }
+    if (partialStart) {
+      this.options.log.info(
+        { chain: chainId, stream, stored: state.height, height },
+        'first chunk since the chain client took our registration as new: its blocks are asked through history',
+      );
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }

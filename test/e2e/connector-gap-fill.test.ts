@@ -70,12 +70,14 @@ describe('connector: a chain client that never delivers history does not stall a
       },
       /** Every log line the Connector printed, across restarts. */
       output: () => outputs.join('') + (connector?.output() ?? ''),
-      async startClient() {
+      /** `startBlock`: its first live block (default: the block after the head, as the original). */
+      async startClient(startBlock?: number) {
         fake = await startFakeChainClient({
           rpcUrl: chain.rpcUrl,
           systemChainId: SYSTEM,
           contracts: { swap: chain.contracts.otmoic, reputation: chain.contracts.reputation },
           history: options.history,
+          startBlock,
         });
         await writeFile(
           path.join(dir, 'config.toml'),
@@ -274,6 +276,36 @@ historyMerge = ${options.historyMerge ?? true}\n`,
       await s.expectExactlyOnceInOrder();
       const { rows } = await s.db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
       expect(rows[0].n).toBe(0);
+    } finally {
+      await s.close();
+    }
+  }, 180_000);
+
+  it('a chain client restarted within a chunk: the blocks before its first live block are asked through history', async () => {
+    const s = await scenario({ history: 'doubled', historyTimeoutMs: 120_000, rpcRangeBlocks: 100 });
+    try {
+      await s.startClient();
+      await s.startConnector();
+      const stored = await s.settle();
+      // The chain client goes down, a swap happens, and it comes back with its head inside the next chunk:
+      // the original delivers live from the block after its head, so its first chunk (height stored + 5)
+      // holds that chunk's last block only.
+      await s.fake.close();
+      await s.killConnector();
+      await s.swapsOf(1);
+      const skipped = s.swaps[0]!.steps.filter((step) => step.blockNumber < stored + 5);
+      expect(skipped.length).toBeGreaterThan(0);
+      await s.startClient(stored + 5);
+      await s.startConnector();
+      await s.settle();
+      await s.fake.idle();
+      // Every event of the swap, those of the blocks the live chunk did not hold included, once and in order.
+      await s.expectExactlyOnceInOrder();
+      expect(s.output()).toContain('first chunk since the chain client took our registration as new');
+      expect(s.fake.requests.find((r) => r.path === '/support/history')).toMatchObject({
+        code: 200,
+        body: { start: stored + 1 },
+      });
     } finally {
       await s.close();
     }
