@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EventBus } from '../../shared/bus/port.js';
@@ -10,38 +8,9 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import type { EventBody, HeightUpdate } from './body-schema.js';
 import { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
-import { testIngestor, TEST_SWAP_CONTRACT } from './test-harness.js';
+import { goldenEventBody, plainPort, testIngestor } from './test-harness.js';
 
-const vectors = JSON.parse(
-  readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
-);
-const golden = (type: string) => vectors.events.find((v: { type?: string }) => v.type === type);
-
-/** A chain-client body of the golden `type` event in `block`. */
-function body(type: string, block: number, logIndex = 0): EventBody {
-  const v = golden(type);
-  const event = {
-    address: TEST_SWAP_CONTRACT,
-    topics: [v.topic0],
-    data: v.log_data,
-    blockNumber: '0x' + block.toString(16),
-    transactionHash: '0x' + (block * 1000 + logIndex).toString(16).padStart(64, '0'),
-    transactionIndex: '0x0',
-    blockHash: '0x' + 'bb'.repeat(32),
-    logIndex: '0x' + logIndex.toString(16),
-    removed: false,
-  };
-  return {
-    event,
-    tx: { from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', status: '0x1', logs: [event] },
-    block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_000 + block).toString(16) },
-    type,
-    transfer_info: '{}',
-    event_raw: JSON.stringify(event),
-    event_parse: v.event_parse,
-    chain_id: '9006',
-  } as unknown as EventBody;
-}
+const body = goldenEventBody;
 
 const heartbeat = (height: number, data: EventBody[] = []) =>
   ({ type: 'update_height', height, data }) as unknown as HeightUpdate;
@@ -58,18 +27,7 @@ describe('connector: single events posted after their blocks were processed', ()
   /** The postgres log itself (one statement), and behind a plain EventBus (one transaction). */
   const buses: Array<[string, () => EventBus]> = [
     ['postgres log and archive: one statement', () => bus],
-    [
-      'any other bus: one transaction',
-      () => ({
-        kind: 'postgres',
-        ensureTopics: (s) => bus.ensureTopics(s),
-        publish: (t, m, o) => bus.publish(t, m, o),
-        subscribe: (o) => bus.subscribe(o),
-        seek: (g, t, p) => bus.seek(g, t, p),
-        lag: (g, t) => bus.lag(g, t),
-        close: async () => undefined,
-      }),
-    ],
+    ['any other bus: one transaction', () => plainPort(bus)],
   ];
   const messages = async (topic: string) =>
     (

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EventBus } from '../../shared/bus/port.js';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
@@ -7,41 +5,13 @@ import { createLogger } from '../../shared/logging/logger.js';
 import { allTopics, topicSpec } from '../../topics/index.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { countQueries } from '../../test/support/query-counter.js';
-import type { EventBody, HeightUpdate } from './body-schema.js';
+import type { HeightUpdate } from './body-schema.js';
 import { HeightStore } from './heights.js';
 import type { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
-import { testIngestor, TEST_SWAP_CONTRACT } from './test-harness.js';
+import { goldenEventBody, plainPort, testIngestor } from './test-harness.js';
 
-const vectors = JSON.parse(
-  readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
-);
-const transferOut = vectors.events.find((v: { type?: string }) => v.type === 'TransferOut');
-const CONTRACT = TEST_SWAP_CONTRACT;
-
-function body(block: number, logIndex: number): EventBody {
-  const event = {
-    address: CONTRACT,
-    topics: [transferOut.topic0],
-    data: transferOut.log_data,
-    blockNumber: '0x' + block.toString(16),
-    transactionHash: '0x' + (block * 1000 + logIndex).toString(16).padStart(64, '0'),
-    transactionIndex: '0x0',
-    blockHash: '0x' + 'bb'.repeat(32),
-    logIndex: '0x' + logIndex.toString(16),
-    removed: false,
-  };
-  return {
-    event,
-    tx: { from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', status: '0x1', logs: [event] },
-    block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_000 + block).toString(16) },
-    type: 'TransferOut',
-    transfer_info: '{}',
-    event_raw: JSON.stringify(event),
-    event_parse: transferOut.event_parse,
-    chain_id: '9006',
-  } as unknown as EventBody;
-}
+const body = (block: number, logIndex: number) => goldenEventBody('TransferOut', block, logIndex);
 
 /** A chunk ending at `height` with `events` events spread over its blocks. */
 function chunk(height: number, events: number): HeightUpdate {
@@ -115,15 +85,7 @@ describe('connector ingestion: database round trips per chunk', () => {
   });
 
   it('any other bus (here: the postgres log behind a plain EventBus): one transaction of fixed size', async () => {
-    const plain: EventBus = {
-      kind: 'postgres',
-      ensureTopics: (s) => bus.ensureTopics(s),
-      publish: (t, m, o) => bus.publish(t, m, o),
-      subscribe: (o) => bus.subscribe(o),
-      seek: (g, t, p) => bus.seek(g, t, p),
-      lag: (g, t) => bus.lag(g, t),
-      close: async () => undefined,
-    };
+    const plain = plainPort(bus);
     const ingest = ingestor(plain);
     await roundTrips(ingest, chunk(15, 1));
     const one = await roundTrips(ingest, chunk(20, 1));

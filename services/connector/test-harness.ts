@@ -1,4 +1,6 @@
 /** Test support: the Connector's ingestor and callback routes on a test database (postgres log and archive). */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
@@ -7,12 +9,59 @@ import type { Pool } from '../../shared/db/pool.js';
 import { createLogger, type Logger } from '../../shared/logging/logger.js';
 import { createHttpServer } from '../../shared/runtime/http.js';
 import { allTopics, topicSpec } from '../../topics/index.js';
+import type { EventBody } from './body-schema.js';
 import { HeightStore } from './heights.js';
 import { Ingestor, type IngestOptions } from './ingest.js';
 import { registerCallbackRoutes } from './routes.js';
 
 /** The swap contract of the test chain 9006 (a devnet address; no chain runs behind it). */
 export const TEST_SWAP_CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+
+const fixtures = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
+) as { events: Array<{ type?: string; topic0: string; log_data: string; event_parse: unknown }> };
+
+/**
+ * A chain-client body in the original's shape around the golden `type` event of the relay fixtures, in
+ * `block` of chain 9006 (its transaction hash made from the block and log index, its time 1_700_000_000 + block).
+ */
+export function goldenEventBody(type: string, block: number, logIndex = 0): EventBody {
+  const golden = fixtures.events.find((v) => v.type === type)!;
+  const event = {
+    address: TEST_SWAP_CONTRACT,
+    topics: [golden.topic0],
+    data: golden.log_data,
+    blockNumber: '0x' + block.toString(16),
+    transactionHash: '0x' + (block * 1000 + logIndex).toString(16).padStart(64, '0'),
+    transactionIndex: '0x0',
+    blockHash: '0x' + 'bb'.repeat(32),
+    logIndex: '0x' + logIndex.toString(16),
+    removed: false,
+  };
+  return {
+    event,
+    tx: { from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', status: '0x1', logs: [event] },
+    block: { number: event.blockNumber, timestamp: '0x' + (1_700_000_000 + block).toString(16) },
+    type,
+    transfer_info: '{}',
+    event_raw: JSON.stringify(event),
+    event_parse: golden.event_parse,
+    chain_id: '9006',
+  } as unknown as EventBody;
+}
+
+/** `bus` behind the bare EventBus port: the Ingestor writes through it as through any bus (a transaction a chunk). */
+export function plainPort(bus: EventBus): EventBus {
+  return {
+    kind: bus.kind,
+    ensureTopics: (s) => bus.ensureTopics(s),
+    publish: (t, m, o) => bus.publish(t, m, o),
+    subscribe: (o) => bus.subscribe(o),
+    seek: (g, t, p) => bus.seek(g, t, p),
+    lag: (g, t) => bus.lag(g, t),
+    close: async () => undefined,
+  };
+}
 
 /** The block timestamp a test ingestor is told for `height` (it reads no chain). */
 export const testBlockTimestamp = (height: number) => 1_700_000_100 + height;

@@ -4,9 +4,12 @@ import { withTransaction, type Pool } from '../../shared/db/pool.js';
 import {
   DLQ_HEADERS,
   PoisonMessageError,
+  REDRIVEN_FROM_HEADER,
   applyOnce,
   applyOnceBatch,
+  deadLetterCounts,
   deadLetterTopic,
+  redriveDeadLetters,
   type BusMessage,
   type DeliveryObserver,
   type EventBus,
@@ -354,6 +357,83 @@ export function busConformanceSuite(
       expect(seen[0]!.headers.note).toBe('lp\\u0000y');
       expect(dead.seen[0]!.headers[DLQ_HEADERS.error]).toBe('unknown LP "lp\\u0000x"');
       expect(dead.seen[0]!.headers.note).toBe('lp\\u0000x');
+    });
+
+    it('redrives dead letters to their topic once: the failed group takes them, the others skip them', async () => {
+      const name = await topic(2);
+      await publishSequences(name, ['a', 'b'], 3);
+      // Group "broken" cannot handle seq 1 until it is fixed; group "fine" handles everything.
+      let fixed = false;
+      const broken = fresh('broken');
+      const fine = fresh('fine');
+      const handledBy = (consumer: string) => async (m: BusMessage, ctx: Parameters<Handler>[1]) => {
+        if (consumer === broken && !fixed && seqOf(m) === 1) throw new Error('a bug');
+        await orderedEffect(consumer)(m, ctx);
+      };
+      subscriptions.push(
+        await t.bus.subscribe({ group: broken, topics: [name], handler: handledBy(broken), maxAttempts: 2 }),
+        await t.bus.subscribe({ group: fine, topics: [name], handler: handledBy(fine) }),
+      );
+      await waitFor(
+        async () => (await orderedCount(broken)) === 4 && (await orderedCount(fine)) === 6,
+        'both groups past every message',
+      );
+      expect(await deadLetterCounts(t.bus, name)).toEqual({ topic: name, deadLetters: 2n, notRedriven: 2n });
+
+      fixed = true;
+      expect(await redriveDeadLetters({ bus: t.bus, pool: t.pool, topic: name, pollMs: 50 })).toEqual({
+        topic: name,
+        redriven: 2,
+        refused: 0,
+      });
+      await waitFor(async () => (await orderedCount(broken)) === 6, 'the fixed group took the dead letters');
+      const sequences = await orderedSequences(broken);
+      expect(sequences.get('a')).toEqual([0, 2, 1]);
+      expect(sequences.get('b')).toEqual([0, 2, 1]);
+      // The other group applied each message once: the copies are skipped by their ids.
+      const { seen } = await collect(name, fresh('reader'));
+      await waitFor(() => seen.length >= 8, 'the topic with the two re-sent messages');
+      const again = seen.filter((m) => m.headers[REDRIVEN_FROM_HEADER] !== undefined);
+      expect(again.map((m) => [m.key, seqOf(m)]).sort()).toEqual([
+        ['a', 1],
+        ['b', 1],
+      ]);
+      for (const m of again) {
+        expect(m.headers[REDRIVEN_FROM_HEADER]).toMatch(new RegExp(`^${deadLetterTopic(name)}/\\d+/\\d+$`));
+        expect(m.headers.seq).toBe('1'); // its own headers kept, the bus's x-dlq-* removed
+        expect(Object.keys(m.headers).filter((h) => h.startsWith('x-dlq-'))).toEqual([]);
+      }
+      await pause(300);
+      expect(await orderedCount(fine)).toBe(6);
+
+      // A second run re-sends nothing.
+      expect(await redriveDeadLetters({ bus: t.bus, pool: t.pool, topic: name, pollMs: 50 })).toEqual({
+        topic: name,
+        redriven: 0,
+        refused: 0,
+      });
+      expect(await deadLetterCounts(t.bus, name)).toEqual({ topic: name, deadLetters: 2n, notRedriven: 0n });
+    });
+
+    it('a dead letter that does not name its topic is not re-sent: it moves on to the next dead-letter topic', async () => {
+      const name = await topic(1);
+      const dlq = deadLetterTopic(name);
+      await t.bus.ensureTopics([{ name: dlq, partitions: 1, retentionMs: null }]);
+      await t.bus.publish(dlq, [
+        { key: 'k', value: '{"seq":0}', headers: { [DLQ_HEADERS.topic]: 'another.topic' } },
+        { key: 'k', value: '{"seq":1}', headers: { [DLQ_HEADERS.topic]: name, [DLQ_HEADERS.error]: 'x' } },
+      ]);
+      expect(await redriveDeadLetters({ bus: t.bus, pool: t.pool, topic: name, pollMs: 50 })).toEqual({
+        topic: name,
+        redriven: 1,
+        refused: 1,
+      });
+      const { seen } = await collect(name, fresh('reader'));
+      const deeper = await collect(deadLetterTopic(dlq), fresh('reader'));
+      await waitFor(() => seen.length >= 1 && deeper.seen.length >= 1, 'the re-sent and the refused');
+      expect(seen.map((m) => m.value)).toEqual(['{"seq":1}']);
+      expect(deeper.seen[0]!.value).toBe('{"seq":0}');
+      expect(deeper.seen[0]!.headers[DLQ_HEADERS.error]).toMatch(/names topic another\.topic/);
     });
 
     it('applies effects exactly once under duplicate publishes and redelivery', async () => {

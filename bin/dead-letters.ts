@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// `npm run dead-letters`: every topic's dead letters and how many were not re-sent yet.
+// `npm run dead-letters -- redrive <topic> …`: re-sends a topic's dead letters not re-sent before (after the
+// cause of their failure is fixed); see shared/bus/redrive.ts. Shares the database of a running `npm start`.
+import { deadLetterCounts, redriveDeadLetters, type RedriveReport } from '../shared/bus/redrive.js';
+import { ConfigError, loadConfig } from '../shared/config/index.js';
+import { createLogger } from '../shared/logging/logger.js';
+import { startInfrastructure } from '../shared/runtime/infrastructure.js';
+import { EXIT_CONFIG } from '../shared/runtime/runner.js';
+import { allTopics } from '../topics/index.js';
+import { progressBar } from './progress.js';
+
+// Every topic of the services, and their dead-letter topics (whose own dead letters go one level down).
+const topics = allTopics.flatMap((t) => [t.name, `${t.name}.dlq`]);
+const usage = `usage: npm run dead-letters [-- redrive <topic> …]   (topics: ${topics.join(', ')})`;
+
+const [command, ...named] = process.argv.slice(2);
+const unknown = named.filter((n) => !topics.includes(n));
+if (
+  (command !== undefined && command !== 'list' && command !== 'redrive') ||
+  (command === 'redrive' && named.length === 0) ||
+  (command !== 'redrive' && named.length > 0) ||
+  unknown.length > 0
+) {
+  console.error(unknown.length > 0 ? `unknown topic ${unknown.join(', ')}\n${usage}` : usage);
+  process.exit(2);
+}
+
+const log = createLogger({ name: 'dead-letters', level: process.env.LOG_LEVEL ?? 'warn' });
+let config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  for (const line of err.lines()) process.stderr.write(line + '\n');
+  process.exit(EXIT_CONFIG);
+}
+const infra = await startInfrastructure(config, log, [], { shareRunningEmbedded: true });
+try {
+  if (command === 'redrive') {
+    const reports: RedriveReport[] = [];
+    for (const topic of named) {
+      const bar = progressBar(`redrive ${topic}`);
+      reports.push(
+        await redriveDeadLetters({
+          bus: infra.bus,
+          pool: infra.db,
+          topic,
+          onProgress: (done, left) => bar.update(left, done),
+        }),
+      );
+    }
+    console.log(JSON.stringify(reports, null, 2));
+  } else {
+    const counts = await Promise.all(topics.map((topic) => deadLetterCounts(infra.bus, topic)));
+    console.log(
+      JSON.stringify(
+        counts.map((c) => ({
+          topic: c.topic,
+          deadLetters: Number(c.deadLetters),
+          notRedriven: Number(c.notRedriven),
+        })),
+        null,
+        2,
+      ),
+    );
+  }
+} finally {
+  await infra.close();
+}

@@ -1,0 +1,116 @@
+/**
+ * Dead letters back to their topic, once the cause of their failure is fixed (`npm run dead-letters`).
+ *
+ * A redrive is a consumer of `<topic>.dlq` in the group `redrive:<topic>`: each dead letter is published to
+ * its topic again in the transaction that commits the group's position past it (the postgres log writes it
+ * in that transaction; Kafka's outbox sends it after the commit), so every dead letter is re-sent once,
+ * across runs and crashes, and a second run sends only what was dead-lettered since. It goes to every group
+ * of the topic; the groups that had handled it already skip it (every consumer applies a message once by its
+ * envelope id), and the one that failed takes it, after the messages published meanwhile (its key's order is
+ * not kept for it).
+ */
+import { withTransaction, type Pool } from '../db/pool.js';
+import { PoisonMessageError } from './errors.js';
+import {
+  DLQ_HEADERS,
+  deadLetterTopic,
+  type BusMessage,
+  type EventBus,
+  type OutgoingMessage,
+} from './port.js';
+
+/** Where a redriven message came from: `<dead-letter topic>/<partition>/<offset>`. */
+export const REDRIVEN_FROM_HEADER = 'x-redriven-from';
+
+/** The group whose position in `<topic>.dlq` marks the dead letters already re-sent. */
+export const redriveGroup = (topic: string): string => `redrive:${topic}`;
+
+const BUS_HEADERS: ReadonlySet<string> = new Set(Object.values(DLQ_HEADERS));
+
+/**
+ * The message a dead letter of `topic` is published as again: its key, value and own headers, without the
+ * bus's `x-dlq-*`, with where it came from. A dead letter that does not name `topic` as its origin is not
+ * re-sent anywhere (PoisonMessageError: it moves on to `<topic>.dlq.dlq`).
+ */
+export function redrivenMessage(topic: string, dead: BusMessage): OutgoingMessage {
+  const origin = dead.headers[DLQ_HEADERS.topic];
+  if (origin !== topic)
+    throw new PoisonMessageError(
+      `dead letter ${dead.topic}/${dead.partition}/${dead.offset} names ${origin === undefined ? 'no topic' : `topic ${origin}`} in ${DLQ_HEADERS.topic}, not ${topic}: not re-sent`,
+    );
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(dead.headers)) if (!BUS_HEADERS.has(name)) headers[name] = value;
+  headers[REDRIVEN_FROM_HEADER] = `${dead.topic}/${dead.partition}/${dead.offset}`;
+  return { key: dead.key, value: dead.value, headers };
+}
+
+/** Dead letters of a topic: how many there are, and how many were not re-sent yet. */
+export async function deadLetterCounts(
+  bus: EventBus,
+  topic: string,
+): Promise<{ topic: string; deadLetters: bigint; notRedriven: bigint }> {
+  const dlq = deadLetterTopic(topic);
+  const sum = (lags: ReadonlyArray<{ lag: bigint }>) => lags.reduce((n, p) => n + p.lag, 0n);
+  // A group that never consumes lags by every message of the topic.
+  const [all, pending] = await Promise.all([
+    bus.lag('dead-letters:count', [dlq]),
+    bus.lag(redriveGroup(topic), [dlq]),
+  ]);
+  return { topic, deadLetters: sum(all), notRedriven: sum(pending) };
+}
+
+export interface RedriveReport {
+  topic: string;
+  /** Dead letters published to the topic again. */
+  redriven: number;
+  /** Dead letters that named another topic (or none), moved on to `<topic>.dlq.dlq`. */
+  refused: number;
+}
+
+/**
+ * Re-sends every dead letter of `topic` not re-sent before, then stops. `onProgress(done, left)` after each.
+ */
+export async function redriveDeadLetters(options: {
+  bus: EventBus;
+  pool: Pool;
+  topic: string;
+  onProgress?(done: number, left: number): void;
+  /** How often the group's lag is looked at while it works. */
+  pollMs?: number;
+}): Promise<RedriveReport> {
+  const { bus, pool, topic } = options;
+  const dlq = deadLetterTopic(topic);
+  const group = redriveGroup(topic);
+  const report: RedriveReport = { topic, redriven: 0, refused: 0 };
+  const left = async () => (await bus.lag(group, [dlq])).reduce((n, p) => n + Number(p.lag), 0);
+  if ((await left()) === 0) return report;
+  const subscription = await bus.subscribe({
+    group,
+    topics: [dlq],
+    handler: async (dead, context) => {
+      let message: OutgoingMessage;
+      try {
+        message = redrivenMessage(topic, dead);
+      } catch (err) {
+        report.refused++;
+        throw err;
+      }
+      await withTransaction(pool, async (tx) => {
+        await bus.publish(topic, [message], { tx });
+        await context.commitIn(tx);
+      });
+      report.redriven++;
+    },
+  });
+  try {
+    for (;;) {
+      const remaining = await left();
+      options.onProgress?.(report.redriven + report.refused, remaining);
+      if (remaining === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
+    }
+  } finally {
+    await subscription.stop();
+  }
+  return report;
+}

@@ -1,0 +1,96 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DLQ_HEADERS, REDRIVEN_FROM_HEADER } from '../../shared/bus/index.js';
+import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { spawnTs } from '../support/processes.js';
+
+/** `npm run dead-letters` as an operator runs it against the database of a running deployment. */
+describe('npm run dead-letters', () => {
+  let db: TestDatabase;
+  let dir: string;
+  const run = async (...args: string[]) => {
+    const child = spawnTs('bin/dead-letters.ts', args, {
+      ...process.env,
+      CONFIG_PATH: path.join(dir, 'config.toml'),
+      DATABASE_URL: db.url,
+    });
+    const { code } = await child.exited;
+    return { code, output: child.output() };
+  };
+  /** The JSON the command printed (its last lines; a progress bar may come before it on stderr). */
+  const printed = (output: string) => JSON.parse(output.slice(output.indexOf('[\n')));
+  const countsOf = (output: string, topic: string) =>
+    printed(output).find((c: { topic: string }) => c.topic === topic);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-dead-letters-'));
+    await writeFile(path.join(dir, 'config.toml'), '[log]\nlevel = "warn"\n');
+  });
+  afterAll(async () => {
+    await db?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('lists dead letters per topic, redrives those of a topic once, and lists them as re-sent', async () => {
+    let result = await run();
+    expect(result.code, result.output).toBe(0);
+    expect(countsOf(result.output, 'chain.events')).toEqual({
+      topic: 'chain.events',
+      deadLetters: 0,
+      notRedriven: 0,
+    });
+    // A consumer dead-lettered a chain event (the topics exist now: the command created them as a service does).
+    const bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
+    try {
+      await bus.publish('chain.events.dlq', [
+        {
+          key: '9006',
+          value: '{"id":"9006:0xabc:0"}',
+          headers: { kind: 'TransferOut', [DLQ_HEADERS.topic]: 'chain.events', [DLQ_HEADERS.error]: 'a bug' },
+        },
+      ]);
+    } finally {
+      await bus.close();
+    }
+    result = await run('list');
+    expect(countsOf(result.output, 'chain.events')).toMatchObject({ deadLetters: 1, notRedriven: 1 });
+
+    result = await run('redrive', 'chain.events');
+    expect(result.code, result.output).toBe(0);
+    expect(printed(result.output)).toEqual([{ topic: 'chain.events', redriven: 1, refused: 0 }]);
+    const { rows } = await db.pool.query<{ value: string; headers: Record<string, string> }>(
+      `SELECT value, headers FROM bus_messages WHERE topic = 'chain.events'`,
+    );
+    expect(rows).toEqual([
+      {
+        value: '{"id":"9006:0xabc:0"}',
+        headers: {
+          kind: 'TransferOut',
+          [REDRIVEN_FROM_HEADER]: expect.stringMatching(/^chain\.events\.dlq\/\d+\/0$/),
+        },
+      },
+    ]);
+    // Run again: nothing more is sent.
+    result = await run('redrive', 'chain.events');
+    expect(printed(result.output)).toEqual([{ topic: 'chain.events', redriven: 0, refused: 0 }]);
+    result = await run();
+    expect(countsOf(result.output, 'chain.events')).toMatchObject({ deadLetters: 1, notRedriven: 0 });
+  }, 120_000);
+
+  it('refuses an unknown topic or a redrive without one, with its usage and exit code 2', async () => {
+    for (const args of [['redrive'], ['redrive', 'no.such.topic'], ['purge']]) {
+      const { code, output } = await run(...args);
+      expect(code, args.join(' ')).toBe(2);
+      expect(output).toMatch(/usage: npm run dead-letters/);
+    }
+  });
+});
