@@ -100,6 +100,43 @@ describe('npm run replay -- points', () => {
     expect(dlq.rows[0].n).toBe(1);
   });
 
+  it("compares at the live consumer's position while it keeps handling new messages", async () => {
+    // Verdicts and violations keep coming while the replay runs and compares (a deployment at work).
+    let publishing = true;
+    let n = 0;
+    const traffic = (async () => {
+      while (publishing) {
+        n++;
+        await publishVerdict(
+          points.bus,
+          verdictPayload({
+            bid: hex32(1_000 + n),
+            lpId: 'lp-1',
+            outcome: 'normal',
+            party: null,
+            blockTime: NOW,
+          }),
+        );
+        await publishViolation(
+          points.bus,
+          violationPayload({ bid: hex32(5_000 + n), party: 'lp', subject: 'lp-1', blockTime: NOW - n }),
+        );
+        await new Promise((r) => setTimeout(r, 15));
+      }
+    })();
+    try {
+      await waitFor(() => n >= 5, 'traffic');
+      const report = await run();
+      expect(report.identical, report.lines.join('\n')).toBe(true);
+      expect(report.lines.join('\n')).not.toMatch(/note:/);
+      expect(n).toBeGreaterThan(10);
+    } finally {
+      publishing = false;
+      await traffic;
+    }
+    await caughtUp(points.bus);
+  });
+
   it('reports a live table that differs from its rebuild, naming the rows', async () => {
     await db.pool.query('DELETE FROM points_deductions WHERE bid_id = $1', [hex32(3)]);
     await db.pool.query('UPDATE points_lp_swaps SET block_time = block_time + 1 WHERE bid_id = $1', [

@@ -7,10 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { ProcessedInMemory } from '../../shared/bus/apply-once.js';
 import { PoisonMessageError } from '../../shared/bus/errors.js';
 import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
-import type { Pool } from '../../shared/db/pool.js';
+import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
+import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -31,6 +32,11 @@ export interface PointsReplayOptions {
   timeoutMs?: number;
   /** Called while it runs with the messages left to handle. */
   onProgress?(left: number): void;
+  /**
+   * How long the comparison waits for the live consumer to be exactly where the replay is (default 30 s);
+   * after it the tables are compared anyway, with a note.
+   */
+  settleTimeoutMs?: number;
 }
 
 export interface PointsReplayReport {
@@ -53,7 +59,6 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
   const group = `points-replay-${stamp}`;
   const lines: string[] = [];
   const clock = new PhaseClock();
-  const liveLagBefore = await totalLag(context, POINTS_GROUP);
 
   await context.db.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
   let poison = 0;
@@ -69,22 +74,28 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
       processed: new ProcessedInMemory(),
     });
     clock.mark('setup');
-    const subscription = await context.bus.subscribe({
-      group,
-      topics: POINTS_TOPICS,
-      startFrom: 'earliest',
-      maxBatch: REPLAY_BATCH,
-      valuesOnly: POINTS_VALUES_ONLY,
-      batchHandler: async (messages: readonly BusMessage[], handlerContext: HandlerContext) => {
-        try {
-          await handle(messages, handlerContext);
-        } catch (err) {
-          // A batch with a malformed message fails; the bus then gives its messages one at a time.
-          if (!(err instanceof PoisonMessageError) || messages.length > 1) throw err;
-          poison++; // the live consumer already dead-lettered it
-        }
-      },
-    });
+    // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
+    const cut = new ReplayCut();
+    const subscribe = () =>
+      context.bus.subscribe({
+        group,
+        topics: POINTS_TOPICS,
+        startFrom: 'earliest',
+        maxBatch: REPLAY_BATCH,
+        valuesOnly: POINTS_VALUES_ONLY,
+        batchHandler: async (messages: readonly BusMessage[], handlerContext: HandlerContext) => {
+          const taken = cut.filter(messages);
+          if (taken.length === 0) return;
+          try {
+            await handle(taken, handlerContext);
+          } catch (err) {
+            // A batch with a malformed message fails; the bus then gives its messages one at a time.
+            if (!(err instanceof PoisonMessageError) || taken.length > 1) throw err;
+            poison++; // the live consumer already dead-lettered it
+          }
+        },
+      });
+    const subscription = await subscribe();
     const timeoutMs = context.timeoutMs ?? 10 * 60_000;
     const deadline = Date.now() + timeoutMs;
     try {
@@ -101,19 +112,46 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     }
     clock.mark('consume');
 
-    const liveLagAfter = await totalLag(context, POINTS_GROUP);
     lines.push(`points: rebuilt ${POINTS_TOPICS.join(', ')} from the beginning into schema ${schema}`);
     if (poison > 0)
       lines.push(`  ${poison} malformed message(s) skipped (as the live consumer dead-lettered them)`);
-    if (liveLagBefore > 0n || liveLagAfter > 0n) {
-      lines.push(
-        `  note: the live consumer was behind (${liveLagBefore} then ${liveLagAfter} messages): differences may be its lag`,
-      );
-    }
-    // Every table at once: each comparison is one pass over both tables, and the database has cores to spare.
-    const diffs = await Promise.all(
-      PROJECTION_TABLES.map(({ table, key }) => compareTable(context.db, table, key, schema)),
+    // Every table at once, each one pass over both tables, on a snapshot where the live consumer had handled
+    // exactly what the replay did.
+    const live = (table: string) => `${quoteIdentifier(LIVE_SCHEMA)}.${quoteIdentifier(table)}`;
+    const frozen = (table: string) => `pg_temp.${quoteIdentifier(`frozen_${table}`)}`;
+    const settled = await settleAtLiveCut(
+      {
+        pool: context.db,
+        bus: context.bus,
+        topics: POINTS_TOPICS,
+        liveGroup: POINTS_GROUP,
+        replayGroup: group,
+        cut,
+        resume: subscribe,
+        timeoutMs: context.settleTimeoutMs ?? 30_000,
+      },
+      {
+        async freeze(query) {
+          for (const { table } of PROJECTION_TABLES)
+            await query(`CREATE TEMP TABLE ${frozen(table)} AS SELECT * FROM ${live(table)}`);
+        },
+        compare: (query, copies) =>
+          Promise.all(
+            PROJECTION_TABLES.map(({ table, key }) =>
+              compareTable({ query }, copies ? frozen(table) : live(table), table, key, schema),
+            ),
+          ),
+      },
     );
+    const diffs = settled.result;
+    if (settled.frozen)
+      lines.push(
+        '  compared where the live consumer was: its tables copied there, the replay stopped there (it kept handling new messages)',
+      );
+    if (!settled.exact)
+      lines.push(
+        '  note: the live consumer stayed behind the replay: differences may be messages it had not handled yet',
+      );
     clock.mark('compare');
     let identical = true;
     PROJECTION_TABLES.forEach(({ table, key }, i) => {
@@ -145,8 +183,8 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
  * joined on their primary key, a row that differs counting on both sides (as an EXCEPT each way would).
  * Whole-row comparison treats two NULL columns as equal.
  */
-async function compareTable(db: Pool, table: string, key: string, schema: string) {
-  const live = `${quoteIdentifier(LIVE_SCHEMA)}.${quoteIdentifier(table)}`;
+/** `live`: the live table, or its copy taken on the snapshot compared at. */
+async function compareTable(db: Queryable, live: string, table: string, key: string, schema: string) {
   const rebuilt = `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
   const k = quoteIdentifier(key);
   const { rows } = await db.query<{

@@ -24,7 +24,8 @@ export function storableKey(key: string): string {
  * A message's headers as the buses store them (jsonb on the postgres log and in the Kafka outbox), and as
  * Kafka's direct send writes them so both ways agree: U+0000 in a name or value becomes `\u0000`, as in keys.
  * A dead letter's error header quotes whatever failed, strings from a chain included; a header jsonb cannot
- * hold would fail the dead-lettering and stop the group on that message.
+ * hold failed the dead-lettering, so the message was retried to the attempts bound and dead-lettered with
+ * its real error lost.
  */
 export function storableHeaders(
   headers: Readonly<Record<string, string>> | undefined,
