@@ -36,13 +36,18 @@ export function subscribeEngine(
   group: string,
   startFrom: 'earliest' | 'latest' = 'earliest',
   maxBatch = CLASSIFIER_BATCH,
+  /** A replay's cut (shared/runtime/replay-cut.ts): the messages of a batch it may apply. */
+  take?: (messages: readonly BusMessage[]) => readonly BusMessage[],
 ): Promise<Subscription> {
   return bus.subscribe({
     group,
     topics: CLASSIFIER_TOPICS,
     startFrom,
     maxBatch,
-    batchHandler: (messages, context) => engine.handleBatch(messages.map(classifierInput), context),
+    batchHandler: async (messages, context) => {
+      const taken = take ? take(messages) : messages;
+      if (taken.length > 0) await engine.handleBatch(taken.map(classifierInput), context);
+    },
   });
 }
 

@@ -5,14 +5,21 @@
  */
 import type { EventBus } from '../../shared/bus/port.js';
 import type { ChainClientConfig } from '../../shared/config/index.js';
-import type { Pool } from '../../shared/db/pool.js';
+import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
+import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
 import { loadSigners } from './signer-memo.js';
-import { CLASSIFIER_TOPICS, createClassifier, subscribeEngine, watchedChains } from './index.js';
+import {
+  CLASSIFIER_GROUP,
+  CLASSIFIER_TOPICS,
+  createClassifier,
+  subscribeEngine,
+  watchedChains,
+} from './index.js';
 import { classifierDdl, classifierTables, type ClassifierTables } from './tables.js';
 
 export interface TableComparison {
@@ -37,6 +44,11 @@ export interface ClassifierReplayReport {
   verdicts: TableComparison;
   violations: TableComparison;
   identical: boolean;
+  /**
+   * Compared where the live consumer was (false: it stayed behind the replay until settleTimeoutMs, so a
+   * difference may be messages it had not handled yet).
+   */
+  exactCut: boolean;
 }
 
 export interface ReplayOptions {
@@ -51,6 +63,13 @@ export interface ReplayOptions {
   onProgress?(done: number, left: number): void;
   /** The live tables (default: the classifier's). */
   live?: ClassifierTables;
+  /** The live consumer group (default: the classifier's). */
+  liveGroup?: string;
+  /**
+   * How long the comparison waits for a live consumer behind the replay (default 30 s); after it the tables
+   * are compared anyway and the report says so (`exactCut` false).
+   */
+  settleTimeoutMs?: number;
 }
 
 /** A replay's batches: larger than live ones, nothing being read back per batch. */
@@ -90,7 +109,11 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   clock.mark('signers');
   const total = await lagOf(options.bus, group);
   clock.mark('setup');
-  const subscription = await subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH);
+  // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
+  const cut = new ReplayCut();
+  const subscribe = () =>
+    subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (messages) => cut.filter(messages));
+  const subscription = await subscribe();
   try {
     // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:
     // the end of a replay is not waited for longer than that).
@@ -103,17 +126,52 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     }
   } finally {
     await subscription.stop();
-    did.stop();
   }
   clock.mark('consume');
   await engine.writeResident();
   clock.mark('write');
 
-  // Both at once: each is one pass over its two tables, and the database has cores to spare.
-  const [verdicts, violations] = await Promise.all([
-    compareDecisions(options.pool, live.verdicts, tables.verdicts, 'verdict'),
-    compareDecisions(options.pool, live.violations, tables.violations, 'violation'),
-  ]);
+  // Both at once, each one pass over its two tables, on a snapshot where the live consumer had handled
+  // exactly what the replay did.
+  const frozen = { verdicts: 'pg_temp.frozen_verdicts', violations: 'pg_temp.frozen_violations' };
+  let settled;
+  try {
+    settled = await settleAtLiveCut(
+      {
+        pool: options.pool,
+        bus: options.bus,
+        topics: CLASSIFIER_TOPICS,
+        liveGroup: options.liveGroup ?? CLASSIFIER_GROUP,
+        replayGroup: group,
+        cut,
+        resume: subscribe,
+        timeoutMs: options.settleTimeoutMs ?? 30_000,
+      },
+      {
+        async freeze(query) {
+          await query(`CREATE TEMP TABLE frozen_verdicts AS SELECT * FROM ${live.verdicts}`);
+          await query(`CREATE TEMP TABLE frozen_violations AS SELECT * FROM ${live.violations}`);
+        },
+        async compare(query, copies) {
+          // The replay went on to the live positions: what it kept in memory is written again (upserts).
+          if (copies) await engine.writeResident();
+          const db = { query };
+          return Promise.all([
+            compareDecisions(db, copies ? frozen.verdicts : live.verdicts, tables.verdicts, 'verdict'),
+            compareDecisions(
+              db,
+              copies ? frozen.violations : live.violations,
+              tables.violations,
+              'violation',
+            ),
+          ]);
+        },
+      },
+    );
+  } finally {
+    did.stop();
+  }
+  const [verdicts, violations] = settled.result;
   clock.mark('compare');
   if (!options.keep) await options.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
   await options.pool.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
@@ -126,6 +184,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     verdicts,
     violations,
     identical: verdicts.identical && violations.identical,
+    exactCut: settled.exact,
   };
 }
 
@@ -151,7 +210,7 @@ async function lagOf(bus: EventBus, group: string): Promise<number> {
 
 /** The two tables joined on bid_id in one pass: counts, and the first 20 keys of each kind of difference. */
 export async function compareDecisions(
-  pool: Pool,
+  pool: Queryable,
   liveTable: string,
   replayTable: string,
   column: string,

@@ -409,6 +409,8 @@ describe('classifier end to end on the devnet', () => {
     // swap with U+0000 in its lpId (the dead-letter test).
     expect(report.violations.live).toBe(16);
     expect(report.identical).toBe(true);
+    // Compared where the live classifier was (replay-cut.ts).
+    expect(report.exactCut).toBe(true);
     // Where the time went, phase by phase, in order; together they are the whole replay.
     expect(Object.keys(report.phases)).toEqual([
       'tables',
