@@ -36,10 +36,14 @@ export function createPool(
   return pool;
 }
 
-/** Runs `fn` in a transaction on one client; commits on success, rolls back on any error. */
+/**
+ * Runs `fn` in a transaction on one client; commits on success, rolls back on any error. `begin`: the
+ * statement that opens it (e.g. `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`).
+ */
 export async function withTransaction<T>(
   pool: pg.Pool,
   fn: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
 ): Promise<T> {
   const client = await pool.connect();
   // A checked-out client whose connection drops between two queries emits 'error' with no pool listener on
@@ -47,7 +51,7 @@ export async function withTransaction<T>(
   const onError = () => undefined;
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

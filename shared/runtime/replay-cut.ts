@@ -9,7 +9,7 @@
  * up to its positions, not a message more; when the live group is behind, it waits for it.
  */
 import type { BusMessage, EventBus } from '../bus/port.js';
-import type { Pool, Queryable } from '../db/pool.js';
+import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
 
 /** Next offset per `topic/partition`. */
 export type Positions = Map<string, bigint>;
@@ -165,19 +165,13 @@ async function catchUp(options: LiveCutOptions, target: Positions, pollMs: numbe
 
 /** A query function whose statements each run in a read-only transaction on the exported snapshot `id`. */
 function snapshotQuery(pool: Pool, id: string): Queryable['query'] {
-  return (async (text: string, values?: unknown[]) => {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      await client.query(`SET TRANSACTION SNAPSHOT '${id.replace(/'/g, "''")}'`);
-      const result = await client.query(text, values);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
-  }) as Queryable['query'];
+  return ((text: string, values?: unknown[]) =>
+    withTransaction(
+      pool,
+      async (client) => {
+        await client.query(`SET TRANSACTION SNAPSHOT '${id.replace(/'/g, "''")}'`);
+        return client.query(text, values);
+      },
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    )) as Queryable['query'];
 }
