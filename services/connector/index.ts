@@ -9,7 +9,7 @@ import { HeightStore, STREAMS, type Stream } from './heights.js';
 import { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
 import type { ChainContracts } from './normalize.js';
-import { registerCallbackRoutes } from './routes.js';
+import { HISTORY_QUERY, registerCallbackRoutes } from './routes.js';
 import { RpcReader } from './rpc-reader.js';
 
 /**
@@ -149,7 +149,14 @@ export const connectorService: ServiceDefinition = {
       storedHeight: (chainId, stream) => heights.get(chainId, stream),
       requestHistory: (chainId, stream, start, end) =>
         scrubbed(() =>
-          requestHistory(byChain.get(chainId)!, stream, callbackFor(chainId, stream), start, end),
+          requestHistory(
+            byChain.get(chainId)!,
+            stream,
+            // Marked, so a history chunk is never taken for the first live chunk after a registration.
+            `${callbackFor(chainId, stream)}?${HISTORY_QUERY}`,
+            start,
+            end,
+          ),
         ),
       fillFromRpc: (chainId, stream, target) =>
         ingestor.fillFromRpc(chainId, stream, target, config.rpcRangeBlocks),

@@ -285,6 +285,21 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(backfills).toHaveLength(1);
   });
 
+  it('a history chunk (its URL marked source=history) is taken as it comes, and leaves the mark to the live chunk', async () => {
+    connector.ingestor.liveStarting('9006', 'swap');
+    const history = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
+    expect((await post('/callback/9006/swap?source=history', history)).json().message).toBe('processed');
+    // The restarted chain client's first live chunk is still asked again through history.
+    const live = { type: 'update_height', height: 20, data: [originalBody(confirmOutVector, 19)] };
+    expect((await post('/callback/9006/swap', live)).json().message).toBe('gap: backfill requested');
+    expect(backfills).toEqual([['9006', 15, 20]]);
+    // Any other source is refused, and changes nothing.
+    const refused = await post('/callback/9006/swap?source=live', live);
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().message).toMatch(/source may only be "history"/);
+    expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
   it('a registration the chain client already had changes nothing: its next chunk is taken', async () => {
     connector.ingestor.liveStarting('9006', 'swap');
     connector.ingestor.liveContinues('9006', 'swap');

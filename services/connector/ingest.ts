@@ -209,7 +209,13 @@ export class Ingestor {
     this.liveStart.delete(`${chainId}/${stream}`);
   }
 
-  heightUpdate(chainId: string, stream: Stream, body: HeightUpdate): Promise<IngestOutcome> {
+  /** `history`: posted to the callback URL of a history request (its range is ours, never partial). */
+  heightUpdate(
+    chainId: string,
+    stream: Stream,
+    body: HeightUpdate,
+    { history = false } = {},
+  ): Promise<IngestOutcome> {
     const { bodies, events } = this.postedEvents(chainId, stream, body.data ?? []);
     for (const e of events) {
       if (e.blockNumber > body.height || e.blockNumber < chunkStart(body.height)) {
@@ -222,7 +228,7 @@ export class Ingestor {
     }
     return this.serialized(chainId, stream, () =>
       this.processChunk(chainId, stream, body.height, bodies, events, {
-        partialStart: this.liveStart.delete(`${chainId}/${stream}`),
+        partialStart: !history && this.liveStart.delete(`${chainId}/${stream}`),
       }),
     );
   }

@@ -62,6 +62,14 @@ export function connectorOpenApi(
               description: 'swap: Otmoic swap events; reputation: complaint events',
               schema: { type: 'string', enum: [...STREAMS] },
             },
+            {
+              name: 'source',
+              in: 'query',
+              required: false,
+              description:
+                'history: the callback URL of a history request the Connector made (its chunks cover the range it asked for); absent on the registered live URLs',
+              schema: { type: 'string', enum: ['history'] },
+            },
           ],
           requestBody: {
             required: true,
@@ -77,7 +85,7 @@ export function connectorOpenApi(
               }),
             },
             '400': error(
-              'the body is not JSON, or not a valid update_height or event body, or its height or block is more than connector.maxBlocksAhead above the stored height (nothing changed)',
+              'the body is not JSON, or not a valid update_height or event body, or its height or block is more than connector.maxBlocksAhead above the stored height, or source is not history (nothing changed)',
             ),
             ...(access.allowIps
               ? { '403': error("the client's IP is not in connector.allowIps (nothing changed)") }

@@ -18,9 +18,20 @@ export interface CallbackAccess {
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
- * POST {callback path}[/:token]/:chainId/:stream — what chain clients call. `stream` is `swap` (Otmoic
- * events) or `reputation` (complaint events). Bodies: `update_height` (merged chunk or heartbeat) or one
- * event. Replies `{code, message}`: 200 once the body is safely published (or known), 400 for a body that is
+ * The query the Connector adds to the callback URL of its history requests: a chunk posted there is history,
+ * whose range the Connector chose, never the first chunk of a live delivery that restarted (Ingestor.liveStarting).
+ */
+export const HISTORY_QUERY = 'source=history';
+const querySchema = z.looseObject({
+  source: z
+    .literal('history', { error: 'source may only be "history" (the history callback URLs)' })
+    .optional(),
+});
+
+/**
+ * POST {callback path}[/:token]/:chainId/:stream[?source=history] — what chain clients call. `stream` is
+ * `swap` (Otmoic events) or `reputation` (complaint events); `source=history` marks the URLs of our history
+ * requests. Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies `{code, message}`: 200 once the body is safely published (or known), 400 for a body that is
  * refused whole, 503 when the chain client should retry. With `callbackToken` the token is the first path
  * segment: a wrong one answers exactly as an unknown route (404), compared in constant time; a client IP
  * outside `allowIps` gets 403. `GET /openapi.json` documents it (openapi.ts).
@@ -59,6 +70,11 @@ export function registerCallbackRoutes(
         return reply.callNotFound();
       }
       const { chainId, stream } = request.params;
+      const query = querySchema.safeParse(request.query);
+      if (!query.success) {
+        onRejected('malformed');
+        return reply.code(400).send({ code: 400, message: z.prettifyError(query.error) });
+      }
       if (!ingestor.chain(chainId) || !(STREAMS as readonly string[]).includes(stream)) {
         onRejected('unknown_chain');
         return reply
@@ -78,7 +94,9 @@ export function registerCallbackRoutes(
       try {
         const outcome =
           'height' in parsed.data && parsed.data.type === 'update_height'
-            ? await ingestor.heightUpdate(chainId, stream as Stream, parsed.data)
+            ? await ingestor.heightUpdate(chainId, stream as Stream, parsed.data, {
+                history: query.data.source === 'history',
+              })
             : await ingestor.singleEvent(
                 chainId,
                 stream as Stream,

@@ -302,10 +302,12 @@ historyMerge = ${options.historyMerge ?? true}\n`,
       // Every event of the swap, those of the blocks the live chunk did not hold included, once and in order.
       await s.expectExactlyOnceInOrder();
       expect(s.output()).toContain('first chunk since the chain client took our registration as new');
-      expect(s.fake.requests.find((r) => r.path === '/support/history')).toMatchObject({
-        code: 200,
-        body: { start: stored + 1 },
-      });
+      const history = s.fake.requests.find((r) => r.path === '/support/history');
+      expect(history).toMatchObject({ code: 200, body: { start: stored + 1 } });
+      // Its chunks come to a marked URL: never taken for the first live chunk of a restarted chain client.
+      expect(history!.body.callback.on_height_update).toBe(
+        `http://127.0.0.1:${s.port}/callback/${SYSTEM}/swap?source=history`,
+      );
     } finally {
       await s.close();
     }
