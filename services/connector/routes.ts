@@ -19,7 +19,8 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
  * The query the Connector adds to the callback URL of its history requests: a chunk posted there is history,
- * whose range the Connector chose, never the first chunk of a live delivery that restarted (Ingestor.liveStarting).
+ * whose range the Connector chose, never the first chunk of a live delivery that restarted
+ * (Ingestor.liveStarting).
  */
 export const HISTORY_QUERY = 'source=history';
 const querySchema = z.looseObject({
@@ -31,8 +32,9 @@ const querySchema = z.looseObject({
 /**
  * POST {callback path}[/:token]/:chainId/:stream[?source=history] — what chain clients call. `stream` is
  * `swap` (Otmoic events) or `reputation` (complaint events); `source=history` marks the URLs of our history
- * requests. Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies `{code, message}`: 200 once the body is safely published (or known), 400 for a body that is
- * refused whole, 503 when the chain client should retry. With `callbackToken` the token is the first path
+ * requests. Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies `{code, message}`: 200
+ * once the body is safely published (or known), 400 for a body that is refused whole, 503 when the chain
+ * client should retry. With `callbackToken` the token is the first path
  * segment: a wrong one answers exactly as an unknown route (404), compared in constant time; a client IP
  * outside `allowIps` gets 403. `GET /openapi.json` documents it (openapi.ts).
  */
