@@ -1,136 +1,158 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { announceSkip, kafkaForTests } from '../../test/support/external.js';
+import { KafkaBus } from '../bus/kafka/kafka-bus.js';
+import type { EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import { createLogger } from '../logging/logger.js';
 import { ReplayCut, settleAtLiveCut } from './replay-cut.js';
+
+const kafka = kafkaForTests();
+if (kafka.skipReason) announceSkip('replay cut on Kafka', kafka.skipReason);
+const log = createLogger({ level: 'silent' });
+/** Both buses: positions are in PostgreSQL on both, and the replay is sought back through the port. */
+const buses: Array<[string, (db: TestDatabase) => EventBus, string | undefined]> = [
+  ['postgres log', (db) => new PostgresBus({ pool: db.pool, connectionString: db.url, log }), undefined],
+  [
+    'kafka',
+    (db) =>
+      new KafkaBus({
+        brokers: kafka.target!.brokers,
+        clientId: 'replay-cut',
+        log,
+        pool: db.pool,
+        connectionString: db.url,
+        positionCheckMs: 200,
+      }),
+    kafka.skipReason,
+  ],
+];
 
 /**
  * A "live" group whose position and table the test sets (no process moves them), and a replay group whose
  * subscription writes the numbers it is given into a table of its own: where does the comparison happen?
  */
-describe("comparing a replay at the live consumer's position", () => {
-  let db: TestDatabase;
-  let bus: PostgresBus;
-  const TOPIC = 'cut.numbers';
-  let round = 0;
-  let replayGroup: string;
-  let liveGroup: string;
+for (const [name, makeBus, skip] of buses)
+  describe.skipIf(skip !== undefined)(`comparing a replay at the live consumer's position (${name})`, () => {
+    let db: TestDatabase;
+    let bus: EventBus;
+    const TOPIC = `cut.numbers.${randomBytes(4).toString('hex')}`;
+    let round = 0;
+    let replayGroup: string;
+    let liveGroup: string;
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    bus = new PostgresBus({
-      pool: db.pool,
-      connectionString: db.url,
-      log: createLogger({ level: 'silent' }),
+    beforeAll(async () => {
+      db = await createTestDatabase();
+      bus = makeBus(db);
+      await bus.ensureTopics([{ name: TOPIC, partitions: 1, retentionMs: null }]);
+      await bus.publish(
+        TOPIC,
+        Array.from({ length: 8 }, (_, n) => ({ key: 'k', value: String(n) })),
+      );
+      await db.pool.query(
+        'CREATE TABLE cut_live (n int PRIMARY KEY); CREATE TABLE cut_replay (n int PRIMARY KEY)',
+      );
     });
-    await bus.ensureTopics([{ name: TOPIC, partitions: 1, retentionMs: null }]);
-    await bus.publish(
-      TOPIC,
-      Array.from({ length: 8 }, (_, n) => ({ key: 'k', value: String(n) })),
-    );
-    await db.pool.query(
-      'CREATE TABLE cut_live (n int PRIMARY KEY); CREATE TABLE cut_replay (n int PRIMARY KEY)',
-    );
-  });
-  beforeEach(async () => {
-    round++;
-    replayGroup = `replay-${round}`;
-    liveGroup = `live-${round}`;
-    await db.pool.query('TRUNCATE cut_live, cut_replay');
-  });
-  afterAll(async () => {
-    await bus?.close();
-    await db?.drop();
-  });
+    beforeEach(async () => {
+      round++;
+      replayGroup = `replay-${round}`;
+      liveGroup = `live-${round}`;
+      await db.pool.query('TRUNCATE cut_live, cut_replay');
+    });
+    afterAll(async () => {
+      await bus?.close();
+      await db?.drop();
+    });
 
-  /** The live consumer as having handled the first `count` numbers. */
-  async function liveAt(count: number) {
-    await db.pool.query('TRUNCATE cut_live');
-    await db.pool.query('INSERT INTO cut_live SELECT generate_series(0, $1 - 1)', [count]);
-    await bus.seek(liveGroup, TOPIC, { to: 'offset', partition: 0, offset: BigInt(count) });
-  }
+    /** The live consumer as having handled the first `count` numbers. */
+    async function liveAt(count: number) {
+      await db.pool.query('TRUNCATE cut_live');
+      await db.pool.query('INSERT INTO cut_live SELECT generate_series(0, $1 - 1)', [count]);
+      await bus.seek(liveGroup, TOPIC, { to: 'offset', partition: 0, offset: BigInt(count) });
+    }
 
-  /** The replay: a subscription writing each number it may take; runs until it has handled `count`. */
-  function replay(cut: ReplayCut) {
-    return () =>
-      bus.subscribe({
-        group: replayGroup,
-        topics: [TOPIC],
-        batchHandler: async (messages) => {
-          for (const m of cut.filter(messages))
-            await db.pool.query('INSERT INTO cut_replay VALUES ($1)', [Number(m.value)]);
+    /** The replay: a subscription writing each number it may take; runs until it has handled `count`. */
+    function replay(cut: ReplayCut) {
+      return () =>
+        bus.subscribe({
+          group: replayGroup,
+          topics: [TOPIC],
+          batchHandler: async (messages) => {
+            for (const m of cut.filter(messages))
+              await db.pool.query('INSERT INTO cut_replay VALUES ($1)', [Number(m.value)]);
+          },
+        });
+    }
+    const replayLag = async () => (await bus.lag(replayGroup, [TOPIC]))[0]!.lag;
+
+    async function runReplayTo(cut: ReplayCut, count: number) {
+      cut.set(new Map([[`${TOPIC}/0`, BigInt(count)]]));
+      const subscription = await replay(cut)();
+      while ((await bus.lag(replayGroup, [TOPIC]))[0]!.lag > BigInt(8 - count))
+        await new Promise((r) => setTimeout(r, 20));
+      await subscription.stop();
+      await bus.seek(replayGroup, TOPIC, { to: 'offset', partition: 0, offset: BigInt(count) });
+    }
+
+    const settle = (cut: ReplayCut, timeoutMs = 5_000) =>
+      settleAtLiveCut(
+        {
+          pool: db.pool,
+          bus,
+          topics: [TOPIC],
+          liveGroup,
+          replayGroup,
+          cut,
+          resume: replay(cut),
+          timeoutMs,
+          pollMs: 20,
         },
-      });
-  }
-  const replayLag = async () => (await bus.lag(replayGroup, [TOPIC]))[0]!.lag;
-
-  async function runReplayTo(cut: ReplayCut, count: number) {
-    cut.set(new Map([[`${TOPIC}/0`, BigInt(count)]]));
-    const subscription = await replay(cut)();
-    while ((await bus.lag(replayGroup, [TOPIC]))[0]!.lag > BigInt(8 - count))
-      await new Promise((r) => setTimeout(r, 20));
-    await subscription.stop();
-    await bus.seek(replayGroup, TOPIC, { to: 'offset', partition: 0, offset: BigInt(count) });
-  }
-
-  const settle = (cut: ReplayCut, timeoutMs = 5_000) =>
-    settleAtLiveCut(
-      {
-        pool: db.pool,
-        bus,
-        topics: [TOPIC],
-        liveGroup,
-        replayGroup,
-        cut,
-        resume: replay(cut),
-        timeoutMs,
-        pollMs: 20,
-      },
-      {
-        freeze: async (query) =>
-          void (await query('CREATE TEMP TABLE frozen_live AS SELECT * FROM cut_live')),
-        compare: async (query, frozen) => {
-          const live = frozen ? 'pg_temp.frozen_live' : 'cut_live';
-          const { rows } = await query<{ live: number[] | null; replay: number[] | null }>(
-            `SELECT (SELECT array_agg(n ORDER BY n) FROM ${live}) AS live,
+        {
+          freeze: async (query) =>
+            void (await query('CREATE TEMP TABLE frozen_live AS SELECT * FROM cut_live')),
+          compare: async (query, frozen) => {
+            const live = frozen ? 'pg_temp.frozen_live' : 'cut_live';
+            const { rows } = await query<{ live: number[] | null; replay: number[] | null }>(
+              `SELECT (SELECT array_agg(n ORDER BY n) FROM ${live}) AS live,
                     (SELECT array_agg(n ORDER BY n) FROM cut_replay) AS replay`,
-          );
-          return { live: rows[0]!.live ?? [], replay: rows[0]!.replay ?? [] };
+            );
+            return { live: rows[0]!.live ?? [], replay: rows[0]!.replay ?? [] };
+          },
         },
-      },
-    );
+      );
 
-  it('where both are: compared on the live tables at once', async () => {
-    const cut = new ReplayCut();
-    await liveAt(5);
-    await runReplayTo(cut, 5);
-    const settled = await settle(cut);
-    expect(settled).toMatchObject({ exact: true, frozen: false });
-    expect(settled.result.replay).toEqual(settled.result.live);
-  });
+    it('where both are: compared on the live tables at once', async () => {
+      const cut = new ReplayCut();
+      await liveAt(5);
+      await runReplayTo(cut, 5);
+      const settled = await settle(cut);
+      expect(settled).toMatchObject({ exact: true, frozen: false });
+      expect(settled.result.replay).toEqual(settled.result.live);
+    });
 
-  it('live ahead: its tables copied at its position, the replay taken there and not a message further', async () => {
-    const cut = new ReplayCut();
-    await liveAt(6);
-    await runReplayTo(cut, 3);
-    const settled = await settle(cut);
-    expect(settled).toMatchObject({ exact: true, frozen: true });
-    expect(settled.result).toEqual({ live: [0, 1, 2, 3, 4, 5], replay: [0, 1, 2, 3, 4, 5] });
-    // Sought back over what it passed over: a later replay run goes on from the 7th message.
-    expect(await replayLag()).toBe(2n);
-    // The copies were the session's own: gone.
-    const { rows } = await db.pool.query(
-      `SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'frozen_live'`,
-    );
-    expect(rows[0].n).toBe(0);
-  });
+    it('live ahead: its tables copied at its position, the replay taken there and not a message further', async () => {
+      const cut = new ReplayCut();
+      await liveAt(6);
+      await runReplayTo(cut, 3);
+      const settled = await settle(cut);
+      expect(settled).toMatchObject({ exact: true, frozen: true });
+      expect(settled.result).toEqual({ live: [0, 1, 2, 3, 4, 5], replay: [0, 1, 2, 3, 4, 5] });
+      // Sought back over what it passed over: a later replay run goes on from the 7th message.
+      expect(await replayLag()).toBe(2n);
+      // The copies were the session's own: gone.
+      const { rows } = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'frozen_live'`,
+      );
+      expect(rows[0].n).toBe(0);
+    });
 
-  it('live behind until the timeout: compared anyway, and said to be inexact', async () => {
-    const cut = new ReplayCut();
-    await liveAt(2);
-    await runReplayTo(cut, 4);
-    const settled = await settle(cut, 200);
-    expect(settled).toMatchObject({ exact: false, frozen: false });
-    expect(settled.result).toEqual({ live: [0, 1], replay: [0, 1, 2, 3] });
+    it('live behind until the timeout: compared anyway, and said to be inexact', async () => {
+      const cut = new ReplayCut();
+      await liveAt(2);
+      await runReplayTo(cut, 4);
+      const settled = await settle(cut, 200);
+      expect(settled).toMatchObject({ exact: false, frozen: false });
+      expect(settled.result).toEqual({ live: [0, 1], replay: [0, 1, 2, 3] });
+    });
   });
-});
