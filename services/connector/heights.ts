@@ -55,10 +55,9 @@ export class HeightStore {
 
   /** addLastEvent inside `tx`, unconditionally (the caller decided within the transaction). */
   async setLastEvent(tx: PoolClient, chainId: string, stream: Stream, lastEventId: string): Promise<void> {
-    await tx.query(
-      'UPDATE connector_heights SET last_event_id = $3, updated_at = now() WHERE chain_id = $1 AND stream = $2',
-      [chainId, stream, lastEventId],
-    );
+    const statement = new Statement();
+    addLastEvent(statement, { chainId, stream, lastEventId, guard: 'TRUE' });
+    await statement.run(tx);
   }
 
   /**

@@ -8,7 +8,12 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import type { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
 import { RpcAnswerError } from './rpc-reader.js';
-import { startTestConnector, testBlockTimestamp, TEST_SWAP_CONTRACT } from './test-harness.js';
+import {
+  clearConnectorTables,
+  startTestConnector,
+  TEST_SWAP_CONTRACT,
+  testBlockTimestamp,
+} from './test-harness.js';
 import { openApiValidator } from '../../test/support/openapi-validator.js';
 
 const vectors = JSON.parse(
@@ -97,10 +102,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     ({ app, bus, heights } = connector);
   });
   beforeEach(async () => {
-    await db.pool.query(
-      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents;
-       DELETE FROM connector_pending_events`,
-    );
+    await clearConnectorTables(db.pool);
     await heights.init('9006', 'swap', 10);
     backfills.length = 0;
     blockTimeFailure = undefined;

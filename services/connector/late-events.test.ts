@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import type { EventBody, HeightUpdate } from './body-schema.js';
 import { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
-import { goldenEventBody, plainPort, testIngestor } from './test-harness.js';
+import { clearConnectorTables, goldenEventBody, plainPort, testIngestor } from './test-harness.js';
 
 const body = goldenEventBody;
 
@@ -48,10 +48,7 @@ describe('connector: single events posted after their blocks were processed', ()
     heights = new HeightStore(db.pool);
   });
   beforeEach(async () => {
-    await db.pool.query(
-      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents;
-       DELETE FROM connector_pending_events`,
-    );
+    await clearConnectorTables(db.pool);
     await heights.init('9006', 'swap', 10);
   });
   afterAll(async () => db?.drop());

@@ -9,7 +9,7 @@ import type { HeightUpdate } from './body-schema.js';
 import { HeightStore } from './heights.js';
 import type { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
-import { goldenEventBody, plainPort, testIngestor } from './test-harness.js';
+import { clearConnectorTables, goldenEventBody, plainPort, testIngestor } from './test-harness.js';
 
 const body = (block: number, logIndex: number) => goldenEventBody('TransferOut', block, logIndex);
 
@@ -59,10 +59,7 @@ describe('connector ingestion: database round trips per chunk', () => {
     heights = new HeightStore(db.pool);
   });
   beforeEach(async () => {
-    await db.pool.query(
-      `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents;
-       DELETE FROM connector_pending_events`,
-    );
+    await clearConnectorTables(db.pool);
     await heights.init('9006', 'swap', 10);
   });
   afterAll(async () => db?.drop());

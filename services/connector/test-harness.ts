@@ -63,6 +63,14 @@ export function plainPort(bus: EventBus): EventBus {
   };
 }
 
+/** Empties what ingestion writes (heights, held events, the log, the archive) between tests. */
+export async function clearConnectorTables(pool: Pool): Promise<void> {
+  await pool.query(
+    `DELETE FROM connector_heights; DELETE FROM bus_messages; DELETE FROM archive_documents;
+     DELETE FROM connector_pending_events`,
+  );
+}
+
 /** The block timestamp a test ingestor is told for `height` (it reads no chain). */
 export const testBlockTimestamp = (height: number) => 1_700_000_100 + height;
 

@@ -44,19 +44,22 @@ export function redrivenMessage(topic: string, dead: BusMessage): OutgoingMessag
   return { key: dead.key, value: dead.value, headers };
 }
 
+/** Messages of `topic` the group has not committed yet, over every partition. */
+const lagOf = async (bus: EventBus, group: string, topic: string): Promise<bigint> =>
+  (await bus.lag(group, [topic])).reduce((n, p) => n + p.lag, 0n);
+
 /** Dead letters of a topic: how many there are, and how many were not re-sent yet. */
 export async function deadLetterCounts(
   bus: EventBus,
   topic: string,
 ): Promise<{ topic: string; deadLetters: bigint; notRedriven: bigint }> {
   const dlq = deadLetterTopic(topic);
-  const sum = (lags: ReadonlyArray<{ lag: bigint }>) => lags.reduce((n, p) => n + p.lag, 0n);
   // A group that never consumes lags by every message of the topic.
-  const [all, pending] = await Promise.all([
-    bus.lag('dead-letters:count', [dlq]),
-    bus.lag(redriveGroup(topic), [dlq]),
+  const [deadLetters, notRedriven] = await Promise.all([
+    lagOf(bus, 'dead-letters:count', dlq),
+    lagOf(bus, redriveGroup(topic), dlq),
   ]);
-  return { topic, deadLetters: sum(all), notRedriven: sum(pending) };
+  return { topic, deadLetters, notRedriven };
 }
 
 export interface RedriveReport {
@@ -82,7 +85,7 @@ export async function redriveDeadLetters(options: {
   const dlq = deadLetterTopic(topic);
   const group = redriveGroup(topic);
   const report: RedriveReport = { topic, redriven: 0, refused: 0 };
-  const left = async () => (await bus.lag(group, [dlq])).reduce((n, p) => n + Number(p.lag), 0);
+  const left = async () => Number(await lagOf(bus, group, dlq));
   if ((await left()) === 0) return report;
   const subscription = await bus.subscribe({
     group,

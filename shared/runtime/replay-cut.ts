@@ -9,20 +9,13 @@
  * up to its positions, not a message more; when the live group is behind, it waits for it.
  */
 import type { BusMessage, EventBus } from '../bus/port.js';
+import { loadPositions } from '../bus/positions.js';
 import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
 
-/** Next offset per `topic/partition`. */
+/** Next offset per `topic/partition` (as loadPositions keys them). */
 export type Positions = Map<string, bigint>;
 
 const partitionKey = (topic: string, partition: number) => `${topic}/${partition}`;
-
-async function positionsOf(db: Queryable, group: string, topics: readonly string[]): Promise<Positions> {
-  const { rows } = await db.query<{ topic: string; partition: number; next_offset: string }>(
-    'SELECT topic, partition, next_offset FROM bus_group_offsets WHERE group_id = $1 AND topic = ANY($2)',
-    [group, topics],
-  );
-  return new Map(rows.map((r) => [partitionKey(r.topic, r.partition), BigInt(r.next_offset)]));
-}
 
 /** Where `a` and `b` differ (a partition one of them has no position in counts as 0). */
 function compare(a: Positions, b: Positions): { behind: boolean; ahead: boolean } {
@@ -45,9 +38,9 @@ function compare(a: Positions, b: Positions): { behind: boolean; ahead: boolean 
 export class ReplayCut {
   private cut: Positions | undefined;
 
-  filter<M extends Pick<BusMessage, 'topic' | 'partition' | 'offset'>>(messages: readonly M[]): M[] {
+  filter<M extends Pick<BusMessage, 'topic' | 'partition' | 'offset'>>(messages: readonly M[]): readonly M[] {
     const cut = this.cut;
-    if (cut === undefined) return [...messages];
+    if (cut === undefined) return messages;
     return messages.filter((m) => m.offset < (cut.get(partitionKey(m.topic, m.partition)) ?? 0n));
   }
 
@@ -102,8 +95,8 @@ export async function settleAtLiveCut<T>(
     try {
       await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       const { rows } = await holder.query<{ id: string }>('SELECT pg_export_snapshot() AS id');
-      const live = await positionsOf(holder, options.liveGroup, topics);
-      const replay = await positionsOf(holder, options.replayGroup, topics);
+      const live = await loadPositions(holder, options.liveGroup, topics);
+      const replay = await loadPositions(holder, options.replayGroup, topics);
       const { behind, ahead } = compare(live, replay);
       if (!behind && !ahead) {
         const result = await comparison.compare(snapshotQuery(pool, rows[0]!.id), false);
@@ -143,14 +136,14 @@ async function catchUp(options: LiveCutOptions, target: Positions, pollMs: numbe
   const limit = Date.now() + Math.max(options.timeoutMs, 60_000);
   try {
     // Every message before the target exists (the live group handled it), so the replay gets there.
-    while (compare(await positionsOf(options.pool, options.replayGroup, options.topics), target).behind) {
+    while (compare(await loadPositions(options.pool, options.replayGroup, options.topics), target).behind) {
       if (Date.now() > limit) throw new Error("the replay did not reach the live consumer's positions");
       await new Promise((resolve) => setTimeout(resolve, pollMs));
     }
   } finally {
     await subscription.stop();
   }
-  const at = await positionsOf(options.pool, options.replayGroup, options.topics);
+  const at = await loadPositions(options.pool, options.replayGroup, options.topics);
   for (const [key, offset] of at) {
     const cut = target.get(key) ?? 0n;
     if (offset <= cut) continue;
