@@ -30,6 +30,10 @@ const CALLBACKS = Number(process.env.BENCH_CALLBACKS ?? 1_000);
 // loop, so neither is measured while the JIT still compiles its code. BENCH_WARMUP=0 measures from cold.
 const WARMUP = Number(process.env.BENCH_WARMUP ?? CALLBACKS);
 const EVENTS_PER_CHUNK = 2;
+// The last round alternates in blocks of this many (raw publishes, then as many callbacks) instead of one by
+// one: in turn one by one, each raw publish follows a callback and finds the process cold, so it runs slower
+// than publishes that follow each other; blocks show the baseline at that rate.
+const BLOCK = 50;
 // A busy chunk (history of a busy network): how the Connector's cost grows with the events of a chunk.
 const BUSY_EVENTS_PER_CHUNK = 10;
 const BUSY_CALLBACKS = Math.max(1, Math.floor(CALLBACKS / 4));
@@ -88,7 +92,9 @@ export async function run(): Promise<BenchSection[]> {
     const registry = new Registry();
     const heights = new HeightStore(pool);
     await heights.init('9006', 'swap', 0);
+    // The configuration's default (chunkCommit 'async'), and the same with 'sync' behind a server of its own.
     const { ingestor } = testIngestor({ pool, bus, heights, registry, log });
+    const syncIngestor = testIngestor({ pool, bus, heights, log, chunkCommit: 'sync' }).ingestor;
     const app = createHttpServer({ service: 'connector', log, metrics: registry, db: pool });
     registerCallbackRoutes(app, '/callback', ingestor, () => undefined);
     // The raw publish behind the same HTTP exchange: a route that takes the same body (parsed as the
@@ -101,6 +107,10 @@ export async function run(): Promise<BenchSection[]> {
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
+    const syncApp = createHttpServer({ service: 'connector', log, metrics: new Registry(), db: pool });
+    registerCallbackRoutes(syncApp, '/callback', syncIngestor, () => undefined);
+    await syncApp.listen({ port: 0, host: '127.0.0.1' });
+    const syncPort = (syncApp.server.address() as { port: number }).port;
 
     // Heights: the warm-up's chunks, then the timed callbacks', the direct calls', the busy chunks', and the
     // chunks of the round against the raw publish behind HTTP.
@@ -119,30 +129,51 @@ export async function run(): Promise<BenchSection[]> {
       JSON.stringify(chunk(exchangedFrom + (i + 1) * 5)),
     );
     exchanged = exchangedBodies.map((b) => rawBatches(b, chain));
+    const blocksFrom = exchangedFrom + (WARMUP + CALLBACKS) * 5;
+    const blockBodies = Array.from({ length: CALLBACKS }, (_, i) =>
+      JSON.stringify(chunk(blocksFrom + (i + 1) * 5)),
+    );
+    const blockMessages = blockBodies.map((b) => rawBatches(b, chain));
+    const syncFrom = blocksFrom + CALLBACKS * 5;
+    const syncBodies = Array.from({ length: CALLBACKS }, (_, i) =>
+      JSON.stringify(chunk(syncFrom + (i + 1) * 5)),
+    );
+    const syncMessages = syncBodies.map((b) => rawBatches(b, chain));
     // A keep-alive node:http client on a thread of its own, as a chain client is a process of its own and holds
     // its connection: the client's own cost is not the Connector's (undici's fetch costs about a millisecond a
     // request here; node:http on the Connector's own thread, as this bench had it before, about 0.3 ms).
-    const client = chainClient(port, '/callback/9006/swap', [...bodies, ...busyBodies, ...exchangedBodies]);
+    const client = chainClient(port, '/callback/9006/swap', [
+      ...bodies,
+      ...busyBodies,
+      ...exchangedBodies,
+      ...blockBodies,
+    ]);
     const rawClient = chainClient(port, '/raw-publish', exchangedBodies);
+    const syncClient = chainClient(syncPort, '/callback/9006/swap', syncBodies);
     // Chunk by chunk in turn (a baseline round, then a callback), so both see the same table sizes and the
-    // same load from whatever else runs on the machine. `baseline(i)` does the ith baseline round and gives
-    // its milliseconds; `offset`: where the callbacks' bodies start in the client's list.
+    // same load from whatever else runs on the machine; `block` > 1 alternates that many of each. `baseline(i)`
+    // does the ith baseline round and gives its milliseconds; `post(i)` posts the ith callback.
     const alternate = async (
       rounds: number,
       baseline: (i: number) => Promise<number>,
-      offset: number,
+      post: (i: number) => Promise<Answer>,
       warmup: number,
+      block = 1,
     ) => {
       let rawMs = 0;
       let ingestMs = 0;
-      for (let i = 0; i < rounds; i++) {
-        const timed = i >= warmup;
-        const ms = await baseline(i);
-        if (timed) rawMs += ms;
-        const response = await client.post(offset + i);
-        if (response.status !== 200)
-          throw new Error(`callback answered ${response.status}: ${response.text}`);
-        if (timed) ingestMs += response.ms;
+      for (let first = 0; first < rounds; first += block) {
+        const end = Math.min(rounds, first + block);
+        for (let i = first; i < end; i++) {
+          const ms = await baseline(i);
+          if (i >= warmup) rawMs += ms;
+        }
+        for (let i = first; i < end; i++) {
+          const response = await post(i);
+          if (response.status !== 200)
+            throw new Error(`callback answered ${response.status}: ${response.text}`);
+          if (i >= warmup) ingestMs += response.ms;
+        }
       }
       return { rawMs, ingestMs };
     };
@@ -151,7 +182,12 @@ export async function run(): Promise<BenchSection[]> {
       await bus.publishMany(batches[i]!);
       return performance.now() - start;
     };
-    const { rawMs, ingestMs } = await alternate(bodies.length, publishing(messages), 0, WARMUP);
+    const { rawMs, ingestMs } = await alternate(
+      bodies.length,
+      publishing(messages),
+      (i) => client.post(i),
+      WARMUP,
+    );
     // Where the time goes: the same ingestion without HTTP (Ingestor.heightUpdate called directly, on the
     // following heights), again in turn with raw publishes of the same messages.
     let directMs = 0;
@@ -165,7 +201,12 @@ export async function run(): Promise<BenchSection[]> {
       directMs += performance.now() - start;
     }
     // Busy chunks over HTTP, in turn with their raw publishes (untimed rounds first, as above).
-    const busy = await alternate(busyBodies.length, publishing(busyMessages), bodies.length, busyWarmup);
+    const busy = await alternate(
+      busyBodies.length,
+      publishing(busyMessages),
+      (i) => client.post(bodies.length + i),
+      busyWarmup,
+    );
     // Against the raw publish behind the same HTTP exchange, in turn, on the following heights.
     const behindHttp = await alternate(
       exchangedBodies.length,
@@ -174,12 +215,30 @@ export async function run(): Promise<BenchSection[]> {
         if (answer.status !== 200) throw new Error(`raw publish answered ${answer.status}: ${answer.text}`);
         return answer.ms;
       },
-      bodies.length + busyBodies.length,
+      (i) => client.post(bodies.length + busyBodies.length + i),
       WARMUP,
     );
+    // In blocks, on the following heights (everything is warm by now).
+    const inBlocks = await alternate(
+      blockBodies.length,
+      publishing(blockMessages),
+      (i) => client.post(bodies.length + busyBodies.length + exchangedBodies.length + i),
+      0,
+      BLOCK,
+    );
+    // With connector.chunkCommit 'sync' (every chunk's write waits for the WAL flush), on the following
+    // heights: the same Connector code behind a route of its own.
+    const synchronous = await alternate(
+      syncBodies.length,
+      publishing(syncMessages),
+      (i) => syncClient.post(i),
+      0,
+    );
+    await syncClient.close();
     await rawClient.close();
     await client.close();
     await app.close();
+    await syncApp.close();
     await bus.close();
 
     const callbacks = rate(CALLBACKS, ingestMs);
@@ -191,6 +250,10 @@ export async function run(): Promise<BenchSection[]> {
     const busyRaw = rate(BUSY_CALLBACKS * BUSY_EVENTS_PER_CHUNK, busy.rawMs);
     const exchangedEvents = rate(CALLBACKS * EVENTS_PER_CHUNK, behindHttp.ingestMs);
     const exchangedRaw = rate(CALLBACKS * EVENTS_PER_CHUNK, behindHttp.rawMs);
+    const blockEvents = rate(CALLBACKS * EVENTS_PER_CHUNK, inBlocks.ingestMs);
+    const blockRaw = rate(CALLBACKS * EVENTS_PER_CHUNK, inBlocks.rawMs);
+    const syncEvents = rate(CALLBACKS * EVENTS_PER_CHUNK, synchronous.ingestMs);
+    const syncRaw = rate(CALLBACKS * EVENTS_PER_CHUNK, synchronous.rawMs);
     const title = `connector benchmark (${fmt(CALLBACKS)} update_height callbacks × ${EVENTS_PER_CHUNK} events after ${fmt(WARMUP)} untimed of each side, ${database.source})`;
     printTable(title, [
       ['raw bus publish (postgres log), one publish per chunk', `${fmt(raw)} msg/s   (baseline)`],
@@ -214,6 +277,14 @@ export async function run(): Promise<BenchSection[]> {
         'ceiling over HTTP: that raw publish behind HTTP against the bare one',
         `${fmt(exchangedRaw)} msg/s = ${(exchangedRaw / raw).toFixed(2)}x the baseline`,
       ],
+      [
+        `in blocks of ${BLOCK}: callbacks over HTTP against raw publishes`,
+        `${fmt(blockEvents)} events/s = ${(blockEvents / blockRaw).toFixed(2)}x (${fmt(blockRaw)} msg/s)`,
+      ],
+      [
+        `chunkCommit 'sync' over HTTP, in turn with raw publishes`,
+        `${fmt(syncEvents)} events/s = ${(syncEvents / syncRaw).toFixed(2)}x (${fmt(syncRaw)} msg/s)`,
+      ],
     ]);
     return [
       {
@@ -225,7 +296,8 @@ export async function run(): Promise<BenchSection[]> {
             note: 'baseline',
           },
           {
-            measure: 'connector: HTTP callback → validated, archived, published, height advanced',
+            measure:
+              'connector: HTTP callback → validated, archived, published, height advanced (connector.chunkCommit async, the default)',
             value: `${fmt(events)} events/s (${fmt(callbacks)} callbacks/s)`,
             baseline: `${fmt(raw)} msg/s`,
             ratio: events / raw,
@@ -257,6 +329,18 @@ export async function run(): Promise<BenchSection[]> {
             value: `${fmt(exchangedRaw)} msg/s`,
             baseline: `${fmt(raw)} msg/s`,
             ratio: exchangedRaw / raw,
+          },
+          {
+            measure: `the same callbacks over HTTP against raw publishes in blocks of ${BLOCK} in turn (${BLOCK} raw publishes, then ${BLOCK} callbacks): publishes that follow each other run faster than one after each callback`,
+            value: `${fmt(blockEvents)} events/s`,
+            baseline: `${fmt(blockRaw)} msg/s`,
+            ratio: blockEvents / blockRaw,
+          },
+          {
+            measure: `the same callbacks with connector.chunkCommit 'sync' (each chunk's write waits for the WAL flush) over HTTP, in turn with raw publishes`,
+            value: `${fmt(syncEvents)} events/s`,
+            baseline: `${fmt(syncRaw)} msg/s`,
+            ratio: syncEvents / syncRaw,
           },
         ],
       },

@@ -74,9 +74,12 @@ export class HeightStore {
     next: number,
     lastEventId: string | null,
     dropPending = false,
+    /** The transaction commits without waiting for the WAL flush (Statement.commitWithoutFlush). */
+    commitWithoutFlush = false,
   ): Promise<{ lastEventId: string | null } | false> {
     const statement = new Statement();
     const moved = addAdvance(statement, { chainId, stream, expected, next, lastEventId, dropPending });
+    if (commitWithoutFlush) statement.commitWithoutFlush();
     statement.output('moved', `(SELECT count(*) FROM ${moved})`);
     statement.output('last_event_id', `(SELECT last_event_id FROM ${moved})`);
     const row = await statement.run<{ moved: string; last_event_id: string | null }>(tx);

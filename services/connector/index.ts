@@ -176,6 +176,7 @@ export const connectorService: ServiceDefinition = {
       },
       rpc: (chainId) => readers.get(chainId),
       maxBlocksAhead: config.maxBlocksAhead,
+      chunkCommit: config.chunkCommit,
     });
 
     const basePath = new URL(config.callbackUrl).pathname.replace(/\/$/, '');

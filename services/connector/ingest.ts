@@ -58,6 +58,14 @@ export interface IngestOptions {
    * chunk's gap is requested only this far: a forged height cannot open an unbounded gap.
    */
   maxBlocksAhead: number;
+  /**
+   * `connector.chunkCommit`. 'async': a chunk's write commits without waiting for the WAL flush. A server
+   * crash may lose the last chunks whole (height, archive and messages together, and only those no later
+   * synchronous commit flushed); the stored height then lags what the chain client delivered, so its next
+   * chunk opens a gap and the blocks are fetched again, as after any missed delivery. Single events, whose
+   * answers nothing re-derives, always commit synchronously.
+   */
+  chunkCommit: 'async' | 'sync';
 }
 
 /** What one chunk writes, prepared before any database work. */
@@ -112,8 +120,10 @@ export class HeightConflictError extends CodedError {
  * raw, events are published in block order with the chunk's height, and the stored height moves in the same
  * atomic write (one statement on the postgres log, one transaction otherwise; on Kafka the messages leave
  * through the outbox after it), so a crash at any point repeats work (deduped downstream by event id) but
- * never skips it. Chunks that do not follow the stored height are not published; the
- * missing blocks are requested through history instead, which keeps per-chain block order.
+ * never skips it: a database crash that loses chunk writes committed without a flush (`chunkCommit`) loses
+ * their height with them, and the chain client's next chunk opens a gap. Chunks that do not follow the
+ * stored height are not published; the missing blocks are requested through history instead, which keeps
+ * per-chain block order.
  */
 export class Ingestor {
   /** One chunk at a time per chain and stream, in arrival order. */
@@ -531,6 +541,7 @@ export class Ingestor {
       noneHeld: chunk.noneHeld,
     });
     const guard = `EXISTS (SELECT 1 FROM ${moved})`;
+    if (this.options.chunkCommit === 'async') statement.commitWithoutFlush();
     if (chunk.documents.length > 0) archive.addPutMany(statement, 'chain-events', chunk.documents, guard);
     const lastEventId = chunk.lastEventId ?? storedLastEventId;
     const topics = await bus.addPublish(statement, this.batches(chunk, lastEventId), {
@@ -560,6 +571,7 @@ export class Ingestor {
           chunk.height,
           chunk.lastEventId,
           chunk.dropPending,
+          this.options.chunkCommit === 'async',
         );
         if (!advanced) throw new NotMoved();
         await this.options.archive.putMany('chain-events', chunk.documents, { tx });

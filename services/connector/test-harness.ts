@@ -123,6 +123,8 @@ export function testIngestor(options: {
   limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
   /** Default: testBlockTimestamp. */
   blockTimestamp?: IngestOptions['blockTimestamp'];
+  /** Default: 'async', the configuration's default. */
+  chunkCommit?: IngestOptions['chunkCommit'];
 }) {
   const metrics = ingestMetrics(options.registry ?? new Registry());
   const ingestor = new Ingestor({
@@ -136,6 +138,7 @@ export function testIngestor(options: {
     blockTimestamp: options.blockTimestamp ?? (async (_chain, height) => testBlockTimestamp(height)),
     requestBackfill: options.requestBackfill ?? (() => undefined),
     maxBlocksAhead: options.limits?.maxBlocksAhead ?? 100_000,
+    chunkCommit: options.chunkCommit ?? 'async',
   });
   return { ingestor, metrics };
 }

@@ -114,6 +114,15 @@ describe('configuration', () => {
     ]);
   });
 
+  it('reads connector.chunkCommit (async by default) and refuses anything but async or sync', () => {
+    const connector = (extra: string) =>
+      `[connector]\nport = 1\ncallbackUrl = "http://127.0.0.1:1/callback"\n${extra}`;
+    expect(load(connector(''), {}, ['connector']).connector?.chunkCommit).toBe('async');
+    expect(load(connector('chunkCommit = "sync"'), {}, ['connector']).connector?.chunkCommit).toBe('sync');
+    const issues = issuesOf(() => load(connector('chunkCommit = "later"'), {}, ['connector']));
+    expect(issues).toEqual([{ key: 'connector.chunkCommit', problem: expect.stringMatching(/async.*sync/) }]);
+  });
+
   it('reports a missing section and bad chain-client entries by index', () => {
     expect(issuesOf(() => load('', {}, ['agent']))).toEqual([
       { key: 'agent', problem: 'is required by the service being started but missing' },

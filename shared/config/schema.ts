@@ -161,6 +161,12 @@ export const connectorSection = z.strictObject({
    * not open an unbounded gap); only this many blocks of a chunk's gap are requested at a time.
    */
   maxBlocksAhead: z.number().int().min(100).max(100_000_000).default(1_000_000),
+  /**
+   * Ours: 'async' commits a chunk's write without waiting for the WAL flush (the answer comes about a third
+   * of a millisecond sooner). A database crash may then lose the last chunks whole, their stored height with
+   * them, and the chain client's next chunk has them fetched again. 'sync' waits for the flush.
+   */
+  chunkCommit: z.enum(['async', 'sync']).default('async'),
 });
 
 export const chainClientEntry = z.strictObject({

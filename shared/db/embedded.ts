@@ -18,7 +18,11 @@ import type { Logger } from '../logging/logger.js';
 export interface EmbeddedServer {
   url: string;
   port: number;
-  stop(): Promise<void>;
+  /**
+   * 'immediate' stops as a crash would: the server writes nothing more, and the next start recovers from the
+   * WAL on disk (what a power loss leaves, minus the OS cache). For tests of what a crash loses.
+   */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
 }
 
 export interface EmbeddedOptions {
@@ -110,10 +114,10 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   return {
     url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${options.database}`,
     port,
-    async stop() {
+    async stop(mode = 'fast') {
       if (stopped) return;
       stopped = true;
-      const result = await pgCtl(['-m', 'fast', '-w', '-t', '30', 'stop']);
+      const result = await pgCtl(['-m', mode, '-w', '-t', '30', 'stop']);
       if (result.code !== 0) log?.warn({ output: result.output.trim() }, 'pg_ctl stop failed');
       else log?.info('embedded PostgreSQL stopped');
     },

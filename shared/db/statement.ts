@@ -39,6 +39,17 @@ export class Statement {
     this.outputs.push(`${expression} AS ${alias}`);
   }
 
+  /**
+   * The statement's transaction (its own, or the caller's it runs in) commits without waiting for its WAL to
+   * reach disk: `synchronous_commit` off for that transaction alone, set in the final SELECT, which runs
+   * before the commit reads the setting. A server crash within about three `wal_writer_delay`s (600 ms by
+   * default) may then lose the transaction whole, never a part of it, and only if no later synchronous commit
+   * (any transaction that saw its rows, for one) flushed it. Only for writes whose loss the caller recovers.
+   */
+  commitWithoutFlush(): void {
+    this.output('commit_without_flush', `set_config('synchronous_commit', 'off', true)`);
+  }
+
   get text(): string {
     const select = `SELECT ${this.outputs.length > 0 ? this.outputs.join(', ') : '1 AS done'}`;
     return this.ctes.length > 0 ? `WITH ${this.ctes.join(',\n')}\n${select}` : select;
