@@ -76,6 +76,33 @@ describe('gap filler', () => {
     await h.filler.stop();
   });
 
+  it('asks the history again from the stored height when it went back (chunks lost in a database crash)', async () => {
+    const requests: Array<[number, number]> = [];
+    const h = harness({
+      historyTimeoutMs: 60_000,
+      requestHistory: async (_chain, _stream, start, end) => void requests.push([start, end]),
+    });
+    h.filler.report('9006', 'swap', 10, 40);
+    h.state.stored = 25; // history chunks arrive
+    await waitFor(() => h.filler.health().status === 'ok' && requests.length === 1, 'first request', 2_000);
+    await new Promise((r) => setTimeout(r, 100));
+    h.state.stored = 15; // the crash lost the chunks up to 25 whole
+    await waitFor(() => requests.length === 2, 'the history asked again', 2_000);
+    expect(requests).toEqual([
+      [11, 40],
+      [16, 40],
+    ]);
+    expect(
+      h.messages(
+        'the stored height went back (writes lost in a database crash): requesting history from it',
+      )[0],
+    ).toMatchObject({ was: 25, stored: 15 });
+    h.state.stored = 40;
+    await waitFor(() => h.messages('gap filled').length === 1, 'gap filled', 2_000);
+    expect(h.state.rpcCalls).toBe(0);
+    await h.filler.stop();
+  });
+
   it('says a stream is stuck (health, gauges, one log line per state change and per interval) until the RPC answers', async () => {
     let rpcUp = false;
     const h = harness({

@@ -148,6 +148,15 @@ export class GapFiller {
         if (stored > gap.stored) {
           gap.stored = stored;
           gap.lastProgressAt = now;
+        } else if (stored < gap.stored) {
+          // A database crash lost chunk writes committed without a flush (connector.chunkCommit): their
+          // blocks are missing again, so the history is asked again from the height that is stored.
+          log.warn(
+            { chain: gap.chainId, stream: gap.stream, was: gap.stored, stored },
+            'the stored height went back (writes lost in a database crash): requesting history from it',
+          );
+          gap.stored = stored;
+          if (gap.source === 'history') this.request(gap);
         }
         if (gap.stored >= gap.target) break;
         if (gap.source === 'history' && (gap.historyError || now - gap.lastProgressAt >= historyTimeoutMs)) {
