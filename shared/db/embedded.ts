@@ -19,8 +19,8 @@ export interface EmbeddedServer {
   url: string;
   port: number;
   /**
-   * 'immediate' stops as a crash would: the server writes nothing more, and the next start recovers from the
-   * WAL on disk (what a power loss leaves, minus the OS cache). For tests of what a crash loses.
+   * 'immediate' stops as a crash of the server would: it writes nothing more (WAL still in its buffers is
+   * lost), and the next start recovers from the WAL it had written. For tests of what a crash loses.
    */
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
 }
