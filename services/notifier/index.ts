@@ -45,14 +45,26 @@ export async function startNotifier(
   const watch = new HealthWatch(context.metrics, options.limits ?? DEFAULT_LIMITS, () =>
     deadLetterTotals(context.bus),
   );
+  // One look at a time: a look still writing has not committed its episodes, and a second one would tell them again.
+  let looking = false;
   const timer = setInterval(() => {
+    if (looking) return;
+    looking = true;
     watch
       .look()
       .then(async (due) => {
-        for (const n of due) await enqueue(context.db, n);
-        if (due.length > 0) sender.wake();
+        try {
+          // Marked as told only once written: a failed write leaves the rest for the next look.
+          for (const d of due) {
+            await enqueue(context.db, d.notification);
+            d.commit();
+          }
+        } finally {
+          if (due.length > 0) sender.wake();
+        }
       })
-      .catch((err: Error) => log.warn({ err: err.message }, 'notifier watch failed'));
+      .catch((err: Error) => log.warn({ err: err.message }, 'notifier watch failed'))
+      .finally(() => (looking = false));
   }, options.watchIntervalMs ?? 10_000);
   sender.start();
   return {

@@ -2,6 +2,13 @@ import { Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, HealthWatch } from './watch.js';
 
+/** A look whose notifications all reached the outbox. */
+async function told(watch: HealthWatch, nowMs?: number) {
+  const due = await watch.look(nowMs);
+  for (const d of due) d.commit();
+  return due.map((d) => d.notification);
+}
+
 describe('HealthWatch: dead-letter topics', () => {
   it('tells each new total of a dead-letter topic once, under an id made of the topic and the total', async () => {
     let totals = [
@@ -9,26 +16,26 @@ describe('HealthWatch: dead-letter topics', () => {
       { topic: 'chain.events', total: 0 },
     ];
     const watch = new HealthWatch(new Registry(), DEFAULT_LIMITS, async () => totals);
-    expect(await watch.look()).toEqual([]);
+    expect(await told(watch)).toEqual([]);
 
     totals = [
       { topic: 'swap.verdicts', total: 2 },
       { topic: 'chain.events', total: 0 },
     ];
-    expect(await watch.look()).toEqual([
+    expect(await told(watch)).toEqual([
       {
         id: 'message_dead_lettered:swap.verdicts.dlq:2',
         kind: 'message_dead_lettered',
         payload: { topic: 'swap.verdicts', deadLetterTopic: 'swap.verdicts.dlq', total: 2 },
       },
     ]);
-    expect(await watch.look()).toEqual([]); // the same total: nothing again
+    expect(await told(watch)).toEqual([]); // the same total: nothing again
 
     totals = [
       { topic: 'swap.verdicts', total: 3 },
       { topic: 'chain.events', total: 1 },
     ];
-    expect((await watch.look()).map((n) => n.id)).toEqual([
+    expect((await told(watch)).map((n) => n.id)).toEqual([
       'message_dead_lettered:swap.verdicts.dlq:3',
       'message_dead_lettered:chain.events.dlq:1',
     ]);
@@ -36,8 +43,8 @@ describe('HealthWatch: dead-letter topics', () => {
 
   it('a restarted watch tells the standing totals again under the same ids (the outbox keeps one of each)', async () => {
     const totals = async () => [{ topic: 'complaint.commands', total: 4 }];
-    const first = await new HealthWatch(new Registry(), DEFAULT_LIMITS, totals).look();
-    const afterRestart = await new HealthWatch(new Registry(), DEFAULT_LIMITS, totals).look();
+    const first = await told(new HealthWatch(new Registry(), DEFAULT_LIMITS, totals));
+    const afterRestart = await told(new HealthWatch(new Registry(), DEFAULT_LIMITS, totals));
     expect(afterRestart).toEqual(first);
   });
 
@@ -55,9 +62,33 @@ describe('HealthWatch: dead-letter topics', () => {
       if (fail) throw new Error('database down');
       return [];
     });
-    await expect(watch.look()).rejects.toThrow('database down');
+    await expect(told(watch)).rejects.toThrow('database down');
     fail = false;
     // The lagging group is told at the next look: the failed one did not mark it as told.
-    expect((await watch.look(7_000)).map((n) => n.id)).toEqual(['consumer_lagging:points:7']);
+    expect((await told(watch, 7_000)).map((n) => n.id)).toEqual(['consumer_lagging:points:7']);
+  });
+
+  it('a notification whose write failed (not committed) is offered again at the next look', async () => {
+    const registry = new Registry();
+    const lag = new Gauge({
+      name: 'bus_consumer_lag',
+      help: 'test',
+      labelNames: ['group', 'topic', 'partition'],
+      registers: [registry],
+    });
+    lag.set({ group: 'points', topic: 'swap.verdicts', partition: '0' }, 5_000);
+    const watch = new HealthWatch(registry, DEFAULT_LIMITS, async () => [
+      { topic: 'swap.verdicts', total: 2 },
+    ]);
+    expect((await watch.look(7_000)).map((d) => d.notification.id)).toEqual([
+      'consumer_lagging:points:7',
+      'message_dead_lettered:swap.verdicts.dlq:2',
+    ]);
+    // Nothing committed: both again (the episode under the time of the look that tells it).
+    expect((await told(watch, 8_000)).map((n) => n.id)).toEqual([
+      'consumer_lagging:points:8',
+      'message_dead_lettered:swap.verdicts.dlq:2',
+    ]);
+    expect(await told(watch, 9_000)).toEqual([]);
   });
 });

@@ -2,7 +2,8 @@
  * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent)
  * and a lagging connector or consumer, read from the metrics registry every interval, and messages in
  * dead-letter topics, read from the bus. Each condition notifies once when it starts (a new failed count, a
- * new episode, a new dead-letter total), not on every look.
+ * new episode, a new dead-letter total), not on every look. A condition counts as told only once its
+ * notification is in the outbox (`commit`), so one whose write failed is offered again at the next look.
  */
 import type { Registry } from 'prom-client';
 import { deadLetterTopic } from '../../shared/bus/port.js';
@@ -20,6 +21,12 @@ export interface WatchLimits {
 
 export const DEFAULT_LIMITS: WatchLimits = { stuckSeconds: 600, lagBlocks: 50, lagMessages: 1_000 };
 
+/** A notification that is due, and what marks its condition as told (call once it is in the outbox). */
+export interface Due {
+  notification: Notification;
+  commit(): void;
+}
+
 export class HealthWatch {
   private readonly active = new Set<string>();
   /** Messages in each topic's dead-letter topic at the last look. */
@@ -32,28 +39,34 @@ export class HealthWatch {
     private readonly deadLetters: () => Promise<Array<{ topic: string; total: number }>> = async () => [],
   ) {}
 
-  /** The notifications that are due now. */
-  async look(nowMs = Date.now()): Promise<Notification[]> {
+  /** The notifications that are due now; nothing is marked as told until its `commit`. */
+  async look(nowMs = Date.now()): Promise<Due[]> {
     // Read first: a failed read must leave the episodes as they were (nothing started, nothing lost).
     const deadLetters = await this.deadLetters();
     const health = await pipelineHealth(this.registry);
-    const out: Notification[] = [];
+    const out: Due[] = [];
+    const none = () => undefined;
     // Failed counts: the id carries the count, so a restart with the same count does not notify again.
     for (const [service, byStatus] of Object.entries(health.commands)) {
       const failed = byStatus.failed ?? 0;
       if (failed > 0)
         out.push({
-          id: `submission_failed:${service}:${failed}`,
-          kind: 'submission_failed',
-          payload: { service, failed, byStatus },
+          notification: {
+            id: `submission_failed:${service}:${failed}`,
+            kind: 'submission_failed',
+            payload: { service, failed, byStatus },
+          },
+          commit: none,
         });
     }
     const episode = (key: string, holds: boolean, make: () => Notification) => {
       if (!holds) return void this.active.delete(key);
       if (this.active.has(key)) return;
-      this.active.add(key);
       const n = make();
-      out.push({ ...n, id: `${n.id}:${Math.floor(nowMs / 1000)}` });
+      out.push({
+        notification: { ...n, id: `${n.id}:${Math.floor(nowMs / 1000)}` },
+        commit: () => this.active.add(key),
+      });
     };
     for (const [service, seconds] of Object.entries(health.oldestUnconfirmedSeconds))
       episode(`stuck:${service}`, seconds > this.limits.stuckSeconds, () => ({
@@ -82,13 +95,16 @@ export class HealthWatch {
     // across restarts, so the id (the topic's total) is the same whoever looks and a total is told once.
     for (const { topic, total } of deadLetters) {
       const before = this.deadLettered.get(topic);
-      this.deadLettered.set(topic, total);
       if (total > 0 && total !== before)
         out.push({
-          id: `message_dead_lettered:${deadLetterTopic(topic)}:${total}`,
-          kind: 'message_dead_lettered',
-          payload: { topic, deadLetterTopic: deadLetterTopic(topic), total },
+          notification: {
+            id: `message_dead_lettered:${deadLetterTopic(topic)}:${total}`,
+            kind: 'message_dead_lettered',
+            payload: { topic, deadLetterTopic: deadLetterTopic(topic), total },
+          },
+          commit: () => this.deadLettered.set(topic, total),
         });
+      else this.deadLettered.set(topic, total);
     }
     return out;
   }
