@@ -5,6 +5,7 @@
  */
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { webhook, type Webhook } from './webhook.js';
 
 export type NotificationKind =
   | 'violation'
@@ -46,8 +47,11 @@ export class OutboxSender {
   private running: Promise<void> | undefined;
   private stopped = false;
   private downSince: number | undefined;
+  private readonly webhook: Webhook;
 
-  constructor(private readonly options: OutboxSenderOptions) {}
+  constructor(private readonly options: OutboxSenderOptions) {
+    this.webhook = webhook(options.url);
+  }
 
   start(): void {
     this.schedule(0);
@@ -142,12 +146,16 @@ export class OutboxSender {
     }
   }
 
-  /** undefined when delivered; otherwise why not (no URL: it may carry a token). */
+  /** undefined when delivered; otherwise why not (no URL, no message: they may carry a token). */
   private async post(body: Record<string, unknown>): Promise<string | undefined> {
     try {
-      const response = await fetch(this.options.url, {
+      const response = await fetch(this.webhook.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-otmoic-notification-id': String(body.id) },
+        headers: {
+          'content-type': 'application/json',
+          'x-otmoic-notification-id': String(body.id),
+          ...(this.webhook.authorization ? { authorization: this.webhook.authorization } : {}),
+        },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
       });

@@ -141,6 +141,17 @@ describe('configuration', () => {
     ]);
   });
 
+  it('takes n8nUrl with percent-encoded credentials and refuses ones that do not decode, without echoing them', () => {
+    const url = 'https://ops%40team:t%3Ak%2Fn@n8n.example/webhook/x';
+    expect(load(`n8nUrl = "${url}"`, {}, ['n8nUrl']).n8nUrl).toBe(url);
+    for (const bad of ['https://ops:tok%zz@n8n.example/x', 'https://o%3Aps:tok@n8n.example/x']) {
+      const issues = issuesOf(() => load(`n8nUrl = "${bad}"`, {}, ['n8nUrl']));
+      expect(issues).toEqual([{ key: 'n8nUrl', problem: expect.stringMatching(/percent-encoded/) }]);
+      expect(JSON.stringify(issues)).not.toContain('tok');
+    }
+    expect(issuesOf(() => load('n8nUrl = "not a url"', {}, ['n8nUrl']))).toHaveLength(1);
+  });
+
   it('never echoes a secret in an error', () => {
     const secret = '0xnot-a-key-but-secret-material';
     const issues = issuesOf(() =>

@@ -6,6 +6,20 @@ import { isIpOrCidr } from '../runtime/access.js';
 
 const port = z.number().int().min(1).max(65_535);
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+/** n8nUrl: user and password in it are sent as Basic authorization, so they must percent-decode (and the user hold no ':'). */
+const webhookUrl = httpUrl.refine((url) => basicCredentialsValid(url), {
+  error: "credentials in it must be percent-encoded, the user name without ':'",
+});
+function basicCredentialsValid(url: string): boolean {
+  if (!URL.canParse(url)) return true; // httpUrl names that
+  const { username, password } = new URL(url);
+  try {
+    decodeURIComponent(password);
+    return !decodeURIComponent(username).includes(':');
+  } catch {
+    return false;
+  }
+}
 const chainIdString = z.string().regex(/^\d+$/, 'must be a decimal chain id string');
 const privateKey = z
   .string()
@@ -357,7 +371,7 @@ export const logSection = z.strictObject({
 
 /** The whole file. Sections are optional here; services demand the ones they use. */
 export const configFileSchema = z.looseObject({
-  n8nUrl: httpUrl.optional(),
+  n8nUrl: webhookUrl.optional(),
   point: z.unknown().optional(),
   agent: z.unknown().optional(),
   connector: z.unknown().optional(),
@@ -375,7 +389,7 @@ export const configFileSchema = z.looseObject({
 });
 
 export const sectionSchemas = {
-  n8nUrl: httpUrl,
+  n8nUrl: webhookUrl,
   point: pointSection,
   agent: agentSection,
   connector: connectorSection,
