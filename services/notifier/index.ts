@@ -8,6 +8,7 @@ import { deadLetterTopic, type EventBus } from '../../shared/bus/port.js';
 import type { ServiceContext, ServiceDefinition, RunningService } from '../../shared/runtime/service.js';
 import { allTopics } from '../../topics/index.js';
 import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.js';
+import { notifierMetrics } from './metrics.js';
 import { notifierMigrations } from './migrations.js';
 import { enqueue, OutboxSender } from './outbox.js';
 import { DEFAULT_LIMITS, HealthWatch, type WatchLimits } from './watch.js';
@@ -29,6 +30,7 @@ export async function startNotifier(
   options: NotifierOptions,
 ): Promise<RunningService> {
   const log = context.log;
+  const metrics = notifierMetrics(context.metrics, context.db);
   const sender = new OutboxSender({
     pool: context.db,
     url: options.url,
@@ -36,6 +38,7 @@ export async function startNotifier(
     baseBackoffMs: options.baseBackoffMs,
     maxBackoffMs: options.maxBackoffMs,
     pollMs: options.pollMs,
+    onOutcome: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   const subscription = await subscribeNotifier({
     bus: context.bus,
