@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Pool } from '../../shared/db/pool.js';
+import { rowsOrNothing } from '../../shared/runtime/metrics.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import type { ClassifierTables } from './tables.js';
 
@@ -37,9 +38,12 @@ export function classifierMetrics(
     labelNames: ['waiting_for'],
     registers: [registry],
     async collect() {
-      const { rows } = await pool.query<{ kind: string | null; n: string }>(
-        `SELECT wait_kind AS kind, count(*) AS n FROM ${tables.swaps} WHERE status = 'pending' GROUP BY wait_kind`,
+      const rows = await rowsOrNothing(
+        pool.query<{ kind: string | null; n: string }>(
+          `SELECT wait_kind AS kind, count(*) AS n FROM ${tables.swaps} WHERE status = 'pending' GROUP BY wait_kind`,
+        ),
       );
+      if (!rows) return;
       this.reset();
       for (const kind of ['clock', 'complaints', 'did']) this.set({ waiting_for: kind }, 0);
       for (const r of rows) this.set({ waiting_for: r.kind ?? 'none' }, Number(r.n));
@@ -50,10 +54,12 @@ export function classifierMetrics(
     help: 'Wall-clock seconds since the oldest pending swap was first seen',
     registers: [registry],
     async collect() {
-      const { rows } = await pool.query<{ age: string | null }>(
-        `SELECT EXTRACT(EPOCH FROM now() - min(first_seen_at))::bigint AS age FROM ${tables.swaps} WHERE status = 'pending'`,
+      const rows = await rowsOrNothing(
+        pool.query<{ age: string | null }>(
+          `SELECT EXTRACT(EPOCH FROM now() - min(first_seen_at))::bigint AS age FROM ${tables.swaps} WHERE status = 'pending'`,
+        ),
       );
-      this.set(Number(rows[0]?.age ?? 0));
+      if (rows) this.set(Number(rows[0]?.age ?? 0));
     },
   });
   new Gauge({
@@ -62,9 +68,12 @@ export function classifierMetrics(
     labelNames: ['chain', 'stream'],
     registers: [registry],
     async collect() {
-      const { rows } = await pool.query<{ chain_id: string; stream: string; n: string }>(
-        `SELECT chain_id, stream, count(*) AS n FROM ${tables.pendingHeights} GROUP BY chain_id, stream`,
+      const rows = await rowsOrNothing(
+        pool.query<{ chain_id: string; stream: string; n: string }>(
+          `SELECT chain_id, stream, count(*) AS n FROM ${tables.pendingHeights} GROUP BY chain_id, stream`,
+        ),
       );
+      if (!rows) return;
       this.reset();
       for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
     },

@@ -1,6 +1,7 @@
 /** Prometheus metrics of the n8n outbox (on the service's /metrics): what waits, for how long, and attempts. */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../../shared/db/pool.js';
+import { rowsOrNothing } from '../../shared/runtime/metrics.js';
 
 export interface NotifierMetrics {
   /** Delivery attempts by outcome (a 2xx answer, or anything else). */
@@ -15,18 +16,23 @@ export function notifierMetrics(registry: Registry, db: Queryable): NotifierMetr
   if (metrics) return metrics;
   // Read at each scrape, over the partial index of undelivered rows (delivered ones are kept as the record).
   const pendingNow = async () => {
-    const { rows } = await db.query<{ n: string; age: number | null }>(
-      `SELECT count(*) AS n, EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
-         FROM notifier_outbox WHERE delivered_at IS NULL`,
+    const rows = await rowsOrNothing(
+      db.query<{ n: string; age: number | null }>(
+        `SELECT count(*) AS n, EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
+           FROM notifier_outbox WHERE delivered_at IS NULL`,
+      ),
     );
-    return { pending: Number(rows[0]?.n ?? 0), oldestSeconds: Math.max(0, Number(rows[0]?.age ?? 0)) };
+    return (
+      rows && { pending: Number(rows[0]?.n ?? 0), oldestSeconds: Math.max(0, Number(rows[0]?.age ?? 0)) }
+    );
   };
   new Gauge({
     name: 'notifier_outbox_pending',
     help: 'Notifications in the outbox not delivered yet',
     registers: [registry],
     async collect() {
-      this.set((await pendingNow()).pending);
+      const now = await pendingNow();
+      if (now) this.set(now.pending);
     },
   });
   new Gauge({
@@ -34,7 +40,8 @@ export function notifierMetrics(registry: Registry, db: Queryable): NotifierMetr
     help: 'Seconds since the oldest undelivered notification was queued (0 when none)',
     registers: [registry],
     async collect() {
-      this.set((await pendingNow()).oldestSeconds);
+      const now = await pendingNow();
+      if (now) this.set(now.oldestSeconds);
     },
   });
   const deliveries = new Counter({

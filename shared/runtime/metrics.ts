@@ -79,3 +79,15 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     },
   };
 }
+
+/**
+ * The rows of a query read by a gauge at scrape time, or undefined when it failed (the database is down): the
+ * gauge then keeps its last value, since a collect() that throws fails the whole /metrics answer, every other
+ * figure of the process with it, when the operator needs them most.
+ */
+export async function rowsOrNothing<R>(query: Promise<{ rows: R[] }>): Promise<R[] | undefined> {
+  return query.then(
+    (result) => result.rows,
+    () => undefined,
+  );
+}
