@@ -2,13 +2,14 @@
  * The dashboard's verdicts by case over block time (GET /dashboard/verdicts), from Points' projection.
  */
 import { z } from 'zod';
-import type { Pool } from '../../shared/db/pool.js';
+import type { Queryable } from '../../shared/db/pool.js';
+import { windowEndingAt } from './scoring.js';
 
 const BUCKETS = 24;
 const MIN_BUCKET_SECONDS = 60;
 
 export const verdictsQuery = z.strictObject({
-  /** Only verdicts with a block time after this (unix seconds); default: all. */
+  /** Only verdicts with a block time after this (unix seconds); clamped to the look-back window. */
   since: z
     .string()
     .regex(/^[0-9]{1,12}$/)
@@ -25,24 +26,47 @@ export interface VerdictSeries {
   total: number;
 }
 
-/** Verdicts by kind in up to 24 buckets of block time. */
-export async function verdictSeries(db: Pool, since = 0): Promise<VerdictSeries> {
-  const { rows: bounds } = await db.query<{ lo: string | null; hi: string | null }>(
-    'SELECT min(block_time) AS lo, max(block_time) AS hi FROM points_verdicts WHERE block_time > $1',
-    [since],
+const empty = (): VerdictSeries => ({
+  bucket_seconds: MIN_BUCKET_SECONDS,
+  buckets: [],
+  series: {},
+  total: 0,
+});
+
+/**
+ * Verdicts by kind in up to 24 buckets of block time, only those in the look-back window (`windowDays`) ending
+ * at the newest verdict's block time, and after `since` if given: the cost is the window's verdicts, never the
+ * whole history. Anchored at the newest block time rather than the wall clock, so a chain whose time runs
+ * ahead (the devnet) or has stopped still shows its last verdicts; the bounds are those of windowEndingAt.
+ */
+export async function verdictSeries(
+  db: Queryable,
+  options: { windowDays: number; since?: number },
+): Promise<VerdictSeries> {
+  // The newest verdict first (one index probe), then the window ending there.
+  const { rows: newest } = await db.query<{ hi: string | null }>(
+    'SELECT max(block_time) AS hi FROM points_verdicts',
   );
-  const lo = Number(bounds[0]?.lo ?? 0);
-  const hi = Number(bounds[0]?.hi ?? 0);
-  if (bounds[0]?.lo === null)
-    return { bucket_seconds: MIN_BUCKET_SECONDS, buckets: [], series: {}, total: 0 };
+  if ((newest[0]?.hi ?? null) === null) return empty();
+  const window = windowEndingAt(Number(newest[0]!.hi), options.windowDays);
+  const after = Math.max(window.from, options.since ?? window.from);
+  const { rows: bounds } = await db.query<{ lo: string | null; hi: string | null }>(
+    `SELECT min(block_time) AS lo, max(block_time) AS hi FROM points_verdicts
+      WHERE block_time > $1 AND block_time <= $2`,
+    [after, window.to],
+  );
+  if ((bounds[0]?.lo ?? null) === null) return empty();
+  const lo = Number(bounds[0]!.lo);
+  const hi = Number(bounds[0]!.hi);
   const width = Math.max(MIN_BUCKET_SECONDS, Math.ceil((hi - lo + 1) / BUCKETS));
   const first = lo - (lo % width);
+  // Bounded above by hi too: a verdict stored since the bounds were read would fall past the last bucket.
   const { rows } = await db.query<{ bucket: string; kind: string; n: number }>(
-    `SELECT (block_time - $2) / $3 AS bucket,
+    `SELECT (block_time - $3) / $4 AS bucket,
             CASE WHEN verdict->>'case' IS NOT NULL THEN 'case ' || (verdict->>'case') ELSE outcome END AS kind,
             count(*)::int AS n
-       FROM points_verdicts WHERE block_time > $1 GROUP BY 1, 2`,
-    [since, first, width],
+       FROM points_verdicts WHERE block_time > $1 AND block_time <= $2 GROUP BY 1, 2`,
+    [after, hi, first, width],
   );
   const count = Math.floor((hi - first) / width) + 1;
   const buckets = Array.from({ length: count }, (_, i) => first + i * width);

@@ -17,7 +17,7 @@ const CHART_DIR = path.dirname(createRequire(import.meta.url).resolve('chart.js'
 
 export async function registerDashboard(
   app: FastifyInstance,
-  options: { db: Pool; metrics: Registry },
+  options: { db: Pool; metrics: Registry; windowDays: number },
 ): Promise<void> {
   await app.register(fastifyStatic, { root: PAGE_DIR, prefix: '/dashboard/', index: 'index.html' });
   await app.register(fastifyStatic, {
@@ -28,7 +28,10 @@ export async function registerDashboard(
   });
   app.get('/dashboard', async (_request, reply) => reply.redirect('/dashboard/'));
   app.get('/dashboard/verdicts', async (request) =>
-    verdictSeries(options.db, parseQuery(verdictsQuery, request.query).since),
+    verdictSeries(options.db, {
+      windowDays: options.windowDays,
+      since: parseQuery(verdictsQuery, request.query).since,
+    }),
   );
   app.get('/dashboard/pipeline', async (request) => {
     parseQuery(verdictsQuery.pick({}), request.query);

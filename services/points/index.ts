@@ -121,7 +121,7 @@ export async function startPoints(
     async (app) => {
       await registerPointsRateLimit(app, config.rateLimit);
       registerPointsRoutes(app, { queries, log, metrics });
-      await registerDashboard(app, { db: reads, metrics: context.metrics });
+      await registerDashboard(app, { db: reads, metrics: context.metrics, windowDays: config.windowDays });
     },
     { ownErrorVocabulary: true },
   );

@@ -61,14 +61,14 @@ describe('the reads across every subject', () => {
     expect(plan).not.toMatch(/Seq Scan/);
   });
 
-  it("the dashboard's verdicts: first and last by index, the rest only after since", async () => {
+  it("the dashboard's verdicts: newest, first and last by index, the rest only in the window", async () => {
     await db.pool.query(
       `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)
        SELECT 'b' || g, 'normal', $1 + g, '{"case": null}', 'e' || g FROM generate_series(1, 50) g`,
       [NOW],
     );
-    const plans = await plansOf((q) => verdictSeries(q as never, NOW + 25));
-    expect(plans).toHaveLength(2);
+    const plans = await plansOf((q) => verdictSeries(q, { windowDays: 90, since: NOW + 25 }));
+    expect(plans).toHaveLength(3);
     for (const plan of plans) {
       expect(plan).toMatch(/(using|on) points_verdicts_time/);
       expect(plan).not.toMatch(/Seq Scan/);

@@ -263,11 +263,17 @@ export function pointsOpenApi() {
         get: {
           summary:
             'the dashboard: verdicts by kind ("normal", "case 1" … "case 7", …) in up to 24 buckets of block time',
+          description:
+            "Only the verdicts of the look-back window (point.windowDays days) ending at the newest verdict's block time, newest − windowDays·86400 < block_time <= newest; an earlier `since` is clamped to it.",
           parameters: [
-            q('since', 'only verdicts with a block time after this (unix seconds)', {
-              type: 'string',
-              pattern: '^[0-9]{1,12}$',
-            }),
+            q(
+              'since',
+              'only verdicts with a block time after this (unix seconds), clamped to the look-back window',
+              {
+                type: 'string',
+                pattern: '^[0-9]{1,12}$',
+              },
+            ),
           ],
           responses: {
             '200': {

@@ -1,0 +1,57 @@
+/**
+ * GET /dashboard/verdicts reads only the look-back window (point.windowDays) ending at the newest verdict's
+ * block time, with or without since=: its cost must not grow with the whole verdict history.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { pointsMigrations } from './migrations.js';
+import { SECONDS_PER_DAY } from './scoring.js';
+import { pointTestConfig, startTestPoints } from './test-harness.js';
+
+const NEWEST = 1_800_000_000;
+const WINDOW_DAYS = 30;
+const WINDOW = WINDOW_DAYS * SECONDS_PER_DAY;
+
+describe('the dashboard verdicts within the look-back window', () => {
+  let db: TestDatabase;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    // 1,000 verdicts older than the window (the oldest exactly windowDays old: out, as in windowEndingAt),
+    // and 10 inside it ending at NEWEST.
+    await db.pool.query(
+      `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+       SELECT 'old' || g, 'normal', $1 - g * 3600, '{"case": null}', 'eo' || g FROM generate_series(0, 999) g`,
+      [NEWEST - WINDOW],
+    );
+    await db.pool.query(
+      `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+       SELECT 'new' || g, 'violation', $1 - g * 60, '{"case": 3}', 'en' || g FROM generate_series(0, 9) g`,
+      [NEWEST],
+    );
+    points = await startTestPoints(db, pointTestConfig({ windowDays: WINDOW_DAYS }), { consume: false });
+  });
+  afterAll(async () => {
+    await points?.close();
+    await db?.drop();
+  });
+
+  it('without since counts only the window ending at the newest block time', async () => {
+    const { status, body } = await points.get('/dashboard/verdicts');
+    expect(status).toBe(200);
+    expect(body.total).toBe(10);
+    expect(Object.keys(body.series)).toEqual(['case 3']);
+    expect(body.buckets[0]).toBeGreaterThan(NEWEST - WINDOW - body.bucket_seconds);
+  });
+
+  it('clamps an older since to the window, and keeps a later one', async () => {
+    expect((await points.get('/dashboard/verdicts?since=0')).body.total).toBe(10);
+    expect((await points.get(`/dashboard/verdicts?since=${NEWEST - WINDOW - 1}`)).body.total).toBe(10);
+    // After NEWEST − 300: the verdicts at NEWEST, −60 … −240.
+    expect((await points.get(`/dashboard/verdicts?since=${NEWEST - 300}`)).body.total).toBe(5);
+    expect((await points.get(`/dashboard/verdicts?since=${NEWEST}`)).body).toMatchObject({
+      total: 0,
+      buckets: [],
+    });
+  });
+});
