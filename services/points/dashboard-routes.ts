@@ -12,6 +12,7 @@ import { pipelineHealth } from '../../shared/runtime/pipeline-health.js';
 import { verdictsQuery, verdictSeries } from './dashboard-data.js';
 import { parseQuery } from './query-params.js';
 
+// Beside the module, also in dist/: tsc copies no static files, so npm run build copies this folder.
 const PAGE_DIR = path.join(import.meta.dirname, 'dashboard');
 const CHART_DIR = path.dirname(createRequire(import.meta.url).resolve('chart.js'));
 

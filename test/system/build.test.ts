@@ -2,7 +2,10 @@ import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import Fastify from 'fastify';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../support/processes.js';
 
@@ -44,5 +47,30 @@ describe("npm run build on the Dockerfile's build context", () => {
   it('compiles', () => {
     expect(build.output.split('\n').filter((l) => /error TS/.test(l))).toEqual([]);
     expect(build.code).toBe(0);
+  });
+
+  it('serves the dashboard page, script and styles from dist/', async () => {
+    expect(build.code).toBe(0);
+    const compiled = path.join(dir, 'dist/services/points/dashboard-routes.js');
+    const { registerDashboard } = (await import(
+      pathToFileURL(compiled).href
+    )) as typeof import('../../services/points/dashboard-routes.js');
+    const app = Fastify();
+    try {
+      // The page and its files need no database.
+      await registerDashboard(app, { db: {} as never, metrics: new Registry(), windowDays: 90 });
+      for (const [url, type] of [
+        ['/dashboard/', /^text\/html/],
+        ['/dashboard/dashboard.js', /javascript/],
+        ['/dashboard/dashboard.css', /^text\/css/],
+        ['/dashboard/vendor/chart.umd.min.js', /javascript/],
+      ] as const) {
+        const response = await app.inject(url);
+        expect(response.statusCode, url).toBe(200);
+        expect(response.headers['content-type'], url).toMatch(type);
+      }
+    } finally {
+      await app.close();
+    }
   });
 });
