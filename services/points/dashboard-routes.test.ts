@@ -1,0 +1,45 @@
+/**
+ * The dashboard's responses (page, files, JSON routes) carry the browser security headers; the public Points
+ * routes, read by programs, do not need them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { pointsMigrations } from './migrations.js';
+import { pointTestConfig, startTestPoints } from './test-harness.js';
+
+const DASHBOARD_CSP = "default-src 'self'; frame-ancestors 'none'; object-src 'none'; base-uri 'none'";
+
+describe('the dashboard security headers', () => {
+  let db: TestDatabase;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    points = await startTestPoints(db, pointTestConfig(), { consume: false });
+  });
+  afterAll(async () => {
+    await points?.close();
+    await db?.drop();
+  });
+
+  it('the page, its files and its JSON routes (answers and errors) carry them; the public routes not', async () => {
+    for (const url of [
+      '/dashboard/',
+      '/dashboard/dashboard.js',
+      '/dashboard/vendor/chart.umd.min.js',
+      '/dashboard/verdicts',
+      '/dashboard/verdicts?since=abc',
+      '/dashboard/pipeline',
+      '/dashboard',
+    ]) {
+      const response = await fetch(`${points.base}${url}`, { redirect: 'manual' });
+      expect(response.status, url).toBeLessThan(url.includes('abc') ? 500 : 400);
+      expect(response.headers.get('x-content-type-options'), url).toBe('nosniff');
+      expect(response.headers.get('content-security-policy'), url).toBe(DASHBOARD_CSP);
+      expect(response.headers.get('x-frame-options'), url).toBe('DENY');
+      expect(response.headers.get('referrer-policy'), url).toBe('no-referrer');
+    }
+    const page = await fetch(`${points.base}/dashboard/`);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect((await fetch(`${points.base}/lp-ranking`)).headers.get('content-security-policy')).toBeNull();
+  });
+});
