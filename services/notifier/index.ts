@@ -45,8 +45,22 @@ export async function startNotifier(
     pool: context.db,
     onQueued: () => sender.wake(),
   });
-  const watch = new HealthWatch(context.metrics, options.limits ?? DEFAULT_LIMITS, () =>
-    deadLetterTotals(context.bus),
+  // One warning an outage of the dead-letter read, one note when it reads again.
+  let deadLettersFailing = false;
+  const watch = new HealthWatch(
+    context.metrics,
+    options.limits ?? DEFAULT_LIMITS,
+    async () => {
+      const totals = await deadLetterTotals(context.bus);
+      if (deadLettersFailing) log.info('dead-letter topics are read again');
+      deadLettersFailing = false;
+      return totals;
+    },
+    (err) => {
+      if (!deadLettersFailing)
+        log.warn({ err: err.message }, 'dead-letter topics unreadable: their notifications wait');
+      deadLettersFailing = true;
+    },
   );
   // One look at a time: a look still writing has not committed its episodes, and a second one would tell them again.
   let looking = false;

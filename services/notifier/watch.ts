@@ -37,12 +37,18 @@ export class HealthWatch {
     private readonly limits: WatchLimits = DEFAULT_LIMITS,
     /** Messages in the dead-letter topic of each topic (none: no dead-letter watch). */
     private readonly deadLetters: () => Promise<Array<{ topic: string; total: number }>> = async () => [],
+    /** The dead-letter read failed: that part of the look is skipped, the rest goes on. */
+    private readonly onDeadLettersUnread: (err: Error) => void = () => undefined,
   ) {}
 
   /** The notifications that are due now; nothing is marked as told until its `commit`. */
   async look(nowMs = Date.now()): Promise<Due[]> {
-    // Read first: a failed read must leave the episodes as they were (nothing started, nothing lost).
-    const deadLetters = await this.deadLetters();
+    // The bus unreachable (Kafka down) must not silence the alerts read from the registry: only the dead
+    // letters wait for the next look, their totals left as they were.
+    const deadLetters = await this.deadLetters().catch((err: Error) => {
+      this.onDeadLettersUnread(err);
+      return [];
+    });
     const health = await pipelineHealth(this.registry);
     const out: Due[] = [];
     const none = () => undefined;
