@@ -9,6 +9,18 @@ async function told(watch: HealthWatch, nowMs?: number) {
   return due.map((d) => d.notification);
 }
 
+/** A registry where the group `points` is 5,000 messages behind on swap.verdicts. */
+function laggingGroup(): Registry {
+  const registry = new Registry();
+  new Gauge({
+    name: 'bus_consumer_lag',
+    help: 'test',
+    labelNames: ['group', 'topic', 'partition'],
+    registers: [registry],
+  }).set({ group: 'points', topic: 'swap.verdicts', partition: '0' }, 5_000);
+  return registry;
+}
+
 describe('HealthWatch: dead-letter topics', () => {
   it('tells each new total of a dead-letter topic once, under an id made of the topic and the total', async () => {
     let totals = [
@@ -49,14 +61,7 @@ describe('HealthWatch: dead-letter topics', () => {
   });
 
   it('a failed read of the dead-letter topics skips only them: the alerts read from the registry are told', async () => {
-    const registry = new Registry();
-    const lag = new Gauge({
-      name: 'bus_consumer_lag',
-      help: 'test',
-      labelNames: ['group', 'topic', 'partition'],
-      registers: [registry],
-    });
-    lag.set({ group: 'points', topic: 'swap.verdicts', partition: '0' }, 5_000);
+    const registry = laggingGroup();
     let fail = true;
     const unread: string[] = [];
     const watch = new HealthWatch(
@@ -78,14 +83,7 @@ describe('HealthWatch: dead-letter topics', () => {
   });
 
   it('a notification whose write failed (not committed) is offered again at the next look', async () => {
-    const registry = new Registry();
-    const lag = new Gauge({
-      name: 'bus_consumer_lag',
-      help: 'test',
-      labelNames: ['group', 'topic', 'partition'],
-      registers: [registry],
-    });
-    lag.set({ group: 'points', topic: 'swap.verdicts', partition: '0' }, 5_000);
+    const registry = laggingGroup();
     const watch = new HealthWatch(registry, DEFAULT_LIMITS, async () => [
       { topic: 'swap.verdicts', total: 2 },
     ]);
