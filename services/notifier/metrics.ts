@@ -15,7 +15,7 @@ export function notifierMetrics(registry: Registry, db: Queryable): NotifierMetr
   let metrics = byRegistry.get(registry);
   if (metrics) return metrics;
   // Read at each scrape, over the partial index of undelivered rows (delivered ones are kept as the record).
-  const pendingNow = async () => {
+  const readPending = async () => {
     const rows = await rowsOrNothing(
       db.query<{ n: string; age: number | null }>(
         `SELECT count(*) AS n, EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
@@ -26,6 +26,9 @@ export function notifierMetrics(registry: Registry, db: Queryable): NotifierMetr
       rows && { pending: Number(rows[0]?.n ?? 0), oldestSeconds: Math.max(0, Number(rows[0]?.age ?? 0)) }
     );
   };
+  // Both gauges are collected at once: they share one read in flight, not one query each.
+  let reading: ReturnType<typeof readPending> | undefined;
+  const pendingNow = () => (reading ??= readPending().finally(() => (reading = undefined)));
   new Gauge({
     name: 'notifier_outbox_pending',
     help: 'Notifications in the outbox not delivered yet',
