@@ -1,4 +1,3 @@
-import { Gauge, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DLQ_HEADERS, deadLetterTopic } from '../../shared/bus/port.js';
 import type { Pool } from '../../shared/db/pool.js';
@@ -10,6 +9,7 @@ import { serviceContext } from '../../test/support/service-context.js';
 import { waitFor } from '../../test/support/wait.js';
 import { startNotifier } from './index.js';
 import { notifierMigrations } from './migrations.js';
+import { laggingGroup } from './test-harness.js';
 
 /**
  * A watched condition whose outbox write fails is told at a later look: the failed write must not mark the
@@ -56,13 +56,7 @@ describe('notifier watch: a failed outbox write', () => {
   });
 
   it('tells a lagging consumer and a dead-letter total at the next look', async () => {
-    const registry = new Registry();
-    new Gauge({
-      name: 'bus_consumer_lag',
-      help: 'test',
-      labelNames: ['group', 'topic', 'partition'],
-      registers: [registry],
-    }).set({ group: 'points', topic: swapVerdicts.name, partition: '0' }, 5_000);
+    const registry = laggingGroup();
     await ctx.bus.publish(deadLetterTopic(swapVerdicts.name), [
       { key: 'a', value: '{}', headers: { [DLQ_HEADERS.error]: 'bad' } },
     ]);

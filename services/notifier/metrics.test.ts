@@ -1,46 +1,28 @@
-import { createServer, type Server } from 'node:http';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../shared/net/free-port.js';
-import type { RunningService } from '../../shared/runtime/service.js';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { serviceContext } from '../../test/support/service-context.js';
 import { waitFor } from '../../test/support/wait.js';
-import { startNotifier } from './index.js';
-import { notifierMigrations } from './migrations.js';
 import { enqueue } from './outbox.js';
+import { notifierWithReceiver } from './test-harness.js';
 
 /** The outbox's metrics: pending rows and the oldest one's age from the database, attempts by outcome. */
 describe('notifier outbox metrics', () => {
-  let db: TestDatabase;
-  let ctx: Awaited<ReturnType<typeof serviceContext>>;
-  let notifier: RunningService;
-  let receiver: Server;
+  let env: Awaited<ReturnType<typeof notifierWithReceiver>>;
   let status = 404;
   const registry = new Registry();
   const password = 'metrics-secret-token';
 
   beforeAll(async () => {
-    db = await createTestDatabase([notifierMigrations]);
-    const port = await freePort();
-    receiver = createServer((request, response) => {
-      request.resume();
-      request.on('end', () => response.writeHead(status).end());
+    env = await notifierWithReceiver({
+      handle: (request, response) => {
+        request.resume();
+        request.on('end', () => response.writeHead(status).end());
+      },
+      url: (port) => `http://ops:${password}@127.0.0.1:${port}/webhook`,
+      context: { metrics: registry },
     });
-    await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
-    ctx = await serviceContext(db, `n8nUrl = "http://ops:${password}@127.0.0.1:${port}/webhook"`, ['n8nUrl']);
-    notifier = await startNotifier(
-      { ...ctx, metrics: registry },
-      { url: ctx.config.n8nUrl!, baseBackoffMs: 50, maxBackoffMs: 100, pollMs: 50 },
-    );
   });
 
-  afterAll(async () => {
-    await notifier?.stop();
-    await new Promise((resolve) => receiver?.close(resolve));
-    await ctx?.close();
-    await db?.drop();
-  });
+  afterAll(async () => env?.close());
 
   const value = async (name: string, labels: Record<string, string> = {}) => {
     const metric = registry.getSingleMetric(name);
@@ -54,7 +36,7 @@ describe('notifier outbox metrics', () => {
     expect(await value('notifier_outbox_oldest_pending_seconds')).toBe(0);
     expect(await value('notifier_deliveries_total', { outcome: 'failed' })).toBe(0);
 
-    await enqueue(db.pool, { id: 'violation:0x01', kind: 'violation', payload: {} });
+    await enqueue(env.db.pool, { id: 'violation:0x01', kind: 'violation', payload: {} });
     await waitFor(
       async () => ((await value('notifier_deliveries_total', { outcome: 'failed' })) ?? 0) >= 2,
       'two failed attempts (404)',

@@ -1,5 +1,6 @@
-import { Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { laggingGroup } from './test-harness.js';
 import { DEFAULT_LIMITS, HealthWatch } from './watch.js';
 
 /** A look whose notifications all reached the outbox. */
@@ -7,18 +8,6 @@ async function told(watch: HealthWatch, nowMs?: number) {
   const due = await watch.look(nowMs);
   for (const d of due) d.commit();
   return due.map((d) => d.notification);
-}
-
-/** A registry where the group `points` is 5,000 messages behind on swap.verdicts. */
-function laggingGroup(): Registry {
-  const registry = new Registry();
-  new Gauge({
-    name: 'bus_consumer_lag',
-    help: 'test',
-    labelNames: ['group', 'topic', 'partition'],
-    registers: [registry],
-  }).set({ group: 'points', topic: 'swap.verdicts', partition: '0' }, 5_000);
-  return registry;
 }
 
 describe('HealthWatch: dead-letter topics', () => {
