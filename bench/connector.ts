@@ -42,6 +42,11 @@ const vectors = JSON.parse(
 );
 const golden = vectors.events.filter((v: { log_data?: string }) => v.log_data);
 
+/** The JSON bodies of `count` chunks following height `after` (heights after + 5, after + 10, …). */
+function chunkBodies(after: number, count: number, events = EVENTS_PER_CHUNK): string[] {
+  return Array.from({ length: count }, (_, i) => JSON.stringify(chunk(after + (i + 1) * 5, events)));
+}
+
 /** An original-shape update_height body of height `h` holding `events` golden events. */
 function chunk(h: number, events = EVENTS_PER_CHUNK) {
   const data = Array.from({ length: events }, (_, i) => {
@@ -113,31 +118,23 @@ export async function run(): Promise<BenchSection[]> {
     const syncPort = (syncApp.server.address() as { port: number }).port;
 
     // Heights: the warm-up's chunks, then the timed callbacks', the direct calls', the busy chunks', and the
-    // chunks of the round against the raw publish behind HTTP.
-    const bodies = Array.from({ length: WARMUP + CALLBACKS }, (_, i) => JSON.stringify(chunk((i + 1) * 5)));
+    // chunks of the rounds against the raw publish behind HTTP, in blocks, and with 'sync'.
+    const bodies = chunkBodies(0, WARMUP + CALLBACKS);
     const busyFrom = (WARMUP + 2 * CALLBACKS) * 5;
     const busyWarmup = Math.min(WARMUP, BUSY_CALLBACKS);
-    const busyBodies = Array.from({ length: busyWarmup + BUSY_CALLBACKS }, (_, i) =>
-      JSON.stringify(chunk(busyFrom + (i + 1) * 5, BUSY_EVENTS_PER_CHUNK)),
-    );
+    const busyBodies = chunkBodies(busyFrom, busyWarmup + BUSY_CALLBACKS, BUSY_EVENTS_PER_CHUNK);
     // Baseline: publishing the same normalised messages straight to the bus, one publish per chunk.
     const chain = ingestor.chain('9006')!;
     const messages = bodies.map((b) => rawBatches(b, chain));
     const busyMessages = busyBodies.map((b) => rawBatches(b, chain));
     const exchangedFrom = busyFrom + (busyWarmup + BUSY_CALLBACKS) * 5;
-    const exchangedBodies = Array.from({ length: WARMUP + CALLBACKS }, (_, i) =>
-      JSON.stringify(chunk(exchangedFrom + (i + 1) * 5)),
-    );
+    const exchangedBodies = chunkBodies(exchangedFrom, WARMUP + CALLBACKS);
     exchanged = exchangedBodies.map((b) => rawBatches(b, chain));
     const blocksFrom = exchangedFrom + (WARMUP + CALLBACKS) * 5;
-    const blockBodies = Array.from({ length: CALLBACKS }, (_, i) =>
-      JSON.stringify(chunk(blocksFrom + (i + 1) * 5)),
-    );
+    const blockBodies = chunkBodies(blocksFrom, CALLBACKS);
     const blockMessages = blockBodies.map((b) => rawBatches(b, chain));
     const syncFrom = blocksFrom + CALLBACKS * 5;
-    const syncBodies = Array.from({ length: CALLBACKS }, (_, i) =>
-      JSON.stringify(chunk(syncFrom + (i + 1) * 5)),
-    );
+    const syncBodies = chunkBodies(syncFrom, CALLBACKS);
     const syncMessages = syncBodies.map((b) => rawBatches(b, chain));
     // A keep-alive node:http client on a thread of its own, as a chain client is a process of its own and holds
     // its connection: the client's own cost is not the Connector's (undici's fetch costs about a millisecond a
@@ -227,7 +224,7 @@ export async function run(): Promise<BenchSection[]> {
       BLOCK,
     );
     // With connector.chunkCommit 'sync' (every chunk's write waits for the WAL flush), on the following
-    // heights: the same Connector code behind a route of its own.
+    // heights: the same Connector code behind a server of its own.
     const synchronous = await alternate(
       syncBodies.length,
       publishing(syncMessages),
