@@ -64,6 +64,13 @@ describe('connector: a database crash after chunks were answered', () => {
     await pool.end().catch(() => undefined);
     await start();
   };
+  // The Ingestor and its bus take the pool through a getter: the same objects outlive the restart.
+  const current = new Proxy({} as Pool, {
+    get: (_, key) => {
+      const value = Reflect.get(pool, key);
+      return typeof value === 'function' ? value.bind(pool) : value;
+    },
+  });
   const publishedIds = async () =>
     (
       await pool.query<{ value: string }>(
@@ -89,18 +96,10 @@ describe('connector: a database crash after chunks were answered', () => {
   /** Ingests `answered`, crashes the server, then the next chunk; returns what happened. */
   const scenario = async (chunkCommit: IngestOptions['chunkCommit'], plain: boolean) => {
     const backfills: Array<[number, number]> = [];
-    const bus = new PostgresBus({ pool, connectionString: server.url, log });
-    await bus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
+    const liveBus = new PostgresBus({ pool: current, connectionString: server.url, log });
+    await liveBus.ensureTopics(allTopics.map((t) => topicSpec(t, 4)));
     await clearConnectorTables(pool);
     await new HeightStore(pool).init('9006', 'swap', STORED);
-    // The Ingestor and its bus take the pool through a getter: the same objects outlive the restart.
-    const current = new Proxy({} as Pool, {
-      get: (_, key) => {
-        const value = Reflect.get(pool, key);
-        return typeof value === 'function' ? value.bind(pool) : value;
-      },
-    });
-    const liveBus = new PostgresBus({ pool: current, connectionString: server.url, log });
     const { ingestor } = testIngestor({
       pool: current,
       bus: plain ? plainPort(liveBus as EventBus) : liveBus,
@@ -109,7 +108,6 @@ describe('connector: a database crash after chunks were answered', () => {
       chunkCommit,
       requestBackfill: (_chain, _stream, from, to) => backfills.push([from, to]),
     });
-    await bus.close();
     for (const update of answered)
       expect(await ingestor.heightUpdate('9006', 'swap', update)).toBe('processed');
     const before = await publishedIds();
