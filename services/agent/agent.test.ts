@@ -464,6 +464,14 @@ describe('Agent complaint intake and submission on the devnet', () => {
       AGENT_ERRORS.COMPLAINT_FAILED_ON_CHAIN.code,
     ]);
     expect(await statusOf(bid)).toMatchObject({ status: 'failed', paid_failures: 2, domain });
+    // Two failures, one after a re-open: both counted (agent_job_failures, the notifier's alert ids).
+    const { rows: counted } = await db.pool.query<{ failures: number }>(
+      'SELECT failures FROM agent_complaints WHERE bid_id = $1',
+      [bid],
+    );
+    expect(counted).toEqual([{ failures: 2 }]);
+    const gauge = /^agent_job_failures (\d+)$/m.exec(await agent.metrics.metrics());
+    expect(Number(gauge?.[1])).toBeGreaterThanOrEqual(2);
     expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 2);
     expect(await agent.metrics.metrics()).toMatch(
       /agent_complaint_refusals_total\{reason="COMPLAINT_FAILED_ON_CHAIN"\} 2/,

@@ -55,6 +55,16 @@ export const agentMigrations: MigrationSet = {
         ALTER TABLE agent_complaints ADD COLUMN paid_failures int NOT NULL DEFAULT 0;
       `,
     },
+    {
+      version: 4,
+      name: 'failures of a complaint, re-opens and replacements included',
+      sql: `
+        -- Every time the complaint's submission failed (JobTable.finish), never reset: the agent_job_failures
+        -- gauge, whose total names the notifier's submission_failed alerts. One already failed counts once.
+        ALTER TABLE agent_complaints ADD COLUMN failures int NOT NULL DEFAULT 0;
+        UPDATE agent_complaints SET failures = 1 WHERE status = 'failed';
+      `,
+    },
   ],
 };
 

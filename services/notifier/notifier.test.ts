@@ -34,6 +34,7 @@ describe('n8n notifier outbox', () => {
     labelNames: ['status'],
     registers: [registry],
   });
+  const relayFailures = new Gauge({ name: 'relay_job_failures', help: 'test', registers: [registry] });
 
   beforeAll(async () => {
     db = await createTestDatabase([notifierMigrations]);
@@ -108,12 +109,13 @@ describe('n8n notifier outbox', () => {
       ),
     );
     relayCommands.set({ status: 'failed' }, 2);
+    relayFailures.set(3); // one of the two failed twice (re-opened between)
 
     // Receiver down: connection refused; rows wait and are retried with back-off.
     const expected = [
       ...bids.map((b) => `violation:${b}`),
       `complaint:${complained}`,
-      'submission_failed:relay:2',
+      'submission_failed:relay:3',
     ].sort();
     await waitFor(async () => {
       const rows = await outbox();

@@ -1,7 +1,7 @@
 /**
  * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent)
  * and a lagging connector or consumer, read from the metrics registry every interval, and messages in
- * dead-letter topics, read from the bus. Each condition notifies once when it starts (a new failed count, a
+ * dead-letter topics, read from the bus. Each condition notifies once when it starts (a new failures total, a
  * new episode, a new dead-letter total), not on every look. A condition counts as told only once its
  * notification is in the outbox (`commit`), so one whose write failed is offered again at the next look.
  */
@@ -52,15 +52,16 @@ export class HealthWatch {
     const health = await pipelineHealth(this.registry);
     const out: Due[] = [];
     const none = () => undefined;
-    // Failed counts: the id carries the count, so a restart with the same count does not notify again.
-    for (const [service, byStatus] of Object.entries(health.commands)) {
-      const failed = byStatus.failed ?? 0;
-      if (failed > 0)
+    // Failures so far (never lower, kept in the database): the id carries the total, so each failure is told
+    // once, also across restarts, and one after a re-open is new although the failed count is one seen before.
+    for (const [service, failures] of Object.entries(health.failures)) {
+      const byStatus = health.commands[service] ?? {};
+      if (failures > 0)
         out.push({
           notification: {
-            id: `submission_failed:${service}:${failed}`,
+            id: `submission_failed:${service}:${failures}`,
             kind: 'submission_failed',
-            payload: { service, failed, byStatus },
+            payload: { service, failures, failed: byStatus.failed ?? 0, byStatus },
           },
           commit: none,
         });

@@ -305,7 +305,14 @@ export function pointsOpenApi() {
               description: 'pipeline health',
               ...json({
                 type: 'object',
-                required: ['chains', 'consumers', 'commands', 'oldestUnconfirmedSeconds', 'classifier'],
+                required: [
+                  'chains',
+                  'consumers',
+                  'commands',
+                  'failures',
+                  'oldestUnconfirmedSeconds',
+                  'classifier',
+                ],
                 properties: {
                   chains: { type: 'array', items: { type: 'object', required: ['chain'] } },
                   consumers: {
@@ -325,6 +332,12 @@ export function pointsOpenApi() {
                     },
                   },
                   commands: { type: 'object' },
+                  failures: {
+                    type: 'object',
+                    description:
+                      'per sending service (relay, agent): failures of its jobs so far, re-opened ones again; never decreases',
+                    additionalProperties: { type: 'integer' },
+                  },
                   oldestUnconfirmedSeconds: { type: 'object' },
                   classifier: { type: 'object' },
                 },

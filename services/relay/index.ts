@@ -55,7 +55,7 @@ export async function startRelay(
   const metrics = relayMetrics(context.metrics, {
     balanceWei: () => sender?.state.balanceWei,
     oldestUnconfirmedSinceMs: () => sender?.state.oldestUnconfirmedSinceMs,
-    countByStatus: () => store.countByStatus(config.systemChainId),
+    jobCounts: () => store.jobCounts(config.systemChainId),
     statuses: COMMAND_STATUSES,
   });
   const maxGasPriceWei = BigInt(config.maxGasPriceWei);

@@ -84,6 +84,16 @@ export const relayMigrations: MigrationSet = {
         ALTER TABLE relay_commands ADD COLUMN paid_failures int NOT NULL DEFAULT 0;
       `,
     },
+    {
+      version: 4,
+      name: 'failures of a command, re-opens included',
+      sql: `
+        -- Every time the command failed (JobTable.finish), never reset: the relay_job_failures gauge, whose
+        -- total names the notifier's submission_failed alerts. A command already failed counts once.
+        ALTER TABLE relay_commands ADD COLUMN failures int NOT NULL DEFAULT 0;
+        UPDATE relay_commands SET failures = 1 WHERE status = 'failed';
+      `,
+    },
   ],
 };
 

@@ -185,10 +185,12 @@ describe('relay sender on the devnet', () => {
     // Operator signals.
     const metrics = await r.metrics.metrics();
     expect(metrics).toMatch(/relay_wallet_balance_wei \d/);
-    const counts = await r.store.countByStatus('9006');
+    const counts = (await r.store.jobCounts('9006')).byStatus;
     expect(counts['confirmed']).toBeGreaterThanOrEqual(2);
     expect(metrics).toContain(`relay_commands{status="confirmed"} ${counts['confirmed']}`);
     expect(metrics).toMatch(/relay_oldest_unconfirmed_seconds 0/);
+    // A's failure stays counted after its re-open confirmed it (the notifier's submission_failed id).
+    expect(metrics).toMatch(/^relay_job_failures 1$/m);
     const byTransfer = await r.get(`/behalf/commands?transfer_id=${a.in.transferId}`);
     expect(byTransfer.body.commands.map((c: { id: string }) => c.id)).toEqual([postA.body.command_id]);
 

@@ -11,12 +11,15 @@ import {
   CLEARED_TRANSACTION_STATE,
   JOB_ROW_STATUSES,
   jobColumns,
+  jobCounts,
   JobTable,
   OPEN_STATUS_LIST,
   paidFailures,
   storeFee,
   type JobColumns,
   type JobColumnsRow,
+  type JobCountRow,
+  type JobCounts,
   type JobRowStatus,
   type SignedAttempt,
 } from '../../shared/sender/index.js';
@@ -200,13 +203,14 @@ export class CommandStore extends JobTable {
     return rows.map(toRow);
   }
 
-  /** Commands by status (the /metrics gauge). */
-  async countByStatus(systemChainId: string): Promise<Record<string, number>> {
-    const { rows } = await this.pool.query<{ status: string; n: string }>(
-      'SELECT status, count(*) AS n FROM relay_commands WHERE system_chain_id = $1 GROUP BY status',
+  /** Commands by status and their failures so far (the /metrics gauges). */
+  async jobCounts(systemChainId: string): Promise<JobCounts> {
+    const { rows } = await this.pool.query<JobCountRow>(
+      `SELECT status, count(*) AS n, sum(failures) AS failures FROM relay_commands WHERE system_chain_id = $1
+        GROUP BY status`,
       [systemChainId],
     );
-    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+    return jobCounts(rows);
   }
 
   /**

@@ -15,6 +15,8 @@ export interface PipelineHealth {
   /** Per consumer group: messages not yet committed, and since this process started, handled and dead-lettered. */
   consumers: Array<{ group: string; lag: number; handled: number; deadLettered: number }>;
   commands: Record<string, Record<string, number>>;
+  /** Per sending service (relay, agent): failures of its jobs so far, from its database; never decreases. */
+  failures: Record<string, number>;
   classifier: { pending: Record<string, number>; oldest_pending_age_seconds?: number };
   /** Per sending service (relay, agent): age of its oldest sent but unconfirmed transaction. */
   oldestUnconfirmedSeconds: Record<string, number>;
@@ -53,12 +55,19 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
       byStatus[String(v.labels.status)] = (byStatus[String(v.labels.status)] ?? 0) + v.value;
   }
 
+  const failures: PipelineHealth['failures'] = {};
+  for (const m of metrics) {
+    const match = /^([a-z]+)_job_failures$/.exec(m.name);
+    if (match && m.values[0] !== undefined) failures[match[1]!] = m.values[0].value;
+  }
+
   const pending: Record<string, number> = {};
   for (const v of values('classifier_pending_swaps')) pending[String(v.labels.waiting_for)] = v.value;
   return {
     chains: [...chains.values()].sort((a, b) => a.chain.localeCompare(b.chain)),
     consumers: [...consumers.values()].sort((a, b) => a.group.localeCompare(b.group)),
     commands,
+    failures,
     oldestUnconfirmedSeconds: Object.fromEntries(
       metrics
         .filter((m) => /^[a-z]+_oldest_unconfirmed_seconds$/.test(m.name) && m.values[0] !== undefined)

@@ -12,7 +12,7 @@ const TABLE = `
     nonce bigint, raw_tx text, tx_hash text, txs jsonb NOT NULL DEFAULT '[]',
     reason text, attempts integer NOT NULL DEFAULT 0, refusals integer NOT NULL DEFAULT 0,
     mined_block bigint, cancel_reason text, block_number bigint, paid_failures integer NOT NULL DEFAULT 0,
-    updated_at timestamptz NOT NULL DEFAULT now()
+    failures integer NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now()
   )`;
 
 const wallet: WalletRef = { chainId: 31337, address: '0xabc', chainPending: 7 };
@@ -104,6 +104,17 @@ describe('JobTable: the sender writes only as its state machine allows', () => {
       raw_tx: 'raw-h7',
     });
     await jobs.finish('a', { status: 'failed', reason: 'late' });
-    expect(await row('a')).toMatchObject({ status: 'confirmed', reason: null });
+    expect(await row('a')).toMatchObject({ status: 'confirmed', reason: null, failures: 0 });
+  });
+
+  it('counts every failure of a job, one re-opened included; nothing else counts', async () => {
+    await jobs.finish('b', { status: 'failed', reason: 'reverted' });
+    await jobs.finish('b', { status: 'failed', reason: 'a stale pass' }); // final already: no move
+    expect(await row('b')).toMatchObject({ status: 'failed', reason: 'reverted', failures: 1 });
+    await db.pool.query(`UPDATE test_jobs SET status = 'scheduled' WHERE job = 'b'`); // re-opened
+    await jobs.finish('b', { status: 'failed', reason: 'reverted again' });
+    await jobs.finish('a', { status: 'confirmed', blockNumber: 4, txHash: 'ha' });
+    expect(await row('b')).toMatchObject({ failures: 2 });
+    expect(await row('a')).toMatchObject({ failures: 0 });
   });
 });

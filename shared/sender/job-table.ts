@@ -2,7 +2,7 @@
  * The sender's writes (SenderStore without open()) over an owner's table of jobs: the relay's behalf commands,
  * the Agent's complaints. The table keys its rows by `key` and has the sender's columns: status, nonce,
  * raw_tx, tx_hash, txs (jsonb array of SignedAttempt), reason, attempts, refusals, mined_block,
- * cancel_reason, block_number, paid_failures, updated_at. Every method is one statement or one transaction, and each moves a
+ * cancel_reason, block_number, paid_failures, failures, updated_at. Every method is one statement or one transaction, and each moves a
  * job only from the statuses the sender's state machine allows, so a stale pass changes nothing.
  */
 import { withTransaction, type Pool } from '../db/pool.js';
@@ -104,6 +104,26 @@ export function paidFailures(row: Pick<JobColumns, 'status' | 'blockNumber' | 'p
   return row.paidFailuresBefore + (row.status === 'failed' && row.blockNumber !== null ? 1 : 0);
 }
 
+/** A job table's jobs by status, and the failures of its jobs so far (`failures`' total, never lower). */
+export interface JobCounts {
+  byStatus: Record<string, number>;
+  failures: number;
+}
+
+/** A row of `SELECT status, count(*) AS n, sum(failures) AS failures … GROUP BY status`. */
+export interface JobCountRow {
+  status: string;
+  n: string;
+  failures: string | null;
+}
+
+export function jobCounts(rows: readonly JobCountRow[]): JobCounts {
+  return {
+    byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])),
+    failures: rows.reduce((sum, r) => sum + Number(r.failures ?? 0), 0),
+  };
+}
+
 export class JobTable {
   /** `table` and `key` are identifiers of the owner's code, never input. */
   constructor(
@@ -177,10 +197,15 @@ export class JobTable {
     );
   }
 
-  /** Final status; a settlement naming a transaction records it as the job's (the one mined). */
+  /**
+   * Final status; a settlement naming a transaction records it as the job's (the one mined). A failure adds
+   * one to `failures`, which nothing lowers: the table's total of it grows with every failure, a re-opened
+   * job's included, so it tells a new failure from a failed count seen before (the notifier's alerts).
+   */
   async finish(id: string, outcome: Settlement): Promise<void> {
     await this.pool.query(
       `UPDATE ${this.table} SET status = $2, block_number = $3, reason = $4,
+         failures = failures + CASE WHEN $2 = 'failed' THEN 1 ELSE 0 END,
          tx_hash = COALESCE($5, tx_hash),
          raw_tx = COALESCE((SELECT t->>'raw' FROM jsonb_array_elements(txs) t WHERE t->>'hash' = $5 LIMIT 1), raw_tx),
          updated_at = now()

@@ -1,5 +1,6 @@
 /** The gauges an operator watches on a service that sends transactions (relay, Agent), on its /metrics. */
 import { Gauge, type Registry } from 'prom-client';
+import type { JobCounts } from './job-table.js';
 
 /** What the gauges read at scrape time. */
 export interface SenderSignals {
@@ -7,14 +8,16 @@ export interface SenderSignals {
   balanceWei: () => string | undefined;
   /** Wall-clock ms when the oldest unconfirmed transaction was first signed, if any. */
   oldestUnconfirmedSinceMs: () => number | undefined;
-  /** Jobs by status, read from the database at scrape time. */
-  countByStatus: () => Promise<Record<string, number>>;
+  /** Jobs by status and their failures so far, read from the database at scrape time. */
+  jobCounts: () => Promise<JobCounts>;
   /** Every status, so a status with no job reads 0 instead of vanishing. */
   statuses: readonly string[];
 }
 
 /**
- * `<prefix>_wallet_balance_wei`, `<prefix>_oldest_unconfirmed_seconds` and `<jobsByStatus.name>{status}`.
+ * `<prefix>_wallet_balance_wei`, `<prefix>_oldest_unconfirmed_seconds`, `<jobsByStatus.name>{status}` and
+ * `<prefix>_job_failures` (every failure so far, a re-opened job's again: it never goes down, so a new
+ * failure shows even when a re-open took the failed count back first; the notifier names its alerts by it).
  * `wallet` and `transactions` name them in the help texts ("the relay wallet", "unconfirmed relay transaction").
  */
 export function registerSenderGauges(
@@ -27,15 +30,31 @@ export function registerSenderGauges(
   },
   signals: SenderSignals,
 ): void {
+  // Both gauges are collected at once: they share one read in flight. A failed read keeps the last values.
+  let reading: Promise<JobCounts | undefined> | undefined;
+  const countsNow = () =>
+    (reading ??= signals
+      .jobCounts()
+      .catch(() => undefined)
+      .finally(() => (reading = undefined)));
   new Gauge({
     name: options.jobsByStatus.name,
     help: options.jobsByStatus.help,
     labelNames: ['status'],
     registers: [registry],
     async collect() {
-      const counts = await signals.countByStatus().catch(() => undefined);
+      const counts = await countsNow();
       if (counts === undefined) return;
-      for (const status of signals.statuses) this.set({ status }, counts[status] ?? 0);
+      for (const status of signals.statuses) this.set({ status }, counts.byStatus[status] ?? 0);
+    },
+  });
+  new Gauge({
+    name: `${options.prefix}_job_failures`,
+    help: `Failures of ${options.transactions} jobs so far, from the database: each failure once, a re-opened job's again; never decreases`,
+    registers: [registry],
+    async collect() {
+      const counts = await countsNow();
+      if (counts !== undefined) this.set(counts.failures);
     },
   });
   new Gauge({
