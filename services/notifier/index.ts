@@ -5,16 +5,37 @@
  * `n8nUrl` from an outbox table with retries and back-off (outbox.ts).
  */
 import { deadLetterTopic, type EventBus } from '../../shared/bus/port.js';
+import type { HealthCheck } from '../../shared/runtime/http.js';
+import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { ServiceContext, ServiceDefinition, RunningService } from '../../shared/runtime/service.js';
 import { allTopics } from '../../topics/index.js';
 import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.js';
-import { notifierMetrics } from './metrics.js';
+import { notifierMetrics, outboxBacklog } from './metrics.js';
 import { notifierMigrations } from './migrations.js';
 import { enqueue, OutboxSender } from './outbox.js';
 import { DEFAULT_LIMITS, HealthWatch, type WatchLimits } from './watch.js';
 
 /** A consumer group name that never subscribes: its lag on a topic is the topic's whole content. */
 const DEAD_LETTER_WATCH = 'notifier-dead-letter-watch';
+
+/**
+ * /health says `degraded` once the oldest undelivered notification waited this long: n8n has been down or
+ * refusing for a while (retries back off to 5 minutes). Degraded, not unavailable: a restart would not help.
+ */
+export const OUTBOX_DEGRADED_AFTER_SECONDS = 900;
+
+/** The `outbox` check of the notifier's /health. */
+export function outboxHealth(db: ServiceContext['db']): HealthCheck {
+  return async () => {
+    const backlog = await outboxBacklog(db);
+    if (backlog === undefined) return { status: 'unavailable', error: 'the outbox cannot be read' };
+    return {
+      status: backlog.oldestSeconds > OUTBOX_DEGRADED_AFTER_SECONDS ? 'degraded' : 'ok',
+      pending: backlog.pending,
+      oldestPendingSeconds: Math.round(backlog.oldestSeconds),
+    };
+  };
+}
 
 export interface NotifierOptions {
   url: string;
@@ -23,10 +44,12 @@ export interface NotifierOptions {
   baseBackoffMs?: number;
   maxBackoffMs?: number;
   pollMs?: number;
+  /** `notifier.port`: serve GET /health (database and outbox) and GET /metrics there. */
+  port?: number;
 }
 
 export async function startNotifier(
-  context: Pick<ServiceContext, 'bus' | 'db' | 'log' | 'metrics'>,
+  context: ServiceContext,
   options: NotifierOptions,
 ): Promise<RunningService> {
   const log = context.log;
@@ -84,8 +107,15 @@ export async function startNotifier(
       .finally(() => (looking = false));
   }, options.watchIntervalMs ?? 10_000);
   sender.start();
+  const http =
+    options.port === undefined
+      ? undefined
+      : await startHttpService(context, 'notifier', options.port, undefined, {
+          healthChecks: { outbox: outboxHealth(context.db) },
+        });
   return {
     async stop() {
+      await http?.stop();
       clearInterval(timer);
       await subscription.stop();
       await sender.stop();
@@ -111,6 +141,6 @@ export const notifierService: ServiceDefinition = {
   migrations: [notifierMigrations],
   async start(context) {
     context.trackConsumerGroup(NOTIFIER_GROUP, NOTIFIER_TOPICS);
-    return startNotifier(context, { url: context.config.n8nUrl! });
+    return startNotifier(context, { url: context.config.n8nUrl!, port: context.config.notifier.port });
   },
 };

@@ -11,21 +11,27 @@ export interface NotifierMetrics {
 // One set per registry: a notifier restarted in the same process (tests) must not register them twice.
 const byRegistry = new WeakMap<Registry, NotifierMetrics>();
 
+/**
+ * Notifications not delivered yet and the age of the oldest, over the partial index of undelivered rows
+ * (delivered ones are kept as the record); undefined when the database cannot be read.
+ */
+export async function outboxBacklog(
+  db: Queryable,
+): Promise<{ pending: number; oldestSeconds: number } | undefined> {
+  const rows = await rowsOrNothing(
+    db.query<{ n: string; age: number | null }>(
+      `SELECT count(*) AS n, EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
+         FROM notifier_outbox WHERE delivered_at IS NULL`,
+    ),
+  );
+  return rows && { pending: Number(rows[0]?.n ?? 0), oldestSeconds: Math.max(0, Number(rows[0]?.age ?? 0)) };
+}
+
 export function notifierMetrics(registry: Registry, db: Queryable): NotifierMetrics {
   let metrics = byRegistry.get(registry);
   if (metrics) return metrics;
-  // Read at each scrape, over the partial index of undelivered rows (delivered ones are kept as the record).
-  const readPending = async () => {
-    const rows = await rowsOrNothing(
-      db.query<{ n: string; age: number | null }>(
-        `SELECT count(*) AS n, EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
-           FROM notifier_outbox WHERE delivered_at IS NULL`,
-      ),
-    );
-    return (
-      rows && { pending: Number(rows[0]?.n ?? 0), oldestSeconds: Math.max(0, Number(rows[0]?.age ?? 0)) }
-    );
-  };
+  // Read at each scrape.
+  const readPending = () => outboxBacklog(db);
   // Both gauges are collected at once: they share one read in flight, not one query each.
   let reading: ReturnType<typeof readPending> | undefined;
   const pendingNow = () => (reading ??= readPending().finally(() => (reading = undefined)));

@@ -1,6 +1,11 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLEARED_TRANSACTION_STATE, JobTable, jobCounts, type JobCountRow } from '../../shared/sender/index.js';
+import {
+  CLEARED_TRANSACTION_STATE,
+  JobTable,
+  jobCounts,
+  type JobCountRow,
+} from '../../shared/sender/index.js';
 import { senderMigrations } from '../../shared/sender/nonces.js';
 import { registerSenderGauges } from '../../shared/sender/metrics.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';

@@ -114,6 +114,15 @@ describe('configuration', () => {
     ]);
   });
 
+  it('reads notifier.port (none by default: no HTTP) and refuses one that is not a port or a stray key', () => {
+    expect(load('').notifier).toEqual({});
+    expect(load('[notifier]\nport = 9105').notifier).toEqual({ port: 9105 });
+    expect(issuesOf(() => load('[notifier]\nport = 70000'))).toEqual([
+      { key: 'notifier.port', problem: expect.any(String) },
+    ]);
+    expect(issuesOf(() => load('[notifier]\nprot = 9105'))).toHaveLength(1);
+  });
+
   it('reads connector.chunkCommit (async by default) and refuses anything but async or sync', () => {
     const connector = (extra: string) =>
       `[connector]\nport = 1\ncallbackUrl = "http://127.0.0.1:1/callback"\n${extra}`;

@@ -10,6 +10,7 @@ import {
   configFileSchema,
   databaseSection,
   httpSection,
+  notifierSection,
   logSection,
   sectionSchemas,
   type ChainClientConfig,
@@ -47,6 +48,7 @@ export interface AppConfig {
   archive: z.infer<typeof archiveSection> & { mongo?: MongoTarget };
   log: z.infer<typeof logSection>;
   http: z.infer<typeof httpSection>;
+  notifier: z.infer<typeof notifierSection>;
 }
 
 export interface MongoTarget {
@@ -112,6 +114,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   const archive = parseOwn(archiveSection, doc.archive, 'archive', issues);
   const log = parseOwn(logSection, doc.log, 'log', issues);
   const http = parseOwn(httpSection, doc.http, 'http', issues);
+  const notifier = parseOwn(notifierSection, doc.notifier, 'notifier', issues);
 
   if (issues.length > 0) throw new ConfigError(source, issues);
 
@@ -147,6 +150,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   }
   config.log = env.LOG_LEVEL ? { level: env.LOG_LEVEL } : log!;
   config.http = http!;
+  config.notifier = notifier!;
   return config as AppConfig;
 }
 

@@ -365,6 +365,14 @@ export const httpSection = z.strictObject({
   trustProxy: allowIps,
 });
 
+/**
+ * `[notifier]`, optional: with `port` the notifier serves GET /health and GET /metrics there (needed when it
+ * runs in a process of its own, whose outbox gauges no other service's /metrics shows).
+ */
+export const notifierSection = z.strictObject({
+  port: port.optional(),
+});
+
 export const logSection = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -386,6 +394,7 @@ export const configFileSchema = z.looseObject({
   archive: z.unknown().optional(),
   http: z.unknown().optional(),
   log: z.unknown().optional(),
+  notifier: z.unknown().optional(),
 });
 
 export const sectionSchemas = {

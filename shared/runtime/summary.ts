@@ -18,6 +18,7 @@ export function serviceUrls(config: AppConfig, running: readonly string[]): Reco
     urls.relay = at(config.relay.port, `/evm-client-${config.relay.systemChainId}/relay`);
   if (has('connector') && config.connector) urls.connector = at(config.connector.port);
   if (has('classifier') && config.classifier) urls.classifier = at(config.classifier.port);
+  if (has('notifier') && config.notifier.port !== undefined) urls.notifier = at(config.notifier.port);
   if (has('chain-client'))
     for (const c of config.chainClient ?? []) urls[`chainClient${c.systemChainId}`] = at(c.port);
   if (has('devnet')) {

@@ -24,6 +24,7 @@ describe('npm start on the shipped config (devnet)', () => {
     connector: { port: number };
     classifier: { port: number };
     relay: { port: number; systemChainId: string };
+    notifier: { port: number };
     'rpc-urls': Record<string, string>;
     chainClient: Array<{ port: number }>;
   };
@@ -112,6 +113,7 @@ describe('npm start on the shipped config (devnet)', () => {
       config.connector.port,
       config.classifier.port,
       config.relay.port,
+      config.notifier.port,
       ...config.chainClient.map((c) => c.port),
     ];
     for (const port of ports) {
