@@ -106,7 +106,8 @@ async function refreshRanking() {
     'ranking',
     ranking.lps.map((lp) => {
       const link = el('a', lp.lp_id, { 'data-lp': lp.lp_id });
-      link.addEventListener('click', () => lookup(lp.lp_id));
+      // An LP id may look like an address: the ranking says it is an LP, so the lookup does not guess.
+      link.addEventListener('click', () => lookup(lp.lp_id, 'lp'));
       const score = el('span', lp.score, lp.score_tenths < lp.basis_tenths ? { class: 'below' } : {});
       return row([
         lp.rank,
@@ -122,15 +123,17 @@ async function refreshRanking() {
   );
 }
 
-// Lookup: the score now, its history (the score as of each deduction), and the deduction records.
+// Lookup: the score now, its history (the score as of each deduction), and the deduction records. `kind`:
+// 'user' or 'lp'; without it, an address is taken as a user and anything else as an LP id.
 let historyChart;
-async function lookup(subject) {
+async function lookup(subject, kind) {
   document.getElementById('subject').value = subject;
+  document.getElementById('kind').value = kind ?? '';
   const error = document.getElementById('lookup-error');
   error.hidden = true;
   try {
-    const isUser = /^0x[0-9a-fA-F]{40}$/.test(subject);
-    const key = isUser ? `address=${subject}` : `lp_id=${encodeURIComponent(subject)}`;
+    const isUser = kind ? kind === 'user' : /^0x[0-9a-fA-F]{40}$/.test(subject);
+    const key = isUser ? `address=${encodeURIComponent(subject)}` : `lp_id=${encodeURIComponent(subject)}`;
     const [point, records] = await Promise.all([
       getJson(isUser ? `/user-point?${key}` : `/lp-point?${key}`),
       getJson(isUser ? `/user-deduction-records?${key}&limit=100` : `/lp-deduction-records?${key}&limit=100`),
@@ -169,7 +172,10 @@ async function lookup(subject) {
           );
           txs.append(code, document.createElement('br'));
         }
-        const swap = el('a', 'verdict', { href: `/complaint?bid=${r.bid_id ?? r.bid}`, target: '_blank' });
+        const swap = el('a', 'verdict', {
+          href: `/complaint?bid=${encodeURIComponent(r.bid_id ?? r.bid)}`,
+          target: '_blank',
+        });
         return row([time(r.block_time), r.case, r.rule, (r.tenths / 10).toFixed(1), txs, swap]);
       }),
     );
@@ -182,7 +188,7 @@ async function lookup(subject) {
 
 document.getElementById('lookup').addEventListener('submit', (event) => {
   event.preventDefault();
-  lookup(document.getElementById('subject').value.trim());
+  lookup(document.getElementById('subject').value.trim(), document.getElementById('kind').value || undefined);
 });
 
 async function refresh() {
@@ -193,7 +199,9 @@ async function refresh() {
     : `updated ${new Date().toLocaleTimeString()}`;
 }
 
-const initial = new URLSearchParams(location.search).get('lookup');
-if (initial) lookup(initial);
+// ?lookup=<address or LP id>[&kind=user|lp]
+const query = new URLSearchParams(location.search);
+const initial = query.get('lookup');
+if (initial) lookup(initial, ['user', 'lp'].includes(query.get('kind')) ? query.get('kind') : undefined);
 refresh();
 setInterval(refresh, REFRESH_MS);
