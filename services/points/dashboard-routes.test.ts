@@ -42,4 +42,34 @@ describe('the dashboard security headers', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect((await fetch(`${points.base}/lp-ranking`)).headers.get('content-security-policy')).toBeNull();
   });
+
+  it("answers the file server's refusals in Points' vocabulary, each with its own status and code", async () => {
+    const answer = async (url: string, init: RequestInit = {}) => {
+      const response = await fetch(`${points.base}${url}`, init);
+      return { status: response.status, body: await response.json() };
+    };
+    // A path the file server refuses (403) names no resource: as any unknown path.
+    expect(await answer('/dashboard//')).toEqual({
+      status: 404,
+      body: { code: 32004, message: 'no route GET /dashboard//' },
+    });
+    expect(await answer('/dashboard/dashboard.js', { headers: { range: 'bytes=99999999-' } })).toMatchObject({
+      status: 416,
+      body: { code: 32014 },
+    });
+    expect(
+      await answer('/dashboard/dashboard.js', { headers: { 'if-match': '"not-this-one"' } }),
+    ).toMatchObject({
+      status: 412,
+      body: { code: 32013 },
+    });
+    // A body Points never reads, malformed: a bad request, not a bad query.
+    expect(
+      await answer('/lp-ranking', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{',
+      }),
+    ).toMatchObject({ status: 400, body: { code: 32002 } });
+  });
 });

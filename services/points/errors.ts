@@ -14,6 +14,12 @@ export const POINTS_ERRORS = {
     status: 400,
     meaning: 'a query parameter is missing, unknown or malformed (the message names each one)',
   },
+  INVALID_REQUEST: {
+    code: 32002,
+    status: 400,
+    meaning:
+      'the request is malformed outside its query (e.g. a body that is not what its content-type says)',
+  },
   ROUTE_NOT_FOUND: { code: 32004, status: 404, meaning: 'no such route' },
   DID_NOT_FOUND: {
     code: 32005,
@@ -41,6 +47,16 @@ export const POINTS_ERRORS = {
     code: 32012,
     status: 429,
     meaning: 'too many requests from this client IP (point.rateLimit); retry after the Retry-After seconds',
+  },
+  PRECONDITION_FAILED: {
+    code: 32013,
+    status: 412,
+    meaning: "a dashboard file's If-Match / If-Unmodified-Since condition does not hold",
+  },
+  RANGE_NOT_SATISFIABLE: {
+    code: 32014,
+    status: 416,
+    meaning: "a dashboard file's Range lies outside the file",
   },
 } as const;
 

@@ -5,7 +5,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
-import { POINTS_ERRORS, PointsError } from './errors.js';
+import { POINTS_ERRORS, PointsError, type PointsErrorName } from './errors.js';
 import type { PointsMetrics } from './metrics.js';
 import { pointsOpenApi } from './openapi.js';
 import type { PointsQueries } from './queries.js';
@@ -20,6 +20,18 @@ import {
 } from './query-params.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 
+/**
+ * A client error raised outside the handlers (fastify's body parsing, the dashboard's static files), in
+ * Points' vocabulary: a conditional or ranged file request keeps its status; a path the file server refuses
+ * (403, e.g. `/dashboard//`) names no resource, like any unknown path; anything else is a malformed request.
+ */
+function clientRefusal(status: number): PointsErrorName {
+  if (status === 412) return 'PRECONDITION_FAILED';
+  if (status === 416) return 'RANGE_NOT_SATISFIABLE';
+  if (status === 403 || status === 404) return 'ROUTE_NOT_FOUND';
+  return 'INVALID_REQUEST';
+}
+
 export function registerPointsRoutes(
   app: FastifyInstance,
   options: { queries: PointsQueries; log: Logger; metrics?: PointsMetrics },
@@ -31,9 +43,11 @@ export function registerPointsRoutes(
       return reply.code(error.status).send({ code: error.code, message: error.message });
     const status = (error as FastifyError).statusCode ?? 500;
     if (status >= 400 && status < 500) {
+      const refusal = clientRefusal(status);
+      const message = refusal === 'ROUTE_NOT_FOUND' ? `no route ${requestLine(request)}` : error.message;
       return reply
-        .code(400)
-        .send({ code: POINTS_ERRORS.INVALID_QUERY.code, message: error.message.slice(0, 300) });
+        .code(POINTS_ERRORS[refusal].status)
+        .send({ code: POINTS_ERRORS[refusal].code, message: message.slice(0, 300) });
     }
     // statement_timeout (point.queryTimeoutMs) cancelled it: the connection is free again, the client may retry.
     if ((error as { code?: unknown }).code === '57014') {
