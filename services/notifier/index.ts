@@ -12,7 +12,7 @@ import { allTopics } from '../../topics/index.js';
 import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.js';
 import { notifierMetrics, outboxBacklog } from './metrics.js';
 import { notifierMigrations } from './migrations.js';
-import { enqueue, OutboxSender } from './outbox.js';
+import { enqueue, OutboxSender, pruneDelivered } from './outbox.js';
 import { DEFAULT_LIMITS, HealthWatch, type WatchLimits } from './watch.js';
 
 /** A consumer group name that never subscribes: its lag on a topic is the topic's whole content. */
@@ -46,6 +46,10 @@ export interface NotifierOptions {
   pollMs?: number;
   /** `notifier.port`: serve GET /health (database and outbox) and GET /metrics there. */
   port?: number;
+  /** `notifier.keepDeliveredDays`: delivered rows older than this are deleted (none: kept). */
+  keepDeliveredDays?: number;
+  /** How often delivered rows are pruned (default hourly; first at start). */
+  pruneIntervalMs?: number;
 }
 
 export async function startNotifier(
@@ -107,6 +111,24 @@ export async function startNotifier(
       .finally(() => (looking = false));
   }, options.watchIntervalMs ?? 10_000);
   sender.start();
+  const prune = async () => {
+    if (options.keepDeliveredDays === undefined) return;
+    let deleted = 0;
+    for (let n = -1; n !== 0; deleted += n) n = await pruneDelivered(context.db, options.keepDeliveredDays);
+    if (deleted > 0)
+      log.info(
+        { deleted, keepDeliveredDays: options.keepDeliveredDays },
+        'old delivered notifications deleted',
+      );
+  };
+  let pruning: Promise<void> | undefined;
+  const pruneInBackground = () => {
+    pruning ??= prune()
+      .catch((err: Error) => log.warn({ err: err.message }, 'deleting old delivered notifications failed'))
+      .finally(() => (pruning = undefined));
+  };
+  pruneInBackground();
+  const pruneTimer = setInterval(pruneInBackground, options.pruneIntervalMs ?? 3_600_000);
   const http =
     options.port === undefined
       ? undefined
@@ -117,6 +139,8 @@ export async function startNotifier(
     async stop() {
       await http?.stop();
       clearInterval(timer);
+      clearInterval(pruneTimer);
+      await pruning;
       await subscription.stop();
       await sender.stop();
     },
@@ -141,6 +165,7 @@ export const notifierService: ServiceDefinition = {
   migrations: [notifierMigrations],
   async start(context) {
     context.trackConsumerGroup(NOTIFIER_GROUP, NOTIFIER_TOPICS);
-    return startNotifier(context, { url: context.config.n8nUrl!, port: context.config.notifier.port });
+    const { port, keepDeliveredDays } = context.config.notifier;
+    return startNotifier(context, { url: context.config.n8nUrl!, port, keepDeliveredDays });
   },
 };

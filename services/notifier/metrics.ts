@@ -13,7 +13,8 @@ const byRegistry = new WeakMap<Registry, NotifierMetrics>();
 
 /**
  * Notifications not delivered yet and the age of the oldest, over the partial index of undelivered rows
- * (delivered ones are kept as the record); undefined when the database cannot be read.
+ * (delivered ones are kept as the record for notifier.keepDeliveredDays); undefined when the database cannot
+ * be read.
  */
 export async function outboxBacklog(
   db: Queryable,

@@ -22,5 +22,13 @@ export const notifierMigrations: MigrationSet = {
         CREATE INDEX notifier_outbox_due ON notifier_outbox (next_attempt_at) WHERE delivered_at IS NULL;
       `,
     },
+    {
+      version: 2,
+      name: 'delivered notifications by delivery time',
+      sql: `
+        -- For the hourly deletion of rows delivered over notifier.keepDeliveredDays ago (outbox.ts, prune).
+        CREATE INDEX notifier_outbox_delivered ON notifier_outbox (delivered_at) WHERE delivered_at IS NOT NULL;
+      `,
+    },
   ],
 };

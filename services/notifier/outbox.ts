@@ -29,6 +29,21 @@ export async function enqueue(db: Pool | PoolClient, n: Notification): Promise<v
   );
 }
 
+/**
+ * Deletes notifications delivered over `keepDays` days ago, at most `batch` a call (the oldest first); returns
+ * how many. Undelivered rows are never deleted, however old.
+ */
+export async function pruneDelivered(db: Pool, keepDays: number, batch = 10_000): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM notifier_outbox WHERE id IN (
+       SELECT id FROM notifier_outbox
+        WHERE delivered_at IS NOT NULL AND delivered_at < now() - make_interval(days => $1)
+        ORDER BY delivered_at LIMIT $2)`,
+    [keepDays, batch],
+  );
+  return rowCount ?? 0;
+}
+
 export interface OutboxSenderOptions {
   pool: Pool;
   url: string;

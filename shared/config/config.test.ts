@@ -115,8 +115,14 @@ describe('configuration', () => {
   });
 
   it('reads notifier.port (none by default: no HTTP) and refuses one that is not a port or a stray key', () => {
-    expect(load('').notifier).toEqual({});
-    expect(load('[notifier]\nport = 9105').notifier).toEqual({ port: 9105 });
+    expect(load('').notifier).toEqual({ keepDeliveredDays: 90 });
+    expect(load('[notifier]\nport = 9105\nkeepDeliveredDays = 7').notifier).toEqual({
+      port: 9105,
+      keepDeliveredDays: 7,
+    });
+    expect(issuesOf(() => load('[notifier]\nkeepDeliveredDays = 0'))).toEqual([
+      { key: 'notifier.keepDeliveredDays', problem: expect.any(String) },
+    ]);
     expect(issuesOf(() => load('[notifier]\nport = 70000'))).toEqual([
       { key: 'notifier.port', problem: expect.any(String) },
     ]);

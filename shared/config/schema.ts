@@ -371,6 +371,11 @@ export const httpSection = z.strictObject({
  */
 export const notifierSection = z.strictObject({
   port: port.optional(),
+  /**
+   * Delivered notifications are kept this many days, then deleted (hourly). While kept, a row is the record
+   * that its id was told: the same id (a violation re-read by a rewound notifier group) is not sent again.
+   */
+  keepDeliveredDays: z.number().int().min(1).max(36_500).default(90),
 });
 
 export const logSection = z.strictObject({
