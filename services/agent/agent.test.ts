@@ -7,6 +7,7 @@ import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/
 import { reputationInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
+import { COMPLAINT_MEMBER_MAX_LENGTH } from './complaint-body.js';
 import { AGENT_ERRORS } from './errors.js';
 import { agentMigrationSets } from './migrations.js';
 import {
@@ -239,6 +240,12 @@ describe('Agent complaint intake and submission on the devnet', () => {
         'INVALID_COMPLAINT',
         /userSign must be a string/,
       );
+      // Each string member bounded: the Agent's wallet pays for every byte (an unbounded one cost 6x the gas).
+      await refuse(
+        { params: [{ ...c, srcToken: 'x'.repeat(129), lpId: 'l'.repeat(201) }, sdk.params[1], DOMAIN] },
+        'INVALID_COMPLAINT',
+        /srcToken must be at most 128 characters \(got 129\); complaint\.lpId must be at most 200 characters \(got 201\)/,
+      );
       await refuse({ params: [sdk.params[0], sdk.params[1]] }, 'INVALID_BODY', /exactly/);
       await refuse({ params: [sdk.params[0], sdk.params[1], ''] }, 'INVALID_DOMAIN', /DID domain/);
       await refuse('{"params":', 'INVALID_BODY', /not valid JSON/);
@@ -263,6 +270,19 @@ describe('Agent complaint intake and submission on the devnet', () => {
       );
     });
   });
+
+  it('a complaint with every string member at its bound is sent, for well under agent.maxGasLimit', async () => {
+    const longest = Object.fromEntries(
+      Object.entries(COMPLAINT_MEMBER_MAX_LENGTH).map(([member, max]) => [member, 'x'.repeat(max)]),
+    );
+    const answer = await agent.post('/submit-complaint', await body(sampleComplaint(longest)));
+    expect(answer.body).toMatchObject({ code: 0 });
+    const done = await settled(answer.body.bid_id);
+    expect(done.status).toBe('confirmed');
+    const receipt = (await chain.provider.getTransactionReceipt(done.tx_hash))!;
+    // About 6x less than an unbounded member allowed (854,140 gas at a 21 KB body); the default cap is 400,000.
+    expect(receipt.gasUsed).toBeLessThan(200_000n);
+  }, 60_000);
 
   it('DuplicateBidId at submission (someone else was first) is a success, nothing of ours mined', async () => {
     const release = await holdSender();

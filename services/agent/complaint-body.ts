@@ -23,6 +23,34 @@ const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 // Printable, no control characters: the domain is logged and shown; 255 bounds the gas of the call.
 const DOMAIN = /^[^\p{Cc}]{1,255}$/u;
 
+/**
+ * Longest value (in characters: code points, as JSON Schema's maxLength counts) of each string member. The contract takes any length and the Agent's wallet
+ * pays for every byte (calldata, the event, the bid hash): unbounded, one DID owner could make each complaint
+ * cost about 6x the gas of a real one (854k against 135k at a 21 KB body). The bounds hold the values of any
+ * real swap with room to spare: token and account addresses of any chain, uint256 amounts in base 10, an LP id
+ * as Points takes it, signatures in hex or base58.
+ */
+export const COMPLAINT_MEMBER_MAX_LENGTH = {
+  srcToken: 128,
+  dstToken: 128,
+  srcAmount: 100,
+  dstAmount: 100,
+  dstNativeAmount: 100,
+  requestor: 128,
+  lpId: 200,
+  userSign: 256,
+  lpSign: 256,
+} as const satisfies Partial<Record<keyof Complaint, number>>;
+
+function tooLong(complaint: Complaint): string[] {
+  return Object.entries(COMPLAINT_MEMBER_MAX_LENGTH).flatMap(([member, max]) => {
+    // Counted only past the bound in UTF-16 units, which is never below the count of code points.
+    const value = complaint[member as keyof Complaint] as string;
+    const length = value.length > max ? [...value].length : value.length;
+    return length > max ? [`complaint.${member} must be at most ${max} characters (got ${length})`] : [];
+  });
+}
+
 export interface ParsedComplaint {
   complaint: Complaint;
   /** Every member as a JSON string (uint members in base 10): what is stored and published. */
@@ -57,6 +85,8 @@ export function parseComplaintBody(
     throw new AgentError('INVALID_COMPLAINT', members.join('; ').slice(0, 2_000));
   }
   const complaint = parsed.data;
+  const long = tooLong(complaint);
+  if (long.length > 0) throw new AgentError('INVALID_COMPLAINT', long.join('; '));
 
   if (typeof rawSignature !== 'string' || !SIGNATURE.test(rawSignature))
     throw new AgentError('INVALID_SIGNATURE', 'signature (params[1]) must be 65 bytes of 0x-prefixed hex');

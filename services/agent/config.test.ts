@@ -13,7 +13,7 @@ describe('[agent] configuration', () => {
     expect(agent).toMatchObject({
       rpcFallbacks: [],
       confirmations: 2,
-      maxGasLimit: 1_000_000,
+      maxGasLimit: 400_000,
       rateLimit: { max: 60, windowMs: 60_000 },
       domainRateLimit: { max: 10, windowMs: 60_000 },
       bodyLimit: 32_768,

@@ -1,4 +1,5 @@
 /** The OpenAPI 3.1 document of the Agent, served at `/openapi.json`. Hand-written: it is small. */
+import { COMPLAINT_MEMBER_MAX_LENGTH } from './complaint-body.js';
 import { AGENT_ERRORS } from './errors.js';
 import { ACCEPT_MESSAGES, COMPLAINT_STATUSES } from './store.js';
 
@@ -25,7 +26,10 @@ const uint64 = {
   ],
 };
 const uint256 = { type: 'string', pattern: '^[0-9]{1,78}$', description: 'uint256 as a decimal string' };
-const text = { type: 'string' };
+const text = (member: keyof typeof COMPLAINT_MEMBER_MAX_LENGTH) => ({
+  type: 'string',
+  maxLength: COMPLAINT_MEMBER_MAX_LENGTH[member],
+});
 const complaint = {
   type: 'object',
   description:
@@ -52,21 +56,21 @@ const complaint = {
   properties: {
     srcChainId: uint64,
     srcAddress: uint256,
-    srcToken: text,
+    srcToken: text('srcToken'),
     dstChainId: uint64,
     dstAddress: uint256,
-    dstToken: text,
-    srcAmount: text,
-    dstAmount: text,
-    dstNativeAmount: text,
-    requestor: text,
-    lpId: text,
+    dstToken: text('dstToken'),
+    srcAmount: text('srcAmount'),
+    dstAmount: text('dstAmount'),
+    dstNativeAmount: text('dstNativeAmount'),
+    requestor: text('requestor'),
+    lpId: text('lpId'),
     expectedSingleStepTime: uint64,
     tolerantSingleStepTime: uint64,
     earliestRefundTime: uint64,
     agreementReachedTime: uint64,
-    userSign: text,
-    lpSign: text,
+    userSign: text('userSign'),
+    lpSign: text('lpSign'),
   },
 };
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });

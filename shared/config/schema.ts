@@ -102,8 +102,11 @@ export const agentSection = z.strictObject({
     .string()
     .regex(/^[1-9]\d*$/, 'must be a positive decimal wei amount')
     .default('200000000000'),
-  /** Ours: most gas one complaint transaction may use (a devnet submitComplaint with 65-byte signature strings uses ~124 000). */
-  maxGasLimit: z.number().int().min(21_000).max(30_000_000).default(1_000_000),
+  /**
+   * Ours: most gas one complaint transaction may use. A devnet submitComplaint with 65-byte signature strings
+   * uses ~124 000-135 000; with every string member at its bound (complaint-body.ts) under 200 000.
+   */
+  maxGasLimit: z.number().int().min(21_000).max(30_000_000).default(400_000),
   /** Ours: blocks a receipt must be deep before a complaint is `confirmed` (1 = mined). */
   confirmations: z.number().int().min(1).max(1_000).default(2),
   /** Ours: blocks a transaction may stay unmined before it is replaced at its nonce with a higher fee. */
