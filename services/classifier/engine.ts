@@ -441,6 +441,10 @@ class SwapEnv implements JudgeEnv {
     return this.o.chains.get(chainId)?.evmChainId;
   }
 
+  swapChains(): readonly string[] {
+    return [...this.o.chains.keys()];
+  }
+
   didNames(address: string): readonly string[] | undefined {
     return this.o.did.names(address, this.bidId);
   }

@@ -128,6 +128,8 @@ export interface JudgeEnv {
   complaintsSeenThrough(): number | undefined;
   /** EVM chain id of a system chain id, from `chainClients[]`; undefined when the chain is not watched. */
   evmChainId(chainId: string): number | undefined;
+  /** The system chain ids of every watched chain (`chainClients[]`): where a TransferOut can be seen. */
+  swapChains(): readonly string[];
   /** DID names owned by a (lower-case) address; undefined when not known yet (the shell asks the service). */
   didNames(address: string): readonly string[] | undefined;
 }

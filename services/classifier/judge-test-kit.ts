@@ -18,6 +18,7 @@ export const envAt = (clocks: Record<string, number>, complaints = Number.POSITI
   now: (chainId) => clocks[chainId],
   complaintsSeenThrough: () => complaints,
   evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
+  swapChains: () => [SRC.chainId, DST.chainId],
   didNames: (address) => DID_NAMES[address] ?? [],
 });
 

@@ -5,6 +5,7 @@ import { addFact, emptyFacts, type JudgeEnv } from './facts.js';
 import { judge } from './judge.js';
 import { model, timelineSpec } from './reference-model.js';
 import { DID_NAMES, DST, REPUTATION_CHAIN, SRC, buildTimeline } from './swap-timeline.js';
+import { lastWindowEnd } from './swap-traffic.js';
 
 type Message = { stream: string; event?: ChainEvent; tick?: number };
 
@@ -33,7 +34,7 @@ describe('judge (pure decision) against the reference model', () => {
         fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 60, maxLength: 60 }),
         (spec, tickTimes, schedule) => {
           const timeline = buildTimeline(spec);
-          const final = spec.T + 3 * spec.E + 3 * spec.Tol + 20;
+          const final = lastWindowEnd(spec);
           const queues = [
             streamMessages(timeline.streams[SRC.chainId]!, SRC.chainId, tickTimes, final),
             streamMessages(timeline.streams[DST.chainId]!, DST.chainId, tickTimes, final),
@@ -44,6 +45,7 @@ describe('judge (pure decision) against the reference model', () => {
             now: (chainId) => clocks.get(chainId),
             complaintsSeenThrough: () => clocks.get('reputation'),
             evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
+            swapChains: () => [SRC.chainId, DST.chainId],
             didNames: (address) => DID_NAMES[address] ?? [],
           };
           let facts = emptyFacts(timeline.bidId);
@@ -125,6 +127,7 @@ describe('judge (pure decision) against the reference model', () => {
       now: () => 2_000,
       complaintsSeenThrough: () => 2_000,
       evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
+      swapChains: () => [SRC.chainId, DST.chainId],
       didNames: () => undefined,
     });
     expect(judgement).toMatchObject({ status: 'pending', wait: { kind: 'did' } });

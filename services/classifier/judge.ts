@@ -35,6 +35,18 @@ class Waiting {
 }
 
 const MAX_TIME = Number.MAX_SAFE_INTEGER;
+
+/**
+ * How long after an invalid complaint (unreadable, naming chains not watched, or not proving its party) a
+ * TransferOut with its bid is still awaited on every watched chain before the complaint alone decides the
+ * bid. Its fields are not the agreement: the bid hash joins them without separators, so fields shifted
+ * across their borders (a digit of srcChainId moved into srcAddress) hash to a genuine swap's bid, and their
+ * times say nothing of the genuine window. Decided at once, such a complaint, filed before the TransferOut is
+ * seen, would close the bid as case 0 and keep the swap from ever being judged; waiting on every chain's
+ * block time makes the outcome the same in every arrival order for any swap whose TransferOut comes within
+ * this time of the complaint (its T+E; a day is far above any real swap's window).
+ */
+export const INVALID_COMPLAINT_HOLD_SECONDS = 86_400;
 /** Window arithmetic is done in bigint (uint64 on chain); block times are safe integers. */
 const seconds = (value: bigint): number => (value > BigInt(MAX_TIME) ? MAX_TIME : Number(value));
 const lower = (s: string) => s.toLowerCase();
@@ -247,7 +259,17 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
       complaint: complaintField(c),
       evidence: j.evidence(null, null, false),
     });
+    // Once every watched chain passed the hold, no TransferOut with this bid is coming (see the constant).
+    const holdForTransferOut = () => {
+      for (const chainId of j.env.swapChains())
+        j.clock(
+          chainId,
+          event.blockTimestamp + INVALID_COMPLAINT_HOLD_SECONDS + 1,
+          "a TransferOut with this bid may still come: an invalid complaint's fields are not the agreement",
+        );
+    };
     if (a === null || c.unjudgeable !== null) {
+      holdForTransferOut();
       return verdictOf({
         srcChainId: a?.srcChainId.toString() ?? event.chainId,
         dstChainId: a?.dstChainId.toString() ?? null,
@@ -273,6 +295,7 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
       lpId: a.lpId,
     };
     if (!c.valid) {
+      holdForTransferOut();
       return verdictOf({
         ...common,
         outcome: 'invalid_complaint',

@@ -14,12 +14,24 @@ import {
   type ChainEvent,
 } from '../../topics/index.js';
 import { buildTimeline, DST, SRC, type TimelineSpec } from './swap-timeline.js';
+import { INVALID_COMPLAINT_HOLD_SECONDS } from './judge.js';
 
 export interface Traffic {
   bids: string[];
   /** One list per chain stream, each in the order the Connector publishes it; `at` is the block time. */
   streams: Array<Array<{ topic: string; message: OutgoingMessage; at: number }>>;
   events: number;
+}
+
+/**
+ * Past every window of a swap: its confirms' (T+3E+3Tol), and a complaint's hold when the complaint alone
+ * may decide the bid (INVALID_COMPLAINT_HOLD_SECONDS after it).
+ */
+export function lastWindowEnd(spec: TimelineSpec): number {
+  const windows = spec.T + 3 * spec.E + 3 * spec.Tol + 20;
+  return spec.complaint
+    ? Math.max(windows, spec.complaint.at + INVALID_COMPLAINT_HOLD_SECONDS + 20)
+    : windows;
 }
 
 export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Traffic {
@@ -36,7 +48,7 @@ export function swapTraffic(specs: readonly TimelineSpec[], heightEvery = 8): Tr
     byStream.get(`${SRC.chainId}/swap`)!.push(...timeline.streams[SRC.chainId]!);
     byStream.get(`${DST.chainId}/swap`)!.push(...timeline.streams[DST.chainId]!);
     byStream.get(`${DST.chainId}/reputation`)!.push(...timeline.streams.reputation!);
-    latest = Math.max(latest, spec.T + 3 * spec.E + 3 * spec.Tol + 20);
+    latest = Math.max(latest, lastWindowEnd(spec));
   }
   const streams = [...byStream].map(([key, events]) => {
     const [chainId, stream] = key.split('/') as [string, 'swap' | 'reputation'];

@@ -3,6 +3,7 @@ import { watchedChains } from '../../services/classifier/index.js';
 import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
 import { ClassifierEngine, type ClassifierInput } from '../../services/classifier/engine.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
+import { INVALID_COMPLAINT_HOLD_SECONDS } from '../../services/classifier/judge.js';
 import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
 import { complaintFieldsOf, fileComplaint } from '../../shared/devnet/complaints.js';
 import { bidIdOf } from '../../shared/devnet/agreements.js';
@@ -260,6 +261,12 @@ describe('classifier end to end on the devnet', () => {
     const { T, fields } = await unlockedAgreement();
     const filed = await fileComplaint(dst(), fields, { complainant: 5, domain: 'stranger-5.devnet' });
     await moveTo(T + E + 1);
+    // An invalid complaint alone decides its bid only once no TransferOut with it can still come.
+    await waitFor(
+      async () => /invalid complaint's fields are not the agreement/.test((await pending(filed.bidId)) ?? ''),
+      'the invalid complaint to wait for a TransferOut',
+    );
+    await moveTo(T + E + 1 + INVALID_COMPLAINT_HOLD_SECONDS);
     const verdict = await verdictOf(filed.bidId);
     expect(verdict).toMatchObject({ outcome: 'invalid_complaint', case: 0, party: null });
     expect(verdict.complaint?.invalidReason).toMatch(/neither the user's nor the LP's/);

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPoints } from '../../services/points/index.js';
+import { INVALID_COMPLAINT_HOLD_SECONDS } from '../../services/classifier/judge.js';
 import { pointsMigrations } from '../../services/points/migrations.js';
 import { pointTestConfig } from '../../services/points/test-harness.js';
 import {
@@ -241,6 +242,11 @@ describe.each([
     expect((await get(`/user-point?address=${user}`)).score_tenths).toBe(19);
     expect((await get(`/lp-point?lp_id=${unlocked.lpId}`)).deductions.violations).toBe(0);
 
+    // An invalid complaint alone decides its bid once no TransferOut with it can still come.
+    expect((await get(`/complaint?bid=${bogus.bidId}`)).status).toBe('pending');
+    await moveTo(
+      Math.max(late.times.T, unlocked.times.T, bogus.times.T) + 3 * E + INVALID_COMPLAINT_HOLD_SECONDS,
+    );
     await waitFor(
       async () => (await get(`/complaint?bid=${bogus.bidId}`)).status === 'decided',
       'the case 0 verdict',

@@ -1,0 +1,114 @@
+/**
+ * A complaint whose fields are shifted across their borders hashes to a genuine swap's bid (the bid joins the
+ * fields without separators). Filed before the swap's TransferOut is seen, it must not close the bid as an
+ * invalid complaint: the swap is judged on its chains in every arrival order.
+ */
+import { keccak256, toUtf8Bytes } from 'ethers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bidIdPreimage } from '../../shared/chain/bid-id.js';
+import type { Complaint } from '../../shared/chain/index.js';
+import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
+import type { ClassifierInput } from './engine.js';
+import { envAt, factsOf, finalHeights, syntheticEngine } from './judge-test-kit.js';
+import { INVALID_COMPLAINT_HOLD_SECONDS, judge } from './judge.js';
+import { classifierMigrations } from './migrations.js';
+import {
+  buildTimeline,
+  DST,
+  REPUTATION,
+  REPUTATION_CHAIN,
+  SRC,
+  STRANGER,
+  STRANGER_DID,
+  type TimelineSpec,
+} from './swap-timeline.js';
+
+// The LP never answers: case 3 on the LP.
+const spec: TimelineSpec = {
+  T: 1000,
+  E: 3,
+  Tol: 2,
+  lpSign: 'lp',
+  userSign: 'user',
+  out: { kind: 'ok', at: 1001 },
+  in: { kind: 'none' },
+  confirmOut: { by: 'user', at: 1005 },
+};
+const FILED_AT = 1000;
+
+/** The genuine swap's complaint with srcChainId's last digit moved to the front of srcAddress. */
+function craftedComplaint(timeline: ReturnType<typeof buildTimeline>, salt: string): ChainEvent {
+  const genuine = complaintOfAgreement(timeline.agreement);
+  const fields = {
+    ...genuine,
+    srcChainId: genuine.srcChainId.slice(0, -1),
+    srcAddress: genuine.srcChainId.slice(-1) + genuine.srcAddress,
+  };
+  // The same preimage, so the same bid.
+  expect(bidIdPreimage(fields as unknown as Complaint)).toBe(bidIdPreimage(genuine as unknown as Complaint));
+  expect(keccak256(toUtf8Bytes(bidIdPreimage(fields as unknown as Complaint)))).toBe(timeline.bidId);
+  return {
+    kind: 'Complaint',
+    chainId: REPUTATION_CHAIN,
+    contract: REPUTATION,
+    blockNumber: 1,
+    blockTimestamp: FILED_AT,
+    txHash: '0x' + salt.repeat(32),
+    logIndex: 0,
+    txFrom: STRANGER.address,
+    bidId: timeline.bidId,
+    complainant: STRANGER_DID,
+    complaint: fields,
+  } as ChainEvent;
+}
+
+describe('classifier: a crafted complaint filed before the TransferOut', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([classifierMigrations]);
+  }, 60_000);
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('alone, it waits on every watched chain for a TransferOut until the hold has passed', () => {
+    const timeline = buildTimeline(spec);
+    const facts = factsOf(timeline.bidId, [craftedComplaint(timeline, 'ab')]);
+    const past = FILED_AT + INVALID_COMPLAINT_HOLD_SECONDS + 1;
+    expect(judge(facts, envAt({ [SRC.chainId]: past, [DST.chainId]: past - 1 }))).toMatchObject({
+      status: 'pending',
+      wait: { kind: 'clock', chainId: DST.chainId, until: past },
+    });
+    const decided = judge(facts, envAt({ [SRC.chainId]: past, [DST.chainId]: past }));
+    expect(decided).toMatchObject({ status: 'decided', verdict: { outcome: 'invalid_complaint', case: 0 } });
+  });
+
+  it.each([true, false])(
+    'the swap gets its chain verdict (case 3 on the LP); complaint first: %s',
+    async (first) => {
+      const timeline = buildTimeline({ ...spec, id: first ? 1 : 2 });
+      const complaint = craftedComplaint(timeline, first ? 'ab' : 'cd');
+      const chainEvents = [...timeline.streams[SRC.chainId]!, ...timeline.streams[DST.chainId]!];
+      const inputs: ClassifierInput[] = [
+        ...(first ? [complaint, ...chainEvents] : [...chainEvents, complaint]).map((event) => ({
+          kind: 'event' as const,
+          id: chainEventId(event),
+          event,
+        })),
+        ...finalHeights(FILED_AT + INVALID_COMPLAINT_HOLD_SECONDS + 10),
+      ];
+      const { engine, tables } = await syntheticEngine(db.pool, `crafted_${first ? 1 : 2}`);
+      const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+      for (const input of inputs) await engine.handleBatch([input], context);
+      const { rows } = await db.pool.query<{ verdict: SwapVerdict }>(
+        `SELECT verdict FROM ${tables.verdicts}`,
+      );
+      expect(rows.map((r) => [r.verdict.outcome, r.verdict.case, r.verdict.party])).toEqual([
+        ['violation', 3, 'lp'],
+      ]);
+      expect(rows[0]!.verdict.complaint).toMatchObject({ valid: false });
+    },
+  );
+});
