@@ -1,7 +1,8 @@
 /**
  * A complaint whose fields are shifted across their borders hashes to a genuine swap's bid (the bid joins the
  * fields without separators). Filed before the swap's TransferOut is seen, it must not close the bid as an
- * invalid complaint: the swap is judged on its chains in every arrival order.
+ * invalid complaint: the swap is judged on its chains in every arrival order. And a complaint-only verdict
+ * waits for every complaint filed up to the one that decides it, on every reputation contract.
  */
 import { keccak256, toUtf8Bytes } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -111,4 +112,41 @@ describe('classifier: a crafted complaint filed before the TransferOut', () => {
       expect(rows[0]!.verdict.complaint).toMatchObject({ valid: false });
     },
   );
+});
+
+describe('classifier: a complaint-only verdict with complaints on several reputation contracts', () => {
+  it('waits until every complaint filed up to the earliest is seen, so arrival order changes nothing', () => {
+    // The user never locks; the LP's valid complaint on one reputation contract, a stranger's earlier
+    // complaint of the same bid on another (on the source chain).
+    const timeline = buildTimeline({
+      T: 1000,
+      E: 3,
+      Tol: 2,
+      lpSign: 'lp',
+      userSign: 'user',
+      out: { kind: 'none' },
+      in: { kind: 'none' },
+      complaint: { by: 'lp', at: 1002 },
+    });
+    const lp = timeline.streams.reputation![0]!;
+    const stranger = {
+      ...lp,
+      chainId: SRC.chainId,
+      blockTimestamp: 1001,
+      txHash: '0x' + 'ee'.repeat(32),
+      complainant: STRANGER_DID,
+    } as ChainEvent;
+    const clocks = { [SRC.chainId]: 1004, [DST.chainId]: 1004 };
+    // Reputation streams not seen past 1001 yet: nothing is decided on the LP's complaint alone.
+    expect(judge(factsOf(timeline.bidId, [lp]), envAt(clocks, 1001))).toMatchObject({
+      status: 'pending',
+      wait: { kind: 'complaints', until: 1003 },
+    });
+    // Seen through 1003: the stranger's earlier complaint is the one that counts, in either arrival order.
+    const after = envAt(clocks, 1003);
+    const one = judge(factsOf(timeline.bidId, [lp, stranger]), after);
+    const other = judge(factsOf(timeline.bidId, [stranger, lp]), after);
+    expect(one).toEqual(other);
+    expect(one).toMatchObject({ status: 'pending', wait: { kind: 'clock' } }); // an invalid complaint's hold
+  });
 });

@@ -248,6 +248,13 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
     // A complaint about a swap whose TransferOut we have not seen (cases 0 and 1).
     const event = facts.complaints[0];
     if (event === undefined) throw new Error(`swap ${facts.bidId} has no facts`);
+    // The earliest complaint decides: one filed earlier on another reputation contract may not be seen yet.
+    const seen = j.env.complaintsSeenThrough();
+    if (seen === undefined || seen <= event.blockTimestamp)
+      throw new Waiting(
+        { kind: 'complaints', until: event.blockTimestamp + 1 },
+        `complaints filed up to ${event.blockTimestamp} (reputation streams seen through ${seen ?? 'nothing yet'})`,
+      );
     const c = readComplaint(event, j);
     const a = c.agreement;
     const verdictOf = (
