@@ -58,6 +58,15 @@ describe('RpcPool: per-call timeouts, fallback, scrubbed errors', () => {
     expect(error.message.length).toBeGreaterThan(0);
     down.destroy();
 
+    // A key in the host name: a failed lookup quotes the host.
+    const inHost = pool([`http://${SECRET}.invalid:8545/`]);
+    const lookup = (await inHost.read((p) => p.getBlockNumber()).catch((e: Error) => e)) as Error;
+    expect(lookup.message).not.toContain(SECRET);
+    inHost.destroy();
+    const scrub = secretScrubber(['https://sk-live-0123abcd.rpc.example.com/', 'https://mainnet.infura.io/']);
+    expect(scrub('ENOTFOUND sk-live-0123abcd.rpc.example.com')).toBe('ENOTFOUND <rpc>.rpc.example.com');
+    expect(scrub('ENOTFOUND mainnet.infura.io')).toBe('ENOTFOUND mainnet.infura.io');
+
     const rpc = pool([silent.url, node.rpcUrl]);
     const wallet = new Wallet('0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a');
     const raw = await wallet.signTransaction({
