@@ -22,16 +22,27 @@ export interface ChainView {
 const LOG_CHUNK = 5_000;
 /** Senders found, remembered (a transferIn's sender never changes): a repeat costs no log scan. */
 const SENDER_MEMO_SIZE = 10_000;
+/**
+ * Transfers whose scan found no LogNewTransferIn (a transfer out, or one older than the look-back), remembered
+ * this long: an anonymous client repeating one such request would otherwise cost a whole scan each time (up
+ * to lookbackBlocks / 5,000 eth_getLogs calls of the sender's RPC quota). Not for ever: a lagging fallback
+ * node may have missed a log that exists.
+ */
+export const SENDER_MISS_TTL_MS = 600_000;
 
 export function chainView(options: {
   rpc: RpcPool;
   contractAddr: string;
   lookbackBlocks: number;
   cacheMs: number;
+  /** How long a scan that found nothing is remembered (default SENDER_MISS_TTL_MS). */
+  missTtlMs?: number;
 }): ChainView {
   const { rpc, contractAddr } = options;
   let cached: { at: number; time: Promise<number> } | undefined;
   const senders = new Map<string, string>();
+  /** transferId → when its miss is forgotten (ms). */
+  const misses = new Map<string, number>();
   const topic = swapInterface.getEvent('LogNewTransferIn')!.topicHash;
   return {
     chainTime() {
@@ -59,6 +70,9 @@ export function chainView(options: {
       const key = transferId.toLowerCase();
       const known = senders.get(key);
       if (known !== undefined) return known;
+      const missed = misses.get(key);
+      if (missed !== undefined && missed > Date.now()) return undefined;
+      misses.delete(key);
       const head = await rpc.read((p) => p.getBlockNumber());
       const floor = Math.max(0, head - options.lookbackBlocks);
       for (let to = head; to >= floor; to -= LOG_CHUNK) {
@@ -76,6 +90,8 @@ export function chainView(options: {
           }
         }
       }
+      if (misses.size >= SENDER_MEMO_SIZE) misses.delete(misses.keys().next().value!);
+      misses.set(key, Date.now() + (options.missTtlMs ?? SENDER_MISS_TTL_MS));
       return undefined;
     },
   };
