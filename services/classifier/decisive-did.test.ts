@@ -3,7 +3,7 @@ import type { ChainEvent } from '../../topics/index.js';
 import { judge } from './judge.js';
 import { envAt, factsOf } from './judge-test-kit.js';
 import { model } from './reference-model.js';
-import { DID_NAMES, DST, LP_ID, SRC, buildTimeline, type TimelineSpec } from './swap-timeline.js';
+import { DID_NAMES, DST, LP_ID, SRC, STRANGER, buildTimeline, type TimelineSpec } from './swap-timeline.js';
 
 /**
  * DESIGN §7: the external answers a decision relied on are recorded, so a replay is identical. A verdict records
@@ -59,5 +59,35 @@ describe('a DID answer the decision rests on', () => {
     expect(forward.status === 'decided' && forward.verdict.evidence).toEqual(
       backward.status === 'decided' && backward.verdict.evidence,
     );
+  });
+});
+
+describe('the DID answers that decide case 3 or 4', () => {
+  // The LP answers with a wrong amount at T+1 (case 4); a stranger's TransferIn with the right terms at T+2,
+  // before T+2E: whether it is the LP's answer rests on the stranger's DID names.
+  const spec: TimelineSpec = {
+    T: 1000,
+    E: 3,
+    Tol: 2,
+    lpSign: 'lp',
+    userSign: 'user',
+    out: { kind: 'ok', at: 1000 },
+    in: { kind: 'wrong_amount', at: 1001 },
+    griefIn: { at: 1002 },
+  };
+  const t = buildTimeline(spec);
+  const events = [...t.streams[SRC.chainId]!, ...t.streams[DST.chainId]!];
+  const clocks = { [SRC.chainId]: 2000, [DST.chainId]: 2000 };
+  const stranger = STRANGER.address.toLowerCase();
+
+  it('are recorded although the later TransferIn comes after case 4’s block time: a replay needs no lookup', () => {
+    const live = judge(factsOf(t.bidId, events), envAt(clocks));
+    expect(live).toMatchObject({ status: 'decided', verdict: { case: 4, party: 'lp', blockTime: 1001 } });
+    if (live.status !== 'decided') return;
+    expect(live.verdict.evidence.didNames[stranger]).toEqual(DID_NAMES[stranger] ?? []);
+    // A replay on the recorded answers alone (the DID service down, or the stranger's names changed since).
+    const recorded = live.verdict.evidence.didNames;
+    const replay = judge(factsOf(t.bidId, events), { ...envAt(clocks), didNames: (a) => recorded[a] });
+    expect(replay).toEqual(live);
   });
 });

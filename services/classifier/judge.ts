@@ -621,7 +621,11 @@ class TransferOutDecision {
       onDst.find((e) => mismatchesOf(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ?? null;
     if (this.tin === null) {
       j.clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
-      const first = onDst.find((e) => this.isLp(e.sender, e.blockTimestamp));
+      // Every TransferIn up to T+2E is seen now, and each sender looked up decides between 3, 4 and an answer:
+      // their answers are recorded whatever the verdict's time (case 4's is the first TransferIn's), so a
+      // replay decides on the same ones.
+      for (const e of onDst) if (mismatchesOf(out, e).length === 0) this.isLp(e.sender, DECISIVE);
+      const first = onDst.find((e) => this.isLp(e.sender, DECISIVE));
       if (first) {
         this.tin = first;
         return this.violation(
