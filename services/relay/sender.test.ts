@@ -123,6 +123,50 @@ describe('relay sender on the devnet', () => {
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
 
+  it('a job signed before the key changed is followed, never replaced with the new key; it confirms', async () => {
+    const before = await start(16, { bumpAfterBlocks: 1 });
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const accepted = await before.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    await automine(false);
+    await moveTo(T + 3 * E + Tol);
+    const sent = await until(id, 'sent');
+    const first = (await chain.provider.getTransaction(sent.tx_hash))!;
+    expect(first.from).toBe(chain.accounts[16]!.address);
+    // Unmined: the next blocks ask more than it offers.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
+    await chain.mine();
+    await relay!.close();
+
+    // The same database, another key: several passes over blocks where the old key's transaction is stuck.
+    await start(17, { bumpAfterBlocks: 1 });
+    const newKey = chain.accounts[17]!.address;
+    const newKeyNonce = await chain.provider.getTransactionCount(newKey, 'pending');
+    for (let i = 0; i < 3; i++) {
+      await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
+      await chain.mine();
+      await new Promise((resolve) => setTimeout(resolve, 700));
+    }
+    const followed = await command(id);
+    expect(followed.status).toBe('sent');
+    expect(followed.reason).toMatch(/signed by 0x[0-9a-f]{40}, not this service's wallet .*never replaced/);
+    expect(followed.transactions.map((t: { tx_hash: string }) => t.tx_hash)).toEqual([first.hash]);
+    expect(await chain.provider.getTransactionCount(newKey, 'pending')).toBe(newKeyNonce);
+
+    // The old key's transaction mines: the job settles on it.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! / 2n)]);
+    await chain.mine();
+    await automine(true);
+    const done = await until(id, 'confirmed');
+    expect(done.tx_hash).toBe(first.hash);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
+
   it('frees the nonce of a transaction the node refuses for good; the next command goes through; no RPC secret leaks', async () => {
     proxy = await startRpcProxy(chain.rpcUrl, `/v3/${SECRET}`);
     const lines: string[] = [];

@@ -87,6 +87,10 @@ export class Sender {
   private lockClient?: PoolClient;
   private chainChecked = false;
   private passes: Promise<void> = Promise.resolve();
+  /** Per job id, the (lower-case) address that signed its transactions (recovered once from the raw one). */
+  private readonly signers = new Map<string, string>();
+  /** Jobs of another wallet already logged and noted by this process. */
+  private readonly foreignTold = new Set<string>();
   readonly state: SenderState = { chainOk: false, active: false };
 
   constructor(private readonly options: SenderOptions) {}
@@ -362,11 +366,27 @@ export class Sender {
     return undefined;
   }
 
+  /** The address that signed a job's transactions (another wallet's when the key changed in flight). */
+  private signerOf(job: SenderJob): string {
+    let signer = this.signers.get(job.id);
+    if (signer === undefined) {
+      signer = Transaction.from(job.attempts[0]!.raw).from!.toLowerCase();
+      if (this.signers.size >= 10_000) this.signers.delete(this.signers.keys().next().value!);
+      this.signers.set(job.id, signer);
+    }
+    return signer;
+  }
+
   /** A job with stored transactions: settle from a receipt, replace, or broadcast (again). */
   private async follow(job: SenderJob, head: Head, fresh = false): Promise<void> {
     const { rpc, wallet, store, log } = this.options;
     const found = fresh ? undefined : await this.findReceipt(job);
     if (found !== undefined) return this.onReceipt(job, found, head);
+    // Signed by another key (the service restarted with a new one while the job was in flight): its nonce is
+    // the other wallet's, so it is only followed, never replaced or cancelled. Signing at it with this key
+    // would send a second transaction for one job, and the other wallet's could still be mined.
+    const signer = this.signerOf(job);
+    if (signer !== wallet.address.toLowerCase()) return this.followForeign(job, signer);
     if (job.minedBlock !== null) {
       log.warn(
         { job: job.id, block: job.minedBlock },
@@ -414,6 +434,36 @@ export class Sender {
         log.warn({ job: job.id, err: message, outcome }, 'broadcast not taken');
       }
     }
+    if (job.status === 'signed') await store.markSent(job.id);
+  }
+
+  /**
+   * A job whose transactions another wallet signed: broadcast its latest again (harmless: already signed),
+   * settle it when a receipt appears, fail it when that wallet's nonce went to another transaction.
+   */
+  private async followForeign(job: SenderJob, signer: string): Promise<void> {
+    const { rpc, store, log } = this.options;
+    const mined = await rpc.read((p) => p.getTransactionCount(signer, 'latest'));
+    if (mined > job.nonce!) {
+      const again = await this.findReceipt(job);
+      if (again !== undefined) return this.onReceipt(job, again, await this.head());
+      return this.fail(
+        job,
+        `nonce ${job.nonce} of ${signer}, which signed this job before the key changed, was used by another transaction; none of this job's ${job.attempts.length} transaction(s) was mined`,
+      );
+    }
+    if (!this.foreignTold.has(job.id)) {
+      this.foreignTold.add(job.id);
+      log.warn(
+        { job: job.id, signer, nonce: job.nonce },
+        'job signed by another wallet: followed, never replaced',
+      );
+      await store.note(
+        job.id,
+        `signed by ${signer}, not this service's wallet (its key changed while the job was in flight): followed, never replaced`,
+      );
+    }
+    await rpc.broadcast(job.attempts.at(-1)!.raw).catch(() => undefined);
     if (job.status === 'signed') await store.markSent(job.id);
   }
 
