@@ -7,22 +7,12 @@ import {
   type JobCountRow,
 } from '../../shared/sender/index.js';
 import { senderMigrations } from '../../shared/sender/nonces.js';
+import { TEST_JOBS_TABLE } from '../../shared/sender/test-harness.js';
 import { registerSenderGauges } from '../../shared/sender/metrics.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { notifierMigrations } from './migrations.js';
 import { enqueue } from './outbox.js';
 import { DEFAULT_LIMITS, HealthWatch } from './watch.js';
-
-// An owner's job table with the sender's columns (as the relay's and the Agent's have them), keyed by `job`.
-const TABLE = `
-  CREATE TABLE test_jobs (
-    job text PRIMARY KEY,
-    status text NOT NULL,
-    nonce bigint, raw_tx text, tx_hash text, txs jsonb NOT NULL DEFAULT '[]',
-    reason text, attempts integer NOT NULL DEFAULT 0, refusals integer NOT NULL DEFAULT 0,
-    mined_block bigint, cancel_reason text, block_number bigint, paid_failures integer NOT NULL DEFAULT 0,
-    failures integer NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now()
-  )`;
 
 /**
  * `submission_failed` from the job table to the outbox: the sender's gauges read the table, the watch reads the
@@ -35,7 +25,7 @@ describe('notifier: submission_failed follows failures, not the failed count', (
 
   beforeAll(async () => {
     db = await createTestDatabase([senderMigrations, notifierMigrations]);
-    await db.pool.query(TABLE);
+    await db.pool.query(TEST_JOBS_TABLE);
     jobs = new JobTable(db.pool, 'test_jobs', 'job');
   });
   afterAll(async () => {

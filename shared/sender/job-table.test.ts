@@ -1,19 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { JobTable } from './job-table.js';
+import { TEST_JOBS_TABLE } from './test-harness.js';
 import { senderMigrations } from './nonces.js';
 import type { SignedAttempt, WalletRef } from './types.js';
-
-// An owner's table with only the sender's columns, keyed by `job`.
-const TABLE = `
-  CREATE TABLE test_jobs (
-    job text PRIMARY KEY,
-    status text NOT NULL,
-    nonce bigint, raw_tx text, tx_hash text, txs jsonb NOT NULL DEFAULT '[]',
-    reason text, attempts integer NOT NULL DEFAULT 0, refusals integer NOT NULL DEFAULT 0,
-    mined_block bigint, cancel_reason text, block_number bigint, paid_failures integer NOT NULL DEFAULT 0,
-    failures integer NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now()
-  )`;
 
 const wallet: WalletRef = { chainId: 31337, address: '0xabc', chainPending: 7 };
 
@@ -37,7 +27,7 @@ describe('JobTable: the sender writes only as its state machine allows', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase([senderMigrations]);
-    await db.pool.query(TABLE);
+    await db.pool.query(TEST_JOBS_TABLE);
     jobs = new JobTable(db.pool, 'test_jobs', 'job');
   });
   afterAll(async () => {
