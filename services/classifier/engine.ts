@@ -195,22 +195,55 @@ export class ClassifierEngine {
   }
 
   private onEvent(w: WorkingSet, id: string, event: ChainEvent): void {
+    const stream = event.kind === 'Complaint' ? 'reputation' : 'swap';
+    const clock = w.clocks.get(clockKey(event.chainId, stream));
     const swap = this.route(w, id, event);
+    // The clock passed this event's block: it was published late (the Connector's late path). A decided
+    // swap's verdict stands without it; said loudly, since that verdict may be wrong.
+    if (clock !== undefined && event.blockTimestamp < clock) {
+      const decided = swap?.decided === true;
+      this.o.metrics?.lateEvents.inc({ chain: event.chainId, swap: decided ? 'decided' : 'open' });
+      this.o.log[decided ? 'warn' : 'info'](
+        {
+          event: id,
+          kind: event.kind,
+          chain: event.chainId,
+          block: event.blockNumber,
+          clock,
+          bid: swap?.facts.bidId,
+        },
+        decided
+          ? "event came after its chain's clock passed it; its swap was already decided without it"
+          : "event came after its chain's clock passed it",
+      );
+    }
     if (swap !== null) this.judgeAndSave(w, swap);
-    // Heights that waited for this event may now move their chain's clock.
-    for (const h of w.releaseHeights(id)) this.advanceClock(w, h.chainId, h.stream, h.height, h.blockTime);
+    // Heights that waited for this event may now move their chain's clock, lowest first; one with a lower
+    // height of its stream still held waits behind that one.
+    const released = w.releaseHeights(id).sort((a, b) => a.height - b.height);
+    for (const h of released) {
+      const lower = w.lowestHeld(h.chainId, h.stream);
+      if (lower !== undefined && lower.height < h.height) {
+        const { stored: _stored, ...height } = h;
+        w.holdHeight({ ...height, lastEventId: lower.lastEventId });
+      } else this.advanceClock(w, h.chainId, h.stream, h.height, h.blockTime);
+    }
   }
 
   private onHeight(w: WorkingSet, height: ChainHeight, handledInBatch: ReadonlySet<string>): void {
-    if (height.lastEventId === null || w.handled(height.lastEventId, handledInBatch)) {
+    const lower = w.lowestHeld(height.chainId, height.stream);
+    const blocked = lower !== undefined && lower.height < height.height;
+    const ownHandled = height.lastEventId === null || w.handled(height.lastEventId, handledInBatch);
+    if (ownHandled && !blocked) {
       this.advanceClock(w, height.chainId, height.stream, height.height, height.blockTimestamp);
     } else {
+      // Held for its own last event, or (that one handled) behind the stream's lowest held height.
       w.holdHeight({
         chainId: height.chainId,
         stream: height.stream,
         height: height.height,
         blockTime: height.blockTimestamp,
-        lastEventId: height.lastEventId,
+        lastEventId: ownHandled ? lower!.lastEventId : height.lastEventId!,
       });
     }
   }

@@ -45,6 +45,8 @@ export async function syntheticEngine(
   pool: Pool,
   schema: string,
   resident?: EngineOptions['resident'],
+  /** Options beside the synthetic deployment's (metrics, a log to read). */
+  extra: Partial<EngineOptions> = {},
 ): Promise<{ engine: ClassifierEngine; tables: ReturnType<typeof classifierTables> }> {
   const tables = classifierTables(schema);
   await pool.query(`CREATE SCHEMA ${schema}; ${classifierDdl(tables)}`);
@@ -60,6 +62,7 @@ export async function syntheticEngine(
     },
     log: createLogger({ level: 'silent' }),
     resident,
+    ...extra,
   });
   return { engine, tables };
 }

@@ -9,6 +9,8 @@ export interface ClassifierMetrics {
   didLookups: Counter<'outcome'>;
   /** TransferOuts that are not the swap of the bid they name: 'foreign' (fields do not hash to it), 'copy'. */
   ignoredOuts: Counter<'reason'>;
+  /** Events that came after their chain's clock had passed their block time, by whether their swap was decided. */
+  lateEvents: Counter<'chain' | 'swap'>;
   /** Counts a verdict and how long after its deciding block time (chain seconds) it was reached. */
   decided(verdict: SwapVerdict, deciderNow: number | undefined): void;
 }
@@ -96,10 +98,17 @@ export function classifierMetrics(
     labelNames: ['reason'],
     registers: [registry],
   });
+  const lateEvents = new Counter({
+    name: 'classifier_late_events_total',
+    help: "Events that came after their chain's clock had passed their block time (published late by the Connector): swap=decided when their swap's verdict was already out and does not take them into account",
+    labelNames: ['chain', 'swap'],
+    registers: [registry],
+  });
   return {
     clock,
     didLookups,
     ignoredOuts,
+    lateEvents,
     decided(verdict, deciderNow) {
       verdicts.inc({ outcome: verdict.outcome, case: verdict.case === null ? 'none' : String(verdict.case) });
       if (deciderNow !== undefined)

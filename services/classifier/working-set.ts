@@ -210,19 +210,16 @@ export class WorkingSet {
           adopted: false,
         });
     }
-    // Heights: held ones the batch's events release, and whether the batch's heights' last events were handled.
-    if (plan.eventIds.size > 0) {
+    // Held heights, all of them: those the batch's events release, and any lower one of a stream, which keeps
+    // every later height of it held (see lowestHeld). Few but while an event is dead-lettered.
+    {
       const { rows } = await tx.query<{
         chain_id: string;
         stream: Stream;
         height: string;
         block_time: string;
         last_event_id: string;
-      }>(
-        `SELECT chain_id, stream, height, block_time, last_event_id FROM ${tables.pendingHeights}
-          WHERE last_event_id = ANY($1)`,
-        [[...plan.eventIds]],
-      );
+      }>(`SELECT chain_id, stream, height, block_time, last_event_id FROM ${tables.pendingHeights}`);
       for (const r of rows) {
         w.hold({
           chainId: r.chain_id,
@@ -232,6 +229,7 @@ export class WorkingSet {
           lastEventId: r.last_event_id,
           stored: true,
         });
+        if (!plan.eventIds.has(r.last_event_id)) continue;
         const key = clockKey(r.chain_id, r.stream);
         plan.heightTimes.set(key, Math.max(plan.heightTimes.get(key) ?? 0, Number(r.block_time)));
       }
@@ -332,12 +330,30 @@ export class WorkingSet {
 
   /** chain/stream/height of every held height (in memory: read, or held in this transaction). */
   private readonly heldKeys = new Set<string>();
+  /** Held heights by chain stream (clockKey). */
+  private readonly heldByStream = new Map<string, Set<HeldHeight>>();
 
   private hold(h: HeldHeight): void {
     this.heldKeys.add(`${clockKey(h.chainId, h.stream)}/${h.height}`);
     const list = this.held.get(h.lastEventId);
     if (list) list.push(h);
     else this.held.set(h.lastEventId, [h]);
+    const key = clockKey(h.chainId, h.stream);
+    const byStream = this.heldByStream.get(key);
+    if (byStream) byStream.add(h);
+    else this.heldByStream.set(key, new Set([h]));
+  }
+
+  /**
+   * The lowest height of a chain stream still held (its last event not handled). Every later height of the
+   * stream waits behind it: the clock says every event up to it was handled, so it must not pass an event
+   * that never came (one dead-lettered, until it is redriven), although later events of the chain did.
+   */
+  lowestHeld(chainId: string, stream: Stream): HeldHeight | undefined {
+    let lowest: HeldHeight | undefined;
+    for (const h of this.heldByStream.get(clockKey(chainId, stream)) ?? [])
+      if (lowest === undefined || h.height < lowest.height) lowest = h;
+    return lowest;
   }
 
   // --- reads and writes of the decisions (in memory) ---
@@ -414,7 +430,10 @@ export class WorkingSet {
     const list = this.held.get(eventId);
     if (!list) return [];
     this.held.delete(eventId);
-    for (const h of list) this.heldKeys.delete(`${clockKey(h.chainId, h.stream)}/${h.height}`);
+    for (const h of list) {
+      this.heldKeys.delete(`${clockKey(h.chainId, h.stream)}/${h.height}`);
+      this.heldByStream.get(clockKey(h.chainId, h.stream))?.delete(h);
+    }
     if (list.some((h) => h.stored)) this.released.push(eventId);
     for (const h of list) this.newHeld.delete(h);
     return list;
