@@ -123,6 +123,29 @@ describe('relay sender on the devnet', () => {
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
 
+  it("a node's wrong pending nonce is not followed: no gap, the command confirms at the mined count", async () => {
+    proxy = await startRpcProxy(chain.rpcUrl, `/v3/${SECRET}`);
+    // A faulty or lagging node: the wallet's pending count 5 above what it sent.
+    proxy.rewrite = (method, params, result) =>
+      method === 'eth_getTransactionCount' && params[1] === 'pending'
+        ? `0x${(BigInt(result as string) + 5n).toString(16)}`
+        : undefined;
+    const r = await start(18, { rpc: proxy.url });
+    const address = chain.accounts[18]!.address;
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const nonce = await chain.provider.getTransactionCount(address, 'latest');
+    const accepted = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    await until(accepted.body.command_id, 'scheduled');
+    await moveTo(T + 3 * E + Tol);
+    const done = await until(accepted.body.command_id, 'confirmed');
+    expect((await chain.provider.getTransaction(done.tx_hash))!.nonce).toBe(nonce);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
+
   it('a job signed before the key changed is followed, never replaced with the new key; it confirms', async () => {
     const before = await start(16, { bumpAfterBlocks: 1 });
     const locked = await lock();

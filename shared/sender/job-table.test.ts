@@ -5,7 +5,7 @@ import { TEST_JOBS_TABLE } from './test-harness.js';
 import { senderMigrations } from './nonces.js';
 import type { SignedAttempt, WalletRef } from './types.js';
 
-const wallet: WalletRef = { chainId: 31337, address: '0xabc', chainPending: 7 };
+const wallet: WalletRef = { chainId: 31337, address: '0xabc', chainLatest: 7 };
 
 function attempt(hash: string, kind: SignedAttempt['kind'] = 'call'): SignedAttempt {
   return {

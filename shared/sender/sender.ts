@@ -312,10 +312,10 @@ export class Sender {
     const withMargin = (estimate * (this.options.gasLimitPercent ?? 130n)) / 100n;
     const gasLimit = withMargin > caps.maxGasLimit ? caps.maxGasLimit : withMargin;
     const fee = initialFee(await this.market(head), job.strategy, caps.maxFeePerGas);
-    const chainPending = await rpc.read((p) => p.getTransactionCount(wallet.address, 'pending'));
+    const chainLatest = await rpc.read((p) => p.getTransactionCount(wallet.address, 'latest'));
     const signed = await store.signFirst(
       job.id,
-      { chainId: this.options.chainId, address: wallet.address, chainPending },
+      { chainId: this.options.chainId, address: wallet.address, chainLatest },
       (nonce) => this.sign('call', job, nonce, fee, gasLimit, head),
     );
     if (signed === undefined) return;

@@ -48,8 +48,8 @@ export interface SenderJob {
 export interface WalletRef {
   chainId: number;
   address: string;
-  /** The node's pending transaction count: the local nonce never goes below it. */
-  chainPending: number;
+  /** The node's mined ('latest') transaction count: the local nonce never goes below it (see takeNonce). */
+  chainLatest: number;
 }
 
 export type Settlement =

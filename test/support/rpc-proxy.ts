@@ -1,7 +1,8 @@
 /**
  * A JSON-RPC proxy in front of a devnet node, for sender tests: forwards every request, except that
  * eth_sendRawTransaction of a transaction `refuse` matches is answered with a node-style refusal (as a
- * node with a policy, or one that will not take a fee, would). Its URL carries a path (like a provider's
+ * node with a policy, or one that will not take a fee, would), and answers `rewrite` changes (a faulty or
+ * lagging node). Its URL carries a path (like a provider's
  * API key), which the refusal text quotes: a test can check it never leaks.
  */
 import { createServer, type IncomingMessage } from 'node:http';
@@ -15,6 +16,8 @@ export interface RpcProxy {
   /** Requests forwarded or answered, by JSON-RPC method. */
   calls: Record<string, number>;
   refuse?: (tx: Transaction) => boolean;
+  /** The `result` a call answers instead of the node's (undefined: the node's). */
+  rewrite?: (method: string, params: unknown[], result: unknown) => unknown;
   close(): Promise<void>;
 }
 
@@ -53,7 +56,14 @@ export async function startRpcProxy(target: string, secretPath: string): Promise
       });
       response.statusCode = upstream.status;
       response.setHeader('content-type', 'application/json');
-      response.end(await upstream.text());
+      let answer = await upstream.text();
+      const rewritten = proxy.rewrite?.(
+        body.method,
+        body.params,
+        (JSON.parse(answer) as { result?: unknown }).result,
+      );
+      if (rewritten !== undefined) answer = JSON.stringify({ ...JSON.parse(answer), result: rewritten });
+      response.end(answer);
     })().catch((error: unknown) => {
       response.statusCode = 502;
       response.end(String(error));
