@@ -159,7 +159,8 @@ describe('a puppet TransferOut with the bid never becomes the swap, whatever the
     ],
     ['the LP escaping case 6', { confirmIn: undefined }],
     ['the user escaping case 5', { confirmOut: undefined, confirmIn: undefined }],
-    ['the user escaping case 7', { confirmOut: undefined, confirmIn: { by: 'user' as const, at: 1010 } }],
+    // In the non-LP window (from T+3E+Tol = 1011): before it only the LP's call can confirm in.
+    ['the user escaping case 7', { confirmOut: undefined, confirmIn: { by: 'user' as const, at: 1012 } }],
   ])('%s: the puppet first changes nothing', (_, change) => {
     const spec: TimelineSpec = { ...honest, ...change, puppetOut: { at: 1000, chain: 'dst' } };
     const t = buildTimeline(spec);

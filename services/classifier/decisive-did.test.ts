@@ -15,7 +15,9 @@ import { DID_NAMES, DST, LP_ID, SRC, STRANGER, buildTimeline, type TimelineSpec 
 const HOT_WALLET = '0x00000000000000000000000000000000000a11ce';
 
 describe('a DID answer the decision rests on', () => {
-  // The user never confirms out; the LP confirms in late (T+3E+2) from a wallet known only through DID.
+  // The user never confirms out; the LP confirms in at T+3E+Tol from a wallet known only through DID: in that
+  // one second both the LP and anyone else may confirm in, so the wallet's DID names decide (before it the
+  // contract's window proves the LP, after it nobody but another wallet of the LP).
   const spec: TimelineSpec = {
     T: 1000,
     E: 3,
@@ -24,7 +26,7 @@ describe('a DID answer the decision rests on', () => {
     userSign: 'user',
     out: { kind: 'ok', at: 1000 },
     in: { kind: 'ok', at: 1001 },
-    confirmIn: { by: 'lp', at: 1011 },
+    confirmIn: { by: 'lp', at: 1013 },
   };
   const t = buildTimeline(spec);
   const events: ChainEvent[] = [...t.streams[SRC.chainId]!, ...t.streams[DST.chainId]!].map((e) =>

@@ -19,7 +19,7 @@ import {
   differingTerms,
 } from '../../shared/otmoic/agreement.js';
 import type { SignedAgreement } from '../../shared/otmoic/agreement.js';
-import type { SwapTransaction, SwapVerdict } from '../../topics/index.js';
+import type { ChainEvent, SwapTransaction, SwapVerdict } from '../../topics/index.js';
 import { candidateSigners, userConsents } from './consent.js';
 import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait } from './facts.js';
 
@@ -361,6 +361,8 @@ export function transferInMismatches(out: TransferOut, tin: TransferIn): string[
 interface Windows {
   transferInEnd: number;
   userConfirmEnd: number;
+  /** Anyone else may confirm out from T+3E+2Tol (the relay, for the user). */
+  thirdPartyConfirmOutStart: number;
   lpConfirmEnd: number;
   thirdPartyConfirmInEnd: number;
 }
@@ -374,6 +376,7 @@ function windowsOf(out: TransferOut): Windows {
     w = {
       transferInEnd: seconds(T + 2n * E),
       userConfirmEnd: seconds(T + 3n * E),
+      thirdPartyConfirmOutStart: seconds(T + 3n * E + 2n * Tol),
       lpConfirmEnd: seconds(T + 3n * E + Tol),
       thirdPartyConfirmInEnd: seconds(T + 3n * E + 2n * Tol),
     };
@@ -612,7 +615,18 @@ class TransferOutDecision {
       );
     }
 
-    const { transferInEnd, userConfirmEnd, lpConfirmEnd, thirdPartyConfirmInEnd } = windowsOf(out);
+    const { transferInEnd, userConfirmEnd, thirdPartyConfirmOutStart, lpConfirmEnd, thirdPartyConfirmInEnd } =
+      windowsOf(out);
+    // Who confirmed is proven by the contract's windows (spec §3: its caller must be the lock's sender until
+    // T+3E for a ConfirmOut, T+3E+Tol for a ConfirmIn; anyone else only from T+3E+2Tol, T+3E+Tol): the
+    // transaction's sender is not the caller for a smart wallet or a bundler. Only in the one second both may
+    // act (Tol = 0, or the ConfirmIn at T+3E+Tol) does the transaction's sender decide.
+    const confirmedOutByUser = (e: ChainEvent) =>
+      e.blockTimestamp <= userConfirmEnd &&
+      (e.blockTimestamp < thirdPartyConfirmOutStart || lower(e.txFrom) === user);
+    // From T+3E+Tol the LP's own call reverts, but another wallet of the LP may confirm in as anyone else.
+    const confirmedInByLp = (e: ChainEvent, at: number) =>
+      e.blockTimestamp < lpConfirmEnd || this.isLpTx(e.txFrom, at);
 
     // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
     // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
@@ -662,7 +676,7 @@ class TransferOutDecision {
         confirmIn.blockTimestamp + 1,
         'a ConfirmOut by the ConfirmIn (in a later block of the same second too) would be seen by then',
       );
-      if (!this.isLpTx(confirmIn.txFrom, DECISIVE)) {
+      if (!confirmedInByLp(confirmIn, DECISIVE)) {
         return this.violation(
           'user',
           7,
@@ -689,10 +703,7 @@ class TransferOutDecision {
     }
 
     // Case 5: the user did not confirm out by T+3E.
-    const userConfirmedOut =
-      confirmOut !== undefined &&
-      confirmOut.blockTimestamp <= userConfirmEnd &&
-      lower(confirmOut.txFrom) === user;
+    const userConfirmedOut = confirmOut !== undefined && confirmedOutByUser(confirmOut);
     if (!userConfirmedOut) {
       j.clock(S, userConfirmEnd + 1, 'the user may confirm out until T+3E');
       return this.violation(
@@ -708,7 +719,7 @@ class TransferOutDecision {
     const lpConfirmedIn =
       confirmIn !== undefined &&
       confirmIn.blockTimestamp <= lpConfirmEnd &&
-      this.isLpTx(confirmIn.txFrom, confirmIn.blockTimestamp);
+      confirmedInByLp(confirmIn, confirmIn.blockTimestamp);
     if (!lpConfirmedIn) {
       j.clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
       return this.violation(
