@@ -84,10 +84,16 @@ export type ClassifierInput =
 export class ClassifierEngine {
   private readonly didWanted = new Set<string>();
   private readonly reputationChains: string[];
+  /** Every chain stream followed: each watched chain's swap stream, and the reputation ones. */
+  private readonly streams: Array<readonly [string, Stream]>;
   private readonly resident: WorkingSet | undefined;
 
   constructor(private readonly o: EngineOptions) {
     this.reputationChains = [...o.chains].filter(([, c]) => c.reputation).map(([id]) => id);
+    this.streams = [
+      ...[...o.chains.keys()].map((id) => [id, 'swap'] as const),
+      ...this.reputationChains.map((id) => [id, 'reputation'] as const),
+    ];
     this.resident = o.resident ? WorkingSet.resident(o.tables) : undefined;
   }
 
@@ -109,6 +115,7 @@ export class ClassifierEngine {
         this.o.group,
         readPlan(events, heights),
         this.reputationChains,
+        this.streams,
       );
       const fresh = await recordProcessed(
         tx,

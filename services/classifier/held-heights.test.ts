@@ -112,4 +112,41 @@ describe('classifier: a held height holds every later height of its stream', () 
       expect(await verdicts()).toEqual([['normal', null, null]]);
     },
   );
+
+  it('a height released in the batch does not hide a higher one still held below a new height', async () => {
+    // A stranger's TransferIn at 1004 follows the LP's ConfirmIn (1003) on the destination chain.
+    const timeline = buildTimeline({ ...spec, griefIn: { at: 1004 } });
+    const src = timeline.streams[SRC.chainId]!;
+    const dst = timeline.streams[DST.chainId]!;
+    const [transferIn, confirmIn, grief] = [
+      dst.find((e) => e.kind === 'TransferIn' && e.blockTimestamp === 1001)!,
+      dst.find((e) => e.kind === 'ConfirmIn')!,
+      dst.find((e) => e.kind === 'TransferIn' && e.blockTimestamp === 1004)!,
+    ];
+    const { engine, tables } = await syntheticEngine(db.pool, 'held_3');
+    const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+    const batch = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, context);
+    for (const input of [
+      ...src.map(event),
+      height(SRC.chainId, 'swap', 100, 5_000, chainEventId(src.at(-1)!)),
+      height(REPUTATION_CHAIN, 'reputation', 100, 5_000, null),
+      height(DST.chainId, 'swap', 10, 1_001, chainEventId(transferIn)), // its event comes later
+      height(DST.chainId, 'swap', 20, 1_003, chainEventId(confirmIn)), // dead-lettered
+      event(grief),
+    ])
+      await batch(input);
+    // One batch: the TransferIn releases height 10; height 30 names a handled event but 20 is still held.
+    await batch(event(transferIn), height(DST.chainId, 'swap', 30, 5_000, chainEventId(grief)));
+    const clock = await db.pool.query<{ block_time: string }>(
+      `SELECT block_time FROM ${tables.clocks} WHERE chain_id = $1 AND stream = 'swap'`,
+      [DST.chainId],
+    );
+    expect(Number(clock.rows[0]!.block_time)).toBe(1_001);
+    const held = await db.pool.query(`SELECT height FROM ${tables.pendingHeights} ORDER BY height`);
+    expect(held.rows.map((r) => Number(r.height))).toEqual([20, 30]);
+    expect((await db.pool.query(`SELECT 1 FROM ${tables.verdicts}`)).rows).toEqual([]); // not case 6
+    await batch(event(confirmIn));
+    const verdicts = await db.pool.query<{ verdict: SwapVerdict }>(`SELECT verdict FROM ${tables.verdicts}`);
+    expect(verdicts.rows.map((r) => r.verdict.outcome)).toEqual(['normal']);
+  });
 });

@@ -177,6 +177,8 @@ export class WorkingSet {
     group: string,
     plan: ReadPlan,
     reputationChains: readonly string[],
+    /** Every chain stream the classifier follows (chain id, stream). */
+    streams: ReadonlyArray<readonly [string, Stream]>,
   ): Promise<WorkingSet> {
     const w = new WorkingSet(tables);
     await w.readClocks(tx);
@@ -210,8 +212,9 @@ export class WorkingSet {
           adopted: false,
         });
     }
-    // Held heights, all of them: those the batch's events release, and any lower one of a stream, which keeps
-    // every later height of it held (see lowestHeld). Few but while an event is dead-lettered.
+    // Held heights: those the batch's events release, and of every chain stream the lowest one they do not,
+    // which keeps every later height of the stream held (see lowestHeld): after the batch's releases it is the
+    // stream's lowest held height. One index probe a stream, however many are held.
     {
       const { rows } = await tx.query<{
         chain_id: string;
@@ -219,7 +222,18 @@ export class WorkingSet {
         height: string;
         block_time: string;
         last_event_id: string;
-      }>(`SELECT chain_id, stream, height, block_time, last_event_id FROM ${tables.pendingHeights}`);
+      }>(
+        `SELECT chain_id, stream, height, block_time, last_event_id FROM ${tables.pendingHeights}
+          WHERE last_event_id = ANY($1)
+         UNION
+         SELECT p.chain_id, p.stream, p.height, p.block_time, p.last_event_id
+           FROM unnest($2::text[], $3::text[]) AS s(chain_id, stream)
+           CROSS JOIN LATERAL (
+             SELECT * FROM ${tables.pendingHeights} h
+              WHERE h.chain_id = s.chain_id AND h.stream = s.stream AND h.last_event_id <> ALL($1)
+              ORDER BY h.height LIMIT 1) p`,
+        [[...plan.eventIds], streams.map(([chainId]) => chainId), streams.map(([, stream]) => stream)],
+      );
       for (const r of rows) {
         w.hold({
           chainId: r.chain_id,
