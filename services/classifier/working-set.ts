@@ -130,6 +130,47 @@ interface SwapRow {
   waiting_for: string | null;
 }
 
+/**
+ * The held heights of one chain stream, lowest first. A replay holds tens of thousands at once (heights run
+ * ahead of events), and each height asks for the lowest: heights are held mostly in rising order and released
+ * mostly from the low end, so they sit in a sorted array read from a moving head, removals marked, not spliced.
+ */
+class HeldQueue {
+  private items: HeldHeight[] = [];
+  private head = 0;
+  private readonly live = new Set<HeldHeight>();
+
+  add(h: HeldHeight): void {
+    this.live.add(h);
+    const last = this.items.at(-1);
+    if (this.head === this.items.length || last === undefined || last.height <= h.height) {
+      this.items.push(h);
+      return;
+    }
+    let lo = this.head;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.items[mid]!.height <= h.height) lo = mid + 1;
+      else hi = mid;
+    }
+    this.items.splice(lo, 0, h);
+  }
+
+  delete(h: HeldHeight): void {
+    this.live.delete(h);
+  }
+
+  lowest(): HeldHeight | undefined {
+    while (this.head < this.items.length && !this.live.has(this.items[this.head]!)) this.head++;
+    if (this.head > 1_024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return this.items[this.head];
+  }
+}
+
 export class WorkingSet {
   readonly swaps = new Map<string, StoredSwap>();
   /** The pending swaps that wait for something: what a clock move or a DID answer looks through. */
@@ -344,8 +385,8 @@ export class WorkingSet {
 
   /** chain/stream/height of every held height (in memory: read, or held in this transaction). */
   private readonly heldKeys = new Set<string>();
-  /** Held heights by chain stream (clockKey). */
-  private readonly heldByStream = new Map<string, Set<HeldHeight>>();
+  /** Held heights by chain stream (clockKey), lowest first. */
+  private readonly heldByStream = new Map<string, HeldQueue>();
 
   private hold(h: HeldHeight): void {
     this.heldKeys.add(`${clockKey(h.chainId, h.stream)}/${h.height}`);
@@ -353,9 +394,9 @@ export class WorkingSet {
     if (list) list.push(h);
     else this.held.set(h.lastEventId, [h]);
     const key = clockKey(h.chainId, h.stream);
-    const byStream = this.heldByStream.get(key);
-    if (byStream) byStream.add(h);
-    else this.heldByStream.set(key, new Set([h]));
+    let byStream = this.heldByStream.get(key);
+    if (!byStream) this.heldByStream.set(key, (byStream = new HeldQueue()));
+    byStream.add(h);
   }
 
   /**
@@ -364,10 +405,7 @@ export class WorkingSet {
    * that never came (one dead-lettered, until it is redriven), although later events of the chain did.
    */
   lowestHeld(chainId: string, stream: Stream): HeldHeight | undefined {
-    let lowest: HeldHeight | undefined;
-    for (const h of this.heldByStream.get(clockKey(chainId, stream)) ?? [])
-      if (lowest === undefined || h.height < lowest.height) lowest = h;
-    return lowest;
+    return this.heldByStream.get(clockKey(chainId, stream))?.lowest();
   }
 
   // --- reads and writes of the decisions (in memory) ---
