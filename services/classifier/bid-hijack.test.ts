@@ -23,7 +23,14 @@ import {
   type Timeline,
   type TimelineSpec,
 } from './swap-timeline.js';
-import { envAt, factsOf, finalHeights, syntheticEngine } from './judge-test-kit.js';
+import {
+  batchContext,
+  envAt,
+  factsOf,
+  finalHeights,
+  HONEST_SWAP,
+  syntheticEngine,
+} from './judge-test-kit.js';
 
 const LATE = envAt({ [SRC.chainId]: 2000, [DST.chainId]: 2000 });
 const decided = (facts: SwapFacts, env = LATE): SwapVerdict => {
@@ -39,17 +46,7 @@ const essentials = (v: SwapVerdict) => ({
   blockTime: v.blockTime,
 });
 
-const honest: TimelineSpec = {
-  T: 1000,
-  E: 3,
-  Tol: 2,
-  lpSign: 'lp',
-  userSign: 'user',
-  out: { kind: 'ok', at: 1000 },
-  in: { kind: 'ok', at: 1001 },
-  confirmOut: { by: 'user', at: 1002 },
-  confirmIn: { by: 'lp', at: 1003 },
-};
+const honest = HONEST_SWAP;
 
 const all = (t: Timeline): ChainEvent[] => [
   ...t.streams[SRC.chainId]!,
@@ -255,7 +252,7 @@ describe('the engine, live and resident (replay), over the puppet and the copy i
 
   async function run(name: string, events: ChainEvent[], resident: boolean) {
     const { engine, tables } = await syntheticEngine(db.pool, name, resident ? 'keep' : undefined);
-    const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+    const context = batchContext();
     for (const input of [...events.map(event), ...heights]) await engine.handleBatch([input], context);
     await engine.writeResident();
     const verdicts = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(

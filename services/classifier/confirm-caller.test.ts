@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChainEvent } from '../../topics/index.js';
 import { judge } from './judge.js';
-import { envAt, factsOf } from './judge-test-kit.js';
+import { envAt, factsOf, HONEST_SWAP } from './judge-test-kit.js';
 import { model } from './reference-model.js';
 import { buildTimeline, DST, SRC, type TimelineSpec } from './swap-timeline.js';
 
@@ -32,17 +32,7 @@ const verdictOf = (spec: TimelineSpec) => {
 };
 
 describe('classifier: who confirmed, by the contract’s windows', () => {
-  const honest: TimelineSpec = {
-    T: 1000,
-    E: 3,
-    Tol: 2,
-    lpSign: 'lp',
-    userSign: 'user',
-    out: { kind: 'ok', at: 1000 },
-    in: { kind: 'ok', at: 1001 },
-    confirmOut: { by: 'user', at: 1002 },
-    confirmIn: { by: 'lp', at: 1003 },
-  };
+  const honest = HONEST_SWAP;
 
   it('an honest swap whose confirms come through a bundler is normal (not case 5 or 6)', () => {
     expect(model(honest)).toMatchObject({ outcome: 'normal' });

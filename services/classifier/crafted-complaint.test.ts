@@ -12,7 +12,7 @@ import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
 import type { ClassifierInput } from './engine.js';
-import { envAt, factsOf, finalHeights, syntheticEngine } from './judge-test-kit.js';
+import { batchContext, envAt, factsOf, finalHeights, syntheticEngine } from './judge-test-kit.js';
 import { INVALID_COMPLAINT_HOLD_SECONDS, judge } from './judge.js';
 import { classifierMigrations } from './migrations.js';
 import {
@@ -101,7 +101,7 @@ describe('classifier: a crafted complaint filed before the TransferOut', () => {
         ...finalHeights(FILED_AT + INVALID_COMPLAINT_HOLD_SECONDS + 10),
       ];
       const { engine, tables } = await syntheticEngine(db.pool, `crafted_${first ? 1 : 2}`);
-      const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+      const context = batchContext();
       for (const input of inputs) await engine.handleBatch([input], context);
       const { rows } = await db.pool.query<{ verdict: SwapVerdict }>(
         `SELECT verdict FROM ${tables.verdicts}`,

@@ -5,9 +5,9 @@ import type { ClassifierInput } from './engine.js';
 import { classifierInput } from './index.js';
 import { classifierMigrations } from './migrations.js';
 import { model } from './reference-model.js';
-import { DID_NAMES, DST } from './swap-timeline.js';
+import { DST } from './swap-timeline.js';
 import { swapSpecs } from './synthetic-deployment.js';
-import { syntheticEngine } from './judge-test-kit.js';
+import { batchContext, syntheticEngine } from './judge-test-kit.js';
 import { swapTraffic } from './swap-traffic.js';
 
 const SWAPS = 300;
@@ -60,7 +60,7 @@ describe('classifier engine over batches', () => {
     async ({ order, resident, seed }) => {
       const schema = `batches_${seed}`;
       const { engine, tables } = await syntheticEngine(db.pool, schema, resident ? 'decisions' : undefined);
-      const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+      const context = batchContext();
       let state = seed;
       const random = () => (state = (state * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
       const cursors = new Map([...partitions.keys()].map((k) => [k, 0]));

@@ -8,24 +8,14 @@ import { Registry } from 'prom-client';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
 import type { ClassifierInput } from './engine.js';
-import { syntheticEngine } from './judge-test-kit.js';
+import { batchContext, HONEST_SWAP, syntheticEngine } from './judge-test-kit.js';
 import { classifierMetrics } from './metrics.js';
 import { classifierMigrations } from './migrations.js';
 import { classifierTables } from './tables.js';
-import { buildTimeline, DST, REPUTATION_CHAIN, SRC, type TimelineSpec } from './swap-timeline.js';
+import { buildTimeline, DST, REPUTATION_CHAIN, SRC } from './swap-timeline.js';
 
 // A normal swap: TransferOut at 1000, the LP's TransferIn at 1001, ConfirmOut 1002, ConfirmIn 1003.
-const spec: TimelineSpec = {
-  T: 1000,
-  E: 3,
-  Tol: 2,
-  lpSign: 'lp',
-  userSign: 'user',
-  out: { kind: 'ok', at: 1000 },
-  in: { kind: 'ok', at: 1001 },
-  confirmOut: { by: 'user', at: 1002 },
-  confirmIn: { by: 'lp', at: 1003 },
-};
+const spec = HONEST_SWAP;
 
 const event = (e: ChainEvent): ClassifierInput => ({ kind: 'event', id: chainEventId(e), event: e });
 const height = (
@@ -62,7 +52,7 @@ describe('classifier: a held height holds every later height of its stream', () 
       const { engine, tables } = await syntheticEngine(db.pool, schema, undefined, {
         metrics: classifierMetrics(registry, db.pool, classifierTables(schema)),
       });
-      const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+      const context = batchContext();
       const run = (...inputs: ClassifierInput[]) =>
         oneBatch
           ? engine.handleBatch(inputs, context)
@@ -124,7 +114,7 @@ describe('classifier: a held height holds every later height of its stream', () 
       dst.find((e) => e.kind === 'TransferIn' && e.blockTimestamp === 1004)!,
     ];
     const { engine, tables } = await syntheticEngine(db.pool, 'held_3');
-    const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+    const context = batchContext();
     const batch = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, context);
     for (const input of [
       ...src.map(event),

@@ -9,7 +9,7 @@ import type { ChainEvent } from '../../topics/index.js';
 import { ClassifierEngine, type ClassifierInput, type EngineOptions } from './engine.js';
 import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { watchedChains } from './index.js';
-import { DID_NAMES, DST, REPUTATION_CHAIN, SRC } from './swap-timeline.js';
+import { DID_NAMES, DST, REPUTATION_CHAIN, SRC, type TimelineSpec } from './swap-timeline.js';
 import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
@@ -66,3 +66,23 @@ export async function syntheticEngine(
   });
   return { engine, tables };
 }
+
+/** A normal swap: TransferOut at T, the LP's TransferIn at T+1, ConfirmOut at T+2, ConfirmIn at T+3 (E 3, Tol 2). */
+export const HONEST_SWAP: TimelineSpec = {
+  T: 1000,
+  E: 3,
+  Tol: 2,
+  lpSign: 'lp',
+  userSign: 'user',
+  out: { kind: 'ok', at: 1000 },
+  in: { kind: 'ok', at: 1001 },
+  confirmOut: { by: 'user', at: 1002 },
+  confirmIn: { by: 'lp', at: 1003 },
+};
+
+/** What engine.handleBatch needs beside its inputs, in a test: the first attempt, never aborted. */
+export const batchContext = () => ({
+  attempt: 1,
+  signal: new AbortController().signal,
+  commitIn: async () => undefined,
+});

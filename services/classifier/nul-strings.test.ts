@@ -23,7 +23,7 @@ import {
 import { ClassifierEngine, type ClassifierInput } from './engine.js';
 import type { TransferOut } from './facts.js';
 import { watchedChains } from './index.js';
-import { envAt, factsOf, finalHeights } from './judge-test-kit.js';
+import { batchContext, envAt, factsOf, finalHeights } from './judge-test-kit.js';
 import { judge } from './judge.js';
 import { fromJsonb } from './jsonb-nul.js';
 import { classifierMigrations } from './migrations.js';
@@ -121,7 +121,7 @@ describe('a swap with U+0000 in its strings', () => {
       bus: resident ? undefined : bus,
       resident: resident ? 'keep' : undefined,
     });
-    const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+    const context = batchContext();
     const inputs: ClassifierInput[] = events.map((e) => ({ kind: 'event', id: chainEventId(e), event: e }));
     for (const input of [...inputs, ...heights]) await engine.handleBatch([input], context);
     await engine.writeResident();
