@@ -26,7 +26,7 @@ describe('relay chain view: the sender of a transferIn', () => {
       contractAddr: '0x' + '11'.repeat(20),
       lookbackBlocks: 200_000,
       cacheMs: 1_000,
-      missTtlMs: 200,
+      missTtlMs: 2_000,
     });
     const transferId = '0x' + 'ab'.repeat(32);
     expect(await view.transferInSender(transferId)).toBeUndefined();
@@ -36,7 +36,7 @@ describe('relay chain view: the sender of a transferIn', () => {
     // Another transfer is scanned; the first again once its miss is forgotten.
     await view.transferInSender('0x' + 'cd'.repeat(32));
     expect(calls.getLogs).toBe(82);
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
     await view.transferInSender(transferId);
     expect(calls.getLogs).toBe(123);
   });

@@ -170,9 +170,18 @@ describe('relay sender on the devnet', () => {
     await start(17, { bumpAfterBlocks: 1 });
     const newKey = chain.accounts[17]!.address;
     const newKeyNonce = await chain.provider.getTransactionCount(newKey, 'pending');
-    for (let i = 0; i < 3; i++) {
+    const stuckBlock = async () => {
       await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
       await chain.mine();
+    };
+    await stuckBlock();
+    await waitFor(
+      async () => /not this service's wallet/.test((await command(id)).reason ?? ''),
+      'a pass over the job',
+    );
+    // More passes over more blocks (bumpAfterBlocks 1 would have replaced it by now).
+    for (let i = 0; i < 3; i++) {
+      await stuckBlock();
       await new Promise((resolve) => setTimeout(resolve, 700));
     }
     const followed = await command(id);
