@@ -7,6 +7,7 @@
 import { deadLetterTopic, type EventBus } from '../../shared/bus/port.js';
 import type { HealthCheck } from '../../shared/runtime/http.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
+import { singleFlight } from '../../shared/runtime/single-flight.js';
 import type { ServiceContext, ServiceDefinition, RunningService } from '../../shared/runtime/service.js';
 import { allTopics } from '../../topics/index.js';
 import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.js';
@@ -111,24 +112,24 @@ export async function startNotifier(
       .finally(() => (looking = false));
   }, options.watchIntervalMs ?? 10_000);
   sender.start();
-  const prune = async () => {
-    if (options.keepDeliveredDays === undefined) return;
-    let deleted = 0;
-    for (let n = -1; n !== 0; deleted += n) n = await pruneDelivered(context.db, options.keepDeliveredDays);
-    if (deleted > 0)
-      log.info(
-        { deleted, keepDeliveredDays: options.keepDeliveredDays },
-        'old delivered notifications deleted',
-      );
-  };
-  let pruning: Promise<void> | undefined;
-  const pruneInBackground = () => {
-    pruning ??= prune()
-      .catch((err: Error) => log.warn({ err: err.message }, 'deleting old delivered notifications failed'))
-      .finally(() => (pruning = undefined));
-  };
-  pruneInBackground();
-  const pruneTimer = setInterval(pruneInBackground, options.pruneIntervalMs ?? 3_600_000);
+  // Old delivered rows deleted at start and then hourly, one pass at a time; stop() waits for the one running.
+  const keepDays = options.keepDeliveredDays;
+  const pruneOnce =
+    keepDays === undefined
+      ? undefined
+      : singleFlight(async () => {
+          try {
+            let deleted = 0;
+            for (let n = -1; n !== 0; deleted += n) n = await pruneDelivered(context.db, keepDays);
+            if (deleted > 0)
+              log.info({ deleted, keepDeliveredDays: keepDays }, 'old delivered notifications deleted');
+          } catch (err) {
+            log.warn({ err: (err as Error).message }, 'deleting old delivered notifications failed');
+          }
+        });
+  let pruning = pruneOnce?.();
+  const pruneTimer =
+    pruneOnce && setInterval(() => (pruning = pruneOnce()), options.pruneIntervalMs ?? 3_600_000);
   const http =
     options.port === undefined
       ? undefined

@@ -2,6 +2,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../../shared/db/pool.js';
 import { rowsOrNothing } from '../../shared/runtime/metrics.js';
+import { singleFlight } from '../../shared/runtime/single-flight.js';
 
 export interface NotifierMetrics {
   /** Delivery attempts by outcome (a 2xx answer, or anything else). */
@@ -31,11 +32,8 @@ export async function outboxBacklog(
 export function notifierMetrics(registry: Registry, db: Queryable): NotifierMetrics {
   let metrics = byRegistry.get(registry);
   if (metrics) return metrics;
-  // Read at each scrape.
-  const readPending = () => outboxBacklog(db);
-  // Both gauges are collected at once: they share one read in flight, not one query each.
-  let reading: ReturnType<typeof readPending> | undefined;
-  const pendingNow = () => (reading ??= readPending().finally(() => (reading = undefined)));
+  // Read at each scrape; both gauges are collected at once and share one read, not one query each.
+  const pendingNow = singleFlight(() => outboxBacklog(db));
   new Gauge({
     name: 'notifier_outbox_pending',
     help: 'Notifications in the outbox not delivered yet',

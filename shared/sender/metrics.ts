@@ -1,5 +1,6 @@
 /** The gauges an operator watches on a service that sends transactions (relay, Agent), on its /metrics. */
 import { Gauge, type Registry } from 'prom-client';
+import { singleFlight } from '../runtime/single-flight.js';
 import type { JobCounts } from './job-table.js';
 
 /** What the gauges read at scrape time. */
@@ -31,12 +32,7 @@ export function registerSenderGauges(
   signals: SenderSignals,
 ): void {
   // Both gauges are collected at once: they share one read in flight. A failed read keeps the last values.
-  let reading: Promise<JobCounts | undefined> | undefined;
-  const countsNow = () =>
-    (reading ??= signals
-      .jobCounts()
-      .catch(() => undefined)
-      .finally(() => (reading = undefined)));
+  const countsNow = singleFlight(() => signals.jobCounts().catch(() => undefined));
   new Gauge({
     name: options.jobsByStatus.name,
     help: options.jobsByStatus.help,

@@ -11,6 +11,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Interface, JsonRpcProvider, ZeroAddress, getAddress } from 'ethers';
 import { z } from 'zod';
 import { defaultNotFound, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
+import { singleFlight } from '../../../shared/runtime/single-flight.js';
 
 const REGISTRY = new Interface(['event DomainOwnerSet(string domain, address owner)']);
 const DOMAIN_OWNER_SET = REGISTRY.getEvent('DomainOwnerSet')!.topicHash;
@@ -34,18 +35,13 @@ export interface DidSupport {
 class RegistryView {
   private readonly owners = new Map<string, string>();
   private nextBlock = 0;
-  private reading: Promise<void> | undefined;
+  /** Catches up with the chain head (one read at a time; concurrent callers share it). */
+  readonly refresh = singleFlight(() => this.readNewEvents());
 
   constructor(
     private readonly provider: JsonRpcProvider,
     private readonly registry: string,
   ) {}
-
-  /** Catches up with the chain head (one read at a time; concurrent callers share it). */
-  refresh(): Promise<void> {
-    this.reading ??= this.readNewEvents().finally(() => (this.reading = undefined));
-    return this.reading;
-  }
 
   namesOf(address: string): string[] {
     const wanted = address.toLowerCase();
