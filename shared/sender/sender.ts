@@ -382,11 +382,6 @@ export class Sender {
     const { rpc, wallet, store, log } = this.options;
     const found = fresh ? undefined : await this.findReceipt(job);
     if (found !== undefined) return this.onReceipt(job, found, head);
-    // Signed by another key (the service restarted with a new one while the job was in flight): its nonce is
-    // the other wallet's, so it is only followed, never replaced or cancelled. Signing at it with this key
-    // would send a second transaction for one job, and the other wallet's could still be mined.
-    const signer = this.signerOf(job);
-    if (signer !== wallet.address.toLowerCase()) return this.followForeign(job, signer);
     if (job.minedBlock !== null) {
       log.warn(
         { job: job.id, block: job.minedBlock },
@@ -394,34 +389,54 @@ export class Sender {
       );
       await store.setMinedBlock(job.id, null);
     }
+    // Signed by another key (the service restarted with a new one while the job was in flight): its nonce is
+    // the other wallet's, so it is only followed, never replaced or cancelled. Signing at it with this key
+    // would send a second transaction for one job, and the other wallet's could still be mined.
+    const signer = this.signerOf(job);
+    const ours = signer === wallet.address.toLowerCase();
 
-    const mined = await rpc.read((p) => p.getTransactionCount(wallet.address, 'latest'));
+    const mined = await rpc.read((p) => p.getTransactionCount(signer, 'latest'));
     if (mined > job.nonce!) {
       // The nonce is used; ask once more in case the receipt was just not indexed.
       const again = await this.findReceipt(job);
       if (again !== undefined) return this.onReceipt(job, again, head);
       log.error({ job: job.id, nonce: job.nonce }, 'nonce used by a transaction this job did not sign');
+      const whose = ours ? 'of the wallet' : `of ${signer}, which signed this job before the key changed,`;
       return this.fail(
         job,
-        `nonce ${job.nonce} of the wallet was used by another transaction; none of this job's ${job.attempts.length} transaction(s) was mined`,
+        `nonce ${job.nonce} ${whose} was used by another transaction; none of this job's ${job.attempts.length} transaction(s) was mined`,
       );
     }
 
     let latest = job.attempts.at(-1)!;
-    const replacement = await this.replacementFor(job, latest, head);
-    if (replacement !== undefined) {
-      const stored = await store.addAttempt(
-        job.id,
-        job.attempts.length,
-        replacement.attempt,
-        replacement.reason,
-      );
-      if (!stored) return; // another pass moved the job
-      log.info(
-        { job: job.id, nonce: job.nonce, tx: replacement.attempt.hash, kind: replacement.attempt.kind },
-        replacement.attempt.kind === 'cancel' ? 'freeing the nonce with a self-transfer' : 'speeding up',
-      );
-      latest = replacement.attempt;
+    if (!ours) {
+      if (!this.foreignTold.has(job.id)) {
+        this.foreignTold.add(job.id);
+        log.warn(
+          { job: job.id, signer, nonce: job.nonce },
+          'job signed by another wallet: followed, never replaced',
+        );
+        await store.note(
+          job.id,
+          `signed by ${signer}, not this service's wallet (its key changed while the job was in flight): followed, never replaced`,
+        );
+      }
+    } else {
+      const replacement = await this.replacementFor(job, latest, head);
+      if (replacement !== undefined) {
+        const stored = await store.addAttempt(
+          job.id,
+          job.attempts.length,
+          replacement.attempt,
+          replacement.reason,
+        );
+        if (!stored) return; // another pass moved the job
+        log.info(
+          { job: job.id, nonce: job.nonce, tx: replacement.attempt.hash, kind: replacement.attempt.kind },
+          replacement.attempt.kind === 'cancel' ? 'freeing the nonce with a self-transfer' : 'speeding up',
+        );
+        latest = replacement.attempt;
+      }
     }
 
     try {
@@ -434,36 +449,6 @@ export class Sender {
         log.warn({ job: job.id, err: message, outcome }, 'broadcast not taken');
       }
     }
-    if (job.status === 'signed') await store.markSent(job.id);
-  }
-
-  /**
-   * A job whose transactions another wallet signed: broadcast its latest again (harmless: already signed),
-   * settle it when a receipt appears, fail it when that wallet's nonce went to another transaction.
-   */
-  private async followForeign(job: SenderJob, signer: string): Promise<void> {
-    const { rpc, store, log } = this.options;
-    const mined = await rpc.read((p) => p.getTransactionCount(signer, 'latest'));
-    if (mined > job.nonce!) {
-      const again = await this.findReceipt(job);
-      if (again !== undefined) return this.onReceipt(job, again, await this.head());
-      return this.fail(
-        job,
-        `nonce ${job.nonce} of ${signer}, which signed this job before the key changed, was used by another transaction; none of this job's ${job.attempts.length} transaction(s) was mined`,
-      );
-    }
-    if (!this.foreignTold.has(job.id)) {
-      this.foreignTold.add(job.id);
-      log.warn(
-        { job: job.id, signer, nonce: job.nonce },
-        'job signed by another wallet: followed, never replaced',
-      );
-      await store.note(
-        job.id,
-        `signed by ${signer}, not this service's wallet (its key changed while the job was in flight): followed, never replaced`,
-      );
-    }
-    await rpc.broadcast(job.attempts.at(-1)!.raw).catch(() => undefined);
     if (job.status === 'signed') await store.markSent(job.id);
   }
 
