@@ -84,14 +84,17 @@ export type ClassifierInput =
 export class ClassifierEngine {
   private readonly didWanted = new Set<string>();
   private readonly reputationChains: string[];
+  /** Every watched chain (system chain ids). */
+  private readonly swapChains: string[];
   /** Every chain stream followed: each watched chain's swap stream, and the reputation ones. */
   private readonly streams: Array<readonly [string, Stream]>;
   private readonly resident: WorkingSet | undefined;
 
   constructor(private readonly o: EngineOptions) {
     this.reputationChains = [...o.chains].filter(([, c]) => c.reputation).map(([id]) => id);
+    this.swapChains = [...o.chains.keys()];
     this.streams = [
-      ...[...o.chains.keys()].map((id) => [id, 'swap'] as const),
+      ...this.swapChains.map((id) => [id, 'swap'] as const),
       ...this.reputationChains.map((id) => [id, 'reputation'] as const),
     ];
     this.resident = o.resident ? WorkingSet.resident(o.tables) : undefined;
@@ -229,8 +232,8 @@ export class ClassifierEngine {
     // height of its stream still held waits behind that one.
     const released = w.releaseHeights(id).sort((a, b) => a.height - b.height);
     for (const h of released) {
-      const lower = w.lowestHeld(h.chainId, h.stream);
-      if (lower !== undefined && lower.height < h.height) {
+      const lower = w.heldBelow(h.chainId, h.stream, h.height);
+      if (lower !== undefined) {
         const { stored: _stored, ...height } = h;
         w.holdHeight({ ...height, lastEventId: lower.lastEventId });
       } else this.advanceClock(w, h.chainId, h.stream, h.height, h.blockTime);
@@ -238,10 +241,9 @@ export class ClassifierEngine {
   }
 
   private onHeight(w: WorkingSet, height: ChainHeight, handledInBatch: ReadonlySet<string>): void {
-    const lower = w.lowestHeld(height.chainId, height.stream);
-    const blocked = lower !== undefined && lower.height < height.height;
+    const lower = w.heldBelow(height.chainId, height.stream, height.height);
     const ownHandled = height.lastEventId === null || w.handled(height.lastEventId, handledInBatch);
-    if (ownHandled && !blocked) {
+    if (ownHandled && lower === undefined) {
       this.advanceClock(w, height.chainId, height.stream, height.height, height.blockTimestamp);
     } else {
       // Held for its own last event, or (that one handled) behind the stream's lowest held height.
@@ -256,7 +258,7 @@ export class ClassifierEngine {
   }
 
   private env(clocks: ReadonlyMap<string, number>, bidId: string): JudgeEnv {
-    return new SwapEnv(this.o, this.reputationChains, clocks, bidId);
+    return new SwapEnv(this.o, this.reputationChains, this.swapChains, clocks, bidId);
   }
 
   private advanceClock(
@@ -465,6 +467,7 @@ class SwapEnv implements JudgeEnv {
   constructor(
     private readonly o: Pick<EngineOptions, 'chains' | 'did'>,
     private readonly reputationChains: readonly string[],
+    private readonly watchedChains: readonly string[],
     private readonly clocks: ReadonlyMap<string, number>,
     private readonly bidId: string,
   ) {}
@@ -482,7 +485,7 @@ class SwapEnv implements JudgeEnv {
   }
 
   swapChains(): readonly string[] {
-    return [...this.o.chains.keys()];
+    return this.watchedChains;
   }
 
   didNames(address: string): readonly string[] | undefined {

@@ -254,7 +254,7 @@ export class WorkingSet {
         });
     }
     // Held heights: those the batch's events release, and of every chain stream the lowest one they do not,
-    // which keeps every later height of the stream held (see lowestHeld): after the batch's releases it is the
+    // which keeps every later height of the stream held (see heldBelow): after the batch's releases it is the
     // stream's lowest held height. One index probe a stream, however many are held.
     {
       const { rows } = await tx.query<{
@@ -389,23 +389,25 @@ export class WorkingSet {
   private readonly heldByStream = new Map<string, HeldQueue>();
 
   private hold(h: HeldHeight): void {
-    this.heldKeys.add(`${clockKey(h.chainId, h.stream)}/${h.height}`);
+    const key = clockKey(h.chainId, h.stream);
+    this.heldKeys.add(`${key}/${h.height}`);
     const list = this.held.get(h.lastEventId);
     if (list) list.push(h);
     else this.held.set(h.lastEventId, [h]);
-    const key = clockKey(h.chainId, h.stream);
     let byStream = this.heldByStream.get(key);
     if (!byStream) this.heldByStream.set(key, (byStream = new HeldQueue()));
     byStream.add(h);
   }
 
   /**
-   * The lowest height of a chain stream still held (its last event not handled). Every later height of the
-   * stream waits behind it: the clock says every event up to it was handled, so it must not pass an event
-   * that never came (one dead-lettered, until it is redriven), although later events of the chain did.
+   * The lowest height of a chain stream still held (its last event not handled), if it is below `height`.
+   * Every later height of the stream waits behind it: the clock says every event up to it was handled, so it
+   * must not pass an event that never came (one dead-lettered, until it is redriven), although later events
+   * of the chain did.
    */
-  lowestHeld(chainId: string, stream: Stream): HeldHeight | undefined {
-    return this.heldByStream.get(clockKey(chainId, stream))?.lowest();
+  heldBelow(chainId: string, stream: Stream, height: number): HeldHeight | undefined {
+    const lowest = this.heldByStream.get(clockKey(chainId, stream))?.lowest();
+    return lowest !== undefined && lowest.height < height ? lowest : undefined;
   }
 
   // --- reads and writes of the decisions (in memory) ---
@@ -483,8 +485,9 @@ export class WorkingSet {
     if (!list) return [];
     this.held.delete(eventId);
     for (const h of list) {
-      this.heldKeys.delete(`${clockKey(h.chainId, h.stream)}/${h.height}`);
-      this.heldByStream.get(clockKey(h.chainId, h.stream))?.delete(h);
+      const key = clockKey(h.chainId, h.stream);
+      this.heldKeys.delete(`${key}/${h.height}`);
+      this.heldByStream.get(key)?.delete(h);
     }
     if (list.some((h) => h.stored)) this.released.push(eventId);
     for (const h of list) this.newHeld.delete(h);
