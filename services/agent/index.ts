@@ -85,7 +85,7 @@ export async function startAgent(
   const metrics = agentMetrics(context.metrics, {
     balanceWei: () => bound?.sender.state.balanceWei,
     oldestUnconfirmedSinceMs: () => bound?.sender.state.oldestUnconfirmedSinceMs,
-    jobCounts: () => store.jobCounts(),
+    jobCounts: () => store.countJobs(),
     statuses: COMPLAINT_STATUSES,
   });
 

@@ -9,14 +9,11 @@ import {
   CLEARED_TRANSACTION_STATE,
   JOB_ROW_STATUSES,
   jobColumns,
-  jobCounts,
   JobTable,
   OPEN_STATUS_LIST,
   paidFailures,
   type JobColumns,
   type JobColumnsRow,
-  type JobCountRow,
-  type JobCounts,
 } from '../../shared/sender/index.js';
 import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
 import { encode, envelope } from '../../topics/envelope.js';
@@ -266,14 +263,6 @@ export class ComplaintStore extends JobTable {
       bidId.toLowerCase(),
     ]);
     return rows[0] ? toRow(rows[0]) : undefined;
-  }
-
-  /** Complaints by status and their failures so far (the /metrics gauges). */
-  async jobCounts(): Promise<JobCounts> {
-    const { rows } = await this.pool.query<JobCountRow>(
-      'SELECT status, count(*) AS n, sum(failures) AS failures FROM agent_complaints GROUP BY status',
-    );
-    return jobCounts(rows);
   }
 
   /** Complaints the sender still has to move: in-flight ones first (by nonce), then oldest first. */

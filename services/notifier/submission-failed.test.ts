@@ -1,11 +1,6 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CLEARED_TRANSACTION_STATE,
-  JobTable,
-  jobCounts,
-  type JobCountRow,
-} from '../../shared/sender/index.js';
+import { CLEARED_TRANSACTION_STATE, JobTable } from '../../shared/sender/index.js';
 import { senderMigrations } from '../../shared/sender/nonces.js';
 import { TEST_JOBS_TABLE } from '../../shared/sender/test-harness.js';
 import { registerSenderGauges } from '../../shared/sender/metrics.js';
@@ -46,14 +41,7 @@ describe('notifier: submission_failed follows failures, not the failed count', (
       {
         balanceWei: () => undefined,
         oldestUnconfirmedSinceMs: () => undefined,
-        jobCounts: async () =>
-          jobCounts(
-            (
-              await db.pool.query<JobCountRow>(
-                'SELECT status, count(*) AS n, sum(failures) AS failures FROM test_jobs GROUP BY status',
-              )
-            ).rows,
-          ),
+        jobCounts: () => jobs.countJobs(),
         statuses: ['scheduled', 'confirmed', 'failed'],
       },
     );

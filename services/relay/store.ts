@@ -11,14 +11,12 @@ import {
   CLEARED_TRANSACTION_STATE,
   JOB_ROW_STATUSES,
   jobColumns,
-  jobCounts,
   JobTable,
   OPEN_STATUS_LIST,
   paidFailures,
   storeFee,
   type JobColumns,
   type JobColumnsRow,
-  type JobCountRow,
   type JobCounts,
   type JobRowStatus,
   type SignedAttempt,
@@ -203,14 +201,9 @@ export class CommandStore extends JobTable {
     return rows.map(toRow);
   }
 
-  /** Commands by status and their failures so far (the /metrics gauges). */
-  async jobCounts(systemChainId: string): Promise<JobCounts> {
-    const { rows } = await this.pool.query<JobCountRow>(
-      `SELECT status, count(*) AS n, sum(failures) AS failures FROM relay_commands WHERE system_chain_id = $1
-        GROUP BY status`,
-      [systemChainId],
-    );
-    return jobCounts(rows);
+  /** This deployment's commands by status and their failures so far (the /metrics gauges). */
+  jobCounts(systemChainId: string): Promise<JobCounts> {
+    return this.countJobs({ column: 'system_chain_id', value: systemChainId });
   }
 
   /**

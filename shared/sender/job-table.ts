@@ -110,20 +110,6 @@ export interface JobCounts {
   failures: number;
 }
 
-/** A row of `SELECT status, count(*) AS n, sum(failures) AS failures … GROUP BY status`. */
-export interface JobCountRow {
-  status: string;
-  n: string;
-  failures: string | null;
-}
-
-export function jobCounts(rows: readonly JobCountRow[]): JobCounts {
-  return {
-    byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])),
-    failures: rows.reduce((sum, r) => sum + Number(r.failures ?? 0), 0),
-  };
-}
-
 export class JobTable {
   /** `table` and `key` are identifiers of the owner's code, never input. */
   constructor(
@@ -131,6 +117,22 @@ export class JobTable {
     private readonly table: string,
     private readonly key: string,
   ) {}
+
+  /**
+   * Jobs by status and their failures so far (the sender's /metrics gauges). `only`: the owner's rows of one
+   * column value (a relay's deployment); its column is an identifier of the owner's code, never input.
+   */
+  async countJobs(only?: { column: string; value: unknown }): Promise<JobCounts> {
+    const { rows } = await this.pool.query<{ status: string; n: string; failures: string | null }>(
+      `SELECT status, count(*) AS n, sum(failures) AS failures FROM ${this.table}
+        ${only ? `WHERE ${only.column} = $1` : ''} GROUP BY status`,
+      only ? [only.value] : [],
+    );
+    return {
+      byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])),
+      failures: rows.reduce((sum, r) => sum + Number(r.failures ?? 0), 0),
+    };
+  }
 
   /**
    * Allocates the wallet's next nonce and stores the attempt `sign` makes with it, in one transaction, only
