@@ -57,6 +57,24 @@ describe('relay sender on the devnet', () => {
   const automine = (on: boolean) => chain.provider.send('evm_setAutomine', [on]);
   const lock = (outReceiver?: string) =>
     lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006, outReceiver });
+  /**
+   * A confirm_in of a fresh lock, accepted and sent in its window with automine off: the lock, the command id
+   * and its first transaction, in the pool and unmined.
+   */
+  const sentConfirmIn = async (r: Relay) => {
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const accepted = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    const id = accepted.body.command_id as string;
+    await until(id, 'scheduled');
+    await automine(false);
+    await moveTo(T + 3 * E + Tol);
+    const sent = await until(id, 'sent');
+    return { locked, id, tx: (await chain.provider.getTransaction(sent.tx_hash))! };
+  };
 
   beforeAll(async () => {
     [db, devnet] = await Promise.all([
@@ -81,25 +99,14 @@ describe('relay sender on the devnet', () => {
   it('replaces an unmined transaction at the same nonce with ≥ +10 % fees; it confirms inside its window', async () => {
     const r = await start(6, { bumpAfterBlocks: 1 });
     const address = chain.accounts[6]!.address;
-    const locked = await lock();
-    const { T, E, Tol } = locked.times;
-    const accepted = await r.post(
-      '/behalf/confirm_in',
-      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
-    );
-    const id = accepted.body.command_id as string;
-    await until(id, 'scheduled');
     const nonce = await chain.provider.getTransactionCount(address);
-
-    await automine(false);
-    await moveTo(T + 3 * E + Tol);
-    const sent = await until(id, 'sent');
-    const first = (await chain.provider.getTransaction(sent.tx_hash))!;
+    const { locked, id, tx: first } = await sentConfirmIn(r);
+    const { T, E, Tol } = locked.times;
     expect(first.type).toBe(2);
     // The next block asks more than the transaction offers: it stays in the pool, unmined.
     await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
     await chain.mine();
-    expect(await chain.provider.getTransactionReceipt(sent.tx_hash)).toBeNull();
+    expect(await chain.provider.getTransactionReceipt(first.hash)).toBeNull();
     await waitFor(async () => {
       const { transactions } = await command(id);
       return (
@@ -147,19 +154,7 @@ describe('relay sender on the devnet', () => {
   });
 
   it('a job signed before the key changed is followed, never replaced with the new key; it confirms', async () => {
-    const before = await start(16, { bumpAfterBlocks: 1 });
-    const locked = await lock();
-    const { T, E, Tol } = locked.times;
-    const accepted = await before.post(
-      '/behalf/confirm_in',
-      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
-    );
-    const id = accepted.body.command_id as string;
-    await until(id, 'scheduled');
-    await automine(false);
-    await moveTo(T + 3 * E + Tol);
-    const sent = await until(id, 'sent');
-    const first = (await chain.provider.getTransaction(sent.tx_hash))!;
+    const { locked, id, tx: first } = await sentConfirmIn(await start(16, { bumpAfterBlocks: 1 }));
     expect(first.from).toBe(chain.accounts[16]!.address);
     // Unmined: the next blocks ask more than it offers.
     await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(first.maxFeePerGas! * 4n)]);
@@ -555,23 +550,13 @@ describe('relay sender on the devnet', () => {
   it('frees the nonce of a call still unmined when its window is about to close (window missed)', async () => {
     const r = await start(14, { bumpAfterBlocks: 1_000, windowMarginSeconds: 30 });
     const address = chain.accounts[14]!.address;
-    const locked = await lock();
-    const { T, E, Tol } = locked.times;
     const nonce = await chain.provider.getTransactionCount(address);
-    const accepted = await r.post(
-      '/behalf/confirm_in',
-      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
-    );
-    const id = accepted.body.command_id as string;
-    await until(id, 'scheduled');
-    await automine(false);
-    await moveTo(T + 3 * E + Tol);
-    const sent = await until(id, 'sent');
-    const call = (await chain.provider.getTransaction(sent.tx_hash))!;
+    const { locked, id, tx: call } = await sentConfirmIn(r);
+    const { T, E, Tol } = locked.times;
     // Priced out (and never sped up: bumpAfterBlocks is large) until 30 s before the window's end.
     await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(call.maxFeePerGas! * 4n)]);
     await moveTo(T + 3 * E + 2 * Tol - 30);
-    expect(await chain.provider.getTransactionReceipt(sent.tx_hash)).toBeNull();
+    expect(await chain.provider.getTransactionReceipt(call.hash)).toBeNull();
     await waitFor(async () => {
       const c = await command(id);
       return (
