@@ -48,10 +48,14 @@ describe('the dashboard security headers', () => {
       const response = await fetch(`${points.base}${url}`, init);
       return { status: response.status, body: await response.json() };
     };
-    // A path the file server refuses (403) names no resource: as any unknown path.
+    // A path the file server refuses (403) names no resource: answered word for word as an unknown path.
     expect(await answer('/dashboard//')).toEqual({
       status: 404,
-      body: { code: 32004, message: 'no route GET /dashboard//' },
+      body: { code: 32004, message: 'no route GET /dashboard//; see /openapi.json' },
+    });
+    expect(await answer('/no-such-route')).toEqual({
+      status: 404,
+      body: { code: 32004, message: 'no route GET /no-such-route; see /openapi.json' },
     });
     expect(await answer('/dashboard/dashboard.js', { headers: { range: 'bytes=99999999-' } })).toMatchObject({
       status: 416,

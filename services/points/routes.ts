@@ -3,7 +3,7 @@
  * answer JSON. Every refusal is `{code, message}` with the HTTP status of errors.ts, 404 included.
  */
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
 import { POINTS_ERRORS, PointsError, type PointsErrorName } from './errors.js';
 import type { PointsMetrics } from './metrics.js';
@@ -25,6 +25,9 @@ import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
  * Points' vocabulary: a conditional or ranged file request keeps its status; a path the file server refuses
  * (403, e.g. `/dashboard//`) names no resource, like any unknown path; anything else is a malformed request.
  */
+/** Points' answer for a path that names no resource, from the router or the file server alike. */
+const noRouteMessage = (request: FastifyRequest) => `no route ${requestLine(request)}; see /openapi.json`;
+
 function clientRefusal(status: number): PointsErrorName {
   if (status === 412) return 'PRECONDITION_FAILED';
   if (status === 416) return 'RANGE_NOT_SATISFIABLE';
@@ -44,7 +47,7 @@ export function registerPointsRoutes(
     const status = (error as FastifyError).statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const refusal = clientRefusal(status);
-      const message = refusal === 'ROUTE_NOT_FOUND' ? `no route ${requestLine(request)}` : error.message;
+      const message = refusal === 'ROUTE_NOT_FOUND' ? noRouteMessage(request) : error.message;
       return reply
         .code(POINTS_ERRORS[refusal].status)
         .send({ code: POINTS_ERRORS[refusal].code, message: message.slice(0, 300) });
@@ -70,7 +73,7 @@ export function registerPointsRoutes(
     status: 404,
     body: {
       code: POINTS_ERRORS.ROUTE_NOT_FOUND.code,
-      message: `no route ${requestLine(request)}; see /openapi.json`,
+      message: noRouteMessage(request),
     },
   }));
   if (options.metrics) {

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { Contract, ContractFactory, Wallet, hexlify, randomBytes, toQuantity } from 'ethers';
+import { Contract, ContractFactory, hexlify, randomBytes, toQuantity } from 'ethers';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { compileContracts } from '../../contracts/compile.js';
