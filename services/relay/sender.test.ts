@@ -130,6 +130,56 @@ describe('relay sender on the devnet', () => {
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
 
+  it('does not speed up a transaction waiting behind an earlier unmined nonce; it mines at its first fee', async () => {
+    const r = await start(19, { bumpAfterBlocks: 1 });
+    const address = chain.accounts[19]!.address;
+    const nonce = await chain.provider.getTransactionCount(address);
+    const a = await lock();
+    const b = await lock();
+    const ids: string[] = [];
+    for (const locked of [a, b]) {
+      const accepted = await r.post(
+        '/behalf/confirm_in',
+        behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+      );
+      ids.push(accepted.body.command_id);
+      await until(accepted.body.command_id, 'scheduled');
+    }
+    await automine(false);
+    // Both windows open (b was locked after a, within the 300 s of a's window).
+    await moveTo(b.times.T + 3 * b.times.E + b.times.Tol);
+    const [first, second] = [await until(ids[0]!, 'sent'), await until(ids[1]!, 'sent')];
+    const [txA, txB] = [
+      (await chain.provider.getTransaction(first.tx_hash))!,
+      (await chain.provider.getTransaction(second.tx_hash))!,
+    ];
+    expect([txA.nonce, txB.nonce].sort()).toEqual([nonce, nonce + 1]);
+    const [head, behind] = txA.nonce === nonce ? [ids[0]!, ids[1]!] : [ids[1]!, ids[0]!];
+    const behindTx = txA.nonce === nonce ? txB : txA;
+
+    // A block that asks more than either offers: the head of the line is sped up (to the market's fee).
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(behindTx.maxFeePerGas! * 4n)]);
+    await chain.mine();
+    expect(await chain.provider.getTransactionReceipt(behindTx.hash)).toBeNull();
+    await waitFor(async () => (await command(head)).transactions.length >= 2, 'the head of the line sped up');
+    // The one behind it is just as stuck by block count: several passes later, still its first transaction.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await command(behind)).transactions.map((t: { tx_hash: string }) => t.tx_hash)).toEqual([
+      behindTx.hash,
+    ]);
+
+    // The market comes down: both mine, the second at the fee it was first signed with.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(behindTx.maxFeePerGas! / 2n)]);
+    await chain.mine();
+    await automine(true);
+    const [headDone, behindDone] = [await until(head, 'confirmed'), await until(behind, 'confirmed')];
+    expect(headDone.transactions.length).toBeGreaterThanOrEqual(2);
+    expect(behindDone.tx_hash).toBe(behindTx.hash);
+    expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 2);
+    expect(await statusOf(a.in.transferId)).toBe(2n);
+    expect(await statusOf(b.in.transferId)).toBe(2n);
+  });
+
   it("a node's wrong pending nonce is not followed: no gap, the command confirms at the mined count", async () => {
     proxy = await startRpcProxy(chain.rpcUrl, `/v3/${SECRET}`);
     // A faulty or lagging node: the wallet's pending count 5 above what it sent.

@@ -10,7 +10,7 @@
  * 4. the stored transaction is broadcast to every RPC endpoint until its receipt is `confirmations` blocks
  *    deep (re-checked against the block at its height: a reorged receipt is followed again);
  * 5. a transaction unmined after `bumpAfterBlocks` blocks is replaced at the same nonce with ≥ +10 % on
- *    both fee fields (never above `maxFeePerGas`); when its window is about to close, or the node refused it
+ *    both fee fields (never above `maxFeePerGas`), unless it waits behind an earlier unmined nonce; when its window is about to close, or the node refused it
  *    `maxRefusals` times, the nonce is freed by a 0-value self-transfer: every transaction of a job shares
  *    one nonce, so at most one of them is ever mined, and later jobs never wait behind a dead nonce.
  * After a restart the stored attempts are asked for first (receipts, the nonce already used); nothing that
@@ -422,7 +422,7 @@ export class Sender {
         );
       }
     } else {
-      const replacement = await this.replacementFor(job, latest, head);
+      const replacement = await this.replacementFor(job, latest, head, mined);
       if (replacement !== undefined) {
         const stored = await store.addAttempt(
           job.id,
@@ -452,22 +452,29 @@ export class Sender {
     if (job.status === 'signed') await store.markSent(job.id);
   }
 
-  /** A replacement to store and broadcast now, if the latest attempt must be sped up or cancelled. */
+  /**
+   * A replacement to store and broadcast now, if the latest attempt must be sped up or cancelled. `mined`: the
+   * wallet's mined transaction count. A transaction behind an earlier unmined nonce is not sped up: it cannot
+   * mine before that one whatever it offers, and would then pay the raised fee for nothing. Once the earlier
+   * one mines it is stuck by the same count of blocks, so it is sped up on the next pass if it still must be.
+   */
   private async replacementFor(
     job: SenderJob,
     latest: SignedAttempt,
     head: Head,
+    mined: number,
   ): Promise<{ attempt: SignedAttempt; reason?: string } | undefined> {
     const { caps, maxRefusals, bumpAfterBlocks } = this.options;
     const closing = this.closing(job, head);
     const refused = job.refusals >= maxRefusals;
-    const stuck = head.number - latest.signedAtBlock >= bumpAfterBlocks;
-    if (!(latest.kind === 'call' && (closing || refused)) && !stuck) return undefined;
+    const cancelling = latest.kind === 'call' && (closing || refused);
+    const stuck = head.number - latest.signedAtBlock >= bumpAfterBlocks && mined === job.nonce;
+    if (!cancelling && !stuck) return undefined;
 
     const market = await this.market(head);
     const fresh = initialFee(market, { percent: 100n }, caps.maxFeePerGas);
     const fee = bumpedFee(loadFee(latest.fee), fresh, caps.maxFeePerGas);
-    if (latest.kind === 'call' && (closing || refused)) {
+    if (cancelling) {
       // A refused call may never have reached a pool: then any fee does; otherwise it must be outbid.
       const cancelFee = fee ?? (refused ? fresh : undefined);
       if (cancelFee === undefined) {
