@@ -1,11 +1,12 @@
 /**
  * Does the complainant's key own the DID domain it names? Asked before any gas is spent (the contract asks
  * again when the call is made). Production asks the DID support service (`GET /find/owner/{address}` →
- * `{code:0, data:[{name}]}`, the real SDK's route); the devnet asks the reputation contract's own registry
+ * `{code:0, data:[{name}]}`, the real SDK's route; checksummed, then lower-case: shared/otmoic/did-lookup.ts); the devnet asks the reputation contract's own registry
  * (`ownerOfDomain`), which only our devnet contract has.
  */
 import { Contract, getAddress, ZeroAddress } from 'ethers';
 import { z } from 'zod';
+import { didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
 import type { RpcPool } from '../../shared/sender/index.js';
 
 export type Ownership = { owns: true } | { owns: false; detail: string };
@@ -26,13 +27,15 @@ export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000): DidOwne
   return {
     source: 'didSupport',
     async check(domain, signer) {
-      const response = await fetch(`${base}/find/owner/${getAddress(signer)}`, {
-        signal: AbortSignal.timeout(timeoutMs),
+      const names = await didNamesUnderAnyForm(signer, async (form) => {
+        const response = await fetch(`${base}/find/owner/${form}`, {
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
+        const answer = findOwnerAnswer.safeParse(await response.json());
+        if (!answer.success) throw new Error('DID support answered an unexpected body');
+        return answer.data.data.map((d) => d.name);
       });
-      if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
-      const answer = findOwnerAnswer.safeParse(await response.json());
-      if (!answer.success) throw new Error('DID support answered an unexpected body');
-      const names = answer.data.data.map((d) => d.name);
       if (names.includes(domain)) return { owns: true };
       return {
         owns: false,

@@ -1,12 +1,13 @@
 /**
  * DID names of addresses, from the DID support service the real SDK uses: `GET {didSupportUrl}/find/owner/
- * {address}` → `{data:[{name}]}`. Answers are cached for `ttlMs`; an address without a fresh answer is
+ * {address}` → `{data:[{name}]}`, asked checksummed then lower-case (shared/otmoic/did-lookup.ts). Answers are cached for `ttlMs`; an address without a fresh answer is
  * unknown, so the swap that needs it waits (never a guess), and is fetched in the background with back-off
  * while the service is down. `onAnswer` tells the classifier which swaps to look at again.
  */
 import { z } from 'zod';
 import type { Logger } from '../../shared/logging/logger.js';
 import { redactUrl } from '../../shared/config/redact.js';
+import { didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
 
 const answerSchema = z.object({
   data: z.array(z.object({ name: z.string() }).loose()),
@@ -61,15 +62,17 @@ export class HttpDidSource implements DidNames {
 
   /** Fetches one answer now (also used by a replay for addresses no verdict recorded). */
   async lookup(address: string): Promise<readonly string[]> {
-    const target = `${this.options.url.replace(/\/$/, '')}/find/owner/${address}`;
-    const response = await (this.options.fetch ?? fetch)(target, {
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+    return didNamesUnderAnyForm(address, async (form) => {
+      const target = `${this.options.url.replace(/\/$/, '')}/find/owner/${form}`;
+      const response = await (this.options.fetch ?? fetch)(target, {
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+      });
+      if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
+      const parsed = answerSchema.safeParse(await response.json());
+      if (!parsed.success)
+        throw new Error(`DID support answered an unexpected body: ${z.prettifyError(parsed.error)}`);
+      return parsed.data.data.map((entry) => entry.name);
     });
-    if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
-    const parsed = answerSchema.safeParse(await response.json());
-    if (!parsed.success)
-      throw new Error(`DID support answered an unexpected body: ${z.prettifyError(parsed.error)}`);
-    return parsed.data.data.map((entry) => entry.name);
   }
 
   private async fetchWithRetry(address: string, backoffMs: number): Promise<void> {

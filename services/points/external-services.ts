@@ -9,10 +9,12 @@
  *   `GET /kyc/{address}` (lower-case 0x address) → 200 `{"data":{"address":"0x…","verified":true|false}}`,
  *   for any address (an unknown one is simply not verified).
  * - DID names, at `point.didSupportUrl` (the real SDK's route, and our extension):
- *   `GET /find/owner/{address}` → `{"data":[{"name":"alice.example"}]}`;
+ *   `GET /find/owner/{address}` → `{"data":[{"name":"alice.example"}]}` (asked checksummed, then lower-case:
+ *   shared/otmoic/did-lookup.ts);
  *   `GET /find/name/{name}` → `{"data":[{"owner":"0x…"}]}` (empty `data`: no such name).
  */
 import { z } from 'zod';
+import { didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
 import { address as addressSchema } from '../../shared/schema/primitives.js';
 import { KeyRefusedError } from './cached-lookup.js';
 
@@ -53,14 +55,16 @@ export function fetchKyc(relayAdminUrl: string) {
 }
 
 export function fetchDidNames(didSupportUrl: string) {
-  return async (address: string, signal: AbortSignal): Promise<string[]> => {
-    const answer = await getJson(
-      join(didSupportUrl, `/find/owner/${encodeURIComponent(address)}`),
-      didNamesAnswer,
-      signal,
-    );
-    return answer.data.map((d) => d.name);
-  };
+  return async (address: string, signal: AbortSignal): Promise<string[]> => [
+    ...(await didNamesUnderAnyForm(address, async (form) => {
+      const answer = await getJson(
+        join(didSupportUrl, `/find/owner/${encodeURIComponent(form)}`),
+        didNamesAnswer,
+        signal,
+      );
+      return answer.data.map((d) => d.name);
+    })),
+  ];
 }
 
 /**

@@ -1,0 +1,29 @@
+/**
+ * The DID support service's `GET /find/owner/{address}` is the real SDK's route, and nothing says whether it
+ * matches addresses with or without their checksum's case. A miss is a decisive empty answer, not an error:
+ * the Classifier would take an honest LP's or user's address as owning no DID and blame them. So every
+ * caller (Classifier, Points, Agent) asks for an EVM address in its checksummed form (as chain clients and
+ * ethers write it) and, when that finds no name, in lower case too. A service that ignores case answers both
+ * the same; one that does not finds the address in whichever form it stored.
+ */
+import { getAddress, isAddress } from 'ethers';
+
+/** The forms to ask the DID support service for, in order: checksummed then lower-case (one when equal). */
+export function didAddressForms(address: string): string[] {
+  if (!isAddress(address)) return [address];
+  const checksummed = getAddress(address);
+  const lower = checksummed.toLowerCase();
+  return checksummed === lower ? [lower] : [checksummed, lower];
+}
+
+/** The names `ask` finds under the first form of `address` that has any ([] when no form has one). */
+export async function didNamesUnderAnyForm(
+  address: string,
+  ask: (form: string) => Promise<readonly string[]>,
+): Promise<readonly string[]> {
+  for (const form of didAddressForms(address)) {
+    const names = await ask(form);
+    if (names.length > 0) return names;
+  }
+  return [];
+}
