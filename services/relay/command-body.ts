@@ -223,7 +223,9 @@ export function parseCommandBody(
  * confirm_in / refund_in name the LP's wallet by `sender_wallet_name` (the original chain client held the
  * LP's wallets); here the name is looked up in `relay.senderWallets`, else the sender of the body's
  * transfer_id is read from the chain (its LogNewTransferIn, by the route). An explicit `sender` address is
- * accepted too; when both are given they must agree.
+ * the sender, as the original relay took it: real clients (the chain client's command type, the LP node) send
+ * both, with a name only their own chain client knew, so a name this relay does not know is then no refusal.
+ * A name it does know must name the same address.
  */
 function resolveSender(
   key: string,
@@ -235,13 +237,13 @@ function resolveSender(
   let fromName: string | undefined;
   if (walletName !== undefined) {
     const address = Object.hasOwn(wallets, walletName) ? wallets[walletName] : chainSender;
-    if (address === undefined) {
+    if (address !== undefined) fromName = toEvmAddress(address);
+    else if (sender === undefined) {
       throw new RelayError(
         'UNKNOWN_SENDER_WALLET',
         `${key}.sender_wallet_name is not a wallet this relay knows (relay.senderWallets)`,
       );
     }
-    fromName = toEvmAddress(address);
   }
   if (sender !== undefined && fromName !== undefined && sender !== fromName) {
     throw new RelayError(

@@ -68,7 +68,8 @@ const commandFields = {
     type: 'string',
     minLength: 1,
     maxLength: 200,
-    description: 'confirm_in / refund_in: name in relay.senderWallets, instead of sender',
+    description:
+      'confirm_in / refund_in: name in relay.senderWallets, instead of sender; beside sender, an unknown name is ignored and a known one must name the same address',
   },
 };
 const required = [

@@ -317,6 +317,24 @@ describe('relay routes: golden vectors and documented errors', () => {
       };
       expect((await inject('/behalf/refund_in', conflicting)).body.code).toBe(30201);
     });
+    it('takes an explicit sender when the body also names a wallet this relay does not know (as real clients send)', async () => {
+      // The chain client's command type and the LP node fill both; the name was their own chain client's.
+      const confirmIn = vectors.find((v) => v.name.startsWith('confirm_in ERC20, receiver+token as hex'))!;
+      const request = confirmIn.request as Record<string, any>;
+      const both = {
+        ...request,
+        command_transfer_in_confirm: {
+          ...request['command_transfer_in_confirm'],
+          sender_wallet_name: 'lp_wallet',
+        },
+      };
+      const answer = await inject('/behalf/confirm_in', both);
+      expect(answer.body).toMatchObject({ code: 200, message: 'Command received' });
+      const { rows } = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
+        answer.body.command_id,
+      ]);
+      expect(rows[0].command.call.sender).toBe(request['command_transfer_in_confirm'].sender);
+    });
     it('refuses a preimage that does not open the hashlock', async () => {
       const wrong = {
         ...base,
