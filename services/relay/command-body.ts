@@ -75,7 +75,13 @@ const bytes32 = z
   .string()
   .regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of 0x-prefixed hex')
   .transform((s) => s.toLowerCase());
-const identifier = z.string().max(200).optional();
+/**
+ * An optional member that may also be sent as JSON null, meaning absent: Java clients (Jackson, which Spring's
+ * RestTemplate uses) write unset fields as null unless told otherwise.
+ */
+const optional = <T extends z.ZodType>(schema: T) =>
+  schema.nullish().transform((value) => value ?? undefined);
+const identifier = optional(z.string().max(200));
 
 const commonFields = {
   user_receiver_address: evmAddress,
@@ -91,12 +97,12 @@ const commonFields = {
   uuid: identifier,
   transfer_id: identifier,
   bid: identifier,
-  append_information: z.string().max(4_096).optional(),
+  append_information: optional(z.string().max(4_096)),
 };
 
 const senderFields = {
-  sender: evmAddress.optional(),
-  sender_wallet_name: z.string().min(1).max(200).optional(),
+  sender: optional(evmAddress),
+  sender_wallet_name: optional(z.string().min(1).max(200)),
 };
 
 const confirmCommand = z.object({ ...commonFields, ...senderFields, preimage: bytes32 });

@@ -42,11 +42,13 @@ const amount = integerOrDecimal(
   'decimal integer below 2^256 (base units); a JSON integer only up to 2^53-1',
 );
 const seconds = integerOrDecimal(16, 'unix seconds / seconds, at most 2^53-1');
-const identifier = { type: 'string', maxLength: 200 };
+/** An optional member that may be sent as null, meaning absent (Java clients write unset fields so). */
+const orNull = <T extends { type: string }>(schema: T) => ({ ...schema, type: [schema.type, 'null'] });
+const identifier = orNull({ type: 'string', maxLength: 200 });
 const bytes32 = { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' };
 
 const commandFields = {
-  sender: address,
+  sender: orNull(address),
   user_receiver_address: address,
   token: { ...address, description: 'token address; "0" or the zero address = native coin' },
   token_amount: amount,
@@ -59,18 +61,18 @@ const commandFields = {
   uuid: identifier,
   transfer_id: identifier,
   bid: identifier,
-  append_information: {
+  append_information: orNull({
     type: 'string',
     maxLength: 4096,
     description: 'JSON text {"user_account_id": …}; stored, not interpreted',
-  },
-  sender_wallet_name: {
+  }),
+  sender_wallet_name: orNull({
     type: 'string',
     minLength: 1,
     maxLength: 200,
     description:
       'confirm_in / refund_in: name in relay.senderWallets, instead of sender; beside sender, an unknown name is ignored and a known one must name the same address',
-  },
+  }),
 };
 const required = [
   'user_receiver_address',

@@ -335,6 +335,45 @@ describe('relay routes: golden vectors and documented errors', () => {
       ]);
       expect(rows[0].command.call.sender).toBe(request['command_transfer_in_confirm'].sender);
     });
+    it('takes optional members sent as JSON null as absent (Java clients write unset fields so)', async () => {
+      const confirmIn = vectors.find((v) => v.name.startsWith('confirm_in ERC20, receiver+token as hex'))!;
+      const request = confirmIn.request as Record<string, any>;
+      const command = request['command_transfer_in_confirm'];
+      const nulls = {
+        ...request,
+        command_transfer_in_confirm: {
+          ...command,
+          uuid: null,
+          transfer_id: null,
+          bid: null,
+          append_information: null,
+          sender_wallet_name: null,
+        },
+      };
+      const answer = await inject('/behalf/confirm_in', nulls);
+      expect(answer.body).toMatchObject({ code: 200, message: 'Command received' });
+      const { rows } = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
+        answer.body.command_id,
+      ]);
+      expect(rows[0].command.call.sender).toBe(command.sender);
+      // A required member or the sender itself as null is still refused, naming it.
+      const noSender = {
+        ...nulls,
+        command_transfer_in_confirm: { ...nulls.command_transfer_in_confirm, sender: null },
+      };
+      expect((await inject('/behalf/confirm_in', noSender)).body).toEqual({
+        code: 30201,
+        message: 'command_transfer_in_confirm.sender (or sender_wallet_name) is required',
+      });
+      const noToken = {
+        ...nulls,
+        command_transfer_in_confirm: { ...nulls.command_transfer_in_confirm, token: null },
+      };
+      expect((await inject('/behalf/confirm_in', noToken)).body).toMatchObject({
+        code: 30201,
+        message: expect.stringContaining('command_transfer_in_confirm.token'),
+      });
+    });
     it('refuses a preimage that does not open the hashlock', async () => {
       const wrong = {
         ...base,
