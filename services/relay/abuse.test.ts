@@ -4,6 +4,7 @@ import type { RelayConfig } from '../../shared/config/index.js';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
 import { lockSwap } from '../../shared/devnet/swap-scenarios.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { startRpcProxy } from '../../test/support/rpc-proxy.js';
 import { waitFor } from '../../test/support/wait.js';
 import { relayMigrationSets } from './migrations.js';
 import { behalfBody, relayTestConfig, startTestRelay } from './test-harness.js';
@@ -110,6 +111,34 @@ describe('relay behalf routes under abuse', () => {
       body: { code: 30217, message: 'this client IP may not use this route' },
     });
     expect((await counts()).commands).toBe(String(Number(before.commands) + 1));
+  });
+
+  it("leaves the pure routes out of the budget: a relay server's quotes never spend it, get_system_fee reads the chain once a block", async () => {
+    const proxy = await startRpcProxy(chain.rpcUrl, '/v1');
+    // Blocks every 3 s: the fee is read once for the whole loop.
+    const r = await start({ rateLimit: { max: 5, windowMs: 60_000 }, rpc: proxy.url, blockTimeSeconds: 3 });
+    const reads: string[] = [];
+    const preimage = '0x' + '07'.repeat(32);
+    for (let i = 0; i < 20; i++) {
+      const hash = await r.post('/get_hashlock', { preimage }, { 'x-api-key': GENUINE });
+      expect(hash.status).toBe(200);
+      const fee = await r.post('/get_system_fee', {}, { 'x-api-key': GENUINE });
+      expect(fee.body).toMatchObject({ code: 200, fee: expect.any(Number) });
+      reads.push(String(fee.body.fee));
+    }
+    // The budget of 5 is untouched: 5 behalf posts are answered (400: junk), the 6th is 429.
+    const behalf = [];
+    for (let i = 0; i < 6; i++)
+      behalf.push(
+        (await r.post('/behalf/confirm_in', { transaction_type: 'LOCAL_PADDING' }, { 'x-api-key': GENUINE }))
+          .status,
+      );
+    expect(behalf).toEqual([400, 400, 400, 400, 400, 429]);
+    expect(new Set(reads).size).toBe(1);
+    expect(proxy.calls['eth_call']).toBe(1);
+    await r.close();
+    relay = undefined;
+    await proxy.close();
   });
 
   it('rate-limits a flood of junk per client; a genuine command in its window is accepted and confirmed', async () => {

@@ -16,6 +16,7 @@ import { relayMigrationSets } from './migrations.js';
 import { registerRelayRoutes } from './routes.js';
 import { COMMAND_STATUSES, CommandStore } from './store.js';
 import { createRelaySender } from './submitter.js';
+import { cachedFor } from '../../shared/runtime/single-flight.js';
 
 /**
  * The relay interface of one EVM chain deployment (`npm run start-relay`, section `[relay]`): hashlock,
@@ -81,13 +82,15 @@ export async function startRelay(
     log,
   });
   const submitter = sender;
-  const readFee = (): Promise<bigint> =>
+  // get_system_fee is asked for every quote and is not rate-limited: one RPC read per block time at most.
+  const readFee = cachedFor(pollIntervalMs, () =>
     rpc.read(
       (p) =>
         new Contract(config.contractAddr, swapInterface, p)
           .getFunction('basisPointsRate')
           .staticCall() as Promise<bigint>,
-    );
+    ),
+  );
 
   const subscription = await subscribeCommands({
     bus: context.bus,

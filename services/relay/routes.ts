@@ -91,10 +91,12 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     },
   }));
 
-  // Per client (valid API key, else IP), on every relay route: a flood from one client is answered 429
-  // before its body is parsed, and never uses another client's budget.
+  // Per client (valid API key, else IP), on the relay routes that cost something (gas, the database, the RPC):
+  // a flood from one client is answered 429 before its body is parsed, and never uses another client's budget.
+  // The pure computations (get_hashlock, the two get_signer routes) and get_system_fee (cached for a block)
+  // cost about what a 429 does; a relay server asks them for every swap, from one address.
   await app.register(rateLimit, {
-    // One budget per client across every relay route (a per-route budget would multiply it).
+    // One budget per client across those routes (a per-route budget would multiply it).
     global: true,
     max: options.rateLimit.max,
     timeWindow: options.rateLimit.windowMs,
@@ -104,6 +106,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   });
   const restricted = async (request: FastifyRequest) => guard.check(request.ip, request.headers['x-api-key']);
   const post = { bodyLimit: RELAY_BODY_LIMIT };
+  const pure = { ...post, config: { rateLimit: false } };
   const guarded = { ...post, onRequest: restricted };
   const readGuard = options.access.restrictReads ? { onRequest: restricted } : {};
   // /metrics belongs to the shared HTTP server: restricted here by URL when reads are.
@@ -113,7 +116,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     });
   }
 
-  app.post(`${prefix}/get_hashlock`, post, async (request) => {
+  app.post(`${prefix}/get_hashlock`, pure, async (request) => {
     const preimage = objectBody(request.body)['preimage'];
     if (preimage === undefined) throw new RelayError('INVALID_BODY', 'preimage is required');
     try {
@@ -124,7 +127,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     }
   });
 
-  app.post(`${prefix}/get_system_fee`, post, async () => {
+  app.post(`${prefix}/get_system_fee`, pure, async () => {
     let fee: bigint;
     try {
       fee = await options.readFee();
@@ -151,8 +154,8 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
       throw error;
     }
   };
-  app.post(`${prefix}/get_signer_from_eip712`, post, signer('swap'));
-  app.post(`${prefix}/single_swap/get_signer_from_eip712`, post, signer('single-chain'));
+  app.post(`${prefix}/get_signer_from_eip712`, pure, signer('swap'));
+  app.post(`${prefix}/single_swap/get_signer_from_eip712`, pure, signer('single-chain'));
 
   const notPending = (transferId: string, status: number) =>
     new RelayError(

@@ -282,7 +282,7 @@ export const relaySection = z.strictObject({
   allowIps,
   /** Also require the key and the allow-list on /status, /metrics and the command lookups. */
   restrictReads: z.boolean().default(false),
-  /** Requests per client (API key, else IP) and window on the relay routes. */
+  /** Requests per client (API key, else IP) and window on the relay routes that cost something (not the pure ones). */
   rateLimit: z
     .strictObject({
       max: z.number().int().min(1).default(120),
