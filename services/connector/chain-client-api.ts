@@ -1,12 +1,7 @@
-import { z } from 'zod';
 import type { ChainClientConfig } from '../../shared/config/index.js';
 import { CALLBACK_KEYS } from '../../shared/otmoic/abi.js';
+import { postSupport, registerCallbacks } from '../../shared/otmoic/support-register.js';
 import type { Stream } from './heights.js';
-
-const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
-
-/** 30209 with this message is the original's harmless "already registered". */
-const ALREADY_REGISTERED = /already registered/i;
 
 /** The support routes of a chain client for a stream: reputation paths are the swap paths + "_reputation". */
 export function supportPaths(client: ChainClientConfig, stream: Stream) {
@@ -17,31 +12,13 @@ export function supportPaths(client: ChainClientConfig, stream: Stream) {
   };
 }
 
-async function post(url: string, body: unknown): Promise<z.infer<typeof reply>> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const parsed = reply.safeParse(await response.json().catch(() => undefined));
-  if (!parsed.success) throw new Error(`${url}: HTTP ${response.status} without a {code} body`);
-  return parsed.data;
-}
-
 /** Registers `callbackUrl` for merged update_height bodies. "Already registered" counts as success. */
-export async function register(
+export function register(
   client: ChainClientConfig,
   stream: Stream,
   callbackUrl: string,
 ): Promise<'registered' | 'already registered'> {
-  const result = await post(supportPaths(client, stream).register, {
-    callback: { on_height_update: callbackUrl },
-    merge: true,
-  });
-  if (result.code === 200) return 'registered';
-  if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
-  throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
+  return registerCallbacks(supportPaths(client, stream).register, { on_height_update: callbackUrl }, true);
 }
 
 /**
@@ -64,7 +41,7 @@ export async function requestHistory(
   end: number,
 ): Promise<void> {
   const merge = client.historyMerge;
-  const result = await post(supportPaths(client, stream).history, {
+  const result = await postSupport(supportPaths(client, stream).history, {
     start,
     end,
     callback: historyCallback(merge, stream, callbackUrl),

@@ -35,6 +35,8 @@ describe('[relay] configuration', () => {
       rateLimit: { max: 120, windowMs: 60_000 },
       acceptChecks: true,
       errorsAsHttp200: false,
+      chainClientRegisterUrl: 'http://127.0.0.1:9900/support/register',
+      reregisterSeconds: 60,
     });
   });
 

@@ -113,6 +113,12 @@ export const RELAY_ERRORS = {
     meaning:
       "the command's transactions were mined and failed relay.maxPaidFailures times (gas paid each time): it is not sent again",
   },
+  CHAIN_CLIENT_UNAVAILABLE: {
+    code: 30225,
+    status: 502,
+    meaning:
+      'register_relay: the chain client (relay.chainClientRegisterUrl) did not take the callback URLs; they are stored and handed to it again every relay.reregisterSeconds, retry',
+  },
 } as const;
 
 export type RelayErrorName = keyof typeof RELAY_ERRORS;

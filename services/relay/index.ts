@@ -17,6 +17,7 @@ import { registerRelayRoutes } from './routes.js';
 import { COMMAND_STATUSES, CommandStore } from './store.js';
 import { createRelaySender } from './submitter.js';
 import { cachedFor } from '../../shared/runtime/single-flight.js';
+import { RegistrationForwarder } from './registration-forwarder.js';
 
 /**
  * The relay interface of one EVM chain deployment (`npm run start-relay`, section `[relay]`): hashlock,
@@ -92,6 +93,16 @@ export async function startRelay(
     ),
   );
 
+  const forwarder =
+    config.chainClientRegisterUrl === undefined
+      ? undefined
+      : new RegistrationForwarder({
+          registerUrl: config.chainClientRegisterUrl,
+          stored: () => store.registration(config.systemChainId),
+          intervalMs: config.reregisterSeconds * 1000,
+          log,
+          onOutcome: (outcome) => metrics.registrations.inc({ outcome }),
+        });
   const subscription = await subscribeCommands({
     bus: context.bus,
     pool: context.db,
@@ -121,6 +132,9 @@ export async function startRelay(
         errorsAsHttp200: config.errorsAsHttp200,
         scrub,
         onReopened: () => submitter.wake(),
+        forwardRegistration: forwarder && ((callbacks) => forwarder.forward(callbacks)),
+        onStoredOnly: () => metrics.registrations.inc({ outcome: 'stored_only' }),
+        reregisterSeconds: config.reregisterSeconds,
         systemChainId: config.systemChainId,
         chainId: config.chainId,
         commandContext: {
@@ -143,6 +157,7 @@ export async function startRelay(
     { ownErrorVocabulary: true },
   );
   submitter.start();
+  forwarder?.start();
   log.info(
     { wallet: wallet.address, contract: config.contractAddr, chainId: config.chainId },
     'relay started',
@@ -158,6 +173,7 @@ export async function startRelay(
     submitter,
     store,
     async stop() {
+      forwarder?.stop();
       await http.stop();
       await subscription.stop();
       await submitter.stop();

@@ -7,6 +7,11 @@ export interface RelayMetrics {
   commands: Counter<'action' | 'outcome'>;
   /** Commands whose window closed before they could be made (a subset of the failures). */
   windowsMissed: Counter<'action'>;
+  /**
+   * register_relay callback URLs handed to the chain client, by outcome: registered, already_registered, failed
+   * (at register_relay and at every re-registration), stored_only (no relay.chainClientRegisterUrl).
+   */
+  registrations: Counter<'outcome'>;
 }
 
 export type RelaySignals = SenderSignals;
@@ -27,6 +32,12 @@ export function relayMetrics(registry: Registry, signals?: RelaySignals): RelayM
         name: 'relay_windows_missed_total',
         help: 'Commands whose contract window closed before their transaction was mined',
         labelNames: ['action'],
+        registers: [registry],
+      }),
+      registrations: new Counter({
+        name: 'relay_registrations_total',
+        help: 'register_relay callback URLs handed to the chain client, by outcome (registered, already_registered, failed, stored_only)',
+        labelNames: ['outcome'],
         registers: [registry],
       }),
     };

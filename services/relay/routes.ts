@@ -42,6 +42,15 @@ export interface RelayRoutesOptions {
   onCommand?: (action: RelayAction, outcome: 'accepted' | 'repeated' | 'reopened' | 'exhausted') => void;
   /** A failed command was re-opened: the sender should look now. */
   onReopened?: () => void;
+  /**
+   * Hands register_relay's URLs to the chain client (throws when it did not take them); undefined: the URLs
+   * are only stored (no relay.chainClientRegisterUrl).
+   */
+  forwardRegistration?: (callbacks: Record<string, string>) => Promise<void>;
+  /** register_relay stored URLs that nothing will deliver to (no forwardRegistration). */
+  onStoredOnly?: () => void;
+  /** relay.reregisterSeconds, for the refusal's message. */
+  reregisterSeconds?: number;
   /** Chain reads at accept time; undefined = no chain checks (conformance tests without a chain). */
   chain?: ChainView;
   windowMarginSeconds: number;
@@ -285,6 +294,24 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     } catch (error) {
       log.error({ err: (error as Error).message.slice(0, 300) }, 'storing a relay registration failed');
       throw new RelayError('STORE_UNAVAILABLE', 'the registration could not be stored; send it again');
+    }
+    if (options.forwardRegistration === undefined) {
+      options.onStoredOnly?.();
+      log.warn(
+        { callbacks: Object.keys(parsedUrls) },
+        'relay server registered, but relay.chainClientRegisterUrl is not set: nothing delivers events to its URLs',
+      );
+      return { code: 200, message: 'register succeed' };
+    }
+    try {
+      await options.forwardRegistration(parsedUrls);
+    } catch (error) {
+      const reason = scrub((error as Error).message).slice(0, 300);
+      log.warn({ err: reason }, 'register_relay: the chain client did not take the callback URLs');
+      throw new RelayError(
+        'CHAIN_CLIENT_UNAVAILABLE',
+        `the chain client did not take the callback URLs (${reason}); they are stored and handed to it again every ${options.reregisterSeconds ?? 60} s; retry`,
+      );
     }
     log.info({ callbacks: Object.keys(parsedUrls) }, 'relay server registered');
     return { code: 200, message: 'register succeed' };

@@ -37,6 +37,7 @@ export function relayTestConfig(overrides: Partial<RelayConfig> = {}): RelayConf
     restrictReads: false,
     rateLimit: { max: 100_000, windowMs: 60_000 },
     errorsAsHttp200: false,
+    reregisterSeconds: 60,
     // The golden vectors are commands for transfers no devnet holds: tests that send for real turn it on.
     acceptChecks: false,
     ...overrides,

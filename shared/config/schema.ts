@@ -296,6 +296,14 @@ export const relaySection = z.strictObject({
   acceptChecks: z.boolean().default(true),
   /** Compatibility: refusals answer HTTP 200 with `{code, message}` (for clients that throw on non-2xx). */
   errorsAsHttp200: z.boolean().default(false),
+  /**
+   * The chain client's `POST /support/register` URL: register_relay hands the relay server's callback URLs to
+   * it, so the chain client delivers the swap events there (the original chain client did both). Unset: the
+   * URLs are only stored, and nothing delivers to them (a warning says so).
+   */
+  chainClientRegisterUrl: httpUrl.optional(),
+  /** How often the stored registration is handed to the chain client again (it may forget it on restart). */
+  reregisterSeconds: z.number().int().min(1).max(86_400).default(60),
 });
 
 /**

@@ -1,0 +1,74 @@
+/**
+ * register_relay's delivery. The original chain client served the relay routes and pushed each swap event
+ * to the relay server's `relay_server_url` itself; here the relay and the chain client are two services, so
+ * the relay hands the URLs to the chain client's `POST /support/register` (`relay.chainClientRegisterUrl`),
+ * whose per-event callback keys are the same (on_transfer_out, …), not merged: one event per post, as the
+ * original pushed them.
+ *
+ * The chain client may keep registrations in memory (the original does: spec/otmoic.md §4), so the stored
+ * registration is handed over again every `relay.reregisterSeconds`, and at start: a chain client that
+ * restarted delivers again without the relay server noticing. "Already registered" is success.
+ */
+import type { Logger } from '../../shared/logging/logger.js';
+import { registerCallbacks } from '../../shared/otmoic/support-register.js';
+
+export type ForwardOutcome = 'registered' | 'already_registered' | 'failed';
+
+export interface RegistrationForwarderOptions {
+  /** The chain client's `/support/register` URL. */
+  registerUrl: string;
+  /** The stored registration of this deployment (the latest register_relay), if any. */
+  stored: () => Promise<Record<string, string> | undefined>;
+  intervalMs: number;
+  log: Logger;
+  onOutcome?: (outcome: ForwardOutcome) => void;
+}
+
+export class RegistrationForwarder {
+  private timer: NodeJS.Timeout | undefined;
+  private failing = false;
+
+  constructor(private readonly options: RegistrationForwarderOptions) {}
+
+  /** Hands `callbacks` to the chain client; throws when it cannot be reached or refuses them. */
+  async forward(callbacks: Readonly<Record<string, string>>): Promise<void> {
+    try {
+      const outcome = await registerCallbacks(this.options.registerUrl, callbacks, false);
+      this.options.onOutcome?.(outcome === 'registered' ? 'registered' : 'already_registered');
+      if (this.failing || outcome === 'registered')
+        this.options.log.info(
+          { callbacks: Object.keys(callbacks), outcome },
+          'relay server callbacks registered with the chain client',
+        );
+      this.failing = false;
+    } catch (error) {
+      this.options.onOutcome?.('failed');
+      throw error;
+    }
+  }
+
+  /** Hands over the stored registration now and every intervalMs. */
+  start(): void {
+    const tick = async () => {
+      try {
+        const callbacks = await this.options.stored();
+        if (callbacks !== undefined) await this.forward(callbacks);
+      } catch (error) {
+        // Once per failing streak: the chain client may be down for a while.
+        if (!this.failing)
+          this.options.log.warn(
+            { err: (error as Error).message.slice(0, 300) },
+            'handing the relay server callbacks to the chain client failed; retried every interval',
+          );
+        this.failing = true;
+      }
+      if (this.timer !== undefined) this.timer = setTimeout(tick, this.options.intervalMs).unref();
+    };
+    this.timer = setTimeout(tick, 0).unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,156 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
+import { lockSwap } from '../../shared/devnet/swap-scenarios.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { startCallbackRecorder } from '../../test/support/callback-recorder.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { waitFor } from '../../test/support/wait.js';
+import { startChainClient } from '../chain-client/index.js';
+import { chainClientMigrations } from '../chain-client/migrations.js';
+import { relayMigrationSets } from './migrations.js';
+import { relayTestConfig, startTestRelay } from './test-harness.js';
+
+type Relay = Awaited<ReturnType<typeof startTestRelay>>;
+
+/**
+ * register_relay as the relay server uses it: the original chain client pushed each swap event to the
+ * registered relay_server_url itself. Here the relay hands the URLs to the chain client's /support/register,
+ * again every reregisterSeconds (a chain client may forget registrations when it restarts).
+ */
+describe('register_relay: the relay server gets the swap events', () => {
+  let db: TestDatabase;
+  let devnet: Devnet;
+  let chain: DevnetChain;
+  let relay: Relay | undefined;
+  const stops: Array<() => Promise<void>> = [];
+
+  const relayServerUrls = (recorder: Awaited<ReturnType<typeof startCallbackRecorder>>) => ({
+    on_transfer_out: recorder.url('/relay/chain_client/on_transfer_out'),
+    on_transfer_in: recorder.url('/relay/chain_client/on_transfer_in'),
+    on_confirm_out: recorder.url('/relay/chain_client/on_confirm_out'),
+    on_confirm_in: recorder.url('/relay/chain_client/on_confirm_in'),
+    on_refunded_out: recorder.url('/relay/chain_client/on_refunded_out'),
+    on_refunded_in: recorder.url('/relay/chain_client/on_refunded_in'),
+  });
+
+  /** A chain client's /support/register that answers as told and records what it was given. */
+  const fakeChainClient = async (answer: () => { status: number; body: string }) => {
+    const received: unknown[] = [];
+    const server = http.createServer((request, response) => {
+      let data = '';
+      request.on('data', (chunk) => (data += chunk));
+      request.on('end', () => {
+        received.push({ path: request.url, body: JSON.parse(data) });
+        const { status, body } = answer();
+        response.writeHead(status, { 'content-type': 'application/json' }).end(body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/support/register`, received };
+  };
+
+  beforeAll(async () => {
+    [db, devnet] = await Promise.all([
+      createTestDatabase([...relayMigrationSets, chainClientMigrations]),
+      startDevnet({ chains: [{ chainId: 97 }] }),
+    ]);
+    chain = devnet.chain(97);
+  });
+  afterEach(async () => {
+    await relay?.close();
+    relay = undefined;
+    for (const stop of stops.splice(0)) await stop();
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+    await db?.drop();
+  });
+
+  it('our chain client delivers a lock to the relay server that registered at the relay', async () => {
+    const client = await startChainClient(
+      { db: db.pool, log: createLogger({ level: 'silent' }), metrics: new Registry() },
+      {
+        port: 0,
+        rpc: chain.rpcUrl,
+        systemChainId: '9006',
+        contractAddr: chain.contracts.otmoic,
+        confirmations: 0,
+        startBlock: await chain.provider.getBlockNumber(),
+        pollIntervalMs: 100,
+        deliveryAttempts: 10,
+      },
+    );
+    stops.push(() => client.stop());
+    const recorder = await startCallbackRecorder();
+    stops.push(() => recorder.close());
+    relay = await startTestRelay(
+      db,
+      relayTestConfig({ chainClientRegisterUrl: `http://127.0.0.1:${client.port}/support/register` }),
+    );
+
+    const registered = await relay.post('/register_relay', { relay_server_url: relayServerUrls(recorder) });
+    expect(registered).toEqual({ status: 200, body: { code: 200, message: 'register succeed' } });
+    const locked = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
+    await chain.mine(2);
+    await waitFor(
+      async () =>
+        recorder.at('/relay/chain_client/on_transfer_out').length > 0 &&
+        recorder.at('/relay/chain_client/on_transfer_in').length > 0,
+      'the lock delivered to the relay server',
+    );
+    const [out] = recorder.at('/relay/chain_client/on_transfer_out');
+    expect(out.type).toBe('TransferOut');
+    expect(out.event_parse.transfer_id).toBe(locked.out.transferId.toLowerCase());
+    expect(recorder.at('/relay/chain_client/on_transfer_in')[0].event_parse.transfer_id).toBe(
+      locked.in.transferId.toLowerCase(),
+    );
+    // Registering again (the relay server does so periodically) is success, and delivers nothing twice.
+    expect(
+      (await relay.post('/register_relay', { relay_server_url: relayServerUrls(recorder) })).status,
+    ).toBe(200);
+  });
+
+  it('answers 502 / 30225 when the chain client does not take the URLs, stores them and hands them over later', async () => {
+    let up = false;
+    const fake = await fakeChainClient(() =>
+      up
+        ? { status: 200, body: '{"code":30209,"message":"callbackUrl is already registered"}' }
+        : { status: 503, body: 'down' },
+    );
+    const recorder = await startCallbackRecorder();
+    stops.push(() => recorder.close());
+    relay = await startTestRelay(
+      db,
+      relayTestConfig({ chainClientRegisterUrl: fake.url, reregisterSeconds: 1 }),
+    );
+    const urls = relayServerUrls(recorder);
+    const refused = await relay.post('/register_relay', { relay_server_url: urls });
+    expect(refused.status).toBe(502);
+    expect(refused.body).toEqual({
+      code: 30225,
+      message: expect.stringMatching(
+        /^the chain client did not take the callback URLs \(.*\); they are stored and handed to it again every 1 s; retry$/,
+      ),
+    });
+    // The chain client comes back: the stored URLs are handed over without the relay server asking again.
+    up = true;
+    const before = fake.received.length;
+    await waitFor(async () => fake.received.length >= before + 2, 'two re-registrations', 5_000);
+    expect(fake.received.at(-1)).toEqual({
+      path: '/support/register',
+      body: { callback: urls, merge: false },
+    });
+    // "Already registered" is the original's harmless repeat: success.
+    expect((await relay.post('/register_relay', { relay_server_url: urls })).body).toEqual({
+      code: 200,
+      message: 'register succeed',
+    });
+    const metrics = await relay.metrics.metrics();
+    expect(metrics).toMatch(/relay_registrations_total\{outcome="failed"\} [1-9]/);
+    expect(metrics).toMatch(/relay_registrations_total\{outcome="already_registered"\} [1-9]/);
+  });
+});

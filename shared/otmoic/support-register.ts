@@ -1,0 +1,34 @@
+/**
+ * The chain client's `POST /support/register` (spec/otmoic.md §4), as the Connector and the relay call it:
+ * `{callback: {on_…: url}, merge}` → `{code: 200}`; a repeat answers 30209 "callbackUrl is already registered",
+ * which the original meant as harmless and counts as success here.
+ */
+import { z } from 'zod';
+
+const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
+const ALREADY_REGISTERED = /already registered/i;
+
+/** POSTs JSON to a support route and parses its `{code, message}` answer (10 s at most). */
+export async function postSupport(url: string, body: unknown): Promise<z.infer<typeof reply>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const parsed = reply.safeParse(await response.json().catch(() => undefined));
+  if (!parsed.success) throw new Error(`${url}: HTTP ${response.status} without a {code} body`);
+  return parsed.data;
+}
+
+/** Registers `callback`; throws with the chain client's code and message when it refuses. */
+export async function registerCallbacks(
+  url: string,
+  callback: Readonly<Record<string, string>>,
+  merge: boolean,
+): Promise<'registered' | 'already registered'> {
+  const result = await postSupport(url, { callback, merge });
+  if (result.code === 200) return 'registered';
+  if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
+  throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
+}
