@@ -93,6 +93,19 @@ describe('relay routes: golden vectors and documented errors', () => {
         body: { code: 200, fee: Number(expected) },
       });
     });
+    it('takes an empty JSON body as {} (the original did); any other body that is not JSON is refused', async () => {
+      const post = (payload: string) =>
+        relay(97).app.inject({
+          method: 'POST',
+          url: '/evm-client-9006/relay/get_system_fee',
+          headers: { 'content-type': 'application/json' },
+          payload,
+        });
+      const empty = await post('');
+      expect([empty.statusCode, empty.json().code]).toEqual([200, 200]);
+      const bad = await post('{');
+      expect([bad.statusCode, bad.json().code]).toEqual([400, 30201]);
+    });
     it('answers 30206 with HTTP 502 when the contract cannot be read', async () => {
       const response = await unreachable.app.inject({
         method: 'POST',

@@ -28,6 +28,7 @@ import { paidFailures } from '../../shared/sender/index.js';
 import { callWindow, describeWindow } from './windows.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
+import { parseJsonBodiesFast } from '../../shared/runtime/json-body.js';
 
 /** Relay bodies are small; a larger one is refused before parsing. */
 export const RELAY_BODY_LIMIT = 64 * 1024;
@@ -74,6 +75,8 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   const prefix = relayPrefix(options.systemChainId);
   const { store, log, scrub } = options;
   const statusOf = (status: number) => (options.errorsAsHttp200 ? 200 : status);
+  // An empty JSON body is `{}`, as the original's body parser took it (get_system_fee takes no members).
+  parseJsonBodiesFast(app, { emptyAs: () => ({}) });
   const guard = accessGuard({
     ...options.access,
     refuse: (kind, message) => new RelayError(kind, message),

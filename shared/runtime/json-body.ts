@@ -8,12 +8,20 @@ import type { FastifyInstance } from 'fastify';
  * through a `\u` escape; any body that does, and any that JSON.parse refuses, goes to the default parser,
  * so its answers and errors stay fastify's.
  */
-export function parseJsonBodiesFast(app: FastifyInstance): void {
+export function parseJsonBodiesFast(
+  app: FastifyInstance,
+  /**
+   * `emptyAs`: what an empty application/json body stands for (the relay: `{}`, as the original's koa body
+   * parser took it); unset, an empty body is refused as fastify refuses it.
+   */
+  options: { emptyAs?: () => unknown } = {},
+): void {
   const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
   const strict = app.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
+    if (text === '' && options.emptyAs !== undefined) return done(null, options.emptyAs());
     if (text.includes('\\u') || text.includes('__proto__') || text.includes('constructor')) {
       return strict(request, text, done);
     }
