@@ -86,6 +86,36 @@ describe('classifier: a crafted complaint filed before the TransferOut', () => {
     expect(decided).toMatchObject({ status: 'decided', verdict: { outcome: 'invalid_complaint', case: 0 } });
   });
 
+  it("a complaint about a swap to a chain not watched, with that chain's 32-byte address, is unknown, not case 0", () => {
+    const timeline = buildTimeline(spec);
+    const solana = {
+      ...complaintOfAgreement(timeline.agreement),
+      dstChainId: '501',
+      dstAddress: BigInt('0x' + 'c3'.repeat(32)).toString(),
+    };
+    const event = { ...craftedComplaint(timeline, 'ef'), complaint: solana } as ChainEvent;
+    const past = FILED_AT + INVALID_COMPLAINT_HOLD_SECONDS + 1;
+    const decided = judge(
+      factsOf(timeline.bidId, [event]),
+      envAt({ [SRC.chainId]: past, [DST.chainId]: past }),
+    );
+    expect(decided).toMatchObject({
+      status: 'decided',
+      verdict: { outcome: 'unknown', case: null, rule: expect.stringContaining('chain 501 is not watched') },
+    });
+    // The same complaint with a 32-byte source address (a watched chain's side) is still unreadable: case 0.
+    const badSource = {
+      ...solana,
+      dstChainId: timeline.agreement.dstChainId.toString(),
+      srcAddress: solana.dstAddress,
+    };
+    const invalid = judge(
+      factsOf(timeline.bidId, [{ ...event, complaint: badSource } as ChainEvent]),
+      envAt({ [SRC.chainId]: past, [DST.chainId]: past }),
+    );
+    expect(invalid).toMatchObject({ status: 'decided', verdict: { outcome: 'invalid_complaint', case: 0 } });
+  });
+
   it.each([true, false])(
     'the swap gets its chain verdict (case 3 on the LP); complaint first: %s',
     async (first) => {

@@ -172,6 +172,18 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
     agreement = remembered(agreementOfComplaint, event.complaint);
   } catch (err) {
     if (!(err instanceof AgreementFieldError)) throw err;
+    // A destination chain this deployment does not watch may be a non-EVM one (Solana's 32-byte addresses):
+    // its address or token is no EVM address, which says nothing against the complaint. Unknown, not case 0.
+    const dst = event.complaint['dstChainId'];
+    if (
+      (err.field === 'dstAddress' || err.field === 'dstToken') &&
+      typeof dst === 'string' &&
+      /^\d{1,20}$/.test(dst) &&
+      env.evmChainId(BigInt(dst).toString()) === undefined
+    )
+      return reading({
+        unjudgeable: `the complaint's chain ${BigInt(dst)} is not watched by this deployment`,
+      });
     return reading({ invalidReason: `case 0: the complaint's ${err.message}` });
   }
   const src = agreement.srcChainId.toString();
@@ -282,8 +294,8 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
         dstChainId: a?.dstChainId.toString() ?? null,
         user: a ? lower(a.requestor) : null,
         lpId: a?.lpId ?? null,
-        outcome: a === null ? 'invalid_complaint' : 'unknown',
-        case: a === null ? 0 : null,
+        outcome: c.unjudgeable === null ? 'invalid_complaint' : 'unknown',
+        case: c.unjudgeable === null ? 0 : null,
         party: null,
         subject: null,
         rule: (c.invalidReason ?? c.unjudgeable)!,
