@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Contract, ContractFactory } from 'ethers';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +12,9 @@ import { OTMOIC_SWAP_ABI } from '../../shared/otmoic/abi.js';
 import type { ChainClientInstanceConfig } from '../../shared/config/index.js';
 import { startCallbackRecorder } from '../../test/support/callback-recorder.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { startRpcProxy } from '../../test/support/rpc-proxy.js';
 import { waitFor } from '../../test/support/wait.js';
+import { Deliverer } from './deliverer.js';
 import { startChainClient } from './index.js';
 import { chainClientMigrations } from './migrations.js';
 
@@ -38,6 +42,7 @@ describe('our EVM chain client on the devnet', () => {
     startBlock: 0,
     pollIntervalMs: 100,
     deliveryAttempts: 10,
+    keepSettledDays: 7,
   });
   const start = async (chain: DevnetChain, system: string) =>
     clients.set(system, await startChainClient({ db: db.pool, log, metrics }, configFor(chain, system)));
@@ -159,6 +164,8 @@ describe('our EVM chain client on the devnet', () => {
         expect(Number(body.block.timestamp)).toBe(step.timestamp);
         expect(body.tx.from.toLowerCase()).toBe(step.from.toLowerCase());
         expect(JSON.parse(body.event_raw)).toEqual(body.event);
+        // As the original's watcher: the receipt as JSON text.
+        expect(JSON.parse(body.transfer_info)).toEqual(body.tx);
         expect(body.eventParse).toEqual(body.event_parse);
         const side = step.chainId === 97 ? swap.out : swap.in;
         expect(body.event_parse.transfer_id).toBe(side.transferId.toLowerCase());
@@ -316,6 +323,137 @@ describe('our EVM chain client on the devnet', () => {
     } finally {
       await flaky.close();
     }
+  });
+
+  it('a receiver that hangs holds up its own lane only; a dead one is retried 1 s, 2 s, … apart', async () => {
+    // Accepts connections, never answers: each post to it waits for the 10 s timeout.
+    const hanging = http.createServer(() => undefined);
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hang`;
+    const deadUrl = 'http://127.0.0.1:9/dead';
+    try {
+      for (const url of [hangingUrl, deadUrl])
+        expect(
+          (
+            await support(DST_SYSTEM, '/support/register', {
+              callback: { on_height_update: url },
+              merge: true,
+            })
+          ).body.code,
+        ).toBe(200);
+      // Two chunks later, each of the hanging lane's posts takes 10 s: the healthy lanes keep their pace.
+      for (let i = 0; i < 2; i++) {
+        const head = await dst.provider.getBlockNumber();
+        await dst.mine(5 - (head % 5) + 5);
+        const target = Math.floor((await dst.provider.getBlockNumber()) / 5) * 5;
+        await waitFor(
+          () => maxHeight(DST_SYSTEM) >= target,
+          `height ${target} while a receiver hangs`,
+          3_000,
+        );
+      }
+      // The dead receiver's first post: attempts 1 s apart, then 2 s (the original's schedule), so about two
+      // attempts in the first two seconds (200 ms, doubling, made four).
+      const attemptsOfDead = async () =>
+        Number(
+          (
+            await db.pool.query<{ n: number }>(
+              `SELECT max(attempts) AS n FROM chain_client_deliveries WHERE url = $1`,
+              [deadUrl],
+            )
+          ).rows[0]!.n ?? 0,
+        );
+      await waitFor(async () => (await attemptsOfDead()) >= 1, 'a first attempt at the dead receiver', 5_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_800));
+      expect(await attemptsOfDead()).toBe(2);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise<void>((resolve) => hanging.close(() => resolve()));
+      await db.pool.query(
+        `DELETE FROM chain_client_registrations WHERE callback->>'on_height_update' = ANY($1)`,
+        [[hangingUrl, deadUrl]],
+      );
+      await db.pool.query(`DELETE FROM chain_client_deliveries WHERE url = ANY($1)`, [[hangingUrl, deadUrl]]);
+    }
+  });
+
+  it('a node that has no receipt yet for a log it gave is asked again: no body goes out with tx null', async () => {
+    const proxy = await startRpcProxy(src.rpcUrl, '/rpc');
+    let nulls = 3;
+    proxy.rewrite = (method) => (method === 'eth_getTransactionReceipt' && nulls-- > 0 ? null : undefined);
+    const system = '777';
+    const client = await startChainClient(
+      { db: db.pool, log, metrics },
+      { ...configFor(src, system), rpc: proxy.url, startBlock: await src.provider.getBlockNumber() },
+    );
+    try {
+      const callback = {
+        on_transfer_out: recorder.url(`/${system}/out`),
+        on_confirm_out: recorder.url(`/${system}/confirm_out`),
+      };
+      expect(
+        await (
+          await fetch(`http://127.0.0.1:${client.port}/support/register`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ callback }),
+          })
+        ).json(),
+      ).toEqual({ code: 200, message: 'register succeed' });
+      const swap = await runSwap('honest', { src, dst, srcSystemChainId: 9006, dstSystemChainId: 614 });
+      await src.mine(10);
+      await waitFor(() => recorder.at(`/${system}/confirm_out`).length > 0, 'the swap delivered', 20_000);
+      const bodies = [...recorder.at(`/${system}/out`), ...recorder.at(`/${system}/confirm_out`)];
+      expect(nulls).toBeLessThan(0);
+      expect(bodies.map((b) => b.event.transactionHash)).toEqual(
+        swap.steps.filter((s) => s.chainId === 97).map((s) => s.txHash),
+      );
+      for (const body of bodies) expect(body.tx?.transactionHash).toBe(body.event.transactionHash);
+    } finally {
+      await client.stop();
+      await proxy.close();
+    }
+  });
+
+  it('removes delivered and given-up posts after keepSettledDays, never a pending one', async () => {
+    const instance = 'prune-test';
+    await db.pool.query(
+      `INSERT INTO chain_client_deliveries (instance, lane, url, body, status, settled_at, next_attempt_at)
+       VALUES ($1, 'old', 'http://127.0.0.1:9/x', '{}', 'delivered', now() - interval '8 days', now()),
+              ($1, 'old', 'http://127.0.0.1:9/x', '{}', 'failed', now() - interval '8 days', now()),
+              ($1, 'recent', 'http://127.0.0.1:9/x', '{}', 'delivered', now() - interval '6 days', now()),
+              ($1, 'waiting', 'http://127.0.0.1:9/x', '{}', 'pending', NULL, now() + interval '1 day')`,
+      [instance],
+    );
+    const deliverer = new Deliverer({ pool: db.pool, instance, maxAttempts: 11, keepSettledDays: 7, log });
+    deliverer.start();
+    const remaining = async () =>
+      (
+        await db.pool.query<{ lane: string }>(
+          'SELECT lane FROM chain_client_deliveries WHERE instance = $1 ORDER BY lane',
+          [instance],
+        )
+      ).rows.map((r) => r.lane);
+    try {
+      await waitFor(async () => (await remaining()).length === 2, 'the old posts removed', 5_000);
+      expect(await remaining()).toEqual(['recent', 'waiting']);
+    } finally {
+      await deliverer.stop();
+      await db.pool.query('DELETE FROM chain_client_deliveries WHERE instance = $1', [instance]);
+    }
+  });
+
+  it('the same URLs with another merge are another registration, as in the original', async () => {
+    const callback = { on_height_update: recorder.url('/merge-twice') };
+    for (const merge of [false, true])
+      expect((await support(SRC_SYSTEM, '/support/register', { callback, merge })).body).toEqual({
+        code: 200,
+        message: 'register succeed',
+      });
+    expect((await support(SRC_SYSTEM, '/support/register', { callback, merge: true })).body.code).toBe(30209);
+    await db.pool.query(`DELETE FROM chain_client_registrations WHERE callback->>'on_height_update' = $1`, [
+      callback.on_height_update,
+    ]);
   });
 
   it('answers a repeated registration and bad bodies as the original does', async () => {

@@ -47,12 +47,23 @@ export class ChainReader {
       );
   }
 
-  block(n: number): Promise<RawBlock> {
-    return this.provider.send('eth_getBlockByNumber', [toQuantity(n), false]) as Promise<RawBlock>;
+  /**
+   * A node behind a load balancer may not know yet a block or receipt another node gave a log of: null is
+   * thrown, so the step is retried, never delivered as `block: null` / `tx: null`.
+   */
+  async block(n: number): Promise<RawBlock> {
+    const block = (await this.provider.send('eth_getBlockByNumber', [
+      toQuantity(n),
+      false,
+    ])) as RawBlock | null;
+    if (block === null) throw new Error(`the node does not know block ${n} yet`);
+    return block;
   }
 
-  receipt(hash: string): Promise<RawReceipt> {
-    return this.provider.send('eth_getTransactionReceipt', [hash]) as Promise<RawReceipt>;
+  async receipt(hash: string): Promise<RawReceipt> {
+    const receipt = (await this.provider.send('eth_getTransactionReceipt', [hash])) as RawReceipt | null;
+    if (receipt === null) throw new Error(`the node has no receipt of ${hash} yet`);
+    return receipt;
   }
 
   destroy(): void {

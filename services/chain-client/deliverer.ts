@@ -6,6 +6,10 @@ import { WakeSignal } from '../../shared/runtime/wake-signal.js';
 
 /** How long to wait when nothing is due (a retry's back-off may end meanwhile). */
 const PENDING_POLL_MS = 200;
+/** How often settled posts older than keepSettledDays are removed. */
+const PRUNE_EVERY_MS = 3_600_000;
+/** The longest wait between two attempts, whatever the attempt count. */
+const MAX_RETRY_DELAY_MS = 3_600_000;
 
 export interface DelivererOptions {
   pool: Pool;
@@ -13,19 +17,27 @@ export interface DelivererOptions {
   maxAttempts: number;
   log: Logger;
   timeoutMs?: number;
+  /** Wait after the first failed attempt, doubling after each (default 1 s, as the original). */
+  retryBaseMs?: number;
+  /** Days delivered and given-up posts are kept (default 7). */
+  keepSettledDays?: number;
   outcomes?: Counter<'instance' | 'outcome'>;
 }
 
 /**
  * Sends queued callback posts. The posts of one lane (one registration, or one history task) go in queue
- * order, one at a time, whatever URL each goes to, so a receiver sees events in block order; lanes proceed
- * independently. A failed post is retried with back-off up to `maxAttempts`, then marked failed and logged,
- * and the lane moves on.
+ * order, one at a time, whatever URL each goes to, so a receiver sees events in block order. Lanes proceed
+ * independently: a receiver that hangs or is down holds up its own lane only. A failed post is retried 1 s
+ * later, then 2, 4, … (the original's schedule: 11 attempts span about 17 minutes) up to `maxAttempts`, then
+ * marked failed and logged, and the lane moves on. Settled posts are removed after `keepSettledDays`.
  */
 export class Deliverer {
   private readonly stopController = new AbortController();
   private running: Promise<void> | undefined;
   private readonly wakeSignal = new WakeSignal();
+  /** Lanes with a post on the way. */
+  private readonly sending = new Map<string, Promise<void>>();
+  private prunedAtMs = 0;
 
   constructor(private readonly options: DelivererOptions) {}
 
@@ -40,6 +52,7 @@ export class Deliverer {
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.running;
+    await Promise.all(this.sending.values());
   }
 
   private async loop(): Promise<void> {
@@ -47,27 +60,46 @@ export class Deliverer {
     while (!this.stopController.signal.aborted) {
       this.wakeSignal.reset();
       try {
+        await this.pruneNowAndThen();
         const { rows } = await pool.query<{
           id: string;
+          lane: string;
           url: string;
           body: string;
           attempts: number;
           due: boolean;
         }>(
-          `SELECT DISTINCT ON (lane) id, url, body, attempts, next_attempt_at <= now() AS due
+          `SELECT DISTINCT ON (lane) id, lane, url, body, attempts, next_attempt_at <= now() AS due
            FROM chain_client_deliveries WHERE instance = $1 AND status = 'pending' ORDER BY lane, id`,
           [instance],
         );
-        const due = rows.filter((r) => r.due);
-        if (due.length > 0) {
-          await Promise.all(due.map((r) => this.send(r)));
-          continue;
+        for (const row of rows) {
+          if (!row.due || this.sending.has(row.lane)) continue;
+          const sent = this.send(row)
+            .catch((err) => log.warn({ err: (err as Error).message, lane: row.lane }, 'delivery step failed'))
+            .finally(() => {
+              this.sending.delete(row.lane);
+              this.wakeSignal.wake();
+            });
+          this.sending.set(row.lane, sent);
         }
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'delivery loop failed; retrying');
       }
+      // Woken by a post settling (its lane's next one may be due), new work, or the poll.
       await this.wakeSignal.sleep(PENDING_POLL_MS, this.stopController.signal);
     }
+  }
+
+  private async pruneNowAndThen(): Promise<void> {
+    if (Date.now() - this.prunedAtMs < PRUNE_EVERY_MS) return;
+    this.prunedAtMs = Date.now();
+    const { rowCount } = await this.options.pool.query(
+      `DELETE FROM chain_client_deliveries
+       WHERE instance = $1 AND status IN ('delivered', 'failed') AND settled_at < now() - make_interval(days => $2)`,
+      [this.options.instance, this.options.keepSettledDays ?? 7],
+    );
+    if (rowCount) this.options.log.info({ removed: rowCount }, 'settled callback posts removed');
   }
 
   private async send(row: { id: string; url: string; body: string; attempts: number }): Promise<void> {
@@ -106,7 +138,7 @@ export class Deliverer {
       );
       return;
     }
-    const delay = backoffMs(attempt, 200, 30_000);
+    const delay = backoffMs(attempt, this.options.retryBaseMs ?? 1_000, MAX_RETRY_DELAY_MS);
     await pool.query(
       `UPDATE chain_client_deliveries SET attempts = $2, last_error = $3, next_attempt_at = now() + make_interval(secs => $4::float8 / 1000)
        WHERE id = $1`,

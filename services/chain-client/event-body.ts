@@ -47,16 +47,15 @@ export async function buildEventBodies(
     if (!receipts.has(log.transactionHash))
       receipts.set(log.transactionHash, reader.receipt(log.transactionHash));
     const parse = eventParse(description);
-    const named = Object.fromEntries(
-      description.fragment.inputs.map((input) => [input.name, parse[input.name]]),
-    );
+    const tx = await receipts.get(log.transactionHash)!;
     bodies.push({
       event: log,
-      tx: await receipts.get(log.transactionHash)!,
+      tx,
       eventParse: parse,
       block: await blocks.get(log.blockNumber)!,
       type,
-      transfer_info: JSON.stringify(named),
+      // The original's WatcherFactory: the receipt as JSON text (LP nodes store it as such).
+      transfer_info: JSON.stringify(tx),
       event_raw: JSON.stringify(log),
       event_parse: parse,
       chain_id: systemChainId,

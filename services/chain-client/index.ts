@@ -77,6 +77,7 @@ export async function startChainClient(
     pool: context.db as Pool,
     instance: config.systemChainId,
     maxAttempts: config.deliveryAttempts,
+    keepSettledDays: config.keepSettledDays,
     log,
     outcomes: deliveries,
   });

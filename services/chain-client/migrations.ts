@@ -42,5 +42,19 @@ export const chainClientMigrations: MigrationSet = {
         CREATE INDEX chain_client_deliveries_pending ON chain_client_deliveries (instance, lane, id) WHERE status = 'pending';
       `,
     },
+    {
+      version: 2,
+      name: 'a registration is its callback and merge; settled posts pruned by age',
+      sql: `
+        -- As the original (its key hashes callbackUrl and merge): the same URLs with another merge are another
+        -- registration, not "already registered" (which would keep the first one's body shape silently).
+        ALTER TABLE chain_client_registrations
+          DROP CONSTRAINT IF EXISTS chain_client_registrations_instance_kind_callback_key;
+        ALTER TABLE chain_client_registrations ADD UNIQUE (instance, kind, callback, merge);
+        -- Delivered and given-up posts are removed after chainClient.keepSettledDays (deliverer.ts).
+        CREATE INDEX chain_client_deliveries_settled ON chain_client_deliveries (instance, settled_at)
+          WHERE status <> 'pending';
+      `,
+    },
   ],
 };

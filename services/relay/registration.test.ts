@@ -82,6 +82,7 @@ describe('register_relay: the relay server gets the swap events', () => {
         startBlock: await chain.provider.getBlockNumber(),
         pollIntervalMs: 100,
         deliveryAttempts: 10,
+        keepSettledDays: 7,
       },
     );
     stops.push(() => client.stop());

@@ -220,8 +220,14 @@ export const chainClientInstance = z.strictObject({
   /** First block to follow when no progress is stored. */
   startBlock: z.number().int().nonnegative().default(0),
   pollIntervalMs: z.number().int().min(50).default(1_000),
-  /** Attempts of one callback delivery before it is given up (logged and counted). */
-  deliveryAttempts: z.number().int().min(1).max(100).default(10),
+  /**
+   * Attempts of one callback delivery before it is given up (logged and counted), 1 s apart and doubling: the
+   * default 11 is the original's first try and 10 retries, about 17 minutes, so a subscriber restarting or
+   * redeploying in that time loses nothing.
+   */
+  deliveryAttempts: z.number().int().min(1).max(20).default(11),
+  /** Days delivered and given-up posts are kept (for inspection) before they are removed. */
+  keepSettledDays: z.number().int().min(1).max(3_650).default(7),
 });
 
 /** The relay interface of one EVM chain deployment (services/relay). */

@@ -177,6 +177,7 @@ describe('connector end to end on the devnet', () => {
           startBlock: 0,
           pollIntervalMs: 100,
           deliveryAttempts: 4,
+          keepSettledDays: 7,
         },
       );
       clients.push(client);

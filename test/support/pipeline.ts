@@ -79,6 +79,7 @@ export async function startPipeline(
           startBlock: 0,
           pollIntervalMs: 100,
           deliveryAttempts: 10,
+          keepSettledDays: 7,
         },
       );
       stops.push(() => client.stop());

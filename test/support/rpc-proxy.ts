@@ -5,7 +5,7 @@
  * lagging node). Its URL carries a path (like a provider's
  * API key), which the refusal text quotes: a test can check it never leaks.
  */
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
 
@@ -21,6 +21,12 @@ export interface RpcProxy {
   close(): Promise<void>;
 }
 
+interface RpcRequest {
+  id: unknown;
+  method: string;
+  params: unknown[];
+}
+
 async function readBody(request: IncomingMessage): Promise<string> {
   let text = '';
   for await (const chunk of request) text += chunk;
@@ -32,7 +38,9 @@ export async function startRpcProxy(target: string, secretPath: string): Promise
   const server = createServer((request, response) => {
     void (async () => {
       const text = await readBody(request);
-      const body = JSON.parse(text) as { id: unknown; method: string; params: unknown[] };
+      const parsed = JSON.parse(text) as RpcRequest | RpcRequest[];
+      if (Array.isArray(parsed)) return batch(parsed, text, response);
+      const body = parsed;
       proxy.calls[body.method] = (proxy.calls[body.method] ?? 0) + 1;
       if (body.method === 'eth_sendRawTransaction' && proxy.refuse !== undefined) {
         const tx = Transaction.from(body.params[0] as string);
@@ -69,6 +77,25 @@ export async function startRpcProxy(target: string, secretPath: string): Promise
       response.end(String(error));
     });
   });
+  /** A batch (ethers sends them): counted and rewritten call by call, refused never. */
+  async function batch(calls: RpcRequest[], text: string, response: ServerResponse): Promise<void> {
+    for (const call of calls) proxy.calls[call.method] = (proxy.calls[call.method] ?? 0) + 1;
+    const upstream = await fetch(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: text,
+    });
+    const answers = (await upstream.json()) as Array<{ id: unknown; result?: unknown }>;
+    const byId = new Map(calls.map((call) => [call.id, call]));
+    const rewritten = answers.map((answer) => {
+      const call = byId.get(answer.id);
+      const result = call && proxy.rewrite?.(call.method, call.params, answer.result);
+      return result === undefined ? answer : { ...answer, result };
+    });
+    response.statusCode = upstream.status;
+    response.setHeader('content-type', 'application/json');
+    response.end(JSON.stringify(rewritten));
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   proxy.url = `http://127.0.0.1:${port}${secretPath}`;
