@@ -415,6 +415,43 @@ describe('our EVM chain client on the devnet', () => {
     }
   });
 
+  it('does not retry a post the receiver refuses (400): the lane moves on at once', async () => {
+    let refusals = 1;
+    const received: number[] = [];
+    const receiver = http.createServer((request, response) => {
+      let data = '';
+      request.on('data', (chunk) => (data += chunk));
+      request.on('end', () => {
+        if (refusals-- > 0) return response.writeHead(400).end('{"code":400,"message":"refused"}');
+        received.push(JSON.parse(data).height);
+        response.writeHead(200).end('{"code":200}');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/refusing`;
+    try {
+      expect(
+        (await support(DST_SYSTEM, '/support/register', { callback: { on_height_update: url }, merge: true }))
+          .body.code,
+      ).toBe(200);
+      await settle();
+      // The following chunks came without waiting for retries of the refused one (1 s, 2 s, …).
+      await waitFor(() => received.length >= 1, 'the chunk after the refused one', 3_000);
+      const { rows } = await db.pool.query<{ status: string; attempts: number; last_error: string }>(
+        `SELECT status, attempts, last_error FROM chain_client_deliveries WHERE url = $1 ORDER BY id LIMIT 1`,
+        [url],
+      );
+      expect(rows[0]).toEqual({ status: 'failed', attempts: 1, last_error: 'HTTP 400' });
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await db.pool.query(`DELETE FROM chain_client_registrations WHERE callback->>'on_height_update' = $1`, [
+        url,
+      ]);
+      await db.pool.query(`DELETE FROM chain_client_deliveries WHERE url = $1`, [url]);
+    }
+  });
+
   it('removes delivered and given-up posts after keepSettledDays, never a pending one', async () => {
     const instance = 'prune-test';
     await db.pool.query(
@@ -467,6 +504,13 @@ describe('our EVM chain client on the devnet', () => {
       status: 400,
       body: { code: 30209, message: 'callbackUrl is a required parameter ' },
     });
+    // null is missing too, as in the original.
+    expect((await support(SRC_SYSTEM, '/support/register', { callback: null })).body.message).toBe(
+      'callbackUrl is a required parameter ',
+    );
+    expect(
+      (await support(SRC_SYSTEM, '/support/history', { start: null, end: 5, callback: {} })).body.message,
+    ).toBe('start is a required parameter ');
     expect((await support(SRC_SYSTEM, '/support/history', { end: 5, callback: {} })).body.message).toBe(
       'start is a required parameter ',
     );

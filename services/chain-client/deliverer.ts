@@ -29,7 +29,8 @@ export interface DelivererOptions {
  * order, one at a time, whatever URL each goes to, so a receiver sees events in block order. Lanes proceed
  * independently: a receiver that hangs or is down holds up its own lane only. A failed post is retried 1 s
  * later, then 2, 4, … (the original's schedule: 11 attempts span about 17 minutes) up to `maxAttempts`, then
- * marked failed and logged, and the lane moves on. Settled posts are removed after `keepSettledDays`.
+ * marked failed and logged, and the lane moves on; one the receiver refuses (4xx, not 408 / 429) at once.
+ * Settled posts are removed after `keepSettledDays`.
  */
 export class Deliverer {
   private readonly stopController = new AbortController();
@@ -37,6 +38,12 @@ export class Deliverer {
   private readonly wakeSignal = new WakeSignal();
   /** Lanes with a post on the way. */
   private readonly sending = new Map<string, Promise<void>>();
+  /**
+   * When each lane's last post settled, on a counter the loop also reads before each query: a query that
+   * started before a post settled still shows that post pending, and must not send it again.
+   */
+  private readonly settledAt = new Map<string, number>();
+  private clock = 0;
   private prunedAtMs = 0;
 
   constructor(private readonly options: DelivererOptions) {}
@@ -61,6 +68,7 @@ export class Deliverer {
       this.wakeSignal.reset();
       try {
         await this.pruneNowAndThen();
+        const asOf = ++this.clock;
         const { rows } = await pool.query<{
           id: string;
           lane: string;
@@ -74,15 +82,19 @@ export class Deliverer {
           [instance],
         );
         for (const row of rows) {
-          if (!row.due || this.sending.has(row.lane)) continue;
+          const stale = (this.settledAt.get(row.lane) ?? 0) > asOf;
+          if (!row.due || stale || this.sending.has(row.lane)) continue;
           const sent = this.send(row)
             .catch((err) => log.warn({ err: (err as Error).message, lane: row.lane }, 'delivery step failed'))
             .finally(() => {
+              this.settledAt.set(row.lane, ++this.clock);
               this.sending.delete(row.lane);
               this.wakeSignal.wake();
             });
           this.sending.set(row.lane, sent);
         }
+        // Settlements before this query are in its rows: the next query needs only later ones.
+        for (const [lane, at] of this.settledAt) if (at < asOf) this.settledAt.delete(lane);
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'delivery loop failed; retrying');
       }
@@ -106,6 +118,9 @@ export class Deliverer {
     const { pool, maxAttempts, log, outcomes, instance } = this.options;
     const attempt = row.attempts + 1;
     let error: string | undefined;
+    // A refusal of the body itself (4xx but 408 and 429, which are about the receiver's state) comes again
+    // on every retry: retrying would hold the lane up for nothing.
+    let refused = false;
     try {
       const response = await fetch(row.url, {
         method: 'POST',
@@ -114,7 +129,14 @@ export class Deliverer {
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
       });
       await response.arrayBuffer().catch(() => undefined);
-      if (!response.ok) error = `HTTP ${response.status}`;
+      if (!response.ok) {
+        error = `HTTP ${response.status}`;
+        refused =
+          response.status >= 400 &&
+          response.status < 500 &&
+          response.status !== 408 &&
+          response.status !== 429;
+      }
     } catch (err) {
       error = (err as Error).message;
     }
@@ -126,7 +148,7 @@ export class Deliverer {
       outcomes?.inc({ instance, outcome: 'delivered' });
       return;
     }
-    if (attempt >= maxAttempts) {
+    if (refused || attempt >= maxAttempts) {
       await pool.query(
         `UPDATE chain_client_deliveries SET status = 'failed', attempts = $2, settled_at = now(), last_error = $3 WHERE id = $1`,
         [row.id, attempt, error],
@@ -134,7 +156,7 @@ export class Deliverer {
       outcomes?.inc({ instance, outcome: 'failed' });
       log.error(
         { url: row.url, delivery: row.id, attempts: attempt, err: error },
-        'callback delivery given up',
+        refused ? 'callback refused by the receiver; not retried' : 'callback delivery given up',
       );
       return;
     }

@@ -48,7 +48,8 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
 
   const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
     const body = asObject(request.body);
-    if (body.callback === undefined) return refuse(reply, 'callbackUrl is a required parameter ');
+    // `== null`: a member sent as null is missing too, as the original's `== undefined` took it.
+    if (body.callback == null) return refuse(reply, 'callbackUrl is a required parameter ');
     const callback = callbackSchema(kind).safeParse(body.callback);
     if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
     const merge = z.boolean().optional().safeParse(body.merge);
@@ -61,9 +62,9 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
 
   const history = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
     const body = asObject(request.body);
-    if (body.start === undefined) return refuse(reply, 'start is a required parameter ');
-    if (body.end === undefined) return refuse(reply, 'endBlock is a required parameter ');
-    if (body.callback === undefined) return refuse(reply, 'callbackUrl is a required parameter ');
+    if (body.start == null) return refuse(reply, 'start is a required parameter ');
+    if (body.end == null) return refuse(reply, 'endBlock is a required parameter ');
+    if (body.callback == null) return refuse(reply, 'callbackUrl is a required parameter ');
     const start = block.safeParse(body.start);
     const end = block.safeParse(body.end);
     if (!start.success || !end.success)
