@@ -480,6 +480,35 @@ describe('our EVM chain client on the devnet', () => {
     }
   });
 
+  it('unregister (ours) removes a registration and the posts still queued for it', async () => {
+    const callback = { on_height_update: 'http://127.0.0.1:9/gone' };
+    expect((await support(DST_SYSTEM, '/support/register', { callback, merge: true })).body.code).toBe(200);
+    await settle();
+    const queued = async () =>
+      Number(
+        (
+          await db.pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM chain_client_deliveries WHERE url = $1 AND status = 'pending'`,
+            [callback.on_height_update],
+          )
+        ).rows[0]!.n,
+      );
+    expect(await queued()).toBeGreaterThan(0);
+    // Another merge is another registration: not this one.
+    expect((await support(DST_SYSTEM, '/support/unregister', { callback, merge: false })).body).toEqual({
+      code: 30209,
+      message: 'callbackUrl is not registered',
+    });
+    expect((await support(DST_SYSTEM, '/support/unregister', { callback, merge: true })).body).toEqual({
+      code: 200,
+      message: 'unregister succeed',
+    });
+    expect(await queued()).toBe(0);
+    await settle();
+    expect(await queued()).toBe(0);
+    expect((await support(DST_SYSTEM, '/support/unregister', { callback: null })).status).toBe(400);
+  });
+
   it('the same URLs with another merge are another registration, as in the original', async () => {
     const callback = { on_height_update: recorder.url('/merge-twice') };
     for (const merge of [false, true])

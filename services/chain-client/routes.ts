@@ -46,18 +46,36 @@ export interface SupportRoutesOptions {
 export function registerSupportRoutes(app: FastifyInstance, options: SupportRoutesOptions): void {
   const { store, follower, log } = options;
 
-  const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+  /** `{callback, merge?}` of register and unregister, or the refusal's message. */
+  const registrationOf = (kind: RegistrationKind, request: { body: unknown }) => {
     const body = asObject(request.body);
     // `== null`: a member sent as null is missing too, as the original's `== undefined` took it.
-    if (body.callback == null) return refuse(reply, 'callbackUrl is a required parameter ');
+    if (body.callback == null) return 'callbackUrl is a required parameter ';
     const callback = callbackSchema(kind).safeParse(body.callback);
-    if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
+    if (!callback.success) return `invalid callback: ${z.prettifyError(callback.error)}`;
     const merge = z.boolean().optional().safeParse(body.merge);
-    if (!merge.success) return refuse(reply, 'merge must be a boolean');
-    const created = await store.register(kind, callback.data, merge.data ?? false);
+    if (!merge.success) return 'merge must be a boolean';
+    return { callback: callback.data, merge: merge.data ?? false };
+  };
+
+  const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+    const registration = registrationOf(kind, request);
+    if (typeof registration === 'string') return refuse(reply, registration);
+    const created = await store.register(kind, registration.callback, registration.merge);
     if (!created) return { code: SUPPORT_ERROR, message: 'callbackUrl is already registered' };
-    log.info({ kind, callback: callback.data, merge: merge.data ?? false }, 'callback registered');
+    log.info({ kind, ...registration }, 'callback registered');
     return { code: 200, message: 'register succeed' };
+  };
+
+  // Ours: the original kept registrations in memory until it restarted; ours are kept until removed here (the
+  // relay removes a relay server's previous URLs when it registers new ones).
+  const unregister = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+    const registration = registrationOf(kind, request);
+    if (typeof registration === 'string') return refuse(reply, registration);
+    const removed = await store.unregister(kind, registration.callback, registration.merge);
+    if (!removed) return { code: SUPPORT_ERROR, message: 'callbackUrl is not registered' };
+    log.info({ kind, ...registration }, 'callback unregistered');
+    return { code: 200, message: 'unregister succeed' };
   };
 
   const history = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
@@ -92,6 +110,8 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
 
   app.post('/support/register', register('swap'));
   app.post('/support/register_reputation', register('reputation'));
+  app.post('/support/unregister', unregister('swap'));
+  app.post('/support/unregister_reputation', unregister('reputation'));
   app.post('/support/history', history('swap'));
   app.post('/support/history_reputation', history('reputation'));
 }

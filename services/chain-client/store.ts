@@ -27,6 +27,29 @@ export class ChainClientStore {
     return result.rowCount === 1;
   }
 
+  /**
+   * Ours (the original has no such route): removes a registration and the posts still queued for it. Returns
+   * false when no registration has this callback and merge.
+   */
+  async unregister(
+    kind: RegistrationKind,
+    callback: Record<string, string>,
+    merge: boolean,
+  ): Promise<boolean> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      `WITH gone AS (
+         DELETE FROM chain_client_registrations
+         WHERE instance = $1 AND kind = $2 AND callback = $3::jsonb AND merge = $4 RETURNING id
+       ), dropped AS (
+         DELETE FROM chain_client_deliveries d USING gone
+         WHERE d.instance = $1 AND d.lane = 'reg:' || gone.id AND d.status = 'pending' RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM gone) AS n, (SELECT count(*) FROM dropped) AS dropped`,
+      [this.instance, kind, JSON.stringify(callback), merge],
+    );
+    return Number(rows[0]!.n) > 0;
+  }
+
   async registrations(): Promise<Registration[]> {
     const { rows } = await this.pool.query<Registration>(
       `SELECT 'reg:' || id AS lane, kind, callback, merge FROM chain_client_registrations WHERE instance = $1 ORDER BY id`,

@@ -132,7 +132,7 @@ export async function startRelay(
         errorsAsHttp200: config.errorsAsHttp200,
         scrub,
         onReopened: () => submitter.wake(),
-        forwardRegistration: forwarder && ((callbacks) => forwarder.forward(callbacks)),
+        forwardRegistration: forwarder && ((callbacks, previous) => forwarder.replace(callbacks, previous)),
         onStoredOnly: () => metrics.registrations.inc({ outcome: 'stored_only' }),
         reregisterSeconds: config.reregisterSeconds,
         systemChainId: config.systemChainId,

@@ -10,7 +10,7 @@
  * restarted delivers again without the relay server noticing. "Already registered" is success.
  */
 import type { Logger } from '../../shared/logging/logger.js';
-import { registerCallbacks } from '../../shared/otmoic/support-register.js';
+import { registerCallbacks, unregisterCallbacks } from '../../shared/otmoic/support-register.js';
 
 export type ForwardOutcome = 'registered' | 'already_registered' | 'failed';
 
@@ -29,6 +29,32 @@ export class RegistrationForwarder {
   private failing = false;
 
   constructor(private readonly options: RegistrationForwarderOptions) {}
+
+  /**
+   * Hands a relay server's new `callbacks` to the chain client, then removes its `previous` ones there when
+   * they differ (else URLs in both sets would get every event twice, and a dropped URL would keep getting
+   * them). Throws when the new ones were not taken; removing the previous ones is best effort (logged).
+   */
+  async replace(
+    callbacks: Readonly<Record<string, string>>,
+    previous: Readonly<Record<string, string>> | undefined,
+  ): Promise<void> {
+    await this.forward(callbacks);
+    const unregisterUrl = unregisterUrlOf(this.options.registerUrl);
+    if (previous === undefined || sameCallbacks(previous, callbacks) || unregisterUrl === undefined) return;
+    try {
+      const outcome = await unregisterCallbacks(unregisterUrl, previous, false);
+      this.options.log.info(
+        { callbacks: Object.keys(previous), outcome },
+        'previous relay server callbacks removed',
+      );
+    } catch (error) {
+      this.options.log.warn(
+        { err: (error as Error).message.slice(0, 300) },
+        'removing the previous relay server callbacks failed; they stay registered at the chain client',
+      );
+    }
+  }
 
   /** Hands `callbacks` to the chain client; throws when it cannot be reached or refuses them. */
   async forward(callbacks: Readonly<Record<string, string>>): Promise<void> {
@@ -71,4 +97,17 @@ export class RegistrationForwarder {
     clearTimeout(this.timer);
     this.timer = undefined;
   }
+}
+
+/** Our chain client's unregister route beside its register route (…/register → …/unregister), if it is one. */
+function unregisterUrlOf(registerUrl: string): string | undefined {
+  const url = new URL(registerUrl);
+  if (!url.pathname.endsWith('/register')) return undefined;
+  url.pathname = url.pathname.replace(/\/register$/, '/unregister');
+  return url.toString();
+}
+
+function sameCallbacks(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
 }

@@ -113,6 +113,32 @@ describe('register_relay: the relay server gets the swap events', () => {
     expect(
       (await relay.post('/register_relay', { relay_server_url: relayServerUrls(recorder) })).status,
     ).toBe(200);
+
+    // The relay server moves one URL: the new set replaces the old one at the chain client (the old URL gets
+    // no more events, the URLs in both sets no event twice).
+    const moved = { ...relayServerUrls(recorder), on_transfer_out: recorder.url('/v2/on_transfer_out') };
+    expect((await relay.post('/register_relay', { relay_server_url: moved })).body).toEqual({
+      code: 200,
+      message: 'register succeed',
+    });
+    const { rows } = await db.pool.query<{ callback: Record<string, string> }>(
+      'SELECT callback FROM chain_client_registrations WHERE instance = $1',
+      ['9006'],
+    );
+    expect(rows.map((r) => r.callback)).toEqual([moved]);
+    const before = recorder.posts.length;
+    const second = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });
+    await chain.mine(2);
+    await waitFor(
+      async () => recorder.at('/v2/on_transfer_out').length > 0 && recorder.posts.length >= before + 2,
+      'the second lock delivered to the moved URL',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const later = recorder.posts.slice(before);
+    expect(later.map((p) => [p.path, p.body.event_parse.transfer_id])).toEqual([
+      ['/v2/on_transfer_out', second.out.transferId.toLowerCase()],
+      ['/relay/chain_client/on_transfer_in', second.in.transferId.toLowerCase()],
+    ]);
   });
 
   it('answers 502 / 30225 when the chain client does not take the URLs, stores them and hands them over later', async () => {

@@ -32,3 +32,21 @@ export async function registerCallbacks(
   if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
   throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
 }
+
+/**
+ * Ours: our chain client's `POST /support/unregister` (the original has none and answers 404, which counts
+ * as "not registered" here: it forgets registrations on restart anyway).
+ */
+export async function unregisterCallbacks(
+  url: string,
+  callback: Readonly<Record<string, string>>,
+  merge: boolean,
+): Promise<'unregistered' | 'not registered'> {
+  const result = await postSupport(url, { callback, merge }).catch((error: Error) => {
+    if (/HTTP 404 /.test(error.message)) return { code: 404, message: 'no such route' };
+    throw error;
+  });
+  if (result.code === 200) return 'unregistered';
+  if (result.code === 404 || /not registered/i.test(result.message ?? '')) return 'not registered';
+  throw new Error(`unregister refused: ${result.code} ${result.message ?? ''}`);
+}
