@@ -138,5 +138,17 @@ export const coreMigrations: MigrationSet = {
         );
       `,
     },
+    {
+      version: 8,
+      name: 'bus messages by time: a BRIN index',
+      sql: `
+        -- created_at only serves retention (prune) and seeking a partition by time, both over ranges of an
+        -- append-only table whose rows arrive in time order: a BRIN index serves them at a fraction of a btree's
+        -- cost on every publish (about 10 % more messages a second end to end, npm run bench -- bus).
+        -- Ranges not yet summarised are always read, so no row is ever missed; autosummarize keeps them few.
+        DROP INDEX bus_messages_time;
+        CREATE INDEX bus_messages_time ON bus_messages USING brin (created_at) WITH (autosummarize = on);
+      `,
+    },
   ],
 };
