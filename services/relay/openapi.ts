@@ -264,7 +264,7 @@ export function openApiDocument(systemChainId: string) {
     info: {
       title: `Otmoic relay interface (system chain ${systemChainId})`,
       version: '1',
-      description: `Errors are always JSON {code, message} with a matching HTTP status (with relay.errorsAsHttp200 = true, refusals answer HTTP 200 with the same body, for clients that throw on non-2xx). The behalf routes and register_relay need the x-api-key header when relay.apiKeys is set, and a client IP in relay.allowIps when that is set; with relay.restrictReads the reads (status, commands, /metrics) too. Every route is rate-limited per client (API key, else IP).\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
+      description: `Errors are always JSON {code, message} with a matching HTTP status (with relay.errorsAsHttp200 = true, refusals answer HTTP 200 with the same body, for clients that throw on non-2xx). The behalf routes and register_relay need the x-api-key header when relay.apiKeys is set, and a client IP in relay.allowIps when that is set; with relay.restrictReads the reads (status, commands, /metrics) too. Every route but get_hashlock, the get_signer routes and get_system_fee is rate-limited per client (API key, else IP).\n\n| code | HTTP | meaning |\n|---|---|---|\n${errorTable}`,
     },
     paths: {
       [`${p}/get_hashlock`]: {
@@ -396,7 +396,8 @@ export function openApiDocument(systemChainId: string) {
       },
       [`${p}/register_relay`]: {
         post: {
-          summary: "the relay server's callback URLs (stored; the latest registration wins)",
+          summary:
+            "the relay server's callback URLs (stored, the latest registration wins; handed to the chain client's /support/register when relay.chainClientRegisterUrl is set, which delivers the swap events to them)",
           requestBody: json({
             type: 'object',
             required: ['relay_server_url'],
@@ -425,6 +426,11 @@ export function openApiDocument(systemChainId: string) {
               }),
             },
             ...errors,
+            '502': {
+              description:
+                'the chain client did not take the callback URLs (30225); they are stored and handed to it again',
+              ...json(errorBody),
+            },
             ...guarded,
           },
         },
