@@ -99,6 +99,10 @@ export async function startRelay(
       : new RegistrationForwarder({
           registerUrl: config.chainClientRegisterUrl,
           stored: () => store.registration(config.systemChainId),
+          forwarded: {
+            get: () => store.forwardedRegistration(config.systemChainId),
+            set: (callbacks) => store.setForwardedRegistration(config.systemChainId, callbacks),
+          },
           intervalMs: config.reregisterSeconds * 1000,
           log,
           onOutcome: (outcome) => metrics.registrations.inc({ outcome }),
@@ -132,7 +136,7 @@ export async function startRelay(
         errorsAsHttp200: config.errorsAsHttp200,
         scrub,
         onReopened: () => submitter.wake(),
-        forwardRegistration: forwarder && ((callbacks, previous) => forwarder.replace(callbacks, previous)),
+        forwardRegistration: forwarder && ((callbacks) => forwarder.forward(callbacks)),
         onStoredOnly: () => metrics.registrations.inc({ outcome: 'stored_only' }),
         reregisterSeconds: config.reregisterSeconds,
         systemChainId: config.systemChainId,

@@ -94,6 +94,15 @@ export const relayMigrations: MigrationSet = {
         UPDATE relay_commands SET failures = 1 WHERE status = 'failed';
       `,
     },
+    {
+      version: 5,
+      name: 'callback URLs the chain client holds',
+      sql: `
+        -- The set last handed to the chain client (registration-forwarder.ts): a different set replaces it there,
+        -- whenever it is handed over (at register_relay, or later when the chain client was down then).
+        ALTER TABLE relay_registrations ADD COLUMN forwarded jsonb;
+      `,
+    },
   ],
 };
 

@@ -19,6 +19,11 @@ export interface RegistrationForwarderOptions {
   registerUrl: string;
   /** The stored registration of this deployment (the latest register_relay), if any. */
   stored: () => Promise<Record<string, string> | undefined>;
+  /** The set the chain client holds from us (the last one it took), and recording a new one. */
+  forwarded: {
+    get(): Promise<Record<string, string> | undefined>;
+    set(callbacks: Record<string, string>): Promise<void>;
+  };
   intervalMs: number;
   log: Logger;
   onOutcome?: (outcome: ForwardOutcome) => void;
@@ -31,33 +36,11 @@ export class RegistrationForwarder {
   constructor(private readonly options: RegistrationForwarderOptions) {}
 
   /**
-   * Hands a relay server's new `callbacks` to the chain client, then removes its `previous` ones there when
-   * they differ (else URLs in both sets would get every event twice, and a dropped URL would keep getting
-   * them). Throws when the new ones were not taken; removing the previous ones is best effort (logged).
+   * Hands `callbacks` to the chain client; throws when it cannot be reached or refuses them. Once taken, the
+   * set it held from us before is removed there when it differs (else URLs in both sets would get every event
+   * twice, and a dropped URL would keep getting them): best effort, logged.
    */
-  async replace(
-    callbacks: Readonly<Record<string, string>>,
-    previous: Readonly<Record<string, string>> | undefined,
-  ): Promise<void> {
-    await this.forward(callbacks);
-    const unregisterUrl = unregisterUrlOf(this.options.registerUrl);
-    if (previous === undefined || sameCallbacks(previous, callbacks) || unregisterUrl === undefined) return;
-    try {
-      const outcome = await unregisterCallbacks(unregisterUrl, previous, false);
-      this.options.log.info(
-        { callbacks: Object.keys(previous), outcome },
-        'previous relay server callbacks removed',
-      );
-    } catch (error) {
-      this.options.log.warn(
-        { err: (error as Error).message.slice(0, 300) },
-        'removing the previous relay server callbacks failed; they stay registered at the chain client',
-      );
-    }
-  }
-
-  /** Hands `callbacks` to the chain client; throws when it cannot be reached or refuses them. */
-  async forward(callbacks: Readonly<Record<string, string>>): Promise<void> {
+  async forward(callbacks: Record<string, string>): Promise<void> {
     try {
       const outcome = await registerCallbacks(this.options.registerUrl, callbacks, false);
       this.options.onOutcome?.(outcome === 'registered' ? 'registered' : 'already_registered');
@@ -70,6 +53,34 @@ export class RegistrationForwarder {
     } catch (error) {
       this.options.onOutcome?.('failed');
       throw error;
+    }
+    try {
+      const previous = await this.options.forwarded.get();
+      if (previous !== undefined && !sameCallbacks(previous, callbacks)) await this.remove(previous);
+      await this.options.forwarded.set(callbacks);
+    } catch (error) {
+      // The chain client took the new set; the old one is removed on the next hand-over.
+      this.options.log.warn(
+        { err: (error as Error).message.slice(0, 300) },
+        'recording the relay server callbacks handed to the chain client failed',
+      );
+    }
+  }
+
+  private async remove(previous: Record<string, string>): Promise<void> {
+    const unregisterUrl = unregisterUrlOf(this.options.registerUrl);
+    if (unregisterUrl === undefined) return;
+    try {
+      const outcome = await unregisterCallbacks(unregisterUrl, previous, false);
+      this.options.log.info(
+        { callbacks: Object.keys(previous), outcome },
+        'previous relay server callbacks removed',
+      );
+    } catch (error) {
+      this.options.log.warn(
+        { err: (error as Error).message.slice(0, 300) },
+        'removing the previous relay server callbacks failed; they stay registered at the chain client',
+      );
     }
   }
 

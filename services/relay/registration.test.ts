@@ -141,12 +141,11 @@ describe('register_relay: the relay server gets the swap events', () => {
     ]);
   });
 
-  it('answers 502 / 30225 when the chain client does not take the URLs, stores them and hands them over later', async () => {
-    let up = false;
+  it('answers 502 / 30225 when the chain client does not take the URLs, stores them and hands them over later, replacing the set it held', async () => {
+    await db.pool.query('DELETE FROM relay_registrations');
+    let up = true;
     const fake = await fakeChainClient(() =>
-      up
-        ? { status: 200, body: '{"code":30209,"message":"callbackUrl is already registered"}' }
-        : { status: 503, body: 'down' },
+      up ? { status: 200, body: '{"code":200,"message":"register succeed"}' } : { status: 503, body: 'down' },
     );
     const recorder = await startCallbackRecorder();
     stops.push(() => recorder.close());
@@ -154,8 +153,13 @@ describe('register_relay: the relay server gets the swap events', () => {
       db,
       relayTestConfig({ chainClientRegisterUrl: fake.url, reregisterSeconds: 1 }),
     );
-    const urls = relayServerUrls(recorder);
-    const refused = await relay.post('/register_relay', { relay_server_url: urls });
+    const first = relayServerUrls(recorder);
+    expect((await relay.post('/register_relay', { relay_server_url: first })).status).toBe(200);
+
+    // The chain client is down when the relay server moves a URL.
+    up = false;
+    const moved = { ...first, on_transfer_out: recorder.url('/v2/on_transfer_out') };
+    const refused = await relay.post('/register_relay', { relay_server_url: moved });
     expect(refused.status).toBe(502);
     expect(refused.body).toEqual({
       code: 30225,
@@ -163,21 +167,41 @@ describe('register_relay: the relay server gets the swap events', () => {
         /^the chain client did not take the callback URLs \(.*\); they are stored and handed to it again every 1 s; retry$/,
       ),
     });
-    // The chain client comes back: the stored URLs are handed over without the relay server asking again.
+    // It comes back: the stored URLs are handed over without the relay server asking again, and the set it
+    // held from before is removed.
     up = true;
-    const before = fake.received.length;
-    await waitFor(async () => fake.received.length >= before + 2, 'two re-registrations', 5_000);
-    expect(fake.received.at(-1)).toEqual({
-      path: '/support/register',
-      body: { callback: urls, merge: false },
-    });
-    // "Already registered" is the original's harmless repeat: success.
-    expect((await relay.post('/register_relay', { relay_server_url: urls })).body).toEqual({
-      code: 200,
-      message: 'register succeed',
-    });
+    await waitFor(
+      async () => fake.received.some((r: any) => r.path === '/support/unregister'),
+      'the old set removed',
+      5_000,
+    );
+    const calls = fake.received.map((r: any) => [r.path, r.body.callback.on_transfer_out]);
+    expect(calls.slice(-2)).toEqual([
+      ['/support/register', moved.on_transfer_out],
+      ['/support/unregister', first.on_transfer_out],
+    ]);
+    // Later hand-overs of the same set remove nothing more.
+    const count = fake.received.length;
+    await waitFor(async () => fake.received.length >= count + 2, 'two more hand-overs', 5_000);
+    expect(fake.received.slice(count).every((r: any) => r.path === '/support/register')).toBe(true);
     const metrics = await relay.metrics.metrics();
     expect(metrics).toMatch(/relay_registrations_total\{outcome="failed"\} [1-9]/);
-    expect(metrics).toMatch(/relay_registrations_total\{outcome="already_registered"\} [1-9]/);
+    expect(metrics).toMatch(/relay_registrations_total\{outcome="registered"\} [1-9]/);
+  });
+
+  it('"already registered" from the chain client is success', async () => {
+    const fake = await fakeChainClient(() => ({
+      status: 200,
+      body: '{"code":30209,"message":"callbackUrl is already registered"}',
+    }));
+    const recorder = await startCallbackRecorder();
+    stops.push(() => recorder.close());
+    relay = await startTestRelay(db, relayTestConfig({ chainClientRegisterUrl: fake.url }));
+    expect(
+      (await relay.post('/register_relay', { relay_server_url: relayServerUrls(recorder) })).body,
+    ).toEqual({ code: 200, message: 'register succeed' });
+    expect(await relay.metrics.metrics()).toMatch(
+      /relay_registrations_total\{outcome="already_registered"\} [1-9]/,
+    );
   });
 });

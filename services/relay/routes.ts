@@ -47,10 +47,7 @@ export interface RelayRoutesOptions {
    * Hands register_relay's URLs to the chain client (throws when it did not take them); undefined: the URLs
    * are only stored (no relay.chainClientRegisterUrl).
    */
-  forwardRegistration?: (
-    callbacks: Record<string, string>,
-    previous: Record<string, string> | undefined,
-  ) => Promise<void>;
+  forwardRegistration?: (callbacks: Record<string, string>) => Promise<void>;
   /** register_relay stored URLs that nothing will deliver to (no forwardRegistration). */
   onStoredOnly?: () => void;
   /** relay.reregisterSeconds, for the refusal's message. */
@@ -295,9 +292,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     const parsedUrls = registrationUrls(urls);
     if (parsedUrls === undefined)
       throw new RelayError('RELAY_SERVER_URL_NOT_FOUND', 'relay_server_url not found');
-    let previous: Record<string, string> | undefined;
     try {
-      previous = await store.registration(options.systemChainId);
       await store.register(options.systemChainId, parsedUrls);
     } catch (error) {
       log.error({ err: (error as Error).message.slice(0, 300) }, 'storing a relay registration failed');
@@ -312,7 +307,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
       return { code: 200, message: 'register succeed' };
     }
     try {
-      await options.forwardRegistration(parsedUrls, previous);
+      await options.forwardRegistration(parsedUrls);
     } catch (error) {
       const reason = scrub((error as Error).message).slice(0, 300);
       log.warn({ err: reason }, 'register_relay: the chain client did not take the callback URLs');

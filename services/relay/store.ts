@@ -184,6 +184,22 @@ export class CommandStore extends JobTable {
     );
   }
 
+  /** The callback set last handed to the chain client (relay.chainClientRegisterUrl), if any. */
+  async forwardedRegistration(systemChainId: string): Promise<Record<string, string> | undefined> {
+    const { rows } = await this.pool.query<{ forwarded: Record<string, string> | null }>(
+      'SELECT forwarded FROM relay_registrations WHERE system_chain_id = $1',
+      [systemChainId],
+    );
+    return rows[0]?.forwarded ?? undefined;
+  }
+
+  async setForwardedRegistration(systemChainId: string, callbacks: Record<string, string>): Promise<void> {
+    await this.pool.query('UPDATE relay_registrations SET forwarded = $2 WHERE system_chain_id = $1', [
+      systemChainId,
+      JSON.stringify(callbacks),
+    ]);
+  }
+
   async registration(systemChainId: string): Promise<Record<string, string> | undefined> {
     const { rows } = await this.pool.query<{ callbacks: Record<string, string> }>(
       'SELECT callbacks FROM relay_registrations WHERE system_chain_id = $1',
