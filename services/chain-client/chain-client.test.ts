@@ -17,6 +17,7 @@ import { waitFor } from '../../test/support/wait.js';
 import { Deliverer } from './deliverer.js';
 import { startChainClient } from './index.js';
 import { chainClientMigrations } from './migrations.js';
+import { ChainClientStore } from './store.js';
 
 const SRC_SYSTEM = '9006';
 const DST_SYSTEM = '614';
@@ -226,6 +227,58 @@ describe('our EVM chain client on the devnet', () => {
     await waitFor(() => recorder.at('/history').some((b) => b.height === last), 'history complete', 20_000);
     const replayed = recorder.at('/history').flatMap((b) => b.data);
     expect(replayed).toEqual(mergedEvents(SRC_SYSTEM).filter((e) => Number(e.event.blockNumber) >= first));
+  });
+
+  it('a history task outlives an RPC error and a restart: every chunk once, in order', async () => {
+    const proxy = await startRpcProxy(src.rpcUrl, '/rpc');
+    // The node answers the task's second range with garbage once.
+    let getLogs = 0;
+    proxy.rewrite = (method) => (method === 'eth_getLogs' && ++getLogs === 2 ? 'not logs' : undefined);
+    const system = '778';
+    // Enough blocks for several 100-block ranges.
+    const head = await src.provider.getBlockNumber();
+    if (head < 330) await src.mine(330 - head);
+    const last = Math.floor((await src.provider.getBlockNumber()) / 5) * 5;
+    const end = Math.min(last, 320);
+    const heightsOf = (path: string) => recorder.at(path).map((b) => b.height);
+    const everyChunk = Array.from({ length: Math.floor(end / 5) }, (_, i) => (i + 1) * 5);
+    const config = { ...configFor(src, system), rpc: proxy.url, startBlock: last };
+    let client = await startChainClient({ db: db.pool, log, metrics }, config);
+    const store = new ChainClientStore(db.pool, system);
+    try {
+      const reply = await fetch(`http://127.0.0.1:${client.port}/support/history`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          start: 1,
+          end,
+          callback: { on_height_update: recorder.url('/778/h') },
+          merge: true,
+        }),
+      });
+      expect(await reply.json()).toEqual({ code: 200, message: 'history task started' });
+      await waitFor(() => heightsOf('/778/h').includes(end), 'the history task done', 20_000);
+      expect(getLogs).toBeGreaterThan(2);
+      expect(heightsOf('/778/h')).toEqual(everyChunk);
+      expect(await store.historyTasks()).toEqual([]);
+
+      // A task stored while no instance runs (a restart in the middle of one) is taken up by the next one.
+      await client.stop();
+      await store.addHistoryTask({
+        lane: 'history:restart-test',
+        kind: 'swap',
+        callback: { on_height_update: recorder.url('/778/restarted') },
+        merge: true,
+        start: 101,
+        end,
+      });
+      client = await startChainClient({ db: db.pool, log, metrics }, config);
+      await waitFor(() => heightsOf('/778/restarted').includes(end), 'the stored task done', 20_000);
+      expect(heightsOf('/778/restarted')).toEqual(everyChunk.filter((h) => h > 100));
+    } finally {
+      await client.stop();
+      await proxy.close();
+    }
   });
 
   it('does not deliver an event with the same signature from a foreign contract', async () => {

@@ -1,5 +1,6 @@
 import type { Logger } from '../../shared/logging/logger.js';
 import { sleep } from '../../shared/bus/retry.js';
+import { WakeSignal } from '../../shared/runtime/wake-signal.js';
 import type { ChainReader } from './chain-reader.js';
 import { buildEventBodies, type ContractAddresses } from './event-body.js';
 import {
@@ -36,11 +37,17 @@ export interface FollowerOptions {
 export class Follower {
   private readonly stopController = new AbortController();
   private running: Promise<void> | undefined;
+  private readonly wakeSignal = new WakeSignal();
 
   constructor(private readonly options: FollowerOptions) {}
 
   start(): void {
     this.running = this.loop();
+  }
+
+  /** Work came in (a history request): look now rather than after the poll interval. */
+  wake(): void {
+    this.wakeSignal.wake();
   }
 
   async stop(): Promise<void> {
@@ -56,9 +63,11 @@ export class Follower {
   private async loop(): Promise<void> {
     const { log, pollIntervalMs } = this.options;
     while (!this.stopController.signal.aborted) {
+      this.wakeSignal.reset();
       try {
         const advanced = await this.step();
-        if (!advanced) await sleep(pollIntervalMs, this.stopController.signal);
+        const replayed = await this.historyStep();
+        if (!advanced && !replayed) await this.wakeSignal.sleep(pollIntervalMs, this.stopController.signal);
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'chain follower step failed; retrying');
         await sleep(pollIntervalMs, this.stopController.signal);
@@ -92,14 +101,29 @@ export class Follower {
     return chunks.flatMap((chunk) => registrations.flatMap((r) => planChunk(r, chunk)));
   }
 
-  /** Replays blocks [start, end] to one callback (its own lane), in ranges, queueing deliveries as it goes. */
-  async history(start: number, end: number, registration: Registration): Promise<void> {
-    for (let from = start; from <= end && !this.stopController.signal.aborted;) {
-      const to = Math.min(end, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
-      const deliveries = await this.plan(from, to, [registration]);
-      await this.options.store.queueOnly(deliveries);
-      if (deliveries.length > 0) this.options.onQueued();
-      from = to + 1;
+  /**
+   * Queues the next range of every history task (each to its own lane), moving each on in the same
+   * transaction; a task that fails (RPC) is tried again on the next pass. Returns whether any moved.
+   */
+  async historyStep(): Promise<boolean> {
+    const { store, log } = this.options;
+    let moved = false;
+    for (const task of await store.historyTasks()) {
+      if (this.stopController.signal.aborted) break;
+      const to = Math.min(task.end, Math.floor((task.next + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+      try {
+        const deliveries = await this.plan(task.next, to, [task.registration]);
+        await store.commitHistoryRange(task, to + 1, deliveries);
+        if (deliveries.length > 0) this.options.onQueued();
+        if (to >= task.end) log.info({ lane: task.registration.lane, end: task.end }, 'history task queued');
+        moved = true;
+      } catch (err) {
+        log.warn(
+          { err: (err as Error).message, lane: task.registration.lane, next: task.next },
+          'history range failed; retried on the next pass',
+        );
+      }
     }
+    return moved;
   }
 }

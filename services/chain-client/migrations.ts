@@ -56,5 +56,26 @@ export const chainClientMigrations: MigrationSet = {
           WHERE status <> 'pending';
       `,
     },
+    {
+      version: 3,
+      name: 'history tasks survive errors and restarts',
+      sql: `
+        -- A history request until its last range is queued: each range's deliveries and the task's next block
+        -- are written in one transaction, so an RPC error or a restart resumes the task where it stopped
+        -- (the original ran it in memory and lost the rest). Removed once done.
+        CREATE TABLE chain_client_history_tasks (
+          id bigserial PRIMARY KEY,
+          instance text NOT NULL,
+          lane text NOT NULL,
+          kind text NOT NULL CHECK (kind IN ('swap', 'reputation')),
+          callback jsonb NOT NULL,
+          merge boolean NOT NULL,
+          next_block bigint NOT NULL,
+          end_block bigint NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX chain_client_history_tasks_instance ON chain_client_history_tasks (instance, id);
+      `,
+    },
   ],
 };

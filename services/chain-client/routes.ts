@@ -94,17 +94,18 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     if (end.data > confirmed)
       return refuse(reply, `end (${end.data}) is beyond the confirmed head (${confirmed})`);
     const merge = body.merge === true;
-    void follower
-      .history(start.data, end.data, {
-        lane: `history:${randomUUID()}`,
-        kind,
-        callback: callback.data,
-        merge,
-      })
-      .then(() => log.info({ kind, start: start.data, end: end.data }, 'history task queued'))
-      .catch((err) =>
-        log.error({ err: (err as Error).message, start: start.data, end: end.data }, 'history task failed'),
-      );
+    // Stored before the answer: the follower queues it range by range, and resumes it after an error or a
+    // restart (Follower.historyStep).
+    await store.addHistoryTask({
+      lane: `history:${randomUUID()}`,
+      kind,
+      callback: callback.data,
+      merge,
+      start: start.data,
+      end: end.data,
+    });
+    follower.wake();
+    log.info({ kind, start: start.data, end: end.data }, 'history task started');
     return { code: 200, message: 'history task started' };
   };
 

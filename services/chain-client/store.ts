@@ -2,7 +2,15 @@ import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { withTransaction } from '../../shared/db/pool.js';
 import type { PlannedDelivery, Registration, RegistrationKind } from './delivery-plan.js';
 
-/** The chain client's persistent state: progress, registrations, and the delivery outbox. */
+/** A history request in progress: its blocks from `next` to `end` are still to be queued. */
+export interface HistoryTask {
+  id: string;
+  registration: Registration;
+  next: number;
+  end: number;
+}
+
+/** The chain client's persistent state: progress, registrations, history tasks and the delivery outbox. */
 export class ChainClientStore {
   constructor(
     private readonly pool: Pool,
@@ -84,9 +92,60 @@ export class ChainClientStore {
     });
   }
 
-  /** Queues deliveries that advance nothing (history replays). */
-  async queueOnly(deliveries: readonly PlannedDelivery[]): Promise<void> {
-    await withTransaction(this.pool, (tx) => this.queue(tx, deliveries));
+  /** A history request, kept until its last range is queued (Follower.historyStep). */
+  async addHistoryTask(task: Registration & { start: number; end: number }): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO chain_client_history_tasks (instance, lane, kind, callback, merge, next_block, end_block)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [this.instance, task.lane, task.kind, JSON.stringify(task.callback), task.merge, task.start, task.end],
+    );
+  }
+
+  async historyTasks(): Promise<HistoryTask[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      lane: string;
+      kind: Registration['kind'];
+      callback: Record<string, string>;
+      merge: boolean;
+      next_block: string;
+      end_block: string;
+    }>(
+      `SELECT id, lane, kind, callback, merge, next_block, end_block FROM chain_client_history_tasks
+       WHERE instance = $1 ORDER BY id`,
+      [this.instance],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      registration: { lane: r.lane, kind: r.kind, callback: r.callback, merge: r.merge },
+      next: Number(r.next_block),
+      end: Number(r.end_block),
+    }));
+  }
+
+  /**
+   * Queues one range of a history task and moves it on to `next` (removes it past its end), atomically:
+   * a task is never queued twice for a range, whatever fails between.
+   */
+  async commitHistoryRange(
+    task: HistoryTask,
+    next: number,
+    deliveries: readonly PlannedDelivery[],
+  ): Promise<void> {
+    await withTransaction(this.pool, async (tx) => {
+      await this.queue(tx, deliveries);
+      const moved =
+        next > task.end
+          ? await tx.query('DELETE FROM chain_client_history_tasks WHERE id = $1 AND next_block = $2', [
+              task.id,
+              task.next,
+            ])
+          : await tx.query(
+              'UPDATE chain_client_history_tasks SET next_block = $3 WHERE id = $1 AND next_block = $2',
+              [task.id, task.next, next],
+            );
+      if (moved.rowCount !== 1) throw new Error(`history task ${task.id} moved by someone else`);
+    });
   }
 
   private async queue(tx: PoolClient, deliveries: readonly PlannedDelivery[]): Promise<void> {
