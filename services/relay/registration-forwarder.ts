@@ -56,8 +56,10 @@ export class RegistrationForwarder {
     }
     try {
       const previous = await this.options.forwarded.get();
-      if (previous !== undefined && !sameCallbacks(previous, callbacks)) await this.remove(previous);
-      await this.options.forwarded.set(callbacks);
+      const replaced =
+        previous === undefined || sameCallbacks(previous, callbacks) || (await this.remove(previous));
+      // Not removed: the old set stays recorded, so the next hand-over tries again.
+      if (replaced) await this.options.forwarded.set(callbacks);
     } catch (error) {
       // The chain client took the new set; the old one is removed on the next hand-over.
       this.options.log.warn(
@@ -67,20 +69,23 @@ export class RegistrationForwarder {
     }
   }
 
-  private async remove(previous: Record<string, string>): Promise<void> {
+  /** Removes a set at the chain client; false when that failed (logged). */
+  private async remove(previous: Record<string, string>): Promise<boolean> {
     const unregisterUrl = unregisterUrlOf(this.options.registerUrl);
-    if (unregisterUrl === undefined) return;
+    if (unregisterUrl === undefined) return true; // not our chain client: nothing to remove it with
     try {
       const outcome = await unregisterCallbacks(unregisterUrl, previous, false);
       this.options.log.info(
         { callbacks: Object.keys(previous), outcome },
         'previous relay server callbacks removed',
       );
+      return true;
     } catch (error) {
       this.options.log.warn(
         { err: (error as Error).message.slice(0, 300) },
-        'removing the previous relay server callbacks failed; they stay registered at the chain client',
+        'removing the previous relay server callbacks failed; tried again at the next hand-over',
       );
+      return false;
     }
   }
 

@@ -37,14 +37,14 @@ describe('register_relay: the relay server gets the swap events', () => {
   });
 
   /** A chain client's /support/register that answers as told and records what it was given. */
-  const fakeChainClient = async (answer: () => { status: number; body: string }) => {
+  const fakeChainClient = async (answer: (path: string) => { status: number; body: string }) => {
     const received: unknown[] = [];
     const server = http.createServer((request, response) => {
       let data = '';
       request.on('data', (chunk) => (data += chunk));
       request.on('end', () => {
         received.push({ path: request.url, body: JSON.parse(data) });
-        const { status, body } = answer();
+        const { status, body } = answer(request.url ?? '');
         response.writeHead(status, { 'content-type': 'application/json' }).end(body);
       });
     });
@@ -144,8 +144,12 @@ describe('register_relay: the relay server gets the swap events', () => {
   it('answers 502 / 30225 when the chain client does not take the URLs, stores them and hands them over later, replacing the set it held', async () => {
     await db.pool.query('DELETE FROM relay_registrations');
     let up = true;
-    const fake = await fakeChainClient(() =>
-      up ? { status: 200, body: '{"code":200,"message":"register succeed"}' } : { status: 503, body: 'down' },
+    // Its first unregister fails: the removal is tried again at the next hand-over.
+    let unregisterFailures = 1;
+    const fake = await fakeChainClient((path) =>
+      !up || (path === '/support/unregister' && unregisterFailures-- > 0)
+        ? { status: 503, body: 'down' }
+        : { status: 200, body: '{"code":200,"message":"register succeed"}' },
     );
     const recorder = await startCallbackRecorder();
     stops.push(() => recorder.close());
@@ -170,11 +174,12 @@ describe('register_relay: the relay server gets the swap events', () => {
     // It comes back: the stored URLs are handed over without the relay server asking again, and the set it
     // held from before is removed.
     up = true;
-    await waitFor(
-      async () => fake.received.some((r: any) => r.path === '/support/unregister'),
-      'the old set removed',
-      5_000,
-    );
+    const unregisters = () => fake.received.filter((r: any) => r.path === '/support/unregister');
+    await waitFor(async () => unregisters().length >= 2, 'the old set removed, the second time', 5_000);
+    expect(unregisters().map((r: any) => r.body.callback.on_transfer_out)).toEqual([
+      first.on_transfer_out,
+      first.on_transfer_out,
+    ]);
     const calls = fake.received.map((r: any) => [r.path, r.body.callback.on_transfer_out]);
     expect(calls.slice(-2)).toEqual([
       ['/support/register', moved.on_transfer_out],
