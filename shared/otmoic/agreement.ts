@@ -312,7 +312,10 @@ export function transferOutBid(
     agreement = agreementOfTransferOut(out);
   } catch (err) {
     if (!(err instanceof AgreementFieldError)) throw err;
-    return { executes: false, reason: `its ${err.message}, so its fields cannot hash to its bid` };
+    return {
+      executes: false,
+      reason: `its ${err.message} (no EVM address: a non-EVM chain's?), so its bid cannot be checked against its fields`,
+    };
   }
   const claimed = out.bidId.toLowerCase();
   const computed: string[] = [];
