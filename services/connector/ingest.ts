@@ -321,18 +321,20 @@ export class Ingestor {
     }
   }
 
+  /**
+   * The archive may not share the transaction (MongoDB writes at once): a body archived before a transaction
+   * that then failed would read as published, and the event would be lost for good. So the body is archived
+   * only after the publish committed, which keeps "archived means published". A crash between the two
+   * publishes it again at the next post (consumers drop the duplicate by its id).
+   */
   private async writeLateInTransaction(late: LateWrite): Promise<boolean> {
-    return withTransaction(this.options.pool, async (tx) => {
-      const archived = await this.options.archive.putMany(
-        'chain-events',
-        [{ id: late.id, document: late.body }],
-        { tx },
-      );
-      if (archived === 0) return false;
+    if ((await this.options.archive.get('chain-events', late.id)) !== undefined) return false;
+    await withTransaction(this.options.pool, async (tx) => {
       await this.options.heights.setLastEvent(tx, late.chainId, late.stream, late.id);
       await publishMany(this.options.bus, [{ topic: chainEvents.name, messages: [late.message] }], { tx });
-      return true;
     });
+    await this.options.archive.putMany('chain-events', [{ id: late.id, document: late.body }]);
+    return true;
   }
 
   /**

@@ -1,5 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Archive } from '../../shared/archive/port.js';
+import { PostgresArchive } from '../../shared/archive/postgres-archive.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { createLogger } from '../../shared/logging/logger.js';
@@ -89,6 +91,42 @@ describe('connector: single events posted after their blocks were processed', ()
       const late = await registry.getSingleMetric('connector_late_events_total')!.get();
       expect(late.values.map((v) => v.value)).toEqual([1]);
     });
+
+  it('an archive outside the transaction (MongoDB) never makes a failed late publish read as done', async () => {
+    // As MongoDB: putMany writes at once, whatever transaction it is given.
+    const postgres = new PostgresArchive(db.pool);
+    const outside: Archive = {
+      kind: 'mongodb',
+      put: (c, id, d) => postgres.put(c, id, d),
+      putMany: (c, documents) => postgres.putMany(c, documents),
+      get: (c, id) => postgres.get(c, id),
+      list: (c, o) => postgres.list(c, o),
+      count: (c) => postgres.count(c),
+      close: async () => undefined,
+    };
+    // A bus whose next publish fails (its transaction rolls back).
+    let failNext = false;
+    const flaky: EventBus = {
+      ...plainPort(bus),
+      publish: async (topic, messages, options) => {
+        if (failNext) {
+          failNext = false;
+          throw new Error('connection lost before COMMIT');
+        }
+        return bus.publish(topic, messages, options);
+      },
+    };
+    const { ingestor } = testIngestor({ pool: db.pool, bus: flaky, heights, archive: outside });
+    expect(await ingestor.heightUpdate('9006', 'swap', heartbeat(15))).toBe('processed');
+    const late = body('TransferOut', 14);
+    failNext = true;
+    await expect(ingestor.singleEvent('9006', 'swap', late)).rejects.toThrow('connection lost');
+    // The chain client posts it again: published now, once.
+    expect(await ingestor.singleEvent('9006', 'swap', late)).toBe('published late');
+    expect(await ingestor.singleEvent('9006', 'swap', late)).toBe('already processed');
+    expect((await messages('chain.events')).map((e) => e.payload.blockNumber)).toEqual([14]);
+    expect(await outside.count('chain-events')).toBe(1);
+  });
 
   it('the height message right after a late event names it', async () => {
     const { ingestor } = testIngestor({ pool: db.pool, bus, heights });

@@ -125,12 +125,14 @@ export function testIngestor(options: {
   blockTimestamp?: IngestOptions['blockTimestamp'];
   /** Default: 'async', the configuration's default. */
   chunkCommit?: IngestOptions['chunkCommit'];
+  /** Default: the postgres archive of `pool`. */
+  archive?: IngestOptions['archive'];
 }) {
   const metrics = ingestMetrics(options.registry ?? new Registry());
   const ingestor = new Ingestor({
     pool: options.pool,
     bus: options.bus,
-    archive: new PostgresArchive(options.pool),
+    archive: options.archive ?? new PostgresArchive(options.pool),
     heights: options.heights,
     chains: new Map([['9006', { systemChainId: '9006', swap: TEST_SWAP_CONTRACT }]]),
     log: options.log ?? createLogger({ level: 'silent' }),
