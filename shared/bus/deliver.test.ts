@@ -64,3 +64,33 @@ describe('deliverBatch and its observer', () => {
     expect(d.warnings).toEqual(['delivery observer failed']);
   });
 });
+
+describe('dead letters', () => {
+  it('a value holding U+0000 is dead-lettered escaped, with a header saying so (the outbox cannot store it)', async () => {
+    const dead: Array<{ value: string; headers?: Record<string, string> }> = [];
+    const d = delivery({ handled: () => undefined, failed: () => undefined, deadLettered: () => undefined });
+    const options: DeliveryOptions = {
+      ...d.options,
+      maxAttempts: 1,
+      recordAttempt: async () => 1,
+      handle: async () => {
+        throw new Error('poison');
+      },
+      deadLetter: async (message) => void dead.push(message),
+    };
+    const poison = { ...message(0), value: '{"x":"a\u0000b"}' };
+    const result = await deliverBatch([poison], 0n, options);
+    expect(result.next).toBe(1n);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.value).toBe('{"x":"a\\u0000b"}');
+    expect(dead[0]!.headers).toMatchObject({
+      'x-dlq-value-escaped': 'nul',
+      'x-dlq-error': expect.stringContaining('poison'),
+    });
+    // An ordinary value goes as it was, without the header.
+    dead.length = 0;
+    await deliverBatch([message(1)], 1n, options);
+    expect(dead[0]!.value).toBe('1');
+    expect(dead[0]!.headers).not.toHaveProperty('x-dlq-value-escaped');
+  });
+});

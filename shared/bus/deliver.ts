@@ -1,3 +1,4 @@
+import { nulAsText } from '../db/nul.js';
 import type { Logger } from '../logging/logger.js';
 import type { PoolClient } from '../db/pool.js';
 import { PartitionFencedError, PoisonMessageError } from './errors.js';
@@ -210,11 +211,15 @@ function deadLetterMessage(
   attempts: number,
   group: string,
 ): OutgoingMessage {
+  // A value with U+0000 (from a producer outside this system) could never be written to the Kafka outbox, and
+  // the partition would retry it for ever: the dead letter carries it escaped, and says so.
+  const escaped = message.value.includes('\u0000');
   return {
     key: message.key,
-    value: message.value,
+    value: escaped ? nulAsText(message.value) : message.value,
     headers: {
       ...message.headers,
+      ...(escaped ? { [DLQ_HEADERS.valueEscaped]: 'nul' } : {}),
       [DLQ_HEADERS.error]: err.message.slice(0, 2_000),
       [DLQ_HEADERS.topic]: message.topic,
       [DLQ_HEADERS.partition]: String(message.partition),

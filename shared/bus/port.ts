@@ -174,6 +174,8 @@ export const DLQ_HEADERS = {
   offset: 'x-dlq-offset',
   attempts: 'x-dlq-attempts',
   group: 'x-dlq-group',
+  /** Set to `nul` when the value held U+0000, written as `\u0000` (PostgreSQL text, the outbox, cannot hold it). */
+  valueEscaped: 'x-dlq-value-escaped',
 } as const;
 
 /** The subscription's handler as a batch handler, and its batch size (1 for a one-message handler). */
