@@ -189,6 +189,21 @@ export class KafkaSubscription implements Subscription {
    * A fetched batch of one partition: what is before the stored position was handled already; from the
    * stored position on, consecutive messages go through the handler in batches of at most maxBatch.
    */
+  /**
+   * Offsets `from`…`to - 1` hold no message of this partition's log that a consumer could see: a fetch from
+   * `from` or earlier came back with `to` next (transaction markers, aborted or compacted records, which
+   * kafkajs leaves out). The position moves over them; seeking `from` again would fetch the same batch for
+   * ever.
+   */
+  private async skipGap(ref: PartitionRef, key: string, from: bigint, to: bigint): Promise<void> {
+    this.options.log.info(
+      { topic: ref.topic, partition: ref.partition, from: String(from), to: String(to) },
+      'offsets without a visible message (transaction markers, aborted or compacted records) passed over',
+    );
+    await commitPosition(this.bus.pool, ref, from, to);
+    this.setPosition(key, to);
+  }
+
   private async onBatch({
     batch,
     resolveOffset,
@@ -228,7 +243,11 @@ export class KafkaSubscription implements Subscription {
           expected = low;
           this.setPosition(key, low);
         }
-        if (offset !== expected) return this.seekTo(topic, partition, expected);
+        if (offset !== expected) {
+          if (!fetchedFrom(batch, expected)) return this.seekTo(topic, partition, expected);
+          await this.skipGap(ref, key, expected, offset);
+          expected = offset;
+        }
       }
       const delivery = this.delivery(ref);
       for (let at = 0; at < fresh.length;) {
@@ -241,7 +260,13 @@ export class KafkaSubscription implements Subscription {
           BigInt(fresh[at]!.offset) === expected + BigInt(chunk.length)
         )
           chunk.push(fresh[at++]!);
-        if (chunk.length === 0) return this.seekTo(topic, partition, expected);
+        if (chunk.length === 0) {
+          if (!fetchedFrom(batch, expected)) return this.seekTo(topic, partition, expected);
+          const next = BigInt(fresh[at]!.offset);
+          await this.skipGap(ref, key, expected, next);
+          expected = next;
+          continue;
+        }
         offset = BigInt(chunk[0]!.offset);
         const { outcome, next } = await deliverBatch(
           chunk.map((m) => toBusMessage(topic, partition, m)),
@@ -363,4 +388,13 @@ function toBusMessage(topic: string, partition: number, message: KafkaMessage): 
     ),
     timestamp: new Date(Number(message.timestamp)),
   };
+}
+
+/**
+ * Whether kafkajs fetched this batch from `offset` or earlier (its `fetchedOffset`, not in its types): then
+ * every offset from there up to a returned message that is missing has no visible message.
+ */
+function fetchedFrom(batch: EachBatchPayload['batch'], offset: bigint): boolean {
+  const fetched = (batch as unknown as { fetchedOffset?: string }).fetchedOffset;
+  return fetched !== undefined && BigInt(fetched) <= offset;
 }

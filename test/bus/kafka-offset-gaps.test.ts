@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
+import type { BusMessage } from '../../shared/bus/port.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { announceSkip, kafkaForTests } from '../support/external.js';
+import { waitFor } from '../support/wait.js';
+
+const kafka = kafkaForTests();
+if (kafka.skipReason) announceSkip('Kafka offsets without a visible message', kafka.skipReason);
+
+/**
+ * A topic written by a transactional producer holds offsets no consumer sees (the commit marker after each
+ * transaction; aborted records; records compaction removed). The group passes over them instead of seeking
+ * the first of them for ever.
+ */
+describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message', () => {
+  let db: TestDatabase;
+  let bus: KafkaBus;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = new KafkaBus({
+      brokers: kafka.target!.brokers,
+      clientId: 'offset-gaps-test',
+      log: createLogger({ level: 'silent' }),
+      pool: db.pool,
+      connectionString: db.url,
+    });
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await db?.drop();
+  });
+
+  it('handles the messages after a transaction marker and an aborted transaction, once, in order', async () => {
+    const topic = `gaps-${randomBytes(4).toString('hex')}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    const producer = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).producer({
+      transactionalId: `tx-${topic}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
+    await producer.connect();
+    try {
+      const committed = await producer.transaction();
+      await committed.send({ topic, messages: [{ key: 'k', value: 'in-committed' }] });
+      await committed.commit();
+      const aborted = await producer.transaction();
+      await aborted.send({ topic, messages: [{ key: 'k', value: 'in-aborted' }] });
+      await aborted.abort();
+    } finally {
+      await producer.disconnect();
+    }
+    await bus.publish(topic, [{ key: 'k', value: 'after' }]);
+
+    const received: BusMessage[] = [];
+    const subscription = await bus.subscribe({
+      group: `g-${topic}`,
+      topics: [topic],
+      handler: async (m) => void received.push(m),
+    });
+    try {
+      await waitFor(() => received.some((m) => m.value === 'after'), 'the message after the gaps', 20_000);
+      expect(received.map((m) => m.value)).toEqual(['in-committed', 'after']);
+      const { rows } = await db.pool.query<{ next_offset: string }>(
+        'SELECT next_offset FROM bus_group_offsets WHERE topic = $1',
+        [topic],
+      );
+      expect(rows.map((r) => Number(r.next_offset))).toEqual([Number(received.at(-1)!.offset) + 1]);
+    } finally {
+      await subscription.stop();
+    }
+  });
+});
