@@ -16,7 +16,7 @@ if (kafka.skipReason) announceSkip('Kafka offsets without a visible message', ka
  * transaction; aborted records; records compaction removed). The group passes over them instead of seeking
  * the first of them for ever.
  */
-describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message', () => {
+describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message, and past the log', () => {
   let db: TestDatabase;
   let bus: KafkaBus;
 
@@ -30,7 +30,20 @@ describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message', () 
       connectionString: db.url,
     });
   });
+  const others: KafkaBus[] = [];
+  const newBus = () => {
+    const made = new KafkaBus({
+      brokers: kafka.target!.brokers,
+      clientId: 'offset-gaps-test',
+      log: createLogger({ level: 'silent' }),
+      pool: db.pool,
+      connectionString: db.url,
+    });
+    others.push(made);
+    return made;
+  };
   afterAll(async () => {
+    await Promise.all(others.map((b) => b.close()));
     await bus?.close();
     await db?.drop();
   });
@@ -70,6 +83,53 @@ describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message', () 
         [topic],
       );
       expect(rows.map((r) => Number(r.next_offset))).toEqual([Number(received.at(-1)!.offset) + 1]);
+    } finally {
+      await subscription.stop();
+    }
+  });
+
+  it('a position past the end of the log (the topic created again) reads the new messages, not skips them', async () => {
+    const topic = `recreated-${randomBytes(4).toString('hex')}`;
+    const group = `g-${topic}`;
+    const first = newBus();
+    await first.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    await first.publish(
+      topic,
+      [1, 2, 3, 4, 5].map((i) => ({ key: 'k', value: `old-${i}` })),
+    );
+    const seen: string[] = [];
+    const handler = async (m: BusMessage) => void seen.push(m.value);
+    let subscription = await first.subscribe({ group, topics: [topic], handler });
+    await waitFor(() => seen.length === 5, 'the old messages');
+    await subscription.stop();
+
+    // The operator deletes the topic and creates it again; new messages come.
+    const admin = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      await admin.deleteTopics({ topics: [topic] });
+      await waitFor(async () => !(await admin.listTopics()).includes(topic), 'the topic deleted', 20_000);
+    } finally {
+      await admin.disconnect();
+    }
+    const second = newBus();
+    await waitFor(
+      async () =>
+        second
+          .ensureTopics([{ name: topic, partitions: 1, retentionMs: null }])
+          .then(() => true)
+          .catch(() => false),
+      'the topic created again',
+      20_000,
+    );
+    await second.publish(
+      topic,
+      [1, 2, 3].map((i) => ({ key: 'k', value: `new-${i}` })),
+    );
+    subscription = await second.subscribe({ group, topics: [topic], handler });
+    try {
+      await waitFor(() => seen.length === 8, 'the new messages', 20_000);
+      expect(seen).toEqual(['old-1', 'old-2', 'old-3', 'old-4', 'old-5', 'new-1', 'new-2', 'new-3']);
     } finally {
       await subscription.stop();
     }

@@ -204,6 +204,23 @@ export class KafkaSubscription implements Subscription {
     this.setPosition(key, to);
   }
 
+  /**
+   * The stored position is past the end of the partition's log: the topic was deleted and created again, the
+   * cluster is another one, or an unclean leader election truncated the log. Messages there now are not the
+   * ones handled before, and skipping them would lose them without a word; so the group reads the partition
+   * again from its start (what it handled before is dropped again by its id) and says so.
+   */
+  private async positionBeyondEnd(ref: PartitionRef, key: string, stored: bigint): Promise<void> {
+    const low = await this.bus.lowWatermark(ref.topic, ref.partition);
+    this.options.log.error(
+      { topic: ref.topic, partition: ref.partition, stored: String(stored), from: String(low) },
+      "the group's position is past the end of the log (topic created again, another cluster, or a truncated log): reading the partition again from its start",
+    );
+    await commitPosition(this.bus.pool, ref, stored, low);
+    this.setPosition(key, low);
+    this.seekTo(ref.topic, ref.partition, low);
+  }
+
   private async onBatch({
     batch,
     resolveOffset,
@@ -226,6 +243,7 @@ export class KafkaSubscription implements Subscription {
       const fresh = batch.messages.filter((m) => BigInt(m.offset) >= expected!);
       const last = batch.messages[batch.messages.length - 1];
       if (fresh.length === 0) {
+        if (BigInt(batch.highWatermark) < expected) return await this.positionBeyondEnd(ref, key, expected);
         // Handled before: Kafka's hint was behind.
         if (last) resolveOffset(last.offset);
         return;
