@@ -23,7 +23,7 @@ import { storableHeaders, storableKey } from '../partitioner.js';
 import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
-import { brokerRefusal, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
+import { brokerRefusal, unknownTopic, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
 
 export interface KafkaTls {
   caFile?: string;
@@ -72,7 +72,7 @@ export class KafkaBus implements EventBus {
   private producer: Producer;
   /** The current producer's connect; cleared when the producer is replaced (see send). */
   private producerReady: Promise<void> | undefined;
-  private readonly admin: Admin;
+  private admin: Admin;
   private readonly outbox: OutboxRelay;
   private connected: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaSubscription>();
@@ -148,7 +148,7 @@ export class KafkaBus implements EventBus {
   async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
     await this.connect();
     const all = specs.flatMap((s) => [s, { ...s, name: deadLetterTopic(s.name), retentionMs: null }]);
-    const existing = new Set(await this.admin.listTopics());
+    const existing = new Set(await this.retrying(() => this.admin.listTopics()));
     const missing = all.filter((s) => !existing.has(s.name));
     if (missing.length > 0) await this.createTopics(missing);
     const present = all.filter((s) => existing.has(s.name));
@@ -232,7 +232,7 @@ export class KafkaBus implements EventBus {
 
   /** A subscribed topic's dead-letter topic exists before any message needs it (also `X.dlq.dlq`). */
   private async ensureDeadLetterTopics(topics: readonly string[]): Promise<void> {
-    const existing = new Set(await this.admin.listTopics());
+    const existing = new Set(await this.retrying(() => this.admin.listTopics()));
     const missing = topics.filter((t) => !existing.has(deadLetterTopic(t)));
     if (missing.length === 0) return;
     const { topics: meta } = await this.admin.fetchTopicMetadata({ topics: missing });
@@ -298,7 +298,8 @@ export class KafkaBus implements EventBus {
       // sequence numbers of all of them: a different batch sent again from there would be out of sequence.
       // A new producer (a new producer id) starts its sequences afresh; what was written is then sent twice
       // (at least once, as always: consumers dedupe by envelope id).
-      if (brokerRefusal(err) && this.producer === producer) {
+      // And a producer that knew a topic deleted since fails every send (unknownTopic): a new one forgets it.
+      if ((brokerRefusal(err) !== undefined || unknownTopic(err)) && this.producer === producer) {
         this.producer = this.createProducer();
         this.producerReady = undefined;
         await producer.disconnect().catch(() => undefined);
@@ -355,10 +356,22 @@ export class KafkaBus implements EventBus {
       try {
         return await fn();
       } catch (err) {
+        if (unknownTopic(err) && attempt < 10) {
+          // An admin that knew a topic deleted since fails every call (unknownTopic): a new one forgets it.
+          await this.replaceAdmin();
+          continue;
+        }
         if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
         await sleep(backoffMs(attempt, 100, 2_000));
       }
     }
+  }
+
+  private async replaceAdmin(): Promise<void> {
+    const old = this.admin;
+    this.admin = this.kafka.admin();
+    await this.admin.connect();
+    await old.disconnect().catch(() => undefined);
   }
 
   /** The first offset still in the log (retention may have deleted older ones). */

@@ -76,6 +76,25 @@ export function brokerRefusal(err: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether `err` (or a cause) says a topic or partition is unknown to the broker. kafkajs keeps every topic a
+ * producer or admin ever used in the metadata it refreshes, so once such a topic is deleted each of their
+ * calls fails this way, whatever topic it is for (tulios/kafkajs#1146): the client must be replaced.
+ */
+export function unknownTopic(err: unknown): boolean {
+  for (
+    let e = err as { type?: unknown; cause?: unknown; message?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    depth++
+  ) {
+    if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') return true;
+    if (typeof e.message === 'string' && e.message.includes('does not host this topic-partition'))
+      return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
 interface OutboxRow {
   id: string;
   topic: string;
