@@ -165,6 +165,9 @@ export interface EventBus {
 }
 
 export const deadLetterTopic = (topic: string): string => `${topic}.dlq`;
+/** The topic whose dead letters `topic` holds, if it is a dead-letter topic. */
+export const deadLetterSource = (topic: string): string | undefined =>
+  topic.endsWith('.dlq') ? topic.slice(0, -'.dlq'.length) : undefined;
 
 /** Headers the bus adds to a message it moves to the dead-letter topic. */
 export const DLQ_HEADERS = {

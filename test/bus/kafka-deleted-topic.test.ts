@@ -69,4 +69,62 @@ describe.skipIf(kafka.skipReason)('Kafka topic deleted under a running bus', () 
     await bus.ensureTopics([{ name: later, partitions: 1, retentionMs: null }]);
     expect(await bus.lag(`g-${later}`, [later])).toHaveLength(1);
   });
+
+  it('a dead letter for a dead-letter topic an operator deleted is sent once the topic is created again', async () => {
+    const topic = `poisoned-${randomBytes(4).toString('hex')}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    const failing = await bus.subscribe({
+      group: `g-${topic}`,
+      topics: [topic],
+      maxAttempts: 1,
+      handler: async () => {
+        throw new Error('poison');
+      },
+    });
+    const dead: string[] = [];
+    try {
+      const admin = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        await admin.deleteTopics({ topics: [`${topic}.dlq`] });
+        await waitFor(
+          async () => !(await admin.listTopics()).includes(`${topic}.dlq`),
+          'the dead-letter topic deleted',
+          20_000,
+        );
+      } finally {
+        await admin.disconnect();
+      }
+      await bus.publish(topic, [{ key: 'k', value: 'poison' }]);
+      // The dead letter goes through the outbox: its send fails once, the topic is created again, it goes.
+      await waitFor(
+        async () =>
+          Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_outbox')).rows[0]!.n) ===
+            0 &&
+          Number(
+            (
+              await db.pool.query<{ n: string }>(
+                'SELECT count(*) AS n FROM bus_group_offsets WHERE topic = $1 AND next_offset = 1',
+                [topic],
+              )
+            ).rows[0]!.n,
+          ) === 1,
+        'the dead letter sent',
+        30_000,
+      );
+      const reader = await bus.subscribe({
+        group: `g-${topic}-dlq`,
+        topics: [`${topic}.dlq`],
+        handler: async (m) => void dead.push(m.value),
+      });
+      try {
+        await waitFor(() => dead.length === 1, 'the dead letter read', 20_000);
+        expect(dead).toEqual(['poison']);
+      } finally {
+        await reader.stop();
+      }
+    } finally {
+      await failing.stop();
+    }
+  });
 });

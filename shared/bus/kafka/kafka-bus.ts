@@ -7,6 +7,7 @@ const { ConfigResourceTypes } = kafkajs;
 import type { Logger } from '../../logging/logger.js';
 import {
   batchHandlerOf,
+  deadLetterSource,
   deadLetterTopic,
   type DeliveryObserver,
   type EventBus,
@@ -303,6 +304,15 @@ export class KafkaBus implements EventBus {
         this.producer = this.createProducer();
         this.producerReady = undefined;
         await producer.disconnect().catch(() => undefined);
+      }
+      // A dead-letter topic deleted by an operator (to clear it) is created again, so the dead letter, and
+      // every outbox row after it, goes out at the relay's next try instead of waiting for a restart.
+      if (unknownTopic(err)) {
+        const sources = batches.flatMap((b) => deadLetterSource(b.topic) ?? []);
+        if (sources.length > 0)
+          await this.ensureDeadLetterTopics([...new Set(sources)]).catch((cause: Error) =>
+            this.options.log.warn({ err: cause.message }, 'could not create a dead-letter topic again'),
+          );
       }
       throw err;
     } finally {
