@@ -10,6 +10,12 @@ import { backoffMs, sleep } from '../retry.js';
 /** NOTIFY channel a publish into the outbox signals (at commit), so the relay sends at once. */
 export const OUTBOX_CHANNEL = 'otmoic_outbox';
 const BATCH = 500;
+/**
+ * Most bytes of values and keys one relay batch sends (the first row always goes). A batch of 500 rows near a
+ * raised max.message.bytes could exceed the broker's socket.request.max.bytes (100 MB by default): the broker
+ * closes the connection, which is no refusal, and the same batch would be tried for ever.
+ */
+const BATCH_BYTES = 16 * 1024 * 1024;
 /** Safety net when a notification is missed (e.g. while the listener reconnects). */
 const POLL_MS = 1_000;
 
@@ -130,6 +136,8 @@ export class OutboxRelay {
       send(batches: OutboxBatch[]): Promise<void>;
       /** A row of `topic` was set aside (metrics). */
       refused?(topic: string): void;
+      /** Default BATCH_BYTES. */
+      batchBytes?: number;
     },
   ) {}
 
@@ -178,7 +186,13 @@ export class OutboxRelay {
       );
       if (!lock.rows[0]!.ok) return 0;
       const { rows } = await tx.query<OutboxRow>(
-        `SELECT id, topic, key, value, headers FROM bus_outbox ORDER BY id LIMIT ${BATCH}`,
+        `SELECT id, topic, key, value, headers FROM (
+           SELECT id, topic, key, value, headers, row_number() OVER w AS n,
+                  sum(octet_length(value) + octet_length(key)) OVER w AS upto
+           FROM (SELECT * FROM bus_outbox ORDER BY id LIMIT ${BATCH}) AS oldest
+           WINDOW w AS (ORDER BY id)
+         ) AS t WHERE n = 1 OR upto <= $1 ORDER BY id`,
+        [this.options.batchBytes ?? BATCH_BYTES],
       );
       if (rows.length === 0) return 0;
       const sent: OutboxRow[] = [];
@@ -195,8 +209,9 @@ export class OutboxRelay {
       }
       await tx.query('DELETE FROM bus_outbox WHERE id = ANY($1::bigint[])', [sent.map((r) => r.id)]);
       for (const { row, err } of refused) await this.setAside(tx, row, err);
-      // More may be waiting: do not sleep before the next batch.
-      if (rows.length === BATCH || sent.length + refused.length < rows.length) this.wake.wake();
+      // More may be waiting (a full batch, one cut at BATCH_BYTES, the rest of a half-sent one): look again at
+      // once; an empty outbox ends the round.
+      this.wake.wake();
       return sent.length + refused.length;
     });
   }
