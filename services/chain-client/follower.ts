@@ -15,6 +15,10 @@ import type { ChainClientStore } from './store.js';
 /** Blocks read per eth_getLogs call (a multiple of the chunk size). */
 const MAX_RANGE = 100;
 
+/** The last block of the range read from `from`: a chunk end at most MAX_RANGE on, never past `last`. */
+const rangeEnd = (from: number, last: number) =>
+  Math.min(last, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+
 export interface FollowerOptions {
   reader: ChainReader;
   store: ChainClientStore;
@@ -84,7 +88,7 @@ export class Follower {
     // Only whole chunks: the highest chunk end not above the confirmed head.
     const lastWhole = Math.floor(confirmed / CHUNK_BLOCKS) * CHUNK_BLOCKS;
     if (lastWhole < from) return false;
-    const to = Math.min(lastWhole, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+    const to = rangeEnd(from, lastWhole);
     const deliveries = await this.plan(from, to, await store.registrations());
     await store.commitRange(last, to, deliveries);
     this.options.onHeight?.(to);
@@ -110,7 +114,7 @@ export class Follower {
     let moved = false;
     for (const task of await store.historyTasks()) {
       if (this.stopController.signal.aborted) break;
-      const to = Math.min(task.end, Math.floor((task.next + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+      const to = rangeEnd(task.next, task.end);
       try {
         const deliveries = await this.plan(task.next, to, [task.registration]);
         await store.commitHistoryRange(task, to + 1, deliveries);

@@ -52,7 +52,7 @@ export class ChainClientStore {
          DELETE FROM chain_client_deliveries d USING gone
          WHERE d.instance = $1 AND d.lane = 'reg:' || gone.id AND d.status = 'pending' RETURNING 1
        )
-       SELECT (SELECT count(*) FROM gone) AS n, (SELECT count(*) FROM dropped) AS dropped`,
+       SELECT (SELECT count(*) FROM gone) AS n`,
       [this.instance, kind, JSON.stringify(callback), merge],
     );
     return Number(rows[0]!.n) > 0;

@@ -174,16 +174,14 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
     if (!(err instanceof AgreementFieldError)) throw err;
     // A destination chain this deployment does not watch may be a non-EVM one (Solana's 32-byte addresses):
     // its address or token is no EVM address, which says nothing against the complaint. Unknown, not case 0.
-    const dst = event.complaint['dstChainId'];
+    const raw = event.complaint['dstChainId'];
+    const dst = typeof raw === 'string' && /^\d{1,20}$/.test(raw) ? BigInt(raw).toString() : undefined;
     if (
       (err.field === 'dstAddress' || err.field === 'dstToken') &&
-      typeof dst === 'string' &&
-      /^\d{1,20}$/.test(dst) &&
-      env.evmChainId(BigInt(dst).toString()) === undefined
+      dst !== undefined &&
+      env.evmChainId(dst) === undefined
     )
-      return reading({
-        unjudgeable: `the complaint's chain ${BigInt(dst)} is not watched by this deployment`,
-      });
+      return reading({ unjudgeable: `the complaint's chain ${dst} is not watched by this deployment` });
     return reading({ invalidReason: `case 0: the complaint's ${err.message}` });
   }
   const src = agreement.srcChainId.toString();

@@ -9,6 +9,7 @@
  * registration is handed over again every `relay.reregisterSeconds`, and at start: a chain client that
  * restarted delivers again without the relay server noticing. "Already registered" is success.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from '../../shared/logging/logger.js';
 import { registerCallbacks, unregisterCallbacks } from '../../shared/otmoic/support-register.js';
 
@@ -57,7 +58,7 @@ export class RegistrationForwarder {
     try {
       const previous = await this.options.forwarded.get();
       const replaced =
-        previous === undefined || sameCallbacks(previous, callbacks) || (await this.remove(previous));
+        previous === undefined || isDeepStrictEqual(previous, callbacks) || (await this.remove(previous));
       // Not removed: the old set stays recorded, so the next hand-over tries again.
       if (replaced) await this.options.forwarded.set(callbacks);
     } catch (error) {
@@ -121,9 +122,4 @@ function unregisterUrlOf(registerUrl: string): string | undefined {
   if (!url.pathname.endsWith('/register')) return undefined;
   url.pathname = url.pathname.replace(/\/register$/, '/unregister');
   return url.toString();
-}
-
-function sameCallbacks(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
 }

@@ -73,12 +73,18 @@ export async function writeOutboxMany(
  */
 const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
 
-/** The kafkajs error type of a refusal found in `err` or its causes (kafkajs wraps it when it bails). */
-export function brokerRefusal(err: unknown): string | undefined {
-  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (typeof e.type === 'string' && REFUSALS.has(e.type)) return e.type;
+/** `err` and its causes, five deep at most (kafkajs wraps the broker's error when it bails). */
+type ErrorLike = { type?: unknown; message?: unknown; cause?: unknown };
+function* causesOf(err: unknown): Generator<ErrorLike> {
+  for (let e = err as ErrorLike | undefined, depth = 0; e && depth < 5; depth++) {
+    yield e;
     e = e.cause as typeof e;
   }
+}
+
+/** The kafkajs error type of a refusal found in `err` or its causes. */
+export function brokerRefusal(err: unknown): string | undefined {
+  for (const e of causesOf(err)) if (typeof e.type === 'string' && REFUSALS.has(e.type)) return e.type;
   return undefined;
 }
 
@@ -88,15 +94,10 @@ export function brokerRefusal(err: unknown): string | undefined {
  * calls fails this way, whatever topic it is for (tulios/kafkajs#1146): the client must be replaced.
  */
 export function unknownTopic(err: unknown): boolean {
-  for (
-    let e = err as { type?: unknown; cause?: unknown; message?: unknown } | undefined, depth = 0;
-    e && depth < 5;
-    depth++
-  ) {
+  for (const e of causesOf(err)) {
     if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') return true;
     if (typeof e.message === 'string' && e.message.includes('does not host this topic-partition'))
       return true;
-    e = e.cause as typeof e;
   }
   return false;
 }
