@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { deleteTopic } from '../support/delete-topic.js';
 import { announceSkip, kafkaForTests } from '../support/external.js';
 import { waitFor } from '../support/wait.js';
 
@@ -47,14 +47,7 @@ describe.skipIf(kafka.skipReason)('Kafka topic deleted under a running bus', () 
     ]);
     await bus.publish(deleted, [{ key: 'k', value: 'before' }]);
 
-    const admin = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      await admin.deleteTopics({ topics: [deleted] });
-      await waitFor(async () => !(await admin.listTopics()).includes(deleted), 'the topic deleted', 20_000);
-    } finally {
-      await admin.disconnect();
-    }
+    await deleteTopic(kafka.target!.brokers, deleted);
 
     // A publish to a topic the producer did not use yet goes through, at the latest when sent again (as the
     // outbox relay does).
@@ -83,18 +76,7 @@ describe.skipIf(kafka.skipReason)('Kafka topic deleted under a running bus', () 
     });
     const dead: string[] = [];
     try {
-      const admin = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).admin();
-      await admin.connect();
-      try {
-        await admin.deleteTopics({ topics: [`${topic}.dlq`] });
-        await waitFor(
-          async () => !(await admin.listTopics()).includes(`${topic}.dlq`),
-          'the dead-letter topic deleted',
-          20_000,
-        );
-      } finally {
-        await admin.disconnect();
-      }
+      await deleteTopic(kafka.target!.brokers, `${topic}.dlq`);
       await bus.publish(topic, [{ key: 'k', value: 'poison' }]);
       // The dead letter goes through the outbox: its send fails once, the topic is created again, it goes.
       await waitFor(

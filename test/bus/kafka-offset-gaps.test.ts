@@ -5,6 +5,7 @@ import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
 import type { BusMessage } from '../../shared/bus/port.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { deleteTopic } from '../support/delete-topic.js';
 import { announceSkip, kafkaForTests } from '../support/external.js';
 import { waitFor } from '../support/wait.js';
 
@@ -20,16 +21,6 @@ describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message, and 
   let db: TestDatabase;
   let bus: KafkaBus;
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    bus = new KafkaBus({
-      brokers: kafka.target!.brokers,
-      clientId: 'offset-gaps-test',
-      log: createLogger({ level: 'silent' }),
-      pool: db.pool,
-      connectionString: db.url,
-    });
-  });
   const others: KafkaBus[] = [];
   const newBus = () => {
     const made = new KafkaBus({
@@ -42,9 +33,12 @@ describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message, and 
     others.push(made);
     return made;
   };
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = newBus();
+  });
   afterAll(async () => {
     await Promise.all(others.map((b) => b.close()));
-    await bus?.close();
     await db?.drop();
   });
 
@@ -104,14 +98,7 @@ describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message, and 
     await subscription.stop();
 
     // The operator deletes the topic and creates it again; new messages come.
-    const admin = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      await admin.deleteTopics({ topics: [topic] });
-      await waitFor(async () => !(await admin.listTopics()).includes(topic), 'the topic deleted', 20_000);
-    } finally {
-      await admin.disconnect();
-    }
+    await deleteTopic(kafka.target!.brokers, topic);
     const second = newBus();
     await waitFor(
       async () =>

@@ -1,15 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
 import { withTransaction } from '../../db/pool.js';
 import { createLogger } from '../../logging/logger.js';
 import { OutboxRelay, writeOutboxMany } from './outbox.js';
 
-/** The Kafka outbox is a PostgreSQL table (no broker needed here): its key column is text. */
-describe('Kafka outbox keys', () => {
+/**
+ * The Kafka outbox is a PostgreSQL table and its relay's send a function (no broker needed here): its key
+ * column is text, and its batches are bounded in bytes as well as rows.
+ */
+describe('Kafka outbox', () => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createTestDatabase();
   }, 60_000);
+  beforeEach(() => db.pool.query('DELETE FROM bus_outbox'));
   afterAll(() => db?.drop());
 
   it('stores a key with U+0000 with it as the six characters \\u0000 (text cannot hold U+0000)', async () => {
@@ -21,15 +25,6 @@ describe('Kafka outbox keys', () => {
     const { rows } = await db.pool.query<{ key: string; value: string }>('SELECT key, value FROM bus_outbox');
     expect(rows).toEqual([{ key: 'lp:lp\\u0000x', value: '"v\\u0000"' }]);
   });
-});
-
-/** The relay's batches are bounded in bytes as well as rows (no broker needed: the send is recorded). */
-describe('Kafka outbox batches', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  }, 60_000);
-  afterAll(() => db?.drop());
 
   it('cuts a batch at batchBytes, in order, and sends a row larger than that alone', async () => {
     const sizes = [1_000, 1_000, 1_000, 3_000, 10, 10];
