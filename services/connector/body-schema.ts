@@ -29,9 +29,13 @@ export const eventBodySchema = z.looseObject({
     blockNumber: safeHexQuantity,
     transactionHash: hash32,
     logIndex: safeHexQuantity,
+    // Checked against `block.hash` when both are there (normalizeEvent); null only for a pending log.
+    blockHash: hash32.nullish(),
+    // `true`: the log was taken back by a reorg, so it is no event (refused in normalizeEvent).
+    removed: z.boolean().optional(),
   }),
-  tx: z.looseObject({ from: addressText }),
-  block: z.looseObject({ timestamp: safeHexQuantity, number: safeHexQuantity }),
+  tx: z.looseObject({ from: addressText, transactionHash: hash32.nullish() }),
+  block: z.looseObject({ timestamp: safeHexQuantity, number: safeHexQuantity, hash: hash32.nullish() }),
   type: z.enum([
     'TransferOut',
     'TransferIn',

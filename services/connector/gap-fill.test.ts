@@ -174,7 +174,9 @@ describe('rpc reader', () => {
         ? [{ address: 'nope', topics: [], data: '0x', blockNumber: '0x1' }]
         : r.method === 'eth_getBlockByNumber'
           ? null
-          : '0x10',
+          : r.method === 'eth_chainId'
+            ? '0x61'
+            : '0x10',
     );
     const reader = new RpcReader(rpc.url, 97, 'rpc-urls.97', 2_000);
     try {
@@ -194,11 +196,46 @@ describe('rpc reader', () => {
         () => undefined,
         (err: Error) => err,
       );
-      expect(error?.message).toMatch(/^rpc-urls\.97: eth_blockNumber failed/);
+      // Its first call is the check of the chain it serves.
+      expect(error?.message).toMatch(/^rpc-urls\.97: eth_chainId failed/);
       expect(error?.message).not.toContain('SECRETAPIKEY123');
       expect(error?.message).not.toContain(new URL(rpc.url).host);
     } finally {
       gone.destroy();
+    }
+  });
+
+  it('reads nothing from an RPC of another chain, and checks again after the check itself failed', async () => {
+    let chainId: string | undefined = '0x1';
+    const asked: string[] = [];
+    const rpc = await node((r) => {
+      asked.push(r.method);
+      if (r.method === 'eth_chainId') return chainId;
+      return r.method === 'eth_getLogs' ? [] : '0x10';
+    });
+    const reader = new RpcReader(rpc.url, 97, 'rpc-urls.97', 2_000);
+    try {
+      const wrong = 'rpc-urls.97: the RPC serves chain 1, not the configured 97';
+      await expect(reader.head()).rejects.toThrow(wrong);
+      await expect(reader.logs(1, 5, ['0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512'])).rejects.toThrow(wrong);
+      // Refused for good: asked once, and no read was sent.
+      expect(asked).toEqual(['eth_chainId']);
+    } finally {
+      reader.destroy();
+    }
+    // A check without a usable answer is not a verdict: the next call checks again.
+    chainId = undefined;
+    asked.length = 0;
+    const later = new RpcReader(rpc.url, 97, 'rpc-urls.97', 2_000);
+    try {
+      await expect(later.head()).rejects.toThrow(/unexpected eth_chainId answer/);
+      chainId = '0x61';
+      expect(await later.head()).toBe(16);
+      expect(await later.head()).toBe(16);
+      expect(asked).toEqual(['eth_chainId', 'eth_chainId', 'eth_blockNumber', 'eth_blockNumber']);
+    } finally {
+      later.destroy();
+      await rpc.close();
     }
   });
 });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { chainEvents, decode } from '../../topics/index.js';
@@ -8,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import type { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
 import { RpcAnswerError } from './rpc-reader.js';
+import { swapInterface } from '../../shared/otmoic/abi.js';
 import {
   clearConnectorTables,
   startTestConnector,
@@ -63,8 +65,12 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   let heights: HeightStore;
   const backfills: Array<[string, number, number]> = [];
   let connector: Awaited<ReturnType<typeof startTestConnector>>;
-  /** What the RPC's block time read throws (undefined: it answers). */
-  let blockTimeFailure: Error | undefined;
+  /** What the RPC's block time read throws (undefined: it answers; 'hang': it never answers). */
+  let blockTimeFailure: Error | 'hang' | undefined;
+  let blockTimeReads = 0;
+  /** After a failed read, the next is tried this much later (the Ingestor's back-off, shortened). */
+  const RETRY_MS = 1_000;
+  const DEADLINE_MS = 300;
 
   const post = (path: string, body: unknown) =>
     app.inject({
@@ -95,9 +101,12 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     connector = await startTestConnector(db, {
       requestBackfill: (chain, _stream, stored, height) => void backfills.push([chain, stored, height]),
       blockTimestamp: async (_chain, height) => {
+        blockTimeReads++;
+        if (blockTimeFailure === 'hang') return new Promise<never>(() => undefined);
         if (blockTimeFailure) throw blockTimeFailure;
         return testBlockTimestamp(height);
       },
+      limits: { blockTimeRetryMs: RETRY_MS, blockTimeDeadlineMs: DEADLINE_MS },
     });
     ({ app, bus, heights } = connector);
   });
@@ -233,20 +242,57 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     const [withEvent] = await heightMessages();
     expect(withEvent).toMatchObject({ height: 20, blockTimestamp: 1_700_000_120 });
     expect(await unread()).toBe(before + 1);
-    // The RPC answers again: heights of empty blocks are published, naming the stream's last event.
+    // The RPC answers again, but the next read waits for the back-off: until then chunks go on unread.
     blockTimeFailure = undefined;
+    const reads = blockTimeReads;
     expect((await post('/callback/9006/swap', { type: 'update_height', height: 25 })).json().message).toBe(
+      'processed',
+    );
+    expect(blockTimeReads).toBe(reads);
+    expect(await heightMessages()).toHaveLength(1);
+    expect(await unread()).toBe(before + 2);
+    // After it, heights of empty blocks are published again, naming the stream's last event.
+    await sleep(RETRY_MS);
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 30 })).json().message).toBe(
       'processed',
     );
     const all = await published();
     expect((await heightMessages()).at(-1)).toEqual({
       chainId: '9006',
       stream: 'swap',
-      height: 25,
-      blockTimestamp: testBlockTimestamp(25),
+      height: 30,
+      blockTimestamp: testBlockTimestamp(30),
       lastEventId: all.at(-1)!.id,
     });
-    expect(await unread()).toBe(before + 1);
+    expect(await unread()).toBe(before + 2);
+  });
+
+  it('a hung RPC holds a chunk for the deadline only, and the following chunks not at all until the back-off ends', async () => {
+    blockTimeFailure = 'hang';
+    let started = performance.now();
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 15 })).json().message).toBe(
+      'processed',
+    );
+    const first = performance.now() - started;
+    expect(first).toBeGreaterThanOrEqual(DEADLINE_MS - 5);
+    expect(first).toBeLessThan(RETRY_MS);
+    const reads = blockTimeReads;
+    started = performance.now();
+    for (const height of [20, 25]) {
+      expect((await post('/callback/9006/swap', { type: 'update_height', height })).json().message).toBe(
+        'processed',
+      );
+    }
+    expect(performance.now() - started).toBeLessThan(DEADLINE_MS);
+    expect(blockTimeReads).toBe(reads);
+    expect(await heights.get('9006', 'swap')).toBe(25);
+    // The RPC is back: after the back-off the next chunk reads its time.
+    blockTimeFailure = undefined;
+    await sleep(RETRY_MS);
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 30 })).json().message).toBe(
+      'processed',
+    );
+    expect(blockTimeReads).toBe(reads + 1);
   });
 
   it('a block time read that fails for any other reason fails the chunk and changes nothing', async () => {
@@ -579,6 +625,79 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(refused.statusCode, refused.body).toBe(400);
     expect(refused.json().message).toMatch(/two different bodies for the log/);
     expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
+  it("refuses a log a reorg removed, a block or receipt that is not the log's, and two times for one block", async () => {
+    const refusals = async () =>
+      Object.fromEntries(
+        (await connector.registry.getSingleMetric('connector_rejected_bodies_total')!.get()).values.map(
+          (v) => [v.labels.reason, v.value],
+        ),
+      );
+    const before = await refusals();
+    const chunk = (...data: unknown[]) => ({ type: 'update_height', height: 15, data });
+    const removed = originalBody(transferOutVector, 12);
+    removed.event.removed = true;
+    const otherBlock = originalBody(transferOutVector, 12);
+    otherBlock.block.hash = '0x' + 'cc'.repeat(32);
+    const otherReceipt = originalBody(transferOutVector, 12);
+    otherReceipt.tx.transactionHash = '0x' + 'dd'.repeat(32);
+    const later = originalBody(confirmOutVector, 12, 1);
+    later.block.timestamp = '0x' + (1_700_000_100 + 99_999).toString(16);
+    const cases: Array<[unknown, RegExp]> = [
+      [chunk(removed), /is marked removed \(taken back by a reorg\): not an event/],
+      [chunk(otherBlock), /block hash 0xcc.* is not the log's block hash 0xbb/],
+      [chunk(otherReceipt), /the receipt of 0xdd.* is not the log's transaction/],
+      [chunk(originalBody(transferOutVector, 12), later), /block 12 has two times in one body/],
+      [removed, /is marked removed/],
+    ];
+    for (const [body, message] of cases) {
+      const reply = await post('/callback/9006/swap', body);
+      expect(reply.statusCode, reply.body).toBe(400);
+      expect(reply.json().message).toMatch(message);
+    }
+    expect(await published()).toHaveLength(0);
+    expect(await heights.get('9006', 'swap')).toBe(10);
+    const after = await refusals();
+    expect((after.removed ?? 0) - (before.removed ?? 0)).toBe(2);
+    expect((after.inconsistent ?? 0) - (before.inconsistent ?? 0)).toBe(3);
+    // Bodies without the block's hash or the receipt's are taken as before (the original sends both).
+    const bare = originalBody(transferOutVector, 12);
+    delete (bare.block as { hash?: string }).hash;
+    delete (bare.tx as { transactionHash?: string }).transactionHash;
+    expect((await post('/callback/9006/swap', chunk(bare))).json().message).toBe('processed');
+  });
+
+  it('takes addresses in any case: hex from a chain client is not a typed address to checksum', async () => {
+    const body = originalBody(transferOutVector, 12);
+    // A mixed case that is not the address's checksum (one letter flipped) in the log and the receipt.
+    body.event.address = CONTRACT.replace(/[a-f]/, (c) => c.toUpperCase());
+    body.tx.from = '0x3c44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+    const reply = await post('/callback/9006/swap', { type: 'update_height', height: 15, data: [body] });
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    const [event] = await published();
+    expect(event!.payload).toMatchObject({ contract: CONTRACT, txFrom: SENDER });
+  });
+
+  it('holds a single event whose strings hold U+0000 (jsonb refuses them), and publishes it with its chunk', async () => {
+    const fragment = swapInterface.getEvent('LogNewTransferOut')!;
+    const args = swapInterface
+      .decodeEventLog(fragment, transferOutVector.log_data, [transferOutVector.topic0])
+      .toArray();
+    args[fragment.inputs.findIndex((p) => p.name === 'requestor')] = 'req\u0000uester';
+    const data = swapInterface.encodeEventLog(fragment, args).data;
+    // A chain client's decoded arguments carry the string too: the body stored while held holds U+0000.
+    const body = originalBody({ ...transferOutVector, log_data: data }, 12, 0, {
+      event_parse: { ...transferOutVector.event_parse, requestor: 'req\u0000uester' },
+    });
+    expect((await post('/callback/9006/swap?source=history', body)).json()).toEqual({
+      code: 200,
+      message: 'held until its height update',
+    });
+    const heartbeat = { type: 'update_height', height: 15 };
+    expect((await post('/callback/9006/swap?source=history', heartbeat)).json().message).toBe('processed');
+    const events = await published();
+    expect(events.map((e) => (e.payload as { requestor?: string }).requestor)).toEqual(['req\u0000uester']);
   });
 
   it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {

@@ -22,6 +22,7 @@ import { buildEventBodies } from '../chain-client/event-body.js';
 import { chunkEnd } from '../chain-client/delivery-plan.js';
 import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
 import { addAdvance, addLastEvent, chunkStart, type HeightStore, type Stream } from './heights.js';
+import { withDeadline } from '../../shared/runtime/deadline.js';
 import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
 import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
 
@@ -66,7 +67,19 @@ export interface IngestOptions {
    * answers nothing re-derives, always commit synchronously.
    */
   chunkCommit: 'async' | 'sync';
+  /** How long a chunk waits for its block time (default BLOCK_TIME_DEADLINE_MS). */
+  blockTimeDeadlineMs?: number;
+  /** After a failed block time read, the next is tried this much later (default 1 s), doubling up to 60 s. */
+  blockTimeRetryMs?: number;
 }
+
+/**
+ * A chunk waits this long for its block time: the read is one small call, and it is awaited in the stream's
+ * queue, so a hung RPC must not hold every chunk for the RPC's whole timeout.
+ */
+export const BLOCK_TIME_DEADLINE_MS = 2_000;
+/** The longest wait between block time reads while they fail. */
+const BLOCK_TIME_MAX_BACKOFF_MS = 60_000;
 
 /** What one chunk writes, prepared before any database work. */
 interface ChunkWrite {
@@ -138,8 +151,12 @@ export class Ingestor {
    * (re)starts at the block after its head, not at a chunk boundary (see liveStarting).
    */
   private readonly liveStart = new Set<string>();
-  /** Chains whose block time read last failed: one warning an outage, one note when it reads again. */
-  private readonly blockTimeFailing = new Set<string>();
+  /**
+   * Chains whose block time read last failed (one warning an outage, one note when it reads again), with how
+   * many failed in a row and when the next read may be tried (performance.now() ms): until then chunks go
+   * on without reading, so a hung RPC costs a stream one wait per back-off, not one per chunk.
+   */
+  private readonly blockTimeFailing = new Map<string, { failures: number; retryAt: number }>();
 
   constructor(private readonly options: IngestOptions) {}
 
@@ -190,6 +207,17 @@ export class Ingestor {
       }
     }
     const events = this.normalizeAll(chainId, unique);
+    // Events are sorted by block: one time per block, since the Classifier's clocks are these times.
+    for (let i = 1; i < events.length; i++) {
+      const [a, b] = [events[i - 1]!, events[i]!];
+      if (a.blockNumber === b.blockNumber && a.blockTimestamp !== b.blockTimestamp) {
+        this.options.metrics.rejected.inc({ reason: 'inconsistent' });
+        throw new RejectedEvent(
+          'inconsistent',
+          `block ${a.blockNumber} has two times in one body (${a.blockTimestamp} and ${b.blockTimestamp})`,
+        );
+      }
+    }
     const wrong = events.find((e) => (e.kind === 'Complaint') !== (stream === 'reputation'));
     if (wrong) {
       this.options.metrics.rejected.inc({ reason: 'wrong_stream' });
@@ -263,7 +291,7 @@ export class Ingestor {
       // id; only a forger could grow them (connector.callbackToken closes the route).
       await this.options.pool.query(
         `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
-         VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
+         VALUES ($1, $2, $3, $4, $5::json) ON CONFLICT DO NOTHING`,
         [chainId, stream, chainEventId(event!), event!.blockNumber, JSON.stringify(body)],
       );
       return 'held until its height update';
@@ -595,8 +623,17 @@ export class Ingestor {
    * as the RPC is down, although the chain client delivers.
    */
   private async blockTime(chainId: string, stream: Stream, height: number): Promise<number | undefined> {
+    const failing = this.blockTimeFailing.get(chainId);
+    if (failing && performance.now() < failing.retryAt) {
+      this.options.metrics.blockTimeUnread.inc({ chain: chainId, stream });
+      return undefined;
+    }
     try {
-      const timestamp = await this.options.blockTimestamp(chainId, height);
+      const timestamp = await withDeadline(
+        this.options.blockTimestamp(chainId, height),
+        this.options.blockTimeDeadlineMs ?? BLOCK_TIME_DEADLINE_MS,
+        () => new RpcAnswerError(`block ${height}'s time was not read within the deadline`),
+      );
       if (this.blockTimeFailing.delete(chainId))
         this.options.log.info({ chain: chainId, height }, 'block times are read again: heights published');
       return timestamp;
@@ -604,10 +641,13 @@ export class Ingestor {
       // An RPC outage or a bad answer; anything else is a bug and fails the chunk (500).
       if (!(err instanceof RpcAnswerError)) throw err;
       this.options.metrics.blockTimeUnread.inc({ chain: chainId, stream });
+      const failures = (failing?.failures ?? 0) + 1;
+      const first = this.options.blockTimeRetryMs ?? 1_000;
+      const backoff = Math.min(BLOCK_TIME_MAX_BACKOFF_MS, first * 2 ** (failures - 1));
+      this.blockTimeFailing.set(chainId, { failures, retryAt: performance.now() + backoff });
       // RpcReader's messages name the RPC by its config key, never by its URL.
       const reason = err.message;
-      if (!this.blockTimeFailing.has(chainId)) {
-        this.blockTimeFailing.add(chainId);
+      if (!failing) {
         this.options.log.warn(
           { chain: chainId, stream, height, reason },
           'block time unreadable: chunks are published without their height message until it reads again',
@@ -680,10 +720,7 @@ export class Ingestor {
     const max = this.options.maxBlocksAhead;
     if (block - stored <= max) return;
     this.options.metrics.rejected.inc({ reason: 'too_far_ahead' });
-    this.options.log.warn(
-      { chain: chainId, stream, stored, block, maxBlocksAhead: max },
-      'callback too far above the stored height refused',
-    );
+    // Logged by the route, as every refusal.
     throw new RejectedEvent(
       'too_far_ahead',
       `${what} ${block} is more than ${max} blocks above the stored height ${stored} of chain ${chainId} (${stream}) (connector.maxBlocksAhead)${then}`,

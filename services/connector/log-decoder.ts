@@ -74,7 +74,9 @@ const checksums = new Map<string, string>();
 export function checksummed(address: string): string {
   let known = checksums.get(address);
   if (known === undefined) {
-    known = getAddress(address);
+    // Lower-cased first: a chain client's hex is never a typed address, and a mixed case that is not a valid
+    // checksum would throw (a 500 for a body that is only unusual).
+    known = getAddress(address.toLowerCase());
     if (checksums.size >= 10_000) checksums.clear();
     checksums.set(address, known);
   }

@@ -46,5 +46,15 @@ export const connectorMigrations: MigrationSet = {
         );
       `,
     },
+    {
+      version: 4,
+      name: 'held event bodies kept as sent',
+      sql: `
+        -- json, not jsonb: a chain's strings may hold U+0000, which jsonb refuses, and a held event that cannot
+        -- be stored is a 500 its chain client retries and then gives up on (the event lost). The bodies are only
+        -- stored and read back whole.
+        ALTER TABLE connector_pending_events ALTER COLUMN body TYPE json USING body::json;
+      `,
+    },
   ],
 };

@@ -14,7 +14,14 @@ export interface ChainContracts {
 
 /** Why a body was refused; each is counted on /metrics. */
 export type RejectReason =
-  'foreign_contract' | 'wrong_chain' | 'undecodable' | 'type_mismatch' | 'too_far_ahead' | 'wrong_stream';
+  | 'foreign_contract'
+  | 'wrong_chain'
+  | 'undecodable'
+  | 'type_mismatch'
+  | 'too_far_ahead'
+  | 'wrong_stream'
+  | 'removed'
+  | 'inconsistent';
 
 export class RejectedEvent extends CodedError {
   constructor(
@@ -51,6 +58,8 @@ function eventsByTopic(iface: Interface): Map<string, KnownEvent> {
   return map;
 }
 
+const sameHex = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
 // Module-level, not closures made per event: under tsx each named closure also costs a defineProperty of
 // its name, which showed in the Connector's profile.
 const dec = (v: unknown) => (v as bigint).toString(10);
@@ -74,6 +83,13 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
     throw new RejectedEvent(
       'wrong_chain',
       `event of chain ${body.chain_id} posted for chain ${chain.systemChainId}`,
+    );
+  }
+  // The RPC fill drops such logs too (RpcReader.logs): a reorg took the log back, so it never happened.
+  if (body.event.removed === true) {
+    throw new RejectedEvent(
+      'removed',
+      `the log ${body.event.transactionHash}:${Number(body.event.logIndex)} is marked removed (taken back by a reorg): not an event`,
     );
   }
   const isSwap = address === chain.swap.toLowerCase();
@@ -115,6 +131,20 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
     throw new RejectedEvent(
       'undecodable',
       `block ${Number(body.block.number)} does not hold the log's block ${position.blockNumber}`,
+    );
+  }
+  // The block and the receipt vouch for the log's time and its sender (txFrom decides who confirmed): they
+  // must be the log's own, where the body names them.
+  if (body.block.hash && body.event.blockHash && !sameHex(body.block.hash, body.event.blockHash)) {
+    throw new RejectedEvent(
+      'inconsistent',
+      `block hash ${body.block.hash} is not the log's block hash ${body.event.blockHash}`,
+    );
+  }
+  if (body.tx.transactionHash && !sameHex(body.tx.transactionHash, body.event.transactionHash)) {
+    throw new RejectedEvent(
+      'inconsistent',
+      `the receipt of ${body.tx.transactionHash} is not the log's transaction ${body.event.transactionHash}`,
     );
   }
   // Typed loosely as ethers' Result was: encode() checks the payload against the topic's schema.

@@ -88,10 +88,9 @@ export function registerCallbackRoutes(
       const parsed = schema.safeParse(body);
       if (!parsed.success) {
         onRejected('malformed');
-        return reply.code(400).send({
-          code: 400,
-          message: `invalid ${body?.type === 'update_height' ? 'update_height' : 'event'} body: ${z.prettifyError(parsed.error)}`,
-        });
+        const message = `invalid ${body?.type === 'update_height' ? 'update_height' : 'event'} body: ${z.prettifyError(parsed.error)}`;
+        request.log.warn({ chain: chainId, stream, reason: 'malformed', message }, 'callback body refused');
+        return reply.code(400).send({ code: 400, message });
       }
       try {
         const outcome =
@@ -106,7 +105,14 @@ export function registerCallbackRoutes(
               );
         return { code: 200, message: outcome };
       } catch (err) {
-        if (err instanceof RejectedEvent) return reply.code(400).send({ code: 400, message: err.message });
+        if (err instanceof RejectedEvent) {
+          // Its chain client retries or gives up: either way the operator should see why.
+          request.log.warn(
+            { chain: chainId, stream, reason: err.reason, message: err.message },
+            'callback body refused',
+          );
+          return reply.code(400).send({ code: 400, message: err.message });
+        }
         if (err instanceof HeightConflictError)
           return reply.code(503).send({ code: 503, message: err.message });
         throw err;

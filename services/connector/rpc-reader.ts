@@ -25,6 +25,9 @@ const receiptSchema = z.looseObject({ from: addressText, transactionHash: hash32
 /** An RPC answer that is not what the JSON-RPC API promises (or no answer): retried like an outage. */
 export class RpcAnswerError extends Error {}
 
+/** The RPC serves another chain than the configured one: it is not read at all. */
+class WrongChainError extends RpcAnswerError {}
+
 /**
  * The Connector's own reads of a chain, for gaps a chain client does not fill: the same raw JSON objects our
  * chain client reads (so `buildEventBodies` makes the original bodies from them), each answer checked with
@@ -32,11 +35,13 @@ export class RpcAnswerError extends Error {}
  */
 export class RpcReader {
   private readonly provider: JsonRpcProvider;
+  /** The check that the RPC serves `chainId`: kept when it refused (for good), dropped when it failed. */
+  private chainCheck: Promise<void> | undefined;
 
   constructor(
     private readonly rpcUrl: string,
     /** EVM chain id of the RPC (`nativeChainId`): given, so the provider never probes the network. */
-    chainId: number,
+    private readonly chainId: number,
     /** How the URL is named in errors and logs, e.g. `rpc-urls.97`. */
     private readonly label: string,
     timeoutMs = 10_000,
@@ -85,7 +90,28 @@ export class RpcReader {
     this.provider.destroy();
   }
 
+  /**
+   * Before its first read, the RPC must answer `eth_chainId` with the configured chain: an RPC of another
+   * chain (a wrong `rpc-urls` entry) would fill gaps with that chain's logs where the contract has the same
+   * address there (deterministic deployments). Every read then fails, as in an outage, and says why.
+   */
+  private async servesTheChain(): Promise<void> {
+    const check = (this.chainCheck ??= this.call('eth_chainId', [], hexQuantity).then((answer) => {
+      if (Number(answer) !== this.chainId)
+        throw new WrongChainError(
+          `${this.label}: the RPC serves chain ${Number(answer)}, not the configured ${this.chainId}`,
+        );
+    }));
+    try {
+      await check;
+    } catch (err) {
+      if (!(err instanceof WrongChainError) && this.chainCheck === check) this.chainCheck = undefined;
+      throw err;
+    }
+  }
+
   private async call<T>(method: string, params: unknown[], schema: z.ZodType<T>): Promise<T> {
+    if (method !== 'eth_chainId') await this.servesTheChain();
     let answer: unknown;
     try {
       answer = await this.provider.send(method, params);

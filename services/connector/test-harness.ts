@@ -119,8 +119,8 @@ export function testIngestor(options: {
   registry?: Registry;
   log?: Logger;
   requestBackfill?: IngestOptions['requestBackfill'];
-  /** Default: 100000 blocks. */
-  limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
+  /** Default: 100000 blocks, and the block time read's own defaults. */
+  limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'blockTimeDeadlineMs' | 'blockTimeRetryMs'>>;
   /** Default: testBlockTimestamp. */
   blockTimestamp?: IngestOptions['blockTimestamp'];
   /** Default: 'async', the configuration's default. */
@@ -140,6 +140,8 @@ export function testIngestor(options: {
     blockTimestamp: options.blockTimestamp ?? (async (_chain, height) => testBlockTimestamp(height)),
     requestBackfill: options.requestBackfill ?? (() => undefined),
     maxBlocksAhead: options.limits?.maxBlocksAhead ?? 100_000,
+    blockTimeDeadlineMs: options.limits?.blockTimeDeadlineMs,
+    blockTimeRetryMs: options.limits?.blockTimeRetryMs,
     chunkCommit: options.chunkCommit ?? 'async',
   });
   return { ingestor, metrics };
@@ -154,7 +156,7 @@ export async function startTestConnector(
   db: { pool: Pool; url: string },
   options: {
     requestBackfill?: IngestOptions['requestBackfill'];
-    limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead'>>;
+    limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'blockTimeDeadlineMs' | 'blockTimeRetryMs'>>;
     blockTimestamp?: IngestOptions['blockTimestamp'];
   } = {},
 ) {

@@ -8,6 +8,7 @@ import Fastify, {
 import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
+import { withDeadline } from './deadline.js';
 import { parseJsonBodiesFast } from './json-body.js';
 
 export interface HttpServerOptions {
@@ -104,13 +105,11 @@ const HEALTH_CHECK_TIMEOUT_MS = 2_000;
 const SEVERITY = { ok: 0, degraded: 1, unavailable: 2 } as const;
 
 function withTimeout<T>(work: () => T | Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
+  return withDeadline(
     Promise.resolve().then(work),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out`)), HEALTH_CHECK_TIMEOUT_MS);
-    }),
-  ]).finally(() => clearTimeout(timer));
+    HEALTH_CHECK_TIMEOUT_MS,
+    () => new Error(`${what} timed out`),
+  );
 }
 
 /**

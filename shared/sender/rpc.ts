@@ -9,6 +9,7 @@
  * `timeoutMs`, and broadcast a signed transaction to every endpoint so one that drops it does not matter.
  */
 import { FetchRequest, JsonRpcProvider, Network } from 'ethers';
+import { withDeadline } from '../runtime/deadline.js';
 
 export interface RpcPoolOptions {
   urls: readonly string[];
@@ -126,11 +127,5 @@ class TimeoutError extends Error {
 }
 
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TimeoutError(`RPC call timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+  return withDeadline(promise, ms, () => new TimeoutError(`RPC call timed out after ${ms} ms`));
 }
