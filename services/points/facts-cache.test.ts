@@ -65,6 +65,40 @@ describe('score cache', () => {
     );
   });
 
+  it('is emptied by a change to a key no notification can carry (over 8,000 bytes, or holding a newline), which still commits', async () => {
+    const other = userAddress(0xbeef);
+    const inWindow = () => store.violationsInWindow('user', other, WINDOW);
+    for (const [i, lp] of ['lp-' + 'x'.repeat(8_000), 'LP\nNord'].entries()) {
+      expect(await cache.violationsInWindow('user', other, WINDOW)).toBe(await inWindow());
+      // Cached now: a row written without a notification is not seen until the cache is emptied.
+      await db.pool.query(
+        `INSERT INTO points_deductions (bid_id, party, subject, arbitration_case, src_chain_id, chain_id, block_time, rule, tenths, transactions, event_id)
+         VALUES ($1, 'user', $2, 5, '9006', '9006', $3, 'r', 1, '[]', $1)`,
+        [hex32(100 + i), other, NOW - 5],
+      );
+      const quiet = await inWindow();
+      expect(await cache.violationsInWindow('user', other, WINDOW)).toBe(quiet - 1);
+      await withTransaction(db.pool, (tx) =>
+        store.apply(
+          tx,
+          violationEffects(
+            `lp-${i}`,
+            violationPayload({ bid: hex32(200 + i), party: 'lp', subject: lp, blockTime: NOW - 1 }),
+          ),
+        ),
+      );
+      const { rows } = await db.pool.query(
+        'SELECT count(*)::int AS n FROM points_deductions WHERE subject = $1',
+        [lp],
+      );
+      expect(rows[0].n).toBe(1);
+      await waitFor(
+        async () => (await cache.violationsInWindow('user', other, WINDOW)) === quiet,
+        'the cache to be emptied',
+      );
+    }
+  });
+
   it('computes LP figures for any window from prefix sums, as SQL does', async () => {
     for (const [i, [offset, outcome, seconds]] of (
       [

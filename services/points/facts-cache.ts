@@ -9,7 +9,7 @@
 import pg from 'pg';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { Window } from './scoring.js';
-import type { LpFigures, LpSwapFact, PointsStore } from './store.js';
+import { CLEAR_ALL_PAYLOAD, type LpFigures, type LpSwapFact, type PointsStore } from './store.js';
 
 export const CHANGE_CHANNEL = 'points_changed';
 
@@ -188,6 +188,7 @@ export function listenForChanges(options: { dbUrl: string; cache: FactsCache; lo
     c.on('end', () => lost('connection ended'));
     c.on('notification', (n) => {
       if (n.channel !== CHANGE_CHANNEL || !n.payload) return;
+      if (n.payload === CLEAR_ALL_PAYLOAD) return options.cache.clear();
       for (const key of n.payload.split('\n')) options.cache.invalidateSubject(key);
     });
     try {

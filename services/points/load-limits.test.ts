@@ -61,6 +61,23 @@ describe('the reads across every subject', () => {
     expect(plan).not.toMatch(/Seq Scan/);
   });
 
+  it("a subject's deduction records: walked backwards along its index, never sorted, on every page", async () => {
+    const subject = '0x' + 'ab'.repeat(20);
+    const store = (q: Queryable) => new PointsStore(q);
+    const plans = await plansOf(async (q) => {
+      await store(q).deductionRecords('user', subject, NOW, 20, null);
+      await store(q).deductionRecords('user', subject, NOW, 20, {
+        blockTime: NOW - 5,
+        bidId: '0x' + '0'.repeat(64),
+      });
+    });
+    expect(plans).toHaveLength(2);
+    for (const plan of plans) {
+      expect(plan).toMatch(/Index Scan Backward using points_deductions_subject_time/);
+      expect(plan).not.toMatch(/Sort|Seq Scan/);
+    }
+  });
+
   it("the dashboard's verdicts: newest, first and last by index, the rest only in the window", async () => {
     await db.pool.query(
       `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)

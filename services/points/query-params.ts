@@ -22,9 +22,14 @@ const address = z
 /** A DID name as the DID support service spells them; the OpenAPI document states the same pattern. */
 export const DID_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,252}$/;
 const did = z.string().regex(DID_NAME_PATTERN, 'must be a DID name such as alice.example');
-/** LP ids are the LPs' own strings: anything printable, without spaces, of sensible length. */
-export const LP_ID_PATTERN = /^[\x21-\x7e]{1,200}$/;
-const lpId = z.string().regex(LP_ID_PATTERN, 'must be 1-200 printable characters without spaces');
+/**
+ * LP ids are the LPs' own strings, from the chain: any text the ranking can list (spaces, any script) is
+ * looked up, up to a sensible length. U+0000 never is: Points keeps it as the six characters `\u0000`.
+ */
+export const LP_ID_PATTERN = /^[^\u0000]{1,1000}$/u;
+const lpId = z
+  .string()
+  .regex(LP_ID_PATTERN, 'must be 1 to 1000 characters without U+0000 (written \\u0000 in stored ids)');
 const limit = z
   .string()
   .regex(/^\d{1,3}$/, 'must be an integer from 1 to 100')
@@ -74,11 +79,20 @@ export const lpRankingQuery = z.strictObject({ at, limit: rankingLimit });
 export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
   const parsed = schema.safeParse(query ?? {});
   if (parsed.success) return parsed.data;
+  const given = (query ?? {}) as Record<string, unknown>;
   const problems = parsed.error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') return `unknown parameter ${issue.keys.join(', ')}`;
     const name = issue.path.join('.') || 'query';
+    // zod leaves the input out of its issues: what was given decides between missing and repeated.
+    const value = issue.path.length === 1 ? given[String(issue.path[0])] : null;
     const message =
-      issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message;
+      issue.code !== 'invalid_type'
+        ? issue.message
+        : value === undefined
+          ? 'is required'
+          : Array.isArray(value)
+            ? 'is given more than once'
+            : issue.message;
     return `${name}: ${message}`;
   });
   throw new PointsError('INVALID_QUERY', problems.join('; '));

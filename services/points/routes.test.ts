@@ -309,7 +309,7 @@ describe('points queries over HTTP', () => {
       `/user-point?adress=${ALICE}`,
       `/user-point?address=${ALICE}&address=${BOB}`,
       '/lp-point',
-      '/lp-point?lp_id=has%20space',
+      `/lp-point?lp_id=${'a'.repeat(1_001)}`,
       `/user-deduction-records?address=${ALICE}&limit=0`,
       `/user-deduction-records?address=${ALICE}&limit=101`,
       `/user-deduction-records?address=${ALICE}&cursor=garbage`,
@@ -393,6 +393,75 @@ describe('points queries over HTTP', () => {
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="duplicate"\} 1/);
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="applied"\} 5/);
     expect(text).toMatch(/points_query_seconds_count\{route="\/user-point",status="200"\} \d+/);
+  });
+});
+
+describe('records and LP ids at the edges', () => {
+  // Block times of 9 and 10 digits: ordered as text, they would come in the wrong order.
+  const T = 1_000_000_000;
+  let db: TestDatabase;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  const LPS = ['LP Nord', 'a'.repeat(201), 'Équipe-LP'];
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    points = await startTestPoints(db, pointTestConfig(), { nowSeconds: () => T + 100 });
+    for (const [i, blockTime] of [T - 1, T, T + 1].entries())
+      await publishViolation(
+        points.bus,
+        violationPayload({ bid: hex32(1 + i), party: 'user', subject: ALICE, blockTime }),
+      );
+    for (const [i, lpId] of LPS.entries())
+      await publishVerdict(
+        points.bus,
+        verdictPayload({ bid: hex32(10 + i), lpId, outcome: 'normal', blockTime: T - 100 }),
+      );
+    await waitFor(
+      async () =>
+        Number((await db.pool.query('SELECT count(*) AS n FROM points_lp_swaps')).rows[0].n) === LPS.length &&
+        Number((await db.pool.query('SELECT count(*) AS n FROM points_deductions')).rows[0].n) === 3,
+      'the projections',
+    );
+  });
+  afterAll(async () => {
+    await points?.close();
+    await db?.drop();
+  });
+
+  it('lists deduction records newest first by block time as a number, and pages through every one', async () => {
+    const all = await points.get(`/user-deduction-records?address=${ALICE}`);
+    expect(all.body.records.map((r: any) => r.block_time)).toEqual([T + 1, T, T - 1]);
+    const seen: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: any } = await points.get(
+        `/user-deduction-records?address=${ALICE}&limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      seen.push(...page.body.records.map((r: any) => r.block_time));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([T + 1, T, T - 1]);
+  });
+
+  it('looks up every LP the ranking lists, whatever its string', async () => {
+    const ranking = await points.get('/lp-ranking');
+    expect(ranking.body.lps.map((lp: any) => lp.lp_id).sort()).toEqual([...LPS].sort());
+    for (const lp of ranking.body.lps) {
+      const answer = await points.get(`/lp-point?lp_id=${encodeURIComponent(lp.lp_id)}`);
+      expect(answer.status, lp.lp_id).toBe(200);
+      expect(answer.body.statistics.decided_swaps).toBe(1);
+    }
+    const nul = await points.get(`/lp-point?lp_id=${encodeURIComponent('lp\u0000x')}`);
+    expect(nul.status).toBe(400);
+    expect(nul.body.message).toMatch(/^lp_id: must be 1 to 1000 characters without U\+0000/);
+  });
+
+  it('names a repeated parameter as repeated, and a missing one as missing', async () => {
+    const repeated = await points.get('/lp-point?lp_id=a&lp_id=b');
+    expect(repeated.status).toBe(400);
+    expect(repeated.body).toEqual({ code: 32001, message: 'lp_id: is given more than once' });
+    const missing = await points.get('/lp-point');
+    expect(missing.body).toEqual({ code: 32001, message: 'lp_id: is required' });
   });
 });
 

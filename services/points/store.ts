@@ -230,12 +230,14 @@ export class PointsStore {
   ): Promise<DeductionRecord[]> {
     const { rows } = await this.db.query<DeductionRow>({
       name: `${this.tag}_deduction_records`,
-      text: `SELECT bid_id, party, subject, arbitration_case, src_chain_id, dst_chain_id, chain_id,
-               block_time::text AS block_time, rule, tenths, transactions
-             FROM ${this.s}.points_deductions
-             WHERE party = $1 AND subject = $2 AND block_time <= $3
-               AND ($4::bigint IS NULL OR (block_time, bid_id) < ($4::bigint, $5::text))
-             ORDER BY block_time DESC, bid_id DESC LIMIT $6`,
+      // Ordered by the table's columns (d.), not the text copy of block_time the list names alike: that would
+      // sort as text, and sort every record of the subject on each page instead of walking the index.
+      text: `SELECT d.bid_id, d.party, d.subject, d.arbitration_case, d.src_chain_id, d.dst_chain_id, d.chain_id,
+               d.block_time::text AS block_time, d.rule, d.tenths, d.transactions
+             FROM ${this.s}.points_deductions d
+             WHERE d.party = $1 AND d.subject = $2 AND d.block_time <= $3
+               AND ($4::bigint IS NULL OR (d.block_time, d.bid_id) < ($4::bigint, $5::text))
+             ORDER BY d.block_time DESC, d.bid_id DESC LIMIT $6`,
       values: [party, subject, now, cursor?.blockTime ?? null, cursor?.bidId ?? null, limit],
     });
     return rows.map(toDeductionRecord);
@@ -260,8 +262,9 @@ export class PointsStore {
       complainant: string;
       fields: Record<string, string>;
     }>(
-      `SELECT event_id, bid_id, chain_id, tx_hash, block_number::text, block_time::text, complainant, fields
-       FROM ${this.s}.points_complaints WHERE bid_id = $1 ORDER BY block_time, event_id`,
+      `SELECT c.event_id, c.bid_id, c.chain_id, c.tx_hash, c.block_number::text, c.block_time::text,
+         c.complainant, c.fields
+       FROM ${this.s}.points_complaints c WHERE c.bid_id = $1 ORDER BY c.block_time, c.event_id`,
       [bidId],
     );
     return rows.map((r) => ({
@@ -316,8 +319,18 @@ function safeInteger(text: string): number {
 
 /** PostgreSQL refuses a notification payload of 8,000 bytes or more: the keys go in as few as fit. */
 const MAX_NOTIFY_BYTES = 7_000;
+/** The payload that empties every cache: a key that cannot be sent (see notifyPayloads). Never a key. */
+export const CLEAR_ALL_PAYLOAD = '*';
 
+/**
+ * The keys, joined by newlines into as few payloads as fit. A key that cannot go (it is over the size
+ * alone, or holds a newline: an LP id is the LP's own string) makes the one payload CLEAR_ALL_PAYLOAD
+ * instead: the notification is a cache hint, and a failed pg_notify would fail the transaction with the
+ * data in it.
+ */
 export function notifyPayloads(keys: readonly string[]): string[] {
+  if (keys.some((key) => key.includes('\n') || Buffer.byteLength(key) > MAX_NOTIFY_BYTES))
+    return [CLEAR_ALL_PAYLOAD];
   const payloads: string[] = [];
   let current = '';
   for (const key of keys) {
