@@ -333,6 +333,23 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(backfills).toHaveLength(1);
   });
 
+  it('keeps that mark when the first chunk fails before it is taken: its retry is asked again through history', async () => {
+    connector.ingestor.liveStarting('9006', 'swap');
+    const original = heights.chunkState.bind(heights);
+    heights.chunkState = async () => {
+      heights.chunkState = original;
+      throw new Error('the database went away');
+    };
+    const live = { type: 'update_height', height: 15, data: [originalBody(confirmOutVector, 14)] };
+    expect((await post('/callback/9006/swap', live)).statusCode).toBe(500);
+    expect((await post('/callback/9006/swap', live)).json()).toEqual({
+      code: 200,
+      message: 'gap: backfill requested',
+    });
+    expect(backfills).toEqual([['9006', 10, 15]]);
+    expect(await heights.get('9006', 'swap')).toBe(10);
+  });
+
   it('a history chunk (its URL marked source=history) is taken as it comes, and leaves the mark to the live chunk', async () => {
     connector.ingestor.liveStarting('9006', 'swap');
     const history = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };

@@ -264,11 +264,18 @@ export class Ingestor {
         );
       }
     }
-    return this.serialized(chainId, stream, () =>
-      this.processChunk(chainId, stream, body.height, bodies, events, {
-        partialStart: !history && this.liveStart.delete(`${chainId}/${stream}`),
-      }),
-    );
+    return this.serialized(chainId, stream, async () => {
+      const key = `${chainId}/${stream}`;
+      const partialStart = !history && this.liveStart.delete(key);
+      try {
+        return await this.processChunk(chainId, stream, body.height, bodies, events, { partialStart });
+      } catch (err) {
+        // Not taken (a database error, a refusal): its retry, or the next chunk, is still the first of the
+        // live delivery, and taken whole it would skip the blocks before the chain client's head.
+        if (partialStart) this.liveStart.add(key);
+        throw err;
+      }
+    });
   }
 
   /**

@@ -156,6 +156,21 @@ describe('configuration', () => {
     ]);
   });
 
+  it('refuses a chain id spelt with leading zeros, and two chain-client entries for one chain', () => {
+    const entry = (chainId: string) =>
+      `[[chainClients]]\nurl="http://a"\nhistoryUrl="http://a"\ninitBlockHeight=1\nchainId="${chainId}"\nnativeChainId="97"\nregisterPath="/r"\nhistoryPath="/h"\ncontractAddr="0x${'11'.repeat(20)}"\n`;
+    expect(issuesOf(() => load(entry('09006'), {}, ['chainClients']))).toEqual([
+      {
+        key: 'chainClients[0].chainId',
+        problem: 'must be a decimal chain id string without leading zeros',
+      },
+    ]);
+    expect(issuesOf(() => load(entry('9006') + entry('614') + entry('9006'), {}, ['chainClients']))).toEqual([
+      { key: 'chainClients[2].chainId', problem: 'chain 9006 has two entries' },
+    ]);
+    expect(load(entry('0') + entry('9006'), {}, ['chainClients']).chainClients).toHaveLength(2);
+  });
+
   it('takes n8nUrl with percent-encoded credentials and refuses ones that do not decode, without echoing them', () => {
     const url = 'https://ops%40team:t%3Ak%2Fn@n8n.example/webhook/x';
     expect(load(`n8nUrl = "${url}"`, {}, ['n8nUrl']).n8nUrl).toBe(url);

@@ -20,7 +20,10 @@ function basicCredentialsValid(url: string): boolean {
     return false;
   }
 }
-const chainIdString = z.string().regex(/^\d+$/, 'must be a decimal chain id string');
+// Compared as text with the ids in chain-client bodies and topic messages: one spelling per chain.
+const chainIdString = z
+  .string()
+  .regex(/^(0|[1-9]\d*)$/, 'must be a decimal chain id string without leading zeros');
 const privateKey = z
   .string()
   .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be a 32-byte 0x-prefixed hex private key' });
@@ -419,6 +422,16 @@ export const configFileSchema = z.looseObject({
   notifier: z.unknown().optional(),
 });
 
+/** The Connector looks its chain clients up by chainId: a second entry for one chain would silently win. */
+function uniqueChainIds(entries: ReadonlyArray<{ chainId: string }>, ctx: z.RefinementCtx): void {
+  const seen = new Set<string>();
+  entries.forEach(({ chainId }, i) => {
+    if (seen.has(chainId))
+      ctx.addIssue({ code: 'custom', path: [i, 'chainId'], message: `chain ${chainId} has two entries` });
+    seen.add(chainId);
+  });
+}
+
 export const sectionSchemas = {
   n8nUrl: webhookUrl,
   point: pointSection,
@@ -426,7 +439,7 @@ export const sectionSchemas = {
   connector: connectorSection,
   classifier: classifierSection,
   'rpc-urls': rpcUrlsSection,
-  chainClients: z.array(chainClientEntry).min(1),
+  chainClients: z.array(chainClientEntry).min(1).superRefine(uniqueChainIds),
   chainClient: z.array(chainClientInstance).min(1),
   relay: relaySection,
   devnet: devnetSection,
