@@ -78,7 +78,12 @@ export class FactsCache implements FiguresSource {
 
   constructor(
     private readonly store: PointsStore,
-    private readonly options: { maxEntries?: number; maxFactsPerSubject?: number } = {},
+    private readonly options: {
+      maxEntries?: number;
+      maxFactsPerSubject?: number;
+      /** Told when the cache starts or stops answering (a metric). */
+      onListening?: (listening: boolean) => void;
+    } = {},
   ) {}
 
   /** Whether the cache is answering (it is bypassed while it cannot hear about changes). */
@@ -89,6 +94,7 @@ export class FactsCache implements FiguresSource {
   setListening(listening: boolean): void {
     this.listening = listening;
     this.clear();
+    this.options.onListening?.(listening);
   }
 
   invalidate(key: string): void {

@@ -49,7 +49,9 @@ export function createPointsQueries(
   const log = context.log;
   const metrics = pointsMetrics(context.metrics);
   const store = new PointsStore(context.db);
-  const cache = new FactsCache(store);
+  const cache = new FactsCache(store, {
+    onListening: (listening) => metrics.cacheListening.set(listening ? 1 : 0),
+  });
   const lookup = <T>(
     service: 'kyc' | 'did-names' | 'did-owner',
     fetch: (key: string, signal: AbortSignal) => Promise<T>,

@@ -1,5 +1,5 @@
 /** Prometheus metrics of Points (on the service's /metrics). */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export interface PointsMetrics {
   /** Messages handled by the projections: applied, duplicate (already applied), ignored (not for Points). */
@@ -11,6 +11,8 @@ export interface PointsMetrics {
   lookups: Counter<'service' | 'outcome'>;
   /** Query latency by route and status. */
   queries: Histogram<'route' | 'status'>;
+  /** 1 while the score cache hears about every change; 0 while it is bypassed (its LISTEN connection lost). */
+  cacheListening: Gauge;
 }
 
 const byRegistry = new WeakMap<Registry, PointsMetrics>();
@@ -36,6 +38,11 @@ export function pointsMetrics(registry: Registry): PointsMetrics {
         help: 'Points query latency by route and HTTP status',
         labelNames: ['route', 'status'],
         buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+        registers: [registry],
+      }),
+      cacheListening: new Gauge({
+        name: 'points_score_cache_listening',
+        help: '1 while the score cache hears about every change (its LISTEN connection is up); 0 while it is bypassed and every score is read from the database',
         registers: [registry],
       }),
     };

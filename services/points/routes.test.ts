@@ -394,6 +394,17 @@ describe('points queries over HTTP', () => {
     expect(text).toMatch(/points_events_total\{topic="violations",outcome="applied"\} 5/);
     expect(text).toMatch(/points_query_seconds_count\{route="\/user-point",status="200"\} \d+/);
   });
+
+  it('says on /metrics whether the score cache is answering: 0 while its LISTEN connection is lost', async () => {
+    const listening = async () =>
+      /^points_score_cache_listening (\d)$/m.exec(await (await fetch(`${points.base}/metrics`)).text())?.[1];
+    await waitFor(async () => (await listening()) === '1', 'the cache to listen');
+    await db.pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'otmoic-points-listen'`,
+    );
+    await waitFor(async () => (await listening()) === '0', 'the gauge to say the cache is bypassed');
+    await waitFor(async () => (await listening()) === '1', 'the listener to reconnect', 10_000);
+  });
 });
 
 describe('records and LP ids at the edges', () => {
