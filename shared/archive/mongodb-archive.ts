@@ -1,4 +1,5 @@
 import { MongoBulkWriteError, MongoClient, MongoServerError, type Db } from 'mongodb';
+import { urlHost } from '../config/env.js';
 import type { MongoTarget } from '../config/load.js';
 import type { Archive, ArchivedDocument } from './port.js';
 
@@ -127,12 +128,13 @@ function onlyDuplicates(err: MongoBulkWriteError): boolean {
 }
 
 export function mongoUrl(target: MongoTarget): string {
-  const url = new URL(`mongodb://${target.host}:${target.port}/`);
+  const url = new URL(`mongodb://${urlHost(target.host) ?? target.host}:${target.port}/`);
   // One named server, never replica-set discovery: a single-node replica set (or FerretDB) otherwise
   // advertises member names the client may not reach, and server selection times out.
   url.searchParams.set('directConnection', 'true');
-  if (target.user) url.username = target.user;
-  if (target.pass) url.password = target.pass;
+  // Encoded whole: the setters leave '%' as it is, and the driver decodes it ('ab%41' would be 'abA').
+  if (target.user) url.username = encodeURIComponent(target.user);
+  if (target.pass) url.password = encodeURIComponent(target.pass);
   if (target.user) url.searchParams.set('authSource', 'admin');
   return url.toString();
 }

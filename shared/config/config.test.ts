@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MongoClient } from 'mongodb';
+import pg from 'pg';
+import { mongoUrl } from '../archive/mongodb-archive.js';
 import { ConfigError, loadConfig, redactConfig, type SectionName } from './index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -204,6 +207,37 @@ describe('configuration', () => {
     const viaParts = load('', { DBHOST: 'db', DBPORT: '6432', DBUSER: 'svc', DBPASS: 's3cr:t' }).database;
     expect(viaParts).toEqual({ mode: 'url', url: 'postgres://svc:s3cr%3At@db:6432/otmoic', poolSize: 10 });
     expect(issuesOf(() => load('', { DBPORT: 'abc' }))[0]?.key).toBe('env.DBPORT');
+  });
+
+  it('passes DB* and MONGO_* credentials as given, "%" included, and refuses a host that is no host', () => {
+    // What the driver makes of the URL.
+    const parse = (url: string) => new pg.Client({ connectionString: url });
+    for (const pass of ['ab%41cd', 'p%zz', 'x%', 'a:b@c/d?e#f']) {
+      const database = load('', { DBHOST: 'db', DBUSER: 'u%1', DBPASS: pass }).database;
+      if (database.mode !== 'url') throw new Error('not a URL target');
+      expect(parse(database.url).password).toBe(pass);
+      expect(parse(database.url).user).toBe('u%1');
+      const mongo = new MongoClient(mongoUrl({ host: 'mongo', port: 27_017, user: 'u%1', pass, db: 'x' }));
+      expect(mongo.options.credentials).toMatchObject({ username: 'u%1', password: pass });
+    }
+    const ipv6 = load('', { DBHOST: 'fd00::5' }).database;
+    expect(ipv6.mode === 'url' && parse(ipv6.url).host).toBe('fd00::5');
+    expect(new URL(mongoUrl({ host: 'fd00::5', port: 27_017, db: 'x' })).hostname).toBe('[fd00::5]');
+    expect(load('', { DBHOST: 'otmoic_db_1' }).database).toMatchObject({
+      url: expect.stringContaining('@otmoic_db_1:'),
+    });
+    for (const [variable, host, port] of [
+      ['DBHOST', 'db.example.com:6432', 'DBPORT'],
+      ['DBHOST', 'my host', 'DBPORT'],
+      ['MONGO_HOST', 'mongo/x', 'MONGO_PORT'],
+    ] as const) {
+      expect(issuesOf(() => load('', { [variable]: host }))).toEqual([
+        {
+          key: `env.${variable}`,
+          problem: `must be a host name or an IP address (the port goes in ${port})`,
+        },
+      ]);
+    }
   });
 
   it('switches to Kafka and MongoDB when their variables are set', () => {

@@ -8,18 +8,34 @@ const optionalPort = z.preprocess(
   z.number().int().min(1).max(65_535).optional(),
 );
 
+/**
+ * DBHOST / MONGO_HOST as the host of a URL: a name or an IPv4 address as given, an IPv6 literal in brackets;
+ * undefined when it is none of these (a port, a path, a space). The URL's host setter ignores what it cannot
+ * parse, which would leave the URL pointing at its placeholder host without a word.
+ */
+export function urlHost(host: string): string | undefined {
+  const literal = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const url = new URL('postgres://placeholder');
+  url.hostname = literal;
+  return url.hostname.toLowerCase() === literal.toLowerCase() ? literal : undefined;
+}
+const hostText = (portVariable: string) =>
+  optionalText.refine((v) => v === undefined || urlHost(v) !== undefined, {
+    error: `must be a host name or an IP address (the port goes in ${portVariable})`,
+  });
+
 export const envSchema = z.object({
   CONFIG_PATH: optionalText,
   DATABASE_URL: z.preprocess(
     (v) => (v === '' ? undefined : v),
     z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
   ),
-  DBHOST: optionalText,
+  DBHOST: hostText('DBPORT'),
   DBPORT: optionalPort,
   DBUSER: optionalText,
   DBPASS: optionalText,
   DBNAME: optionalText,
-  MONGO_HOST: optionalText,
+  MONGO_HOST: hostText('MONGO_PORT'),
   MONGO_PORT: optionalPort,
   MONGO_USER: optionalText,
   MONGO_PASS: optionalText,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import TOML from '@iarna/toml';
 import type { z } from 'zod';
 import { ConfigError, type ConfigIssue } from './errors.js';
-import { envSchema, type Env } from './env.js';
+import { envSchema, urlHost, type Env } from './env.js';
 import {
   archiveSection,
   busSection,
@@ -200,10 +200,11 @@ function databaseTarget(
   if (env.DATABASE_URL) return { mode: 'url', url: env.DATABASE_URL, poolSize: section.poolSize };
   if (env.DBHOST) {
     const url = new URL('postgres://localhost');
-    url.hostname = env.DBHOST;
+    url.hostname = urlHost(env.DBHOST)!; // checked by the env schema
     url.port = String(env.DBPORT ?? 5432);
-    url.username = env.DBUSER ?? 'postgres';
-    if (env.DBPASS) url.password = env.DBPASS;
+    // Encoded whole: the setters leave '%' as it is, and the driver decodes it ('ab%41' would be 'abA').
+    url.username = encodeURIComponent(env.DBUSER ?? 'postgres');
+    if (env.DBPASS) url.password = encodeURIComponent(env.DBPASS);
     url.pathname = `/${env.DBNAME ?? section.name}`;
     return { mode: 'url', url: url.toString(), poolSize: section.poolSize };
   }

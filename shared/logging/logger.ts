@@ -22,9 +22,18 @@ const REDACT_PATHS = [
   '*.connectionString',
 ];
 
+/**
+ * LOG_LEVEL when it names a level, else info: the first logger is made before the environment is checked
+ * (an unknown level is then refused as a config error, exit 78), and pino throws on one it does not know.
+ */
+function levelFromEnv(): string {
+  const level = process.env.LOG_LEVEL;
+  return level && (level === 'silent' || level in pino.levels.values) ? level : 'info';
+}
+
 export function createLogger(options: { level?: string; name?: string } = {}): Logger {
   const config: LoggerOptions = {
-    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+    level: options.level ?? levelFromEnv(),
     redact: { paths: REDACT_PATHS, censor: '***' },
     base: { pid: process.pid, ...(options.name ? { name: options.name } : {}) },
     timestamp: pino.stdTimeFunctions.isoTime,

@@ -153,6 +153,18 @@ describe('bad configuration ends the process', () => {
     expect(badEnv.output).toMatch(/config error: env\.DATABASE_URL: must be a postgres:\/\/ URL/);
   });
 
+  it('takes an empty LOG_LEVEL as unset, and refuses an unknown one as a config error, not a crash', async () => {
+    const point = '[point]\nport = 1\nrelayAdminUrl = "http://x"\ndidSupportUrl = "http://x"\n';
+    // Empty: the service starts far enough to refuse something else (here an agent section it lacks).
+    const empty = await run(point, ['agent'], { LOG_LEVEL: '' });
+    expect(empty.code).toBe(78);
+    expect(empty.output).toMatch(/config error: agent: is required/);
+    const unknown = await run(point, ['points'], { LOG_LEVEL: 'verbose' });
+    expect(unknown.code).toBe(78);
+    expect(unknown.output).toMatch(/config error: env\.LOG_LEVEL:/);
+    expect(unknown.output).not.toMatch(/custom levels/);
+  });
+
   it('does not print the secret of a bad agent section', async () => {
     const { code, output } = await run(
       '[agent]\nport = 1\nrpc = "http://127.0.0.1:1"\npriv = "0xdeadbeef-top-secret"\ncontractAddr = "0x1"\n',
