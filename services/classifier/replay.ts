@@ -41,6 +41,8 @@ export interface ClassifierReplayReport {
    */
   phases: Record<string, number>;
   messages: number;
+  /** Messages that do not decode, passed over (the live classifier dead-lettered them; not again). */
+  malformed: number;
   verdicts: TableComparison;
   violations: TableComparison;
   identical: boolean;
@@ -111,8 +113,12 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   clock.mark('setup');
   // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
   const cut = new ReplayCut();
+  let poison = 0;
   const subscribe = () =>
-    subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (messages) => cut.filter(messages));
+    subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, {
+      take: (messages) => cut.filter(messages),
+      passOverPoison: () => void poison++,
+    });
   const subscription = await subscribe();
   try {
     // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:
@@ -181,6 +187,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     seconds: (performance.now() - started) / 1_000,
     phases: clock.seconds,
     messages: total,
+    malformed: poison,
     verdicts,
     violations,
     identical: verdicts.identical && violations.identical,

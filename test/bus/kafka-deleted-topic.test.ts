@@ -63,6 +63,26 @@ describe.skipIf(kafka.skipReason)('Kafka topic deleted under a running bus', () 
     expect(await bus.lag(`g-${later}`, [later])).toHaveLength(1);
   });
 
+  it('many admin calls meeting the deleted topic at once replace the admin once, and all of them answer', async () => {
+    const suffix = randomBytes(4).toString('hex');
+    const [gone, kept] = [`gone-${suffix}`, `kept-${suffix}`];
+    await bus.ensureTopics([
+      { name: gone, partitions: 1, retentionMs: null },
+      { name: kept, partitions: 2, retentionMs: null },
+    ]);
+    expect(await bus.lowWatermark(gone, 0)).toBe(0n); // the admin knows it now
+    await deleteTopic(kafka.target!.brokers, gone);
+    // Each replacing the admin on its own disconnected the one the others had just made, under their calls.
+    const answers = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        i % 2 === 0 ? bus.lowWatermark(kept, i % 2) : bus.lag(`g-${kept}`, [kept, gone]),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 'rejected')).toEqual([]);
+    // A topic that no longer exists has no partitions to lag on, as on the postgres log.
+    expect((await bus.lag(`g-${kept}`, [gone, kept])).map((l) => l.topic)).toEqual([kept, kept]);
+  });
+
   it('a dead letter for a dead-letter topic an operator deleted is sent once the topic is created again', async () => {
     const topic = `poisoned-${randomBytes(4).toString('hex')}`;
     await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);

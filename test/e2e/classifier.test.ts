@@ -418,6 +418,12 @@ describe('classifier end to end on the devnet', () => {
     expect(report.identical).toBe(true);
     // Compared where the live classifier was (replay-cut.ts).
     expect(report.exactCut).toBe(true);
+    // The two malformed events the live classifier dead-lettered are passed over, not dead-lettered again:
+    // `npm run dead-letters` would count and re-send a second copy of each.
+    expect(report.malformed).toBe(2);
+    expect(
+      (await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = 'chain.events.dlq'`)).rowCount,
+    ).toBe(2);
     // Where the time went, phase by phase, in order; together they are the whole replay.
     expect(Object.keys(report.phases)).toEqual([
       'tables',

@@ -26,6 +26,9 @@ import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
 import { brokerRefusal, unknownTopic, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
 
+/** A replaced admin is disconnected this long after: past kafkajs's request timeout (30 s) and its retries. */
+const RETIRED_ADMIN_MS = 120_000;
+
 export interface KafkaTls {
   caFile?: string;
   certFile?: string;
@@ -74,6 +77,10 @@ export class KafkaBus implements EventBus {
   /** The current producer's connect; cleared when the producer is replaced (see send). */
   private producerReady: Promise<void> | undefined;
   private admin: Admin;
+  /** The replacement of a failed admin in progress (replaceAdmin). */
+  private replacingAdmin: Promise<void> | undefined;
+  /** Replaced admins not disconnected yet: calls may still be in flight on them. */
+  private readonly retiredAdmins = new Set<Admin>();
   private readonly outbox: OutboxRelay;
   private connected: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaSubscription>();
@@ -149,7 +156,7 @@ export class KafkaBus implements EventBus {
   async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
     await this.connect();
     const all = specs.flatMap((s) => [s, { ...s, name: deadLetterTopic(s.name), retentionMs: null }]);
-    const existing = new Set(await this.retrying(() => this.admin.listTopics()));
+    const existing = new Set(await this.retrying((admin) => admin.listTopics()));
     const missing = all.filter((s) => !existing.has(s.name));
     if (missing.length > 0) await this.createTopics(missing);
     const present = all.filter((s) => existing.has(s.name));
@@ -158,8 +165,8 @@ export class KafkaBus implements EventBus {
 
   private async createTopics(specs: readonly TopicSpec[]): Promise<void> {
     // Retried: waiting for leaders can meet metadata not yet there; a repeat finds the topics existing.
-    await this.retrying(() =>
-      this.admin.createTopics({
+    await this.retrying((admin) =>
+      admin.createTopics({
         waitForLeaders: true,
         topics: specs.map((s) => ({
           topic: s.name,
@@ -233,7 +240,7 @@ export class KafkaBus implements EventBus {
 
   /** A subscribed topic's dead-letter topic exists before any message needs it (also `X.dlq.dlq`). */
   private async ensureDeadLetterTopics(topics: readonly string[]): Promise<void> {
-    const existing = new Set(await this.retrying(() => this.admin.listTopics()));
+    const existing = new Set(await this.retrying((admin) => admin.listTopics()));
     const missing = topics.filter((t) => !existing.has(deadLetterTopic(t)));
     if (missing.length === 0) return;
     const { topics: meta } = await this.admin.fetchTopicMetadata({ topics: missing });
@@ -327,7 +334,7 @@ export class KafkaBus implements EventBus {
     // Every partition has a stored position before the group joins: `latest` means the end as of now.
     const startFrom = options.startFrom ?? 'earliest';
     for (const topic of options.topics) {
-      for (const end of await this.retrying(() => this.admin.fetchTopicOffsets(topic))) {
+      for (const end of await this.retrying((admin) => admin.fetchTopicOffsets(topic))) {
         await initPosition(
           this.pool,
           { group: options.group, topic, partition: end.partition },
@@ -361,14 +368,15 @@ export class KafkaBus implements EventBus {
    * Admin reads right after a topic was created or a broker came back can meet a partition without a leader
    * yet (NOT_LEADER, retriable), which kafkajs's admin passes through: retried here, bounded.
    */
-  private async retrying<T>(fn: () => Promise<T>): Promise<T> {
+  private async retrying<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      const admin = this.admin;
       try {
-        return await fn();
+        return await fn(admin);
       } catch (err) {
         if (unknownTopic(err) && attempt < 10) {
           // An admin that knew a topic deleted since fails every call (unknownTopic): a new one forgets it.
-          await this.replaceAdmin();
+          await this.replaceAdmin(admin);
           continue;
         }
         if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
@@ -377,17 +385,31 @@ export class KafkaBus implements EventBus {
     }
   }
 
-  private async replaceAdmin(): Promise<void> {
-    const old = this.admin;
-    this.admin = this.kafka.admin();
-    await this.admin.connect();
-    await old.disconnect().catch(() => undefined);
+  /**
+   * Replaces `failed` with a new admin, once however many callers met its failure together (each one that
+   * replaced it disconnected the admin the others had just made, under their calls). The old admin is
+   * disconnected once calls still in flight on it are over (kafkajs's request timeout), or at close.
+   */
+  private async replaceAdmin(failed: Admin): Promise<void> {
+    if (this.admin !== failed) return; // replaced meanwhile
+    this.replacingAdmin ??= (async () => {
+      const fresh = this.kafka.admin();
+      await fresh.connect();
+      this.admin = fresh;
+      this.retiredAdmins.add(failed);
+      setTimeout(() => {
+        if (this.retiredAdmins.delete(failed)) failed.disconnect().catch(() => undefined);
+      }, RETIRED_ADMIN_MS).unref();
+    })().finally(() => {
+      this.replacingAdmin = undefined;
+    });
+    await this.replacingAdmin;
   }
 
   /** The first offset still in the log (retention may have deleted older ones). */
   async lowWatermark(topic: string, partition: number): Promise<bigint> {
     await this.connect();
-    const ends = await this.retrying(() => this.admin.fetchTopicOffsets(topic));
+    const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
     return BigInt(ends.find((e) => e.partition === partition)?.low ?? '0');
   }
 
@@ -399,12 +421,12 @@ export class KafkaBus implements EventBus {
       targets = [{ partition: position.partition, offset: position.offset }];
     } else if (position.to === 'timestamp') {
       // kafkajs answers the high watermark for a partition with nothing at or after the time.
-      const offsets = await this.retrying(() =>
-        this.admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime()),
+      const offsets = await this.retrying((admin) =>
+        admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime()),
       );
       targets = offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) }));
     } else {
-      const ends = await this.retrying(() => this.admin.fetchTopicOffsets(topic));
+      const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
       targets = ends.map((e) => ({
         partition: e.partition,
         offset: BigInt(position.to === 'beginning' ? e.low : e.high),
@@ -418,9 +440,12 @@ export class KafkaBus implements EventBus {
   async lag(group: string, topics: readonly string[]): Promise<PartitionLag[]> {
     await this.connect();
     const stored = await loadPositions(this.pool, group, topics);
+    // A topic that does not exist has no partitions, as on the postgres log (a dead-letter topic's own
+    // dead-letter topic exists only once something subscribed to it).
+    const existing = new Set(await this.retrying((admin) => admin.listTopics()));
     const result: PartitionLag[] = [];
-    for (const topic of topics) {
-      for (const end of await this.retrying(() => this.admin.fetchTopicOffsets(topic))) {
+    for (const topic of topics.filter((t) => existing.has(t))) {
+      for (const end of await this.retrying((admin) => admin.fetchTopicOffsets(topic))) {
         const low = BigInt(end.low);
         const at = stored.get(`${topic}/${end.partition}`) ?? low;
         const lag = BigInt(end.high) - (at > low ? at : low);
@@ -435,7 +460,9 @@ export class KafkaBus implements EventBus {
     await this.outbox.stop();
     if (this.connected) {
       await this.connected.catch(() => undefined);
-      await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+      const retired = [...this.retiredAdmins].map((a) => a.disconnect().catch(() => undefined));
+      this.retiredAdmins.clear();
+      await Promise.all([this.producer.disconnect(), this.admin.disconnect(), ...retired]);
     }
   }
 }
