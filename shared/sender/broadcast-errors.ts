@@ -22,10 +22,17 @@ export function classifyBroadcastError(message: string): BroadcastOutcome {
     )
   )
     return 'known';
-  if (/underpriced|fee too low|replacement|txpool is full|too low for the next block/i.test(message))
-    return 'underpriced';
   if (
-    /nonce too high|timed? ?out|ECONN|socket|fetch failed|network|insufficient funds|rate limit|429|503|502/i.test(
+    /underpriced|fee too low|replacement|txpool is full|too low for the next block|less than (the )?block base fee/i.test(
+      message,
+    )
+  )
+    return 'underpriced';
+  // An endpoint's limits and hiccups (Infura "project ID request rate exceeded", Alchemy "exceeded its compute
+  // units per second capacity", "too many requests", a load-balanced node without the head's header): never
+  // counted toward freeing the nonce, which would cancel a transaction the next pass can send.
+  if (
+    /nonce too high|timed? ?out|ECONN|socket|fetch failed|network|insufficient funds|rate limit|429|503|502|exceeded|capacity|too many requests|throttl|try again|temporarily|unavailable|busy|header not found/i.test(
       message,
     )
   )

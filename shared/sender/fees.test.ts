@@ -68,5 +68,22 @@ describe('sender fees', () => {
     expect(classifyBroadcastError('insufficient funds for gas * price + value')).toBe('transient');
     expect(classifyBroadcastError('RPC call timed out after 100 ms')).toBe('transient');
     expect(classifyBroadcastError('transaction rejected by policy')).toBe('refused');
+    expect(classifyBroadcastError('tx fee (2.00 ether) exceeds the configured cap (1.00 ether)')).toBe(
+      'refused',
+    );
+    // An endpoint's limits are not the node refusing the transaction: never a step toward cancelling it.
+    for (const limit of [
+      'project ID request rate exceeded',
+      'Your app has exceeded its compute units per second capacity',
+      'Too Many Requests',
+      'header not found',
+      'server busy, try again later',
+    ])
+      expect(classifyBroadcastError(limit), limit).toBe('transient');
+    expect(
+      classifyBroadcastError(
+        'max fee per gas less than block base fee: address 0x1, maxFeePerGas: 1, baseFee: 7',
+      ),
+    ).toBe('underpriced');
   });
 });

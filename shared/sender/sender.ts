@@ -296,11 +296,13 @@ export class Sender {
       const within = `within the cap of ${caps.maxGasLimit} gas per transaction`;
       if (revert !== undefined)
         return this.fail(job, `the contract refuses the call ${within}: ${revert.reason}; nothing was sent`);
-      if ((original as { code?: unknown })?.code === 'CALL_EXCEPTION')
+      if (callFails(original))
         return this.fail(
           job,
           `the call fails ${within} (out of gas, or a revert without data); nothing was sent`,
         );
+      // A node's trouble (a missing header, a rate limit), which ethers labels CALL_EXCEPTION too: the next
+      // pass estimates again.
       throw error;
     }
     if (estimate > caps.maxGasLimit) {
@@ -574,3 +576,20 @@ export class Sender {
     this.options.log.warn({ job: job.id, reason: text }, 'job failed');
   }
 }
+
+/**
+ * Whether a failed estimate says the call itself fails: a CALL_EXCEPTION with revert data, or whose node
+ * message says it reverts or runs out of gas. ethers gives every eth_estimateGas error without data that
+ * code ("missing revert data"), a node's "header not found" or rate limit included, and one of those must
+ * not fail a job for good.
+ */
+export function callFails(error: unknown): boolean {
+  const e = error as { code?: unknown; data?: unknown; info?: { error?: { message?: unknown } } };
+  if (e?.code !== 'CALL_EXCEPTION') return false;
+  if (typeof e.data === 'string' && e.data.length > 2) return true;
+  return CALL_FAILS.test(String(e.info?.error?.message ?? ''));
+}
+
+/** Node texts of a call that reverts or runs out of gas (geth, erigon, Nethermind, Hardhat, anvil). */
+const CALL_FAILS =
+  /revert|out of gas|gas required exceeds|exceeds allowance|invalid opcode|invalid jump|stack (underflow|overflow)|vm exception/i;

@@ -18,6 +18,8 @@ export interface RpcProxy {
   refuse?: (tx: Transaction) => boolean;
   /** The `result` a call answers instead of the node's (undefined: the node's). */
   rewrite?: (method: string, params: unknown[], result: unknown) => unknown;
+  /** A JSON-RPC error a call answers instead of going to the node (undefined: it goes), as a flaky endpoint. */
+  fail?: (method: string, params: unknown[]) => { code: number; message: string } | undefined;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,12 @@ export async function startRpcProxy(target: string, secretPath: string): Promise
       if (Array.isArray(parsed)) return batch(parsed, text, response);
       const body = parsed;
       proxy.calls[body.method] = (proxy.calls[body.method] ?? 0) + 1;
+      const failure = proxy.fail?.(body.method, body.params);
+      if (failure) {
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: failure }));
+        return;
+      }
       if (body.method === 'eth_sendRawTransaction' && proxy.refuse !== undefined) {
         const tx = Transaction.from(body.params[0] as string);
         if (proxy.refuse(tx)) {
