@@ -348,6 +348,58 @@ describe('Agent complaint intake and submission on the devnet', () => {
     expect(await chain.provider.getTransactionCount(agentAddress, 'latest')).toBe(before + 1);
   }, 60_000);
 
+  it("the same complainant's other complaint with the same bid id: refused while the first is under way, sent in its place once it failed", async () => {
+    const domain = 'twin-5.devnet';
+    await registerDids(chain, { [domain]: complainant.address });
+    const first = sampleComplaint();
+    // The bid joins the fields without separators: "T" + "9006" and "T900" + "6" are one bid.
+    const other = { ...first, agreementReachedTime: first.agreementReachedTime * 1_000 + 900, srcChainId: 6 };
+    const release = await holdSender();
+    let bid: string;
+    try {
+      const accepted = await agent.post('/submit-complaint', await body(first, complainant, domain));
+      expect(accepted.body.code).toBe(0);
+      bid = accepted.body.bid_id;
+      await waitFor(async () => (await statusOf(bid)).status === 'scheduled', 'scheduled');
+      const twin = await agent.post('/submit-complaint', await body(other, complainant, domain));
+      expect(twin.status).toBe(409);
+      expect(twin.body).toMatchObject({ code: AGENT_ERRORS.COMPLAINT_EXISTS.code });
+      expect(twin.body.message).toMatch(new RegExp(`bid ${bid} already has another complaint`));
+      // The first fails: its DID moves away after the Agent checked it.
+      await registerDids(chain, { [domain]: stranger.address });
+    } finally {
+      await release();
+    }
+    expect((await settled(bid)).status).toBe('failed');
+    await registerDids(chain, { [domain]: complainant.address });
+    const sent = await body(other, complainant, domain);
+    const replacing = await agent.post('/submit-complaint', sent);
+    expect(replacing.body).toMatchObject({
+      code: 0,
+      bid_id: bid,
+      message: 'complaint accepted (it replaces a failed complaint of this bid)',
+    });
+    expect((await settled(bid)).status).toBe('confirmed');
+    // What went on chain is the complaint accepted last, with its own signature.
+    const topic = reputationInterface.getEvent('SubmitComplaint')!.topicHash;
+    const logs = await chain.provider.getLogs({
+      address: chain.contracts.reputation,
+      topics: [topic],
+      fromBlock: 0,
+    });
+    const ours = logs
+      .map((l) => reputationInterface.parseLog(l)!)
+      .filter((p) => String(p.args[0]).toLowerCase() === bid);
+    expect(ours).toHaveLength(1);
+    const onChain = ours[0]!.args[1];
+    expect([Number(onChain.agreementReachedTime), Number(onChain.srcChainId)]).toEqual([
+      other.agreementReachedTime,
+      6,
+    ]);
+    const { rows } = await db.pool.query('SELECT signature FROM agent_complaints WHERE bid_id = $1', [bid]);
+    expect(rows[0].signature).toBe((sent.params[1] as string).toLowerCase());
+  }, 60_000);
+
   it('a failed complaint from another signer does not lock the bid: the genuine complaint replaces it and goes on chain', async () => {
     // The auditor's case: a squatter rebuilds the swap's complaint from public data, signs it with a DID it
     // owns, and gives the DID away once the Agent accepted it: the estimate reverts InvalidSigner.
@@ -380,7 +432,7 @@ describe('Agent complaint intake and submission on the devnet', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
       code: 0,
-      message: 'complaint accepted (it replaces a failed complaint from another complainant)',
+      message: 'complaint accepted (it replaces a failed complaint of this bid)',
       bid_id: bid,
       domain: DOMAIN,
       complainant: complainant.address,

@@ -13,6 +13,7 @@ import { agentOpenApiDocument } from './openapi.js';
 import {
   ACCEPT_MESSAGES,
   paidFailuresOf,
+  sameComplaint,
   type AcceptOutcome,
   type ComplaintRow,
   type ComplaintStore,
@@ -180,7 +181,14 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       contractAddr: options.contractAddr,
     });
     const known = await stored(() => store.get(parsed.bidId));
-    const same = known !== undefined && known.signer === parsed.signer && known.domain === parsed.domain;
+    const same =
+      known !== undefined &&
+      sameComplaint(known, {
+        signer: parsed.signer,
+        domain: parsed.domain,
+        complaint: parsed.stored,
+        signature: parsed.signature,
+      });
     // A failed complaint does not hold the bid: nothing of it is on chain (store.ts, accept), so another
     // complainant's is taken in its place. Otherwise anyone could fail a bid's complaint first (a DID
     // given away after signing) and lock its genuine complainant out.
@@ -249,7 +257,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
 function taken(row: ComplaintRow): AgentError {
   return new AgentError(
     'COMPLAINT_EXISTS',
-    `bid ${row.bidId} already has a complaint accepted here from DID ${JSON.stringify(row.domain)} (status ${row.status})`,
+    `bid ${row.bidId} already has another complaint (its own fields and signature) accepted here from DID ${JSON.stringify(row.domain)} (status ${row.status})`,
   );
 }
 

@@ -3,6 +3,7 @@
  * transaction (postgres log), and the sender's view of it (nonce, signed attempts, receipt).
  */
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { EventBus } from '../../shared/bus/port.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import {
@@ -96,7 +97,7 @@ export type AcceptOutcome =
 /** The success messages of POST /submit-complaint by outcome (the OpenAPI document lists them). */
 export const ACCEPT_MESSAGES = {
   created: 'complaint accepted',
-  replaced: 'complaint accepted (it replaces a failed complaint from another complainant)',
+  replaced: 'complaint accepted (it replaces a failed complaint of this bid)',
   reopened: 'complaint accepted again (it had failed)',
   repeated: 'complaint already accepted',
 } as const satisfies Record<Exclude<AcceptOutcome['kind'], 'taken' | 'exhausted'>, string>;
@@ -119,6 +120,32 @@ export function paidFailuresOf(row: ComplaintRow, domain: string): number {
   return paid;
 }
 
+/**
+ * Whether `complaint` is the stored one again: the same signer and domain, the same fields and the same
+ * signature (v as 27/28 or 0/1 alike). The bid id joins the fields without separators, so another complaint
+ * of the same complainant can share it; taken for the stored one, it was answered "already accepted" and never
+ * sent, or a re-open sent the stored one in its place.
+ */
+export function sameComplaint(
+  row: Pick<ComplaintRow, 'signer' | 'domain' | 'complaint' | 'signature'>,
+  complaint: Pick<NewComplaint, 'signer' | 'domain' | 'complaint' | 'signature'>,
+): boolean {
+  return (
+    row.signer === complaint.signer &&
+    row.domain === complaint.domain &&
+    isDeepStrictEqual(row.complaint, complaint.complaint) &&
+    canonicalV(row.signature) === canonicalV(complaint.signature)
+  );
+}
+
+/** A 65-byte hex signature with v as 27/28 (0/1 recover the same key). */
+function canonicalV(signature: string): string {
+  const lower = signature.toLowerCase();
+  if (lower.length !== 132) return lower;
+  const v = parseInt(lower.slice(130), 16);
+  return v < 27 ? lower.slice(0, 130) + (v + 27).toString(16) : lower;
+}
+
 export class ComplaintStore extends JobTable {
   constructor(
     pool: Pool,
@@ -130,8 +157,9 @@ export class ComplaintStore extends JobTable {
 
   /**
    * One complaint per bid: a new one is stored and published to complaint.commands in the same transaction
-   * (postgres log). The same complaint again (same signer and domain) finds its row; a failed one is
-   * re-opened when `reopen` is set, and replaced by another complainant's when `replaceFailed` is set (the
+   * (postgres log). The same complaint again (sameComplaint) finds its row; a failed one is re-opened when
+   * `reopen` is set, and replaced by another complaint (another complainant's, or the same one's with other
+   * fields or another signature) when `replaceFailed` is set (the
    * caller has checked DID ownership and hasComplaint again), unless the complainant's domain has
    * `maxPaidFailures` paid failures on the bid already (`exhausted`, nothing changes): whoever controls the
    * DID can move it ahead of the Agent's transaction in its block, so that a call that estimated fine reverts,
@@ -159,7 +187,7 @@ export class ComplaintStore extends JobTable {
         complaint.bidId,
       ]);
       const row = toRow(rows[0]!);
-      if (row.signer !== complaint.signer || row.domain !== complaint.domain) {
+      if (!sameComplaint(row, complaint)) {
         if (row.status !== 'failed' || options.replaceFailed !== true) return { kind: 'taken', row };
         const paid = paidFailuresOf(row, complaint.domain);
         if (paid >= maxPaidFailures) return { kind: 'exhausted', row, paid };
