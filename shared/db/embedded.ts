@@ -60,6 +60,27 @@ export async function runningEmbeddedUrl(options: EmbeddedOptions): Promise<stri
   }
 }
 
+/**
+ * The process that started the embedded server of `dataDir` and runs it now (its pid, in `<dataDir>.owner`
+ * while it runs), or undefined: none recorded, or that process is gone (a server it left is stale).
+ */
+export async function embeddedOwner(dataDir: string): Promise<number | undefined> {
+  let pid: number;
+  try {
+    pid = Number((await readFile(`${dataDir}.owner`, 'utf8')).trim());
+  } catch {
+    return undefined;
+  }
+  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (err) {
+    // EPERM: it exists, as another OS user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
+  }
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const { dataDir, port, log } = options;
   const bins = await platformBinaries();
@@ -79,8 +100,16 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
 
   const pgCtl = (args: string[]) => runAsPostgres(bins.pg_ctl, ['-D', dataDir, ...args]);
-  // A server left running by a process that was killed hard: stop it, then start cleanly on our port.
+  const ownerFile = `${dataDir}.owner`;
   if ((await pgCtl(['status'])).code === 0) {
+    // Another live process runs it (on another port, or its server would have been shared: see
+    // startInfrastructure): restarting it would cut that process's work off, and stop it under it later.
+    const owner = await embeddedOwner(dataDir);
+    if (owner !== undefined && owner !== process.pid)
+      throw new Error(
+        `the embedded PostgreSQL of ${dataDir} is run by process ${owner}, not on port ${port}: stop that process, or give this one the same database.embeddedPort to share it`,
+      );
+    // A server left running by a process that was killed hard: stop it, then start cleanly on our port.
     log?.warn({ dataDir }, 'embedded PostgreSQL was still running from an earlier process; restarting it');
     await pgCtl(['-m', 'fast', '-w', 'stop']);
   }
@@ -106,6 +135,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     );
   }
 
+  await writeFile(ownerFile, `${process.pid}\n`);
   const adminUrl = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   await ensureDatabase(adminUrl, options.database);
   log?.info({ port, dataDir }, 'embedded PostgreSQL running');
@@ -120,6 +150,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       const result = await pgCtl(['-m', mode, '-w', '-t', '30', 'stop']);
       if (result.code !== 0) log?.warn({ output: result.output.trim() }, 'pg_ctl stop failed');
       else log?.info('embedded PostgreSQL stopped');
+      await rm(ownerFile, { force: true });
     },
   };
 }

@@ -4,7 +4,12 @@ import type { DeliveryObserver, EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import type { AppConfig } from '../config/index.js';
 import { redactUrl } from '../config/redact.js';
-import { runningEmbeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.js';
+import {
+  embeddedOwner,
+  runningEmbeddedUrl,
+  startEmbeddedPostgres,
+  type EmbeddedServer,
+} from '../db/embedded.js';
 import { migrate, type MigrationSet } from '../db/migrate.js';
 import { coreMigrations } from '../db/migrations/core.js';
 import { createPool, type Pool } from '../db/pool.js';
@@ -38,8 +43,13 @@ export async function startInfrastructure(
       database: config.database.name,
       log: log.child({ component: 'embedded-postgres' }),
     };
-    const running = options.shareRunningEmbedded ? await runningEmbeddedUrl(target) : undefined;
-    if (running) log.info('using the embedded PostgreSQL another process runs');
+    // A server another live process runs is shared, never restarted under it (its work would be cut off, and
+    // whichever stopped first would stop it under the other): it stops when that process stops.
+    const owner = await embeddedOwner(target.dataDir);
+    const share = options.shareRunningEmbedded || (owner !== undefined && owner !== process.pid);
+    const running = share ? await runningEmbeddedUrl(target) : undefined;
+    if (running)
+      log.info({ owner }, 'using the embedded PostgreSQL another process runs: it stops when that one stops');
     else embedded = await startEmbeddedPostgres(target);
     dbUrl = running ?? embedded!.url;
   } else {

@@ -42,10 +42,14 @@ export async function runServices(
   let infra: Infrastructure | undefined;
   const running: Array<{ name: string; service: RunningService }> = [];
   let stopping: Promise<void> | undefined;
+  let startup: Promise<void> | undefined;
 
   const stop = (reason: string) => {
     stopping ??= (async () => {
       log.info({ reason }, 'stopping');
+      // A signal during start-up: what is being started (the embedded PostgreSQL, a service) finishes starting
+      // first, so that it is stopped too; nothing more is started. A second signal still exits at once.
+      await startup?.catch(() => undefined);
       const deadline = setTimeout(() => {
         log.error('graceful shutdown took too long; exiting');
         process.exit(1);
@@ -77,26 +81,30 @@ export async function runServices(
 
   try {
     const metrics = createMetrics(() => infra?.bus, log);
-    infra = await startInfrastructure(
-      config,
-      log,
-      chosen.flatMap((s) => s.migrations ?? []),
-      { observer: metrics.observer },
-    );
-    for (const definition of chosen) {
-      if (stopping) return;
-      const service = await definition.start({
+    startup = (async () => {
+      infra = await startInfrastructure(
         config,
-        log: log.child({ service: definition.name }),
-        db: infra.db,
-        dbUrl: infra.dbUrl,
-        bus: infra.bus,
-        archive: infra.archive,
-        metrics: metrics.registry,
-        trackConsumerGroup: metrics.trackConsumerGroup,
-      });
-      running.push({ name: definition.name, service });
-    }
+        log,
+        chosen.flatMap((s) => s.migrations ?? []),
+        { observer: metrics.observer },
+      );
+      for (const definition of chosen) {
+        if (stopping) return;
+        const service = await definition.start({
+          config,
+          log: log.child({ service: definition.name }),
+          db: infra.db,
+          dbUrl: infra.dbUrl,
+          bus: infra.bus,
+          archive: infra.archive,
+          metrics: metrics.registry,
+          trackConsumerGroup: metrics.trackConsumerGroup,
+        });
+        running.push({ name: definition.name, service });
+      }
+    })();
+    await startup;
+    if (stopping) return;
     const names = running.map((r) => r.name);
     log.info({ services: names, urls: serviceUrls(config, names) }, 'ready');
   } catch (err) {

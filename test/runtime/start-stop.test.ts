@@ -1,4 +1,5 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,71 @@ embeddedPort = ${ports.db}
       expect((await proc.exited).code).toBe(0);
     } finally {
       proc.child.kill('SIGKILL');
+    }
+  });
+
+  it('a signal during start-up lets what is starting finish, then stops it: no database is left running', async () => {
+    const file = path.join(dir, 'points-signal.toml');
+    await writeFile(
+      file,
+      `[point]\nport = ${ports.point}\nrelayAdminUrl = "http://127.0.0.1:1"\ndidSupportUrl = "http://127.0.0.1:2"\nrefreshInterval = 1000\n[database]\ndataDir = "${path.join(dir, 'pg')}"\nembeddedPort = ${ports.db}\n`,
+    );
+    const proc = spawnTs('bin/start.ts', [], isolatedEnv({ CONFIG_PATH: file, LOG_LEVEL: 'info' }));
+    try {
+      await proc.waitFor(/embedded PostgreSQL running/, 60_000);
+      proc.child.kill('SIGTERM');
+      expect((await proc.exited).code).toBe(0);
+      expect(proc.output()).toContain('embedded PostgreSQL stopped');
+      expect(proc.output()).not.toContain('"msg":"ready"');
+      const socket = net.connect(ports.db, '127.0.0.1');
+      const refused = await new Promise<boolean>((resolve) => {
+        socket.once('connect', () => resolve(false));
+        socket.once('error', () => resolve(true));
+      });
+      socket.destroy();
+      expect(refused).toBe(true);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  });
+
+  it('a second process on the same data shares the running server: it neither restarts nor stops it under the first', async () => {
+    const pointsOn = async (port: number) => {
+      const file = path.join(dir, `points-${port}.toml`);
+      await writeFile(
+        file,
+        `[point]\nport = ${port}\nrelayAdminUrl = "http://127.0.0.1:1"\ndidSupportUrl = "http://127.0.0.1:2"\nrefreshInterval = 1000\n[database]\ndataDir = "${path.join(dir, 'pg')}"\nembeddedPort = ${ports.db}\n`,
+      );
+      return spawnTs('bin/start.ts', [], isolatedEnv({ CONFIG_PATH: file, LOG_LEVEL: 'info' }));
+    };
+    const databaseOk = async (port: number) => {
+      const health = await fetch(`http://127.0.0.1:${port}/health`);
+      const body = (await health.json()) as { checks: { database: { ok: boolean } } };
+      return health.status === 200 && body.checks.database.ok;
+    };
+    const otherPort = await freePort();
+    const first = await pointsOn(ports.point);
+    try {
+      await first.waitFor(/"msg":"ready"/, 60_000);
+      const second = await pointsOn(otherPort);
+      try {
+        await second.waitFor(/"msg":"ready"/, 60_000);
+        expect(second.output()).toContain('using the embedded PostgreSQL another process runs');
+        expect(second.output()).not.toContain('restarting it');
+        second.child.kill('SIGTERM');
+        expect((await second.exited).code).toBe(0);
+        expect(second.output()).not.toContain('embedded PostgreSQL stopped');
+      } finally {
+        second.child.kill('SIGKILL');
+      }
+      // The first never lost its database.
+      expect(await databaseOk(ports.point)).toBe(true);
+      expect(first.output()).not.toMatch(/terminating connection|connection error|ECONNREFUSED/);
+      first.child.kill('SIGTERM');
+      expect((await first.exited).code).toBe(0);
+      expect(first.output()).toContain('embedded PostgreSQL stopped');
+    } finally {
+      first.child.kill('SIGKILL');
     }
   });
 });
