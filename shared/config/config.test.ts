@@ -159,6 +159,14 @@ describe('configuration', () => {
     ]);
   });
 
+  it('names the top-level keys it does not know (a misspelt section is otherwise silently absent)', () => {
+    const config = load(
+      'n8nURL = "http://x"\n[databse]\nname = "x"\n[points]\nport = 1\n[log]\nlevel = "warn"\n',
+    );
+    expect(config.unknownKeys).toEqual(['n8nURL', 'databse', 'points']);
+    expect(load('[log]\nlevel = "warn"\n').unknownKeys).toEqual([]);
+  });
+
   it('refuses a chain id spelt with leading zeros, and two chain-client entries for one chain', () => {
     const entry = (chainId: string) =>
       `[[chainClients]]\nurl="http://a"\nhistoryUrl="http://a"\ninitBlockHeight=1\nchainId="${chainId}"\nnativeChainId="97"\nregisterPath="/r"\nhistoryPath="/h"\ncontractAddr="0x${'11'.repeat(20)}"\n`;

@@ -33,6 +33,8 @@ export interface AppConfig {
   source: string;
   /** Sections present in the file (validated or not). */
   present: ReadonlySet<SectionName>;
+  /** Top-level keys of the file this build does not know: ignored, and worth a warning (a typo?). */
+  unknownKeys: readonly string[];
   n8nUrl?: string;
   point?: PointConfig;
   agent?: AgentConfig;
@@ -94,7 +96,9 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   const present = new Set(
     (Object.keys(sectionSchemas) as SectionName[]).filter((name) => doc[name] !== undefined),
   );
-  const config: Partial<AppConfig> = { source, present };
+  const known = new Set(Object.keys(configFileSchema.shape));
+  const unknownKeys = Object.keys(doc).filter((key) => !known.has(key));
+  const config: Partial<AppConfig> = { source, present, unknownKeys };
 
   for (const name of options.require ?? []) {
     if (doc[name] === undefined) {

@@ -38,6 +38,11 @@ export async function runServices(
   }
   log = createLogger({ name: 'otmoic', level: config.log.level });
   log.info({ services: chosen.map((s) => s.name), config: config.source }, 'starting');
+  if (config.unknownKeys.length > 0)
+    log.warn(
+      { keys: config.unknownKeys, config: config.source },
+      'configuration keys this build does not know are ignored (a misspelt section?)',
+    );
 
   let infra: Infrastructure | undefined;
   const running: Array<{ name: string; service: RunningService }> = [];
