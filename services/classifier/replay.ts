@@ -86,113 +86,120 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
   const tables = classifierTables(schema);
   const live = options.live ?? classifierTables();
   await options.pool.query(`CREATE SCHEMA "${schema}"; ${classifierDdl(tables)}`);
-  // Rebuilt to be compared (and dropped, or kept for a look): not worth the write-ahead log, as Points'.
-  const { schema: _schema, ...names } = tables;
-  for (const table of Object.values(names)) await options.pool.query(`ALTER TABLE ${table} SET UNLOGGED`);
-  clock.mark('tables');
+  try {
+    // Rebuilt to be compared (and dropped, or kept for a look): not worth the write-ahead log, as Points'.
+    const { schema: _schema, ...names } = tables;
+    for (const table of Object.values(names)) await options.pool.query(`ALTER TABLE ${table} SET UNLOGGED`);
+    clock.mark('tables');
 
-  const recorded = await recordedDidNames(options.pool, live.verdicts);
-  clock.mark('names');
+    const recorded = await recordedDidNames(options.pool, live.verdicts);
+    clock.mark('names');
 
-  const { engine, did } = createClassifier({
-    pool: options.pool,
-    tables,
-    group,
-    chains: watchedChains(options.chainClients),
-    didSupportUrl: options.didSupportUrl,
-    didCacheMs: 60_000,
-    log: options.log,
-    wrapDid: (fallback) => new RecordedDidSource(recorded, fallback),
-    // Only this process writes the fresh tables: the state stays in memory, only decisions are written.
-    resident: options.keep ? 'keep' : 'decisions',
-  });
-  // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
-  await loadSigners(options.pool);
-  clock.mark('signers');
-  const total = await lagOf(options.bus, group);
-  clock.mark('setup');
-  // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
-  const cut = new ReplayCut();
-  let poison = 0;
-  const subscribe = () =>
-    subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, {
-      take: (messages) => cut.filter(messages),
-      passOverPoison: () => void poison++,
+    const { engine, did } = createClassifier({
+      pool: options.pool,
+      tables,
+      group,
+      chains: watchedChains(options.chainClients),
+      didSupportUrl: options.didSupportUrl,
+      didCacheMs: 60_000,
+      log: options.log,
+      wrapDid: (fallback) => new RecordedDidSource(recorded, fallback),
+      // Only this process writes the fresh tables: the state stays in memory, only decisions are written.
+      resident: options.keep ? 'keep' : 'decisions',
     });
-  const subscription = await subscribe();
-  try {
-    // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:
-    // the end of a replay is not waited for longer than that).
-    let quiet = 0;
-    while (quiet < 2) {
-      await new Promise((r) => setTimeout(r, 250));
-      const left = await lagOf(options.bus, group);
-      options.onProgress?.(Math.max(0, total - left), left);
-      quiet = left === 0 ? quiet + 1 : 0;
+    // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
+    await loadSigners(options.pool);
+    clock.mark('signers');
+    const total = await lagOf(options.bus, group);
+    clock.mark('setup');
+    // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
+    const cut = new ReplayCut();
+    let poison = 0;
+    const subscribe = () =>
+      subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, {
+        take: (messages) => cut.filter(messages),
+        passOverPoison: () => void poison++,
+      });
+    const subscription = await subscribe();
+    try {
+      // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:
+      // the end of a replay is not waited for longer than that).
+      let quiet = 0;
+      while (quiet < 2) {
+        await new Promise((r) => setTimeout(r, 250));
+        const left = await lagOf(options.bus, group);
+        options.onProgress?.(Math.max(0, total - left), left);
+        quiet = left === 0 ? quiet + 1 : 0;
+      }
+    } finally {
+      await subscription.stop();
     }
-  } finally {
-    await subscription.stop();
-  }
-  clock.mark('consume');
-  await engine.writeResident();
-  clock.mark('write');
+    clock.mark('consume');
+    await engine.writeResident();
+    clock.mark('write');
 
-  // Both at once, each one pass over its two tables, on a snapshot where the live consumer had handled
-  // exactly what the replay did.
-  const frozen = { verdicts: 'pg_temp.frozen_verdicts', violations: 'pg_temp.frozen_violations' };
-  let settled;
-  try {
-    settled = await settleAtLiveCut(
-      {
-        pool: options.pool,
-        bus: options.bus,
-        topics: CLASSIFIER_TOPICS,
-        liveGroup: options.liveGroup ?? CLASSIFIER_GROUP,
-        replayGroup: group,
-        cut,
-        resume: subscribe,
-        timeoutMs: options.settleTimeoutMs ?? 30_000,
-      },
-      {
-        async freeze(query) {
-          await query(`CREATE TEMP TABLE frozen_verdicts AS SELECT * FROM ${live.verdicts}`);
-          await query(`CREATE TEMP TABLE frozen_violations AS SELECT * FROM ${live.violations}`);
+    // Both at once, each one pass over its two tables, on a snapshot where the live consumer had handled
+    // exactly what the replay did.
+    const frozen = { verdicts: 'pg_temp.frozen_verdicts', violations: 'pg_temp.frozen_violations' };
+    let settled;
+    try {
+      settled = await settleAtLiveCut(
+        {
+          pool: options.pool,
+          bus: options.bus,
+          topics: CLASSIFIER_TOPICS,
+          liveGroup: options.liveGroup ?? CLASSIFIER_GROUP,
+          replayGroup: group,
+          cut,
+          resume: subscribe,
+          timeoutMs: options.settleTimeoutMs ?? 30_000,
         },
-        async compare(query, copies) {
-          // The replay went on to the live positions: what it kept in memory is written again (upserts).
-          if (copies) await engine.writeResident();
-          const db = { query };
-          return Promise.all([
-            compareDecisions(db, copies ? frozen.verdicts : live.verdicts, tables.verdicts, 'verdict'),
-            compareDecisions(
-              db,
-              copies ? frozen.violations : live.violations,
-              tables.violations,
-              'violation',
-            ),
-          ]);
+        {
+          async freeze(query) {
+            await query(`CREATE TEMP TABLE frozen_verdicts AS SELECT * FROM ${live.verdicts}`);
+            await query(`CREATE TEMP TABLE frozen_violations AS SELECT * FROM ${live.violations}`);
+          },
+          async compare(query, copies) {
+            // The replay went on to the live positions: what it kept in memory is written again (upserts).
+            if (copies) await engine.writeResident();
+            const db = { query };
+            return Promise.all([
+              compareDecisions(db, copies ? frozen.verdicts : live.verdicts, tables.verdicts, 'verdict'),
+              compareDecisions(
+                db,
+                copies ? frozen.violations : live.violations,
+                tables.violations,
+                'violation',
+              ),
+            ]);
+          },
         },
-      },
-    );
-  } finally {
-    did.stop();
+      );
+    } finally {
+      did.stop();
+    }
+    const [verdicts, violations] = settled.result;
+    clock.mark('compare');
+    if (!options.keep) await options.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+    await options.pool.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
+    clock.mark('cleanup');
+    return {
+      schema,
+      seconds: (performance.now() - started) / 1_000,
+      phases: clock.seconds,
+      messages: total,
+      malformed: poison,
+      verdicts,
+      violations,
+      identical: verdicts.identical && violations.identical,
+      exactCut: settled.exact,
+    };
+  } catch (err) {
+    // A failed replay leaves nothing behind but what --keep asks for: its tables may be gigabytes.
+    if (!options.keep) await options.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await options.pool.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
+    throw err;
   }
-  const [verdicts, violations] = settled.result;
-  clock.mark('compare');
-  if (!options.keep) await options.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
-  await options.pool.query('DELETE FROM processed_events WHERE consumer = $1', [group]);
-  clock.mark('cleanup');
-  return {
-    schema,
-    seconds: (performance.now() - started) / 1_000,
-    phases: clock.seconds,
-    messages: total,
-    malformed: poison,
-    verdicts,
-    violations,
-    identical: verdicts.identical && violations.identical,
-    exactCut: settled.exact,
-  };
 }
 
 /** The DID answers the live verdicts recorded, by bid (a verdict stored escaped is unescaped: jsonb-nul.ts). */

@@ -439,4 +439,25 @@ describe('classifier end to end on the devnet', () => {
     expect(spent).toBeGreaterThan(0);
     expect(Math.abs(spent - report.seconds)).toBeLessThan(0.05);
   }, 120_000);
+
+  it('a replay that fails drops the schema it made (its tables may be gigabytes)', async () => {
+    const schemas = async () =>
+      (
+        await db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname LIKE 'classifier_replay_%'`,
+        )
+      ).rows[0]!.n;
+    const before = await schemas();
+    await expect(
+      replayClassifier({
+        pool: db.pool,
+        bus: ctx.bus,
+        chainClients: ctx.config.chainClients!,
+        didSupportUrl: did.url,
+        log: ctx.log,
+        live: classifierTables('no_such_schema'), // its first read fails
+      }),
+    ).rejects.toThrow(/no_such_schema/);
+    expect(await schemas()).toBe(before);
+  }, 60_000);
 });
