@@ -18,7 +18,10 @@ export async function startHttpService(
     log: context.log,
     metrics: context.metrics,
     db: context.db,
-    healthChecks: options.healthChecks,
+    healthChecks: {
+      ...(context.busHealth ? { bus: context.busHealth } : {}),
+      ...options.healthChecks,
+    },
     ownErrorVocabulary: options.ownErrorVocabulary,
     redact: options.redact,
     maxParamLength: options.maxParamLength,

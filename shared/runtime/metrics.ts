@@ -1,15 +1,23 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DeliveryObserver, EventBus } from '../bus/port.js';
+import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
+import { LagReader } from './lag-reader.js';
+import { singleFlight } from './single-flight.js';
 
 /**
  * The process's metrics registry: default process metrics, consumer lag per group and partition, and what the
  * bus's consumers handled, failed and dead-lettered (`observer`, given to the bus).
  */
-export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
+export function createMetrics(
+  bus: () => EventBus | undefined,
+  log: Logger,
+  /** The database the outbox is in (undefined until the infrastructure started). */
+  db: () => Queryable | undefined = () => undefined,
+) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const groups = new Map<string, readonly string[]>();
+  const lag = new LagReader(bus, log);
 
   new Gauge({
     name: 'bus_consumer_lag',
@@ -17,19 +25,52 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     labelNames: ['group', 'topic', 'partition'],
     registers: [registry],
     async collect() {
+      const lags = await lag.lags();
+      // Cleared and set in one step after the read: a scrape overlapping another never sees it half done.
       this.reset();
-      const current = bus();
-      if (!current) return;
-      for (const [group, topics] of groups) {
-        try {
-          for (const p of await current.lag(group, topics)) {
-            this.set({ group, topic: p.topic, partition: String(p.partition) }, Number(p.lag));
-          }
-        } catch (err) {
-          log.warn({ group, err: (err as Error).message }, 'could not read consumer lag');
-        }
-      }
+      for (const p of lags)
+        this.set({ group: p.group, topic: p.topic, partition: String(p.partition) }, Number(p.lag));
     },
+  });
+  new Gauge({
+    name: 'bus_consumer_lag_age_seconds',
+    help: 'Seconds since bus_consumer_lag was last read from the bus (it keeps its last figures while the bus does not answer)',
+    registers: [registry],
+    collect() {
+      const age = lag.ageSeconds;
+      if (age !== undefined) this.set(age);
+    },
+  });
+  // On Kafka every message leaves through bus_outbox: what waits there is not in any consumer's lag yet.
+  new Gauge({
+    name: 'bus_outbox_messages',
+    help: 'Messages written to the outbox and not yet sent to Kafka (0 on the postgres log)',
+    registers: [registry],
+    async collect() {
+      const rows = await outboxRows();
+      if (rows) this.set(Number(rows[0]!.messages));
+    },
+  });
+  new Gauge({
+    name: 'bus_outbox_oldest_seconds',
+    help: 'Age of the oldest message waiting in the outbox (0 when none)',
+    registers: [registry],
+    async collect() {
+      const rows = await outboxRows();
+      if (rows) this.set(Number(rows[0]!.oldest));
+    },
+  });
+  // One read for both outbox gauges of a scrape.
+  const outboxRows = singleFlight(async () => {
+    const pool = db();
+    if (!pool) return undefined;
+    return rowsOrNothing(
+      pool.query<{ messages: string; oldest: string }>(
+        `SELECT count(*) AS messages,
+                COALESCE(extract(epoch FROM now() - min(created_at)), 0)::bigint AS oldest
+           FROM bus_outbox`,
+      ),
+    );
   });
 
   // What the bus's consumers did, per group and topic (the observer below is what the bus tells).
@@ -75,8 +116,10 @@ export function createMetrics(bus: () => EventBus | undefined, log: Logger) {
     registry,
     observer,
     trackConsumerGroup(group: string, topics: readonly string[]) {
-      groups.set(group, topics);
+      lag.track(group, topics);
     },
+    /** /health's `bus` check: degraded while the event bus does not answer. */
+    busHealth: () => lag.health(),
   };
 }
 

@@ -85,7 +85,11 @@ export async function runServices(
   }
 
   try {
-    const metrics = createMetrics(() => infra?.bus, log);
+    const metrics = createMetrics(
+      () => infra?.bus,
+      log,
+      () => infra?.db,
+    );
     startup = (async () => {
       infra = await startInfrastructure(
         config,
@@ -104,6 +108,7 @@ export async function runServices(
           archive: infra.archive,
           metrics: metrics.registry,
           trackConsumerGroup: metrics.trackConsumerGroup,
+          busHealth: metrics.busHealth,
         });
         running.push({ name: definition.name, service });
       }

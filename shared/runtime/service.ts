@@ -5,6 +5,7 @@ import type { AppConfig, SectionName } from '../config/index.js';
 import type { MigrationSet } from '../db/migrate.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
+import type { HealthCheck } from './http.js';
 
 /** What the runner hands every service: configuration and the shared infrastructure. */
 export interface ServiceContext {
@@ -18,6 +19,8 @@ export interface ServiceContext {
   metrics: Registry;
   /** Makes a consumer group's lag visible on /metrics. */
   trackConsumerGroup(group: string, topics: readonly string[]): void;
+  /** GET /health's `bus` check (the runner's; absent in test harnesses): degraded while the bus does not answer. */
+  busHealth?: HealthCheck;
 }
 
 export interface RunningService {

@@ -70,11 +70,15 @@ embeddedPort = ${ports.db}
       for (const port of [ports.point, ports.agent, ports.connector]) {
         const health = await fetch(`http://127.0.0.1:${port}/health`);
         expect(health.status).toBe(200);
-        expect(await health.json()).toMatchObject({ status: 'ok', checks: { database: { ok: true } } });
+        expect(await health.json()).toMatchObject({
+          status: 'ok',
+          checks: { database: { ok: true }, bus: { ok: true } },
+        });
       }
       const metrics = await (await fetch(`http://127.0.0.1:${ports.point}/metrics`)).text();
       expect(metrics).toContain('process_cpu_user_seconds_total');
       expect(metrics).toContain('bus_consumer_lag');
+      expect(metrics).toMatch(/^bus_outbox_messages 0$/m);
       const stoppedAt = Date.now();
       proc.child.kill('SIGINT');
       const exit = await proc.exited;
