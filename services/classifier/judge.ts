@@ -640,7 +640,10 @@ class TransferOutDecision {
 
     // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
     // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
-    const onDst = this.ins.filter((e) => e.chainId === D);
+    // Only the answers by T+2E: a TransferIn whose own differing times let the contract take it later is no
+    // answer by then (case 3 at T+2E), which the verdict must not learn or not depending on when the
+    // destination clock was seen.
+    const onDst = this.ins.filter((e) => e.chainId === D && e.blockTimestamp <= transferInEnd);
     this.tin =
       onDst.find((e) => mismatchesOf(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ?? null;
     if (this.tin === null) {
