@@ -154,7 +154,11 @@ export class Sender {
   }
 
   private async pass(): Promise<void> {
-    if (!(await this.holdWalletLock())) return;
+    if (!(await this.holdWalletLock())) {
+      // Standby: another process sends, and tells. A figure kept from when this one sent would grow for ever.
+      this.state.oldestUnconfirmedSinceMs = undefined;
+      return;
+    }
     if (!(await this.checkChain())) return;
     const head = await this.head();
     const jobs = await this.options.store.open();
@@ -211,6 +215,7 @@ export class Sender {
     const client = this.lockClient;
     this.lockClient = undefined;
     this.state.active = false;
+    this.state.oldestUnconfirmedSinceMs = undefined;
     client?.release(true);
   }
 
