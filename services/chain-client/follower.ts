@@ -1,3 +1,4 @@
+import type { HealthCheckResult } from '../../shared/runtime/http.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { sleep } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
@@ -30,7 +31,10 @@ export interface FollowerOptions {
   log: Logger;
   /** Called after deliveries were queued, so the deliverer wakes. */
   onQueued(): void;
+  /** The last block queued for the registrations. */
   onHeight?(height: number): void;
+  /** The chain's head − confirmations, as last read. */
+  onHead?(confirmed: number): void;
 }
 
 /**
@@ -43,10 +47,30 @@ export class Follower {
   private running: Promise<void> | undefined;
   private readonly wakeSignal = new WakeSignal();
 
+  /** When a step last read the chain (performance.now() ms), and why the last one failed since. */
+  private followedAt: number | undefined;
+  private startedAt = performance.now();
+  private lastError: string | undefined;
+
   constructor(private readonly options: FollowerOptions) {}
 
   start(): void {
+    this.startedAt = performance.now();
     this.running = this.loop();
+  }
+
+  /**
+   * GET /health's `follower` check: `degraded` once no step read the chain for ten poll intervals (5 s at
+   * least). Its height stops while the RPC fails, and every receiver then catches up to it and looks well.
+   */
+  health(): HealthCheckResult {
+    const staleMs = Math.max(5_000, 10 * this.options.pollIntervalMs);
+    const since = performance.now() - (this.followedAt ?? this.startedAt);
+    if (since < staleMs) return { status: 'ok' };
+    return {
+      status: 'degraded',
+      error: `the chain has not been read for ${Math.round(since / 1_000)} s: ${this.lastError ?? 'no answer yet'}`,
+    };
   }
 
   /** Work came in (a history request): look now rather than after the poll interval. */
@@ -70,10 +94,13 @@ export class Follower {
       this.wakeSignal.reset();
       try {
         const advanced = await this.step();
+        this.followedAt = performance.now();
+        this.lastError = undefined;
         const replayed = await this.historyStep();
         if (!advanced && !replayed) await this.wakeSignal.sleep(pollIntervalMs, this.stopController.signal);
       } catch (err) {
-        log.warn({ err: (err as Error).message }, 'chain follower step failed; retrying');
+        this.lastError = (err as Error).message;
+        log.warn({ err: this.lastError }, 'chain follower step failed; retrying');
         await sleep(pollIntervalMs, this.stopController.signal);
       }
     }
@@ -85,6 +112,7 @@ export class Follower {
     const last = await store.progress();
     const from = last === undefined ? startBlock : last + 1;
     const confirmed = await this.confirmedHead();
+    this.options.onHead?.(confirmed);
     // Only whole chunks: the highest chunk end not above the confirmed head.
     const lastWhole = Math.floor(confirmed / CHUNK_BLOCKS) * CHUNK_BLOCKS;
     if (lastWhole < from) return false;

@@ -35,6 +35,7 @@ export const chainClientService: ServiceDefinition = {
 
 interface ChainClientMetrics {
   height: Gauge<'instance'>;
+  head: Gauge<'instance'>;
   deliveries: Counter<'instance' | 'outcome'>;
 }
 const metricsByRegistry = new WeakMap<Registry, ChainClientMetrics>();
@@ -45,7 +46,13 @@ function metricsOf(registry: Registry): ChainClientMetrics {
     metrics = {
       height: new Gauge({
         name: 'chain_client_height',
-        help: 'Last block delivered',
+        help: 'Last block queued for delivery to the registered callbacks',
+        labelNames: ['instance'],
+        registers: [registry],
+      }),
+      head: new Gauge({
+        name: 'chain_client_head',
+        help: "The chain's head minus the confirmations, as last read (chain_client_height follows it in 5-block chunks)",
         labelNames: ['instance'],
         registers: [registry],
       }),
@@ -66,7 +73,7 @@ export async function startChainClient(
   config: ChainClientInstanceConfig,
 ): Promise<RunningService & { port: number }> {
   const log = context.log.child({ chainClient: config.systemChainId });
-  const { height, deliveries } = metricsOf(context.metrics);
+  const { height, head, deliveries } = metricsOf(context.metrics);
   const contracts = { swap: config.contractAddr, reputation: config.reputationContractAddr };
   const reader = new ChainReader(config.rpc, [
     contracts.swap,
@@ -92,12 +99,14 @@ export async function startChainClient(
     log,
     onQueued: () => deliverer.wake(),
     onHeight: (h) => height.set({ instance: config.systemChainId }, h),
+    onHead: (h) => head.set({ instance: config.systemChainId }, h),
   });
   const http = await startHttpService(
     { ...context, log } as ServiceContext,
     `chain-client ${config.systemChainId}`,
     config.port,
     (app) => registerSupportRoutes(app, { store, follower, log }),
+    { healthChecks: { follower: () => follower.health() } },
   );
   deliverer.start();
   follower.start();

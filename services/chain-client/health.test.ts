@@ -1,0 +1,82 @@
+import http from 'node:http';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { waitFor } from '../../test/support/wait.js';
+import { startChainClient } from './index.js';
+import { chainClientMigrations } from './migrations.js';
+
+/**
+ * The chain client's follower failing against its RPC: its height stops, every receiver catches up to it and
+ * looks well, and /health said ok. It now says degraded, and chain_client_head shows where the chain is.
+ */
+describe('chain client /health while its RPC fails', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([chainClientMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('is degraded once the follower has not read the chain for ten poll intervals, and ok again after', async () => {
+    let up = true;
+    let head = 100;
+    const rpc = http.createServer((request, response) => {
+      let body = '';
+      request.on('data', (c) => (body += c));
+      request.on('end', () => {
+        if (!up) return response.writeHead(503).end('down');
+        const calls = JSON.parse(body);
+        const answer = (c: { id: number; method: string }) => ({
+          jsonrpc: '2.0',
+          id: c.id,
+          result:
+            c.method === 'eth_blockNumber'
+              ? `0x${(head++).toString(16)}`
+              : c.method === 'eth_chainId'
+                ? '0x61'
+                : [],
+        });
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(Array.isArray(calls) ? calls.map(answer) : answer(calls)));
+      });
+    });
+    await new Promise<void>((resolve) => rpc.listen(0, '127.0.0.1', resolve));
+    const registry = new Registry();
+    const client = await startChainClient(
+      { db: db.pool, log: createLogger({ level: 'silent' }), metrics: registry },
+      {
+        port: 0,
+        rpc: `http://127.0.0.1:${(rpc.address() as { port: number }).port}`,
+        systemChainId: '9006',
+        contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+        confirmations: 0,
+        startBlock: 0,
+        pollIntervalMs: 100,
+        deliveryAttempts: 10,
+        keepSettledDays: 7,
+      },
+    );
+    const health = async () =>
+      (await (await fetch(`http://127.0.0.1:${client.port}/health`)).json()) as {
+        status: string;
+        checks: { follower: { ok: boolean; error?: string } };
+      };
+    const gauge = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;
+    try {
+      await waitFor(async () => (await gauge('chain_client_head')) !== undefined, 'the head read');
+      expect(await health()).toMatchObject({ status: 'ok', checks: { follower: { ok: true } } });
+      up = false;
+      await waitFor(async () => (await health()).status === 'degraded', 'health to say degraded', 15_000);
+      expect((await health()).checks.follower.error).toMatch(/^the chain has not been read for \d+ s: /);
+      up = true;
+      await waitFor(async () => (await health()).status === 'ok', 'health to say ok again', 15_000);
+    } finally {
+      await client.stop();
+      rpc.close();
+    }
+  }, 60_000);
+});
