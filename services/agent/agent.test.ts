@@ -699,7 +699,22 @@ describe('Agent complaint intake and submission on the devnet', () => {
         chainId: null,
         submitter: { chainOk: false },
       });
-      expect((await fetch(`${early.base}/health`)).status).toBe(200);
+      const health = await fetch(`${early.base}/health`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({
+        status: 'degraded',
+        checks: {
+          sender: {
+            ok: false,
+            error: 'the chain id of agent.rpc has not been read yet: nothing is sent',
+          },
+        },
+      });
+      // The Agent of this suite, bound to its chain and sending, is well.
+      expect(await (await fetch(`${agent.base}/health`)).json()).toMatchObject({
+        status: 'ok',
+        checks: { sender: { ok: true } },
+      });
     } finally {
       await early.close();
     }

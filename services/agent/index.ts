@@ -5,6 +5,7 @@ import { parseComplaint, recoverComplainant } from '../../shared/chain/index.js'
 import type { AgentConfig } from '../../shared/config/index.js';
 import { secretScrubber } from '../../shared/config/redact.js';
 import type { Pool } from '../../shared/db/pool.js';
+import { senderHealth } from '../../shared/sender/health.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
 import { RpcPool, type Sender } from '../../shared/sender/index.js';
@@ -172,7 +173,16 @@ export async function startAgent(
         log,
       }),
     // Refusals carry the Agent's 41xxx codes (errors.ts), 404 included.
-    { ownErrorVocabulary: true },
+    {
+      ownErrorVocabulary: true,
+      healthChecks: {
+        sender: () =>
+          senderHealth(
+            bound?.sender.state,
+            'the chain id of agent.rpc has not been read yet: nothing is sent',
+          ),
+      },
+    },
   );
 
   // No chain at start-up is no reason to fail: the chain id is asked again until the RPC answers (meanwhile

@@ -6,6 +6,7 @@ import { secretScrubber } from '../../shared/config/redact.js';
 import { RpcPool, type Sender } from '../../shared/sender/index.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { swapInterface } from '../../shared/otmoic/abi.js';
+import { senderHealth } from '../../shared/sender/health.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
 import { relayCommands } from '../../topics/relay.commands.js';
@@ -158,7 +159,7 @@ export async function startRelay(
         }),
         log,
       }),
-    { ownErrorVocabulary: true },
+    { ownErrorVocabulary: true, healthChecks: { sender: () => senderHealth(submitter.state) } },
   );
   submitter.start();
   forwarder?.start();
