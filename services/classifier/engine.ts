@@ -109,7 +109,7 @@ export class ClassifierEngine {
     if (this.resident) return this.handleResident(inputs);
     const events = inputs.flatMap((i) => (i.kind === 'event' ? [{ id: i.id, event: i.event }] : []));
     const heights = inputs.flatMap((i) => (i.kind === 'height' ? [i.height] : []));
-    await withTransaction(this.o.pool, async (tx) => {
+    const committed = await withTransaction(this.o.pool, async (tx) => {
       await this.lock(tx);
       // Read before the ids are recorded: a height's last event counts as handled only once it was.
       const w = await WorkingSet.read(
@@ -135,7 +135,9 @@ export class ClassifierEngine {
       await this.publish(tx, w);
       await saveNewSigners(tx);
       await context.commitIn(tx);
+      return w;
     });
+    committed.runCommitted();
     this.flushDidRequests();
   }
 
@@ -154,6 +156,7 @@ export class ClassifierEngine {
       this.onInput(w, input, handled);
     }
     await w.writeDecisions(this.o.pool, this.o.resident === 'keep');
+    w.runCommitted();
     discardNewSigners();
     this.flushDidRequests();
   }
@@ -175,14 +178,17 @@ export class ClassifierEngine {
     if (this.resident) {
       for (const bid of this.resident.pendingWhere(waiting)) this.evaluate(this.resident, bid);
       await this.resident.writeDecisions(this.o.pool, this.o.resident === 'keep');
+      this.resident.runCommitted();
     } else {
-      await withTransaction(this.o.pool, async (tx) => {
+      const committed = await withTransaction(this.o.pool, async (tx) => {
         await this.lock(tx);
         const w = await WorkingSet.readDidWaiters(tx, this.o.tables, address);
         for (const bid of w.pendingWhere(waiting)) this.evaluate(w, bid);
         await w.write(tx);
         await this.publish(tx, w);
+        return w;
       });
+      committed.runCommitted();
     }
     this.flushDidRequests();
   }
@@ -199,6 +205,12 @@ export class ClassifierEngine {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`classifier:${this.o.group}`]);
   }
 
+  /** A metric update for when `w`'s decisions are committed. */
+  private count(w: WorkingSet, update: (metrics: ClassifierMetrics) => void): void {
+    const metrics = this.o.metrics;
+    if (metrics) w.whenCommitted(() => update(metrics));
+  }
+
   private flushDidRequests(): void {
     for (const address of this.didWanted) this.o.did.request(address);
     this.didWanted.clear();
@@ -212,7 +224,7 @@ export class ClassifierEngine {
     // swap's verdict stands without it; said loudly, since that verdict may be wrong.
     if (clock !== undefined && event.blockTimestamp < clock) {
       const decided = swap?.decided === true;
-      this.o.metrics?.lateEvents.inc({ chain: event.chainId, swap: decided ? 'decided' : 'open' });
+      this.count(w, (m) => m.lateEvents.inc({ chain: event.chainId, swap: decided ? 'decided' : 'open' }));
       this.o.log[decided ? 'warn' : 'info'](
         {
           event: id,
@@ -269,7 +281,7 @@ export class ClassifierEngine {
     blockTime: number,
   ): void {
     const now = w.advanceClock(chainId, stream, height, blockTime);
-    this.o.metrics?.clock.set({ chain: chainId, stream }, now);
+    this.count(w, (m) => m.clock.set({ chain: chainId, stream }, now));
     const due =
       stream === 'swap'
         ? w.dueOnClock(chainId, now)
@@ -339,7 +351,7 @@ export class ClassifierEngine {
    */
   private ignoreOut(w: WorkingSet, event: TransferOut, reason: IgnoredOut['reason'], detail: string): void {
     w.ignoreOut({ eventId: chainEventId(event), reason, detail, event });
-    this.o.metrics?.ignoredOuts.inc({ reason });
+    this.count(w, (m) => m.ignoredOuts.inc({ reason }));
     // A replay meets again what the live run logged (and recorded) already.
     const level = this.resident ? 'debug' : 'warn';
     this.o.log[level](
@@ -403,7 +415,8 @@ export class ClassifierEngine {
     w.verdicts.push(verdict);
     const violation = violationOf(verdict);
     if (violation) w.violations.push(violation);
-    this.o.metrics?.decided(verdict, w.clocks.get(clockKey(verdict.decidedOn, 'swap')));
+    const clock = w.clocks.get(clockKey(verdict.decidedOn, 'swap'));
+    this.count(w, (m) => m.decided(verdict, clock));
   }
 
   /**

@@ -172,6 +172,11 @@ class HeldQueue {
 }
 
 export class WorkingSet {
+  /**
+   * Metric updates of this working set's decisions, applied once its transaction committed: a batch that rolls
+   * back is delivered again, and counting it then too counted each of its verdicts twice.
+   */
+  private readonly afterCommit: Array<() => void> = [];
   readonly swaps = new Map<string, StoredSwap>();
   /** The pending swaps that wait for something: what a clock move or a DID answer looks through. */
   private readonly waiting = new WaitIndex();
@@ -212,6 +217,16 @@ export class WorkingSet {
    * Reads what the batch can reach. `reputationChains`: chains whose complaint clocks bound the complaint
    * waits (see boundOfComplaints). Call under the group's lock.
    */
+  /** `update` once the decisions of this set are committed (runCommitted). */
+  whenCommitted(update: () => void): void {
+    this.afterCommit.push(update);
+  }
+
+  /** Their transaction committed (or, resident, their batch was written): the updates waiting for it run. */
+  runCommitted(): void {
+    for (const update of this.afterCommit.splice(0)) update();
+  }
+
   static async read(
     tx: PoolClient,
     tables: ClassifierTables,

@@ -99,13 +99,18 @@ export interface PointsHandlerOptions {
 export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler {
   return async (messages, context) => {
     const relevant: Array<{ topic: string; id: string; effects: Effect[] }> = [];
+    const ignored: string[] = [];
     for (const m of messages) {
       const decoded = effectsOfMessage(m);
-      if (decoded === null || decoded.effects.length === 0) options.onOutcome?.(m.topic, 'ignored');
+      if (decoded === null || decoded.effects.length === 0) ignored.push(m.topic);
       else relevant.push({ topic: m.topic, ...decoded });
     }
+    // Counted once the batch is through: one that fails is delivered again and would count them twice.
+    const countIgnored = () => {
+      for (const topic of ignored) options.onOutcome?.(topic, 'ignored');
+    };
     // Chain events other than complaints change nothing: no transaction, the bus commits the position.
-    if (relevant.length === 0) return;
+    if (relevant.length === 0) return countIgnored();
     // The first message with each id not applied before (a duplicate in the batch counts once).
     const applied = new Set<(typeof relevant)[number]>();
     let effects: Effect[] = [];
@@ -127,6 +132,7 @@ export function pointsBatchHandler(options: PointsHandlerOptions): BatchHandler 
       options.processed,
     );
     if (applied.size > 0) options.onChanged?.(changedSubjects(effects));
+    countIgnored();
     for (const d of relevant) options.onOutcome?.(d.topic, applied.has(d) ? 'applied' : 'duplicate');
   };
 }
