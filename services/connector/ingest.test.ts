@@ -717,6 +717,22 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(events.map((e) => (e.payload as { requestor?: string }).requestor)).toEqual(['req\u0000uester']);
   });
 
+  it('connector_lag_blocks counts from the highest height reported, also while history chunks catch up', async () => {
+    const gauge = async (name: string) =>
+      (await connector.registry.getSingleMetric(name)!.get()).values.find(
+        (v) => v.labels.chain === '9006' && v.labels.stream === 'swap',
+      )?.value;
+    // A live chunk far ahead (a restart, a long outage): the gap is asked through history.
+    expect((await post('/callback/9006/swap', { type: 'update_height', height: 1000 })).json().message).toBe(
+      'gap: backfill requested',
+    );
+    expect(await gauge('connector_lag_blocks')).toBe(990);
+    for (const height of [15, 20, 25])
+      await post('/callback/9006/swap?source=history', { type: 'update_height', height });
+    expect(await gauge('connector_height')).toBe(25);
+    expect(await gauge('connector_lag_blocks')).toBe(975);
+  });
+
   it('answers 404 for a chain it has no chain client for, and counts refusals', async () => {
     const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
     expect(reply.statusCode).toBe(404);

@@ -151,6 +151,16 @@ export class Ingestor {
    * (re)starts at the block after its head, not at a chunk boundary (see liveStarting).
    */
   private readonly liveStart = new Set<string>();
+  /** Per chain and stream, the highest height a chunk reported (connector_lag_blocks counts from it). */
+  private readonly reported = new Map<string, number>();
+
+  /** The highest height reported for `key`, `height` included. */
+  private reportedHeight(key: string, height: number): number {
+    const top = Math.max(this.reported.get(key) ?? 0, height);
+    this.reported.set(key, top);
+    return top;
+  }
+
   /**
    * Chains whose block time read last failed (one warning an outage, one note when it reads again), with how
    * many failed in a row and when the next read may be tried (performance.now() ms): until then chunks go
@@ -459,7 +469,10 @@ export class Ingestor {
     }
     const state = await heights.chunkState(chainId, stream, height);
     this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
-    metrics.lag.set({ chain: chainId, stream }, Math.max(0, height - state.height));
+    // A height refused as too far ahead (forged or buggy) is not taken as the chain's.
+    const reported =
+      height - state.height > this.options.maxBlocksAhead ? height : this.reportedHeight(key, height);
+    metrics.lag.set({ chain: chainId, stream }, Math.max(0, reported - state.height));
     if (height <= state.height) return 'already processed';
     if (height - state.height > this.options.maxBlocksAhead) {
       // Still asks for the blocks within reach: after a long downtime each live chunk moves the stream on.
@@ -549,7 +562,9 @@ export class Ingestor {
     this.known.set(key, { height, lastEventId });
     for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
     metrics.height.set({ chain: chainId, stream }, height);
-    metrics.lag.set({ chain: chainId, stream }, 0);
+    // Behind the highest height a chain client reported, not the chunk's own: a history chunk of a catch-up
+    // leaves the stream as far behind as the live head says.
+    metrics.lag.set({ chain: chainId, stream }, Math.max(0, this.reportedHeight(key, height) - height));
     if (fresh.length > 0)
       log.debug({ chain: chainId, stream, height, events: fresh.length }, 'chunk published');
     return true;
