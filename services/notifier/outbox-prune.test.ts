@@ -1,3 +1,4 @@
+import { Gauge, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../shared/net/free-port.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
@@ -5,7 +6,8 @@ import { serviceContext } from '../../test/support/service-context.js';
 import { waitFor } from '../../test/support/wait.js';
 import { notifierService } from './index.js';
 import { notifierMigrations } from './migrations.js';
-import { pruneDelivered } from './outbox.js';
+import { enqueue, pruneDelivered } from './outbox.js';
+import { HealthWatch } from './watch.js';
 
 /** Delivered notifications are kept notifier.keepDeliveredDays, then deleted; undelivered ones never are. */
 describe('notifier outbox: deleting old delivered rows', () => {
@@ -37,6 +39,37 @@ describe('notifier outbox: deleting old delivered rows', () => {
     expect(await pruneDelivered(db.pool, 90)).toBe(1);
     expect(await pruneDelivered(db.pool, 90)).toBe(0);
     expect(await ids()).toEqual(['recent', 'waiting']);
+  });
+
+  it("keeps each state's newest notification whatever its age: a later look would tell that total again", async () => {
+    const registry = new Registry();
+    new Gauge({ name: 'relay_job_failures', help: 'failures so far', registers: [registry] }).set(3);
+    const watch = new HealthWatch(registry);
+    const look = async () => {
+      for (const due of await watch.look()) {
+        await enqueue(db.pool, due.notification);
+        due.commit();
+      }
+    };
+    await db.pool.query(
+      `INSERT INTO notifier_outbox (id, kind, payload, created_at, delivered_at, next_attempt_at) VALUES
+        ('submission_failed:relay:2', 'submission_failed', '{}', now() - interval '120 days', now() - interval '120 days', now()),
+        ('submission_failed:relay:3', 'submission_failed', '{}', now() - interval '110 days', now() - interval '110 days', now()),
+        ('message_dead_lettered:chain.events.dlq:4', 'message_dead_lettered', '{}', now() - interval '100 days', now() - interval '100 days', now())`,
+    );
+    await pruneDelivered(db.pool, 90);
+    expect(await ids()).toEqual([
+      'message_dead_lettered:chain.events.dlq:4',
+      'recent',
+      'submission_failed:relay:3',
+      'waiting',
+    ]);
+    // A fresh process looks: total 3 was told, nothing new goes out.
+    await look();
+    const { rows } = await db.pool.query(
+      `SELECT id FROM notifier_outbox WHERE delivered_at IS NULL AND kind = 'submission_failed'`,
+    );
+    expect(rows).toEqual([]);
   });
 
   it('the notifier deletes them at start with notifier.keepDeliveredDays, and keeps undelivered ones', async () => {

@@ -34,15 +34,25 @@ export async function enqueue(db: Pool | PoolClient, n: Notification): Promise<v
  * how many. Undelivered rows are never deleted, however old.
  */
 export async function pruneDelivered(db: Pool, keepDays: number, batch = 10_000): Promise<number> {
+  // The newest notification of a state (a failures total, a dead-letter total: the id is the condition and
+  // its total) is kept whatever its age: it is what tells a later look that this total was told already.
+  // Pruned, the same total went out again at the next look, every keepDays.
   const { rowCount } = await db.query(
     `DELETE FROM notifier_outbox WHERE id IN (
-       SELECT id FROM notifier_outbox
-        WHERE delivered_at IS NOT NULL AND delivered_at < now() - make_interval(days => $1)
-        ORDER BY delivered_at LIMIT $2)`,
-    [keepDays, batch],
+       SELECT o.id FROM notifier_outbox o
+        WHERE o.delivered_at IS NOT NULL AND o.delivered_at < now() - make_interval(days => $1)
+          AND (o.kind <> ALL($3::text[]) OR EXISTS (
+                SELECT 1 FROM notifier_outbox n
+                 WHERE n.kind = o.kind AND n.created_at > o.created_at
+                   AND regexp_replace(n.id, ':[^:]*$', '') = regexp_replace(o.id, ':[^:]*$', '')))
+        ORDER BY o.delivered_at LIMIT $2)`,
+    [keepDays, batch, STATE_KINDS],
   );
   return rowCount ?? 0;
 }
+
+/** Notifications of a state whose id ends with its total (watch.ts): `<kind>:<what>:<total>`. */
+const STATE_KINDS = ['submission_failed', 'message_dead_lettered'];
 
 export interface OutboxSenderOptions {
   pool: Pool;
