@@ -13,7 +13,7 @@ import { allTopics } from '../../topics/index.js';
 import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.js';
 import { notifierMetrics, outboxBacklog } from './metrics.js';
 import { notifierMigrations } from './migrations.js';
-import { enqueue, OutboxSender, pruneDelivered } from './outbox.js';
+import { enqueue, lastToldDeadLetters, OutboxSender, pruneDelivered } from './outbox.js';
 import { DEFAULT_LIMITS, HealthWatch, type WatchLimits } from './watch.js';
 
 /** A consumer group name that never subscribes: its lag on a topic is the topic's whole content. */
@@ -89,6 +89,7 @@ export async function startNotifier(
         log.warn({ err: err.message }, 'dead-letter topics unreadable: their notifications wait');
       deadLettersFailing = true;
     },
+    (dlq) => lastToldDeadLetters(context.db, dlq),
   );
   // One look at a time: a look still writing has not committed its episodes, and a second one would tell them again.
   let looking = false;

@@ -6,7 +6,7 @@ import { serviceContext } from '../../test/support/service-context.js';
 import { waitFor } from '../../test/support/wait.js';
 import { notifierService } from './index.js';
 import { notifierMigrations } from './migrations.js';
-import { enqueue, pruneDelivered } from './outbox.js';
+import { enqueue, lastToldDeadLetters, pruneDelivered } from './outbox.js';
 import { HealthWatch } from './watch.js';
 
 /** Delivered notifications are kept notifier.keepDeliveredDays, then deleted; undelivered ones never are. */
@@ -64,6 +64,14 @@ describe('notifier outbox: deleting old delivered rows', () => {
       'submission_failed:relay:3',
       'waiting',
     ]);
+    expect(await lastToldDeadLetters(db.pool, 'chain.events.dlq')).toEqual({ epoch: 0, total: 4 });
+    await db.pool.query(
+      `INSERT INTO notifier_outbox (id, kind, payload, created_at, delivered_at, next_attempt_at) VALUES
+        ('message_dead_lettered:chain.events.dlq:1.2', 'message_dead_lettered', '{}', now(), now(), now()),
+        ('message_dead_lettered:chain.events.dlq.dlq:9', 'message_dead_lettered', '{}', now(), now(), now())`,
+    );
+    expect(await lastToldDeadLetters(db.pool, 'chain.events.dlq')).toEqual({ epoch: 1, total: 2 });
+    expect(await lastToldDeadLetters(db.pool, 'swap.verdicts.dlq')).toBeUndefined();
     // A fresh process looks: total 3 was told, nothing new goes out.
     await look();
     const { rows } = await db.pool.query(

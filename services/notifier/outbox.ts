@@ -5,6 +5,7 @@
  */
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { toldOf, type ToldDeadLetters } from './watch.js';
 import { webhook, type Webhook } from './webhook.js';
 
 export type NotificationKind =
@@ -49,6 +50,19 @@ export async function pruneDelivered(db: Pool, keepDays: number, batch = 10_000)
     [keepDays, batch, STATE_KINDS],
   );
   return rowCount ?? 0;
+}
+
+/** What the newest notification of a dead-letter topic told (its row is kept: pruneDelivered). */
+export async function lastToldDeadLetters(
+  db: Pick<Pool, 'query'>,
+  deadLetterTopicName: string,
+): Promise<ToldDeadLetters | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM notifier_outbox WHERE kind = 'message_dead_lettered' AND left(id, length($1)) = $1
+      ORDER BY created_at DESC LIMIT 1`,
+    [`message_dead_lettered:${deadLetterTopicName}:`],
+  );
+  return rows[0] && toldOf(rows[0].id);
 }
 
 /** Notifications of a state whose id ends with its total (watch.ts): `<kind>:<what>:<total>`. */

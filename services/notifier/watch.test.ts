@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { laggingGroup } from './test-harness.js';
-import { DEFAULT_LIMITS, HealthWatch } from './watch.js';
+import { DEFAULT_LIMITS, HealthWatch, toldOf, type ToldDeadLetters } from './watch.js';
 
 /** A look whose notifications all reached the outbox. */
 async function told(watch: HealthWatch, nowMs?: number) {
@@ -47,6 +47,40 @@ describe('HealthWatch: dead-letter topics', () => {
     const first = await told(new HealthWatch(new Registry(), DEFAULT_LIMITS, totals));
     const afterRestart = await told(new HealthWatch(new Registry(), DEFAULT_LIMITS, totals));
     expect(afterRestart).toEqual(first);
+  });
+
+  it('a cleared dead-letter topic (deleted, created again: Kafka counts from 0) tells its new dead letters in a new epoch', async () => {
+    let total = 1;
+    const totals = async () => [{ topic: 'chain.events', total }];
+    const told_: ToldDeadLetters[] = [];
+    const watch = new HealthWatch(new Registry(), DEFAULT_LIMITS, totals);
+    const ids = async (w: HealthWatch) => (await told(w)).map((n) => n.id);
+    expect(await ids(watch)).toEqual(['message_dead_lettered:chain.events.dlq:1']);
+    total = 2;
+    expect(await ids(watch)).toEqual(['message_dead_lettered:chain.events.dlq:2']);
+    total = 0; // the operator cleared it
+    expect(await ids(watch)).toEqual([]);
+    total = 1;
+    expect(await ids(watch)).toEqual(['message_dead_lettered:chain.events.dlq:1.1']);
+    total = 2;
+    const second = await told(watch);
+    expect(second.map((n) => n.id)).toEqual(['message_dead_lettered:chain.events.dlq:1.2']);
+    expect(second[0]!.payload).toMatchObject({ total: 2, clearedTimes: 1 });
+    // A restarted watch starts from what the outbox says was told last: nothing again, and the epoch goes on.
+    told_.push(toldOf(second[0]!.id)!);
+    const restarted = new HealthWatch(new Registry(), DEFAULT_LIMITS, totals, undefined, async (dlq) =>
+      dlq === 'chain.events.dlq' ? told_.at(-1) : undefined,
+    );
+    expect(await ids(restarted)).toEqual([]);
+    total = 3;
+    expect(await ids(restarted)).toEqual(['message_dead_lettered:chain.events.dlq:1.3']);
+    // Cleared while it was down, with one new dead letter since.
+    total = 1;
+    const later = new HealthWatch(new Registry(), DEFAULT_LIMITS, totals, undefined, async () => ({
+      epoch: 1,
+      total: 3,
+    }));
+    expect(await ids(later)).toEqual(['message_dead_lettered:chain.events.dlq:2.1']);
   });
 
   it('a failed read of the dead-letter topics skips only them: the alerts read from the registry are told', async () => {

@@ -27,10 +27,31 @@ export interface Due {
   commit(): void;
 }
 
+/**
+ * What was last told of a dead-letter topic: its total, in the topic's `epoch` (how many times its total
+ * went down: an operator deleted the topic to clear it, and Kafka counts from 0 again).
+ */
+export interface ToldDeadLetters {
+  epoch: number;
+  total: number;
+}
+
+/** The id of a dead-letter total: epoch 0 as before epochs existed (`…:<total>`), later `…:<epoch>.<total>`. */
+export function deadLetterNotificationId(deadLetterTopicName: string, told: ToldDeadLetters): string {
+  const count = told.epoch === 0 ? `${told.total}` : `${told.epoch}.${told.total}`;
+  return `message_dead_lettered:${deadLetterTopicName}:${count}`;
+}
+
+/** The ToldDeadLetters of an id deadLetterNotificationId made (undefined: not one). */
+export function toldOf(id: string): ToldDeadLetters | undefined {
+  const match = /:(?:(\d+)\.)?(\d+)$/.exec(id);
+  return match ? { epoch: Number(match[1] ?? 0), total: Number(match[2]) } : undefined;
+}
+
 export class HealthWatch {
   private readonly active = new Set<string>();
-  /** Messages in each topic's dead-letter topic at the last look. */
-  private readonly deadLettered = new Map<string, number>();
+  /** What was told of each topic's dead-letter topic (read from `lastTold` at the first look). */
+  private readonly deadLettered = new Map<string, ToldDeadLetters>();
 
   constructor(
     private readonly registry: Registry,
@@ -39,6 +60,10 @@ export class HealthWatch {
     private readonly deadLetters: () => Promise<Array<{ topic: string; total: number }>> = async () => [],
     /** The dead-letter read failed: that part of the look is skipped, the rest goes on. */
     private readonly onDeadLettersUnread: (err: Error) => void = () => undefined,
+    /** What the newest notification of a dead-letter topic told (kept however old: outbox.ts). */
+    private readonly lastTold: (
+      deadLetterTopicName: string,
+    ) => Promise<ToldDeadLetters | undefined> = async () => undefined,
   ) {}
 
   /** The notifications that are due now; nothing is marked as told until its `commit`. */
@@ -99,20 +124,42 @@ export class HealthWatch {
         payload: { group: g.group, lagMessages: g.lag },
       }));
     // Messages no consumer could apply, counted in the dead-letter topics themselves: every process's, kept
-    // across restarts, so the id (the topic's total) is the same whoever looks and a total is told once.
-    for (const { topic, total } of deadLetters) {
-      const before = this.deadLettered.get(topic);
-      if (total > 0 && total !== before)
-        out.push({
-          notification: {
-            id: `message_dead_lettered:${deadLetterTopic(topic)}:${total}`,
-            kind: 'message_dead_lettered',
-            payload: { topic, deadLetterTopic: deadLetterTopic(topic), total },
-          },
-          commit: () => this.deadLettered.set(topic, total),
-        });
-      else this.deadLettered.set(topic, total);
+    // across restarts, so the id (the topic's total) is the same whoever looks and a total is told once. A
+    // total lower than the one told means the topic was cleared (deleted and created again: Kafka counts from
+    // 0 again): a new epoch, so its dead letters are told although their totals were told before.
+    const seeded = await this.seedDeadLetters(deadLetters.map((d) => d.topic));
+    for (const { topic, total } of seeded ? deadLetters : []) {
+      const dlq = deadLetterTopic(topic);
+      const told = this.deadLettered.get(topic)!;
+      if (total === told.total) continue;
+      const now = { epoch: total < told.total ? told.epoch + 1 : told.epoch, total };
+      if (total === 0) {
+        this.deadLettered.set(topic, now);
+        continue;
+      }
+      out.push({
+        notification: {
+          id: deadLetterNotificationId(dlq, now),
+          kind: 'message_dead_lettered',
+          payload: { topic, deadLetterTopic: dlq, total, ...(now.epoch > 0 && { clearedTimes: now.epoch }) },
+        },
+        commit: () => this.deadLettered.set(topic, now),
+      });
     }
     return out;
+  }
+
+  /** What was told of each topic not seen since the start; false (this look skips them) when unreadable. */
+  private async seedDeadLetters(topics: readonly string[]): Promise<boolean> {
+    try {
+      for (const topic of topics) {
+        if (this.deadLettered.has(topic)) continue;
+        this.deadLettered.set(topic, (await this.lastTold(deadLetterTopic(topic))) ?? { epoch: 0, total: 0 });
+      }
+      return true;
+    } catch (err) {
+      this.onDeadLettersUnread(err as Error);
+      return false;
+    }
   }
 }
