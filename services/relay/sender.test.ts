@@ -130,6 +130,34 @@ describe('relay sender on the devnet', () => {
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
 
+  it('does not speed up a transaction signed under a higher gas cap than the one configured now', async () => {
+    const first = await start(17, { bumpAfterBlocks: 1 });
+    const { id, tx } = await sentConfirmIn(first);
+    // The operator lowers relay.maxGasLimit below what the transaction was signed with, and restarts.
+    await first.close();
+    relay = undefined;
+    const lowered = Number(tx.gasLimit) - 1_000;
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(tx.maxFeePerGas! * 4n)]);
+    await chain.mine();
+    const r = await start(17, { bumpAfterBlocks: 1, maxGasLimit: lowered });
+    await waitFor(
+      async () =>
+        /not sped up: its gas limit \d+ is above the configured maxGasLimit/.test(
+          (await command(id)).reason ?? '',
+        ),
+      'the speed-up to be refused',
+    );
+    await chain.mine();
+    await r.submitter.tick();
+    expect((await command(id)).transactions).toHaveLength(1);
+    // The market comes back to what it offered: it mines as it was signed.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(tx.maxFeePerGas! / 2n)]);
+    await automine(true);
+    await chain.mine();
+    const done = await until(id, 'confirmed');
+    expect(done.tx_hash).toBe(tx.hash);
+  });
+
   it('does not speed up a transaction waiting behind an earlier unmined nonce; it mines at its first fee', async () => {
     const r = await start(19, { bumpAfterBlocks: 1 });
     const address = chain.accounts[19]!.address;

@@ -497,6 +497,15 @@ export class Sender {
       };
     }
     if (fee === undefined) return undefined; // at the cap already: keep broadcasting what we have
+    // Signed under a higher gas cap than the one configured now (lowered since, and restarted): a faster copy
+    // at that gas limit would pay past the cap, so what was signed is broadcast as it is.
+    if (BigInt(latest.gasLimit) > caps.maxGasLimit) {
+      await this.options.store.note(
+        job.id,
+        `not sped up: its gas limit ${latest.gasLimit} is above the configured maxGasLimit ${caps.maxGasLimit}`,
+      );
+      return undefined;
+    }
     return { attempt: await this.sign(latest.kind, job, job.nonce!, fee, BigInt(latest.gasLimit), head) };
   }
 
