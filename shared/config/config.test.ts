@@ -5,6 +5,7 @@ import { MongoClient } from 'mongodb';
 import pg from 'pg';
 import { mongoUrl } from '../archive/mongodb-archive.js';
 import { ConfigError, loadConfig, redactConfig, type SectionName } from './index.js';
+import { redactUrl } from './redact.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const example = readFileSync(path.join(ROOT, 'config.toml'), 'utf8');
@@ -157,6 +158,14 @@ describe('configuration', () => {
       'chainClients[0].contractAddr',
       'chainClients[0].initBlockHeight',
     ]);
+  });
+
+  it('masks a password given as a URL query parameter, as libpq takes it, wherever a URL is printed', () => {
+    const url = 'postgres://svc@db:5432/otmoic?password=s3cr%40t&sslmode=require&sslpassword=k3y';
+    expect(redactUrl(url)).toBe('postgres://svc@db:5432/otmoic?password=***&sslmode=require&sslpassword=***');
+    const printed = JSON.stringify(redactConfig(load('', { DATABASE_URL: url })));
+    expect(printed).not.toMatch(/s3cr|k3y/);
+    expect(printed).toContain('sslmode=require');
   });
 
   it('names the top-level keys it does not know (a misspelt section is otherwise silently absent)', () => {

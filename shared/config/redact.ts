@@ -3,11 +3,16 @@
 const SECRET_KEYS =
   /^(priv|privateKey|password|pass|DBPASS|MONGO_PASS|kafkaSaslPassword|KAFKA_SASL_PASSWORD|secret|token|callbackToken|apiKeys|rpc|rpcFallbacks)$/i;
 
-/** A connection URL with its password replaced. */
+/** Query parameters that carry a credential (libpq's `password`, `sslpassword`; API keys and tokens). */
+const SECRET_PARAMS = /pass|secret|token|key|auth|cred/i;
+
+/** A connection URL with its password, and query parameters that carry one, replaced. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    for (const name of [...u.searchParams.keys()])
+      if (SECRET_PARAMS.test(name)) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return '<unparseable url>';
@@ -21,7 +26,7 @@ export function redactConfig<T>(value: T): T {
 
 function walk(value: unknown, key?: string): unknown {
   if (key !== undefined && SECRET_KEYS.test(key) && value !== undefined) return '***';
-  if (typeof value === 'string') return /^[a-z+]+:\/\/[^/]*:[^/]*@/i.test(value) ? redactUrl(value) : value;
+  if (typeof value === 'string') return /^[a-z+]+:\/\//i.test(value) ? redactUrl(value) : value;
   if (Array.isArray(value)) return value.map((v) => walk(v));
   if (value instanceof Set) return [...value];
   if (value && typeof value === 'object') {
