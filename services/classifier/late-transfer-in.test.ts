@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ChainEvent } from '../../topics/index.js';
 import { judge } from './judge.js';
-import { envAt, factsOf } from './judge-test-kit.js';
-import { buildTimeline, DST, SRC, type TimelineSpec } from './swap-timeline.js';
+import { envAt, factsOf, HONEST_SWAP } from './judge-test-kit.js';
+import { buildTimeline, DST, SRC } from './swap-timeline.js';
 
 type TransferIn = Extract<ChainEvent, { kind: 'TransferIn' }>;
 const shown = (j: ReturnType<typeof judge>) =>
@@ -17,15 +17,8 @@ const shown = (j: ReturnType<typeof judge>) =>
  * its chunk came, so the 5-block chunks of the Connector decided which case the LP got.
  */
 describe('a TransferIn the contract takes after the swap’s T+2E (its own agreement time differs)', () => {
-  const spec: TimelineSpec = {
-    T: 1000,
-    E: 3,
-    Tol: 2,
-    lpSign: 'lp',
-    userSign: 'user',
-    out: { kind: 'ok', at: 1000 },
-    in: { kind: 'ok', at: 1005 },
-  };
+  // The honest swap (T 1000, E 3, Tol 2) without its confirms.
+  const { confirmOut: _co, confirmIn: _ci, ...spec } = HONEST_SWAP;
   const t = buildTimeline(spec);
   // T' = 1001: the contract takes it until 1007, one second after the swap's T+2E = 1006.
   const events = [...t.streams[SRC.chainId]!, ...t.streams[DST.chainId]!].map((e) =>
