@@ -44,6 +44,14 @@ describe('consumer lag read off the scrape path', () => {
     const reads = state.reads;
     await Promise.all([reader.lags(), reader.lags(), reader.lags()]);
     expect(state.reads).toBe(reads);
+    // A read that never ends is the bus not answering too, once it has waited staleMs.
+    expect((await reader.health()).status).toBe('ok');
+    now += 6_000;
+    expect(await reader.health()).toEqual({
+      status: 'degraded',
+      error: 'the event bus does not answer: a read has been waiting for 6 s',
+      lastAnsweredSecondsAgo: 8,
+    });
 
     // A hung read is not a failure until it ends; a failed one is.
     state.down = false;

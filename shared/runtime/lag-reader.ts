@@ -23,6 +23,8 @@ export class LagReader {
   private readonly groups = new Map<string, readonly string[]>();
   private last: PartitionLag[] = [];
   private readAt: number | undefined;
+  /** When the read in flight started (a read that never ends must not look like a bus that answers). */
+  private readingSince: number | undefined;
   private failure: string | undefined;
   private readonly read = singleFlight(() => this.readAll());
 
@@ -56,11 +58,16 @@ export class LagReader {
   async health(): Promise<HealthCheckResult> {
     await this.refresh(this.timing.waitMs / 2);
     const age = this.ageSeconds;
-    if (this.failure === undefined || (age !== undefined && age * 1_000 < this.timing.staleMs))
+    const hung =
+      this.readingSince !== undefined && this.now() - this.readingSince >= this.timing.staleMs
+        ? `a read has been waiting for ${Math.round((this.now() - this.readingSince) / 1_000)} s`
+        : undefined;
+    const failure = this.failure ?? hung;
+    if (failure === undefined || (age !== undefined && age * 1_000 < this.timing.staleMs))
       return { status: 'ok' };
     return {
       status: 'degraded',
-      error: `the event bus does not answer: ${this.failure}`,
+      error: `the event bus does not answer: ${failure}`,
       lastAnsweredSecondsAgo: age === undefined ? null : Math.round(age),
     };
   }
@@ -74,6 +81,7 @@ export class LagReader {
   private async readAll(): Promise<void> {
     const bus = this.bus();
     if (!bus) return;
+    this.readingSince = this.now();
     try {
       const lags: PartitionLag[] = [];
       if (this.groups.size === 0) await bus.lag(PING_GROUP, []);
@@ -87,6 +95,8 @@ export class LagReader {
       if (this.failure === undefined)
         this.log.warn({ err: message }, 'could not read consumer lag: the last figures are kept');
       this.failure = message;
+    } finally {
+      this.readingSince = undefined;
     }
   }
 }
