@@ -311,9 +311,14 @@ export class ClassifierEngine {
           // was settled with every earlier lock seen (its source clock passed it), so a later one is a copy.
           if (existing.decided || !displacesOut(existing.facts, event)) {
             this.ignoreOut(w, event, 'copy', `a later lock of the agreement of swap ${current.transferId}`);
-            return null;
+            // The LP may have answered this lock instead: its TransferIn and the events naming it join the swap
+            // (the judge reads them only to see that the LP answered the agreement; judge.ts, cases 3 and 4).
+            w.link([event.transferId], event.bidId);
+            const joined = this.adopt(w, existing.facts, event.transferId);
+            return joined === existing.facts ? null : { facts: joined, decided: existing.decided };
           }
           this.ignoreOut(w, current, 'copy', `a later lock of the agreement of swap ${event.transferId}`);
+          w.link([current.transferId], event.bidId);
         }
         const swap: Loaded = existing
           ? { facts: existing.facts, decided: existing.decided }

@@ -652,6 +652,22 @@ class TransferOutDecision {
       // their answers are recorded whatever the verdict's time (case 4's is the first TransferIn's), so a
       // replay decides on the same ones.
       for (const e of onDst) if (mismatchesOf(out, e).length === 0) this.isLp(e.sender, DECISIVE);
+      // The user locked the agreement twice (the swap is the earlier lock) and the LP answered the other lock
+      // by T+2E, on its terms: the LP carried the agreement out, so neither case 3 nor case 4 is proven.
+      const otherLock = facts.ins.find(
+        (e) =>
+          e.srcTransferId !== out.transferId &&
+          e.chainId === D &&
+          e.blockTimestamp <= transferInEnd &&
+          mismatchesOf(out, e).every((m) => m.startsWith('hashlock ')) &&
+          this.isLp(e.sender, DECISIVE),
+      );
+      if (otherLock)
+        return this.unknown(
+          `unknown: the LP answered another lock of this agreement (transfer ${otherLock.srcTransferId}) by T+2E = ${transferInEnd}, not the swap's (the earlier lock): the rules do not say which lock is the swap`,
+          transferInEnd,
+          D,
+        );
       const first = onDst.find((e) => this.isLp(e.sender, DECISIVE));
       if (first) {
         this.tin = first;

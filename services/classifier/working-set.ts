@@ -238,10 +238,12 @@ export class WorkingSet {
   ): Promise<WorkingSet> {
     const w = new WorkingSet(tables);
     await w.readClocks(tx);
-    if (plan.inTransferIds.size > 0) {
+    // The links of TransferIns (their ConfirmIn / RefundIn name them), and of a swap's other locks of its
+    // agreement (a TransferIn or ConfirmOut may name one: the engine's route).
+    if (plan.inTransferIds.size > 0 || plan.outTransferIds.size > 0) {
       const { rows } = await tx.query<{ in_transfer_id: string; bid_id: string }>(
         `SELECT in_transfer_id, bid_id FROM ${tables.inLinks} WHERE in_transfer_id = ANY($1)`,
-        [[...plan.inTransferIds]],
+        [[...plan.inTransferIds, ...plan.outTransferIds]],
       );
       for (const r of rows) {
         w.inLinks.set(r.in_transfer_id, r.bid_id);
@@ -431,8 +433,9 @@ export class WorkingSet {
     return this.swaps.get(bid);
   }
 
+  /** The swap whose TransferOut, or another lock of its agreement (linked), has this transfer id. */
   swapByOut(outTransferId: string): StoredSwap | undefined {
-    const bid = this.byOut.get(outTransferId);
+    const bid = this.byOut.get(outTransferId) ?? this.inLinks.get(outTransferId);
     return bid === undefined ? undefined : this.swaps.get(bid);
   }
 
