@@ -150,7 +150,7 @@ describe('score cache', () => {
 });
 
 describe('a subject with more facts than the cache keeps', () => {
-  it('is answered by SQL without reloading its facts on every query, until it changes', async () => {
+  it('is answered by SQL without reloading its facts on every query, nor after its changes', async () => {
     const calls = { swapFacts: 0, deductionTimes: 0, lpSql: 0, violationsSql: 0 };
     const LIMIT = 10;
     const fake = {
@@ -192,10 +192,39 @@ describe('a subject with more facts than the cache keeps', () => {
     // (the LP's violations too, inside lpFigures).
     expect(calls).toEqual({ swapFacts: 1, deductionTimes: 2, lpSql: 3, violationsSql: 6 });
 
-    // A change to the LP is heard: its facts are counted again, once.
+    // A change to the LP is heard: facts are only ever added, so it is still over the limit. Its facts are not
+    // counted again (they were, limit + 1 rows, after each change of a busy LP).
     cache.invalidateSubject('lp:big-lp');
     await cache.lpFigures('big-lp', WINDOW);
     await cache.lpFigures('big-lp', WINDOW);
-    expect(calls).toMatchObject({ swapFacts: 2, deductionTimes: 3, lpSql: 5 });
+    expect(calls).toMatchObject({ swapFacts: 1, deductionTimes: 2, lpSql: 5 });
+    // Only losing the connection (every entry forgotten) counts them again, once.
+    cache.setListening(false);
+    cache.setListening(true);
+    await cache.lpFigures('big-lp', WINDOW);
+    expect(calls).toMatchObject({ swapFacts: 2, deductionTimes: 3, lpSql: 6 });
+  });
+
+  it('shares one load among requests that miss together, and not one that started before a change', async () => {
+    let loads = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const fake = {
+      deductionTimes: async () => {
+        loads++;
+        await gate;
+        return [NOW - 1];
+      },
+    } as unknown as PointsStore;
+    const cache = new FactsCache(fake);
+    cache.setListening(true);
+    const together = [1, 2, 3].map(() => cache.violationsInWindow('user', USER, WINDOW));
+    expect(loads).toBe(1);
+    // A change heard while it loads: the next request does not take the load that may predate it.
+    cache.invalidateSubject(`user:${USER}`);
+    const after = cache.violationsInWindow('user', USER, WINDOW);
+    expect(loads).toBe(2);
+    release();
+    expect(await Promise.all([...together, after])).toEqual([1, 1, 1, 1]);
   });
 });

@@ -66,13 +66,15 @@ function lpSwapsOf(facts: LpSwapFact[]): LpSwaps {
 type Entry =
   | { kind: 'times'; times: Float64Array }
   | { kind: 'lp-swaps'; swaps: LpSwaps }
-  // More facts than maxFactsPerSubject: answered by SQL. Kept (and forgotten) like the others, so such a
-  // subject is not reloaded, limit + 1 rows, on every query.
+  // More facts than maxFactsPerSubject: answered by SQL. Kept, so such a subject is not reloaded, limit + 1
+  // rows, on every query; and kept across its changes too: facts are only ever added, so it stays over.
   | { kind: 'over-limit' };
 const OVER_LIMIT: Entry = { kind: 'over-limit' };
 
 export class FactsCache implements FiguresSource {
   private readonly entries = new Map<string, Entry>();
+  /** Loads in flight, by key, with the generation they started at. */
+  private readonly loading = new Map<string, { generation: number; entry: Promise<Entry> }>();
   private generation = 0;
   private listening = false;
 
@@ -99,7 +101,7 @@ export class FactsCache implements FiguresSource {
 
   invalidate(key: string): void {
     this.generation++;
-    this.entries.delete(key);
+    if (this.entries.get(key) !== OVER_LIMIT) this.entries.delete(key);
   }
 
   /** Forgets everything cached about one `party:subject`. */
@@ -152,6 +154,18 @@ export class FactsCache implements FiguresSource {
   private async entry(key: string, load: () => Promise<Entry>): Promise<Entry> {
     const cached = this.entries.get(key);
     if (cached) return cached;
+    // Requests that miss together share one load (a busy LP's facts are up to maxFactsPerSubject rows), unless
+    // something changed since it started: it may have read the state before that change.
+    const inFlight = this.loading.get(key);
+    if (inFlight?.generation === this.generation) return inFlight.entry;
+    const entry = this.load(key, load).finally(() => {
+      if (this.loading.get(key)?.entry === entry) this.loading.delete(key);
+    });
+    this.loading.set(key, { generation: this.generation, entry });
+    return entry;
+  }
+
+  private async load(key: string, load: () => Promise<Entry>): Promise<Entry> {
     const generation = this.generation;
     const loaded = await load();
     // Kept only if nothing changed meanwhile (the load may have read the state before that change).
