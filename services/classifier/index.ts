@@ -3,8 +3,7 @@ import type { Logger } from '../../shared/logging/logger.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { ServiceDefinition } from '../../shared/runtime/service.js';
 import { chainEvents, chainHeights, decode } from '../../topics/index.js';
-import { PoisonMessageError } from '../../shared/bus/errors.js';
-import type { BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
+import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
 import { HttpDidSource, type DidNames } from './did-source.js';
 import { ClassifierEngine, type ClassifierInput, type WatchedChain } from './engine.js';
 import { classifierMetrics, type ClassifierMetrics } from './metrics.js';
@@ -29,8 +28,8 @@ export function watchedChains(clients: readonly ChainClientConfig[]): Map<string
 /**
  * Subscribes an engine to chain.events and chain.heights (one group, so effects and clocks stay in step), in
  * batches of one partition: each batch is one transaction. A message that does not decode fails its batch,
- * which the bus then delivers message by message (that one goes to the dead-letter topic, unless
- * `passOverPoison` takes it).
+ * which the bus then delivers message by message (that one goes to the dead-letter topic). A replay wraps
+ * the handler (ReplayCut.handler).
  */
 export function subscribeEngine(
   bus: EventBus,
@@ -38,37 +37,14 @@ export function subscribeEngine(
   group: string,
   startFrom: 'earliest' | 'latest' = 'earliest',
   maxBatch = CLASSIFIER_BATCH,
-  replay: {
-    /** A replay's cut (shared/runtime/replay-cut.ts): the messages of a batch it may apply. */
-    take?: (messages: readonly BusMessage[]) => readonly BusMessage[];
-    /**
-     * A replay's: a message that does not decode is passed over and told here, not dead-lettered again (the
-     * live classifier did; a second copy would be counted and re-sent by `npm run dead-letters`). Passing it
-     * over is what the live classifier did with it too.
-     */
-    passOverPoison?: (err: PoisonMessageError) => void;
-  } = {},
+  wrap: (handler: BatchHandler) => BatchHandler = (handler) => handler,
 ): Promise<Subscription> {
-  const { take, passOverPoison } = replay;
   return bus.subscribe({
     group,
     topics: CLASSIFIER_TOPICS,
     startFrom,
     maxBatch,
-    batchHandler: async (messages, context) => {
-      const taken = take ? take(messages) : messages;
-      if (taken.length === 0) return;
-      let inputs: ClassifierInput[];
-      try {
-        inputs = taken.map(classifierInput);
-      } catch (err) {
-        // In a batch of several the bus delivers them one by one next: the poison one is then alone.
-        if (!passOverPoison || !(err instanceof PoisonMessageError) || taken.length > 1) throw err;
-        passOverPoison(err);
-        return;
-      }
-      await engine.handleBatch(inputs, context);
-    },
+    batchHandler: wrap((messages, context) => engine.handleBatch(messages.map(classifierInput), context)),
   });
 }
 

@@ -116,10 +116,9 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     const cut = new ReplayCut();
     let poison = 0;
     const subscribe = () =>
-      subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, {
-        take: (messages) => cut.filter(messages),
-        passOverPoison: () => void poison++,
-      });
+      subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (handler) =>
+        cut.handler(handler, () => void poison++),
+      );
     const subscription = await subscribe();
     try {
       // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:

@@ -5,8 +5,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ProcessedInMemory } from '../../shared/bus/apply-once.js';
-import { PoisonMessageError } from '../../shared/bus/errors.js';
-import type { BusMessage, HandlerContext } from '../../shared/bus/port.js';
 import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
@@ -83,17 +81,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         startFrom: 'earliest',
         maxBatch: REPLAY_BATCH,
         valuesOnly: POINTS_VALUES_ONLY,
-        batchHandler: async (messages: readonly BusMessage[], handlerContext: HandlerContext) => {
-          const taken = cut.filter(messages);
-          if (taken.length === 0) return;
-          try {
-            await handle(taken, handlerContext);
-          } catch (err) {
-            // A batch with a malformed message fails; the bus then gives its messages one at a time.
-            if (!(err instanceof PoisonMessageError) || taken.length > 1) throw err;
-            poison++; // the live consumer already dead-lettered it
-          }
-        },
+        batchHandler: cut.handler(handle, () => void poison++),
       });
     const subscription = await subscribe();
     const timeoutMs = context.timeoutMs ?? 10 * 60_000;
@@ -181,9 +169,9 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
 /**
  * Rows (every column) present on one side only, by key; at most 10 keys listed per side. One pass: the tables
  * joined on their primary key, a row that differs counting on both sides (as an EXCEPT each way would).
- * Whole-row comparison treats two NULL columns as equal.
+ * Whole-row comparison treats two NULL columns as equal. `live`: the live table, or its copy taken on the
+ * snapshot compared at.
  */
-/** `live`: the live table, or its copy taken on the snapshot compared at. */
 async function compareTable(db: Queryable, live: string, table: string, key: string, schema: string) {
   const rebuilt = `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
   const k = quoteIdentifier(key);

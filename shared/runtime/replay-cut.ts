@@ -8,7 +8,8 @@
  * makes one: when the live group went further, its tables are copied on that snapshot and the replay applies
  * up to its positions, not a message more; when the live group is behind, it waits for it.
  */
-import type { BusMessage, EventBus } from '../bus/port.js';
+import { PoisonMessageError } from '../bus/errors.js';
+import type { BatchHandler, BusMessage, EventBus } from '../bus/port.js';
 import { loadPositions } from '../bus/positions.js';
 import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
 
@@ -46,6 +47,25 @@ export class ReplayCut {
 
   set(cut: Positions): void {
     this.cut = cut;
+  }
+
+  /**
+   * A replay's batch handler: `handle` on the messages the cut lets through. A malformed message fails its
+   * batch, which the bus then delivers one at a time: met alone, it is passed over and told to `onPoison`,
+   * not dead-lettered a second time (the live consumer did; `npm run dead-letters` would count and re-send
+   * both copies). Passing it over is what the live consumer did with it too.
+   */
+  handler(handle: BatchHandler, onPoison: () => void): BatchHandler {
+    return async (messages, context) => {
+      const taken = this.filter(messages);
+      if (taken.length === 0) return;
+      try {
+        await handle(taken, context);
+      } catch (err) {
+        if (!(err instanceof PoisonMessageError) || taken.length > 1) throw err;
+        onPoison();
+      }
+    };
   }
 }
 
