@@ -2,7 +2,7 @@ import { Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDids } from '../../shared/devnet/agreements.js';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
-import { callFails } from '../../shared/sender/sender.js';
+import { callFails } from '../../shared/sender/broadcast-errors.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { startRpcProxy, type RpcProxy } from '../../test/support/rpc-proxy.js';
 import { waitFor } from '../../test/support/wait.js';

@@ -346,6 +346,9 @@ function tx(
   return { step, chainId: e.chainId, txHash: e.txHash, blockTime: e.blockTimestamp };
 }
 
+/** What transferInMismatches names a different hashlock (an answer to another lock differs only so). */
+const HASHLOCK = 'hashlock';
+
 /** Where a TransferIn differs from the TransferOut it answers (case 4), in words. */
 export function transferInMismatches(out: TransferOut, tin: TransferIn): string[] {
   const d: string[] = [];
@@ -358,7 +361,7 @@ export function transferInMismatches(out: TransferOut, tin: TransferIn): string[
     BigInt(out.dstAddress) >> 160n === 0n ? asAddress(out.dstAddress) : out.dstAddress,
     tin.receiver,
   );
-  check(d, 'hashlock', out.hashlock, tin.hashlock);
+  check(d, HASHLOCK, out.hashlock, tin.hashlock);
   check(d, 'agreement time', out.agreementReachedTime, tin.agreementReachedTime);
   check(d, 'expected step time', out.expectedSingleStepTime, tin.expectedSingleStepTime);
   check(d, 'tolerant step time', out.tolerantSingleStepTime, tin.tolerantSingleStepTime);
@@ -659,7 +662,7 @@ class TransferOutDecision {
           e.srcTransferId !== out.transferId &&
           e.chainId === D &&
           e.blockTimestamp <= transferInEnd &&
-          mismatchesOf(out, e).every((m) => m.startsWith('hashlock ')) &&
+          mismatchesOf(out, e).every((m) => m.startsWith(`${HASHLOCK} `)) &&
           this.isLp(e.sender, DECISIVE),
       );
       if (otherLock)

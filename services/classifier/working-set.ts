@@ -213,10 +213,6 @@ export class WorkingSet {
     return new WorkingSet(tables, true);
   }
 
-  /**
-   * Reads what the batch can reach. `reputationChains`: chains whose complaint clocks bound the complaint
-   * waits (see boundOfComplaints). Call under the group's lock.
-   */
   /** `update` once the decisions of this set are committed (runCommitted). */
   whenCommitted(update: () => void): void {
     this.afterCommit.push(update);
@@ -227,6 +223,10 @@ export class WorkingSet {
     for (const update of this.afterCommit.splice(0)) update();
   }
 
+  /**
+   * Reads what the batch can reach. `reputationChains`: chains whose complaint clocks bound the complaint
+   * waits (see boundOfComplaints). Call under the group's lock.
+   */
   static async read(
     tx: PoolClient,
     tables: ClassifierTables,

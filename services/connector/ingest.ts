@@ -183,9 +183,19 @@ export class Ingestor {
   normalizeAll(chainId: string, bodies: readonly EventBody[]): ChainEvent[] {
     const chain = this.options.chains.get(chainId)!;
     try {
-      return bodies
+      const events = bodies
         .map((body) => normalizeEvent(body, chain))
         .sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+      // One time per block (they are sorted by block): the Classifier's clocks are these times.
+      for (let i = 1; i < events.length; i++) {
+        const [a, b] = [events[i - 1]!, events[i]!];
+        if (a.blockNumber === b.blockNumber && a.blockTimestamp !== b.blockTimestamp)
+          throw new RejectedEvent(
+            'inconsistent',
+            `block ${a.blockNumber} has two times in one body (${a.blockTimestamp} and ${b.blockTimestamp})`,
+          );
+      }
+      return events;
     } catch (err) {
       if (err instanceof RejectedEvent) this.options.metrics.rejected.inc({ reason: err.reason });
       throw err;
@@ -217,17 +227,6 @@ export class Ingestor {
       }
     }
     const events = this.normalizeAll(chainId, unique);
-    // Events are sorted by block: one time per block, since the Classifier's clocks are these times.
-    for (let i = 1; i < events.length; i++) {
-      const [a, b] = [events[i - 1]!, events[i]!];
-      if (a.blockNumber === b.blockNumber && a.blockTimestamp !== b.blockTimestamp) {
-        this.options.metrics.rejected.inc({ reason: 'inconsistent' });
-        throw new RejectedEvent(
-          'inconsistent',
-          `block ${a.blockNumber} has two times in one body (${a.blockTimestamp} and ${b.blockTimestamp})`,
-        );
-      }
-    }
     const wrong = events.find((e) => (e.kind === 'Complaint') !== (stream === 'reputation'));
     if (wrong) {
       this.options.metrics.rejected.inc({ reason: 'wrong_stream' });

@@ -83,19 +83,17 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
   const problems = parsed.error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') return `unknown parameter ${issue.keys.join(', ')}`;
     const name = issue.path.join('.') || 'query';
-    // zod leaves the input out of its issues: what was given decides between missing and repeated.
     const value = issue.path.length === 1 ? given[String(issue.path[0])] : null;
-    const message =
-      issue.code !== 'invalid_type'
-        ? issue.message
-        : value === undefined
-          ? 'is required'
-          : Array.isArray(value)
-            ? 'is given more than once'
-            : issue.message;
-    return `${name}: ${message}`;
+    return `${name}: ${issue.code === 'invalid_type' ? wrongType(value, issue.message) : issue.message}`;
   });
   throw new PointsError('INVALID_QUERY', problems.join('; '));
+}
+
+/** A parameter of the wrong type: zod leaves the input out of its issues, so what was given says which. */
+function wrongType(value: unknown, otherwise: string): string {
+  if (value === undefined) return 'is required';
+  if (Array.isArray(value)) return 'is given more than once';
+  return otherwise;
 }
 
 /** Opaque paging cursor: the last record's block time and bid. */

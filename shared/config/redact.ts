@@ -35,16 +35,16 @@ function walk(value: unknown, key?: string): unknown {
   return value;
 }
 
+/** A host name label that may be a key: 16 characters or more, or 8 or more mixing letters and digits. */
+const keyLike = (label: string) =>
+  label.length >= 16 || (label.length >= 8 && /[a-z]/i.test(label) && /\d/.test(label));
+
 /**
  * A function that removes the given secrets (RPC URLs carry API keys in their path or query) from any text
  * before it is stored, answered or logged: each URL, and its path and query on their own (error texts often
  * quote the request path without the host), becomes `<rpc>`; so do long or key-like host names' labels (some
  * providers put the key in a subdomain, and a failed lookup quotes the host: `getaddrinfo ENOTFOUND <host>`).
  */
-/** A host name label that may be a key: 16 characters or more, or 8 or more mixing letters and digits. */
-const keyLike = (label: string) =>
-  label.length >= 16 || (label.length >= 8 && /[a-z]/i.test(label) && /\d/.test(label));
-
 export function secretScrubber(urls: readonly string[]): (text: string) => string {
   const needles = new Set<string>();
   for (const url of urls) {

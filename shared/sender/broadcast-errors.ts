@@ -1,6 +1,6 @@
 /**
- * What a node's refusal of eth_sendRawTransaction means for the sender. Node texts differ (geth, erigon,
- * Hardhat, BSC); these patterns cover the common ones.
+ * What a node's errors mean for the sender: a refusal of eth_sendRawTransaction, and a failed estimate. Node
+ * texts differ (geth, erigon, Hardhat, BSC); these patterns cover the common ones.
  */
 export type BroadcastOutcome =
   /** In the pool already or mined: the receipt decides. */
@@ -39,3 +39,20 @@ export function classifyBroadcastError(message: string): BroadcastOutcome {
     return 'transient';
   return 'refused';
 }
+
+/**
+ * Whether a failed estimate says the call itself fails: a CALL_EXCEPTION with revert data, or whose node
+ * message says it reverts or runs out of gas. ethers gives every eth_estimateGas error without data that
+ * code ("missing revert data"), a node's "header not found" or rate limit included, and one of those must
+ * not fail a job for good.
+ */
+export function callFails(error: unknown): boolean {
+  const e = error as { code?: unknown; data?: unknown; info?: { error?: { message?: unknown } } };
+  if (e?.code !== 'CALL_EXCEPTION') return false;
+  if (typeof e.data === 'string' && e.data.length > 2) return true;
+  return CALL_FAILS.test(String(e.info?.error?.message ?? ''));
+}
+
+/** Node texts of a call that reverts or runs out of gas (geth, erigon, Nethermind, Hardhat, anvil). */
+const CALL_FAILS =
+  /revert|out of gas|gas required exceeds|exceeds allowance|invalid opcode|invalid jump|stack (underflow|overflow)|vm exception/i;

@@ -19,7 +19,7 @@
 import { Transaction, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
-import { classifyBroadcastError } from './broadcast-errors.js';
+import { callFails, classifyBroadcastError } from './broadcast-errors.js';
 import { bumpedFee, initialFee, loadFee, storeFee, type Fee, type Market } from './fees.js';
 import type { RpcPool } from './rpc.js';
 import type { SenderJob, SenderStore, SignedAttempt } from './types.js';
@@ -590,20 +590,3 @@ export class Sender {
     this.options.log.warn({ job: job.id, reason: text }, 'job failed');
   }
 }
-
-/**
- * Whether a failed estimate says the call itself fails: a CALL_EXCEPTION with revert data, or whose node
- * message says it reverts or runs out of gas. ethers gives every eth_estimateGas error without data that
- * code ("missing revert data"), a node's "header not found" or rate limit included, and one of those must
- * not fail a job for good.
- */
-export function callFails(error: unknown): boolean {
-  const e = error as { code?: unknown; data?: unknown; info?: { error?: { message?: unknown } } };
-  if (e?.code !== 'CALL_EXCEPTION') return false;
-  if (typeof e.data === 'string' && e.data.length > 2) return true;
-  return CALL_FAILS.test(String(e.info?.error?.message ?? ''));
-}
-
-/** Node texts of a call that reverts or runs out of gas (geth, erigon, Nethermind, Hardhat, anvil). */
-const CALL_FAILS =
-  /revert|out of gas|gas required exceeds|exceeds allowance|invalid opcode|invalid jump|stack (underflow|overflow)|vm exception/i;

@@ -44,25 +44,17 @@ export async function startRpcProxy(target: string, secretPath: string): Promise
       if (Array.isArray(parsed)) return batch(parsed, text, response);
       const body = parsed;
       proxy.calls[body.method] = (proxy.calls[body.method] ?? 0) + 1;
-      const failure = proxy.fail?.(body.method, body.params);
-      if (failure) {
+      const answerError = (error: { code: number; message: string }) => {
         response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: failure }));
-        return;
-      }
+        response.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error }));
+      };
+      const failure = proxy.fail?.(body.method, body.params);
+      if (failure) return answerError(failure);
       if (body.method === 'eth_sendRawTransaction' && proxy.refuse !== undefined) {
         const tx = Transaction.from(body.params[0] as string);
         if (proxy.refuse(tx)) {
           proxy.refused++;
-          response.setHeader('content-type', 'application/json');
-          response.end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              id: body.id,
-              error: { code: -32003, message: `transaction rejected by policy of ${request.url}` },
-            }),
-          );
-          return;
+          return answerError({ code: -32003, message: `transaction rejected by policy of ${request.url}` });
         }
       }
       const upstream = await fetch(target, {

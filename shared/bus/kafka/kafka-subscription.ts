@@ -186,10 +186,6 @@ export class KafkaSubscription implements Subscription {
   }
 
   /**
-   * A fetched batch of one partition: what is before the stored position was handled already; from the
-   * stored position on, consecutive messages go through the handler in batches of at most maxBatch.
-   */
-  /**
    * Offsets `from`…`to - 1` hold no message of this partition's log that a consumer could see: a fetch from
    * `from` or earlier came back with `to` next (transaction markers, aborted or compacted records, which
    * kafkajs leaves out). The position moves over them; seeking `from` again would fetch the same batch for
@@ -221,6 +217,10 @@ export class KafkaSubscription implements Subscription {
     this.seekTo(ref.topic, ref.partition, low);
   }
 
+  /**
+   * A fetched batch of one partition: what is before the stored position was handled already; from the
+   * stored position on, consecutive messages go through the handler in batches of at most maxBatch.
+   */
   private async onBatch({
     batch,
     resolveOffset,
