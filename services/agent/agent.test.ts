@@ -143,6 +143,8 @@ describe('Agent complaint intake and submission on the devnet', () => {
     expect(metrics).toMatch(/agent_complaints_total\{outcome="confirmed"\} 1/);
     expect(metrics).toMatch(/agent_submissions\{status="confirmed"\} 1/);
     expect(metrics).toMatch(/agent_wallet_balance_wei \d/);
+    expect(metrics).toMatch(/^agent_oldest_waiting_seconds\{status="accepted"\} 0$/m);
+    expect(metrics).toMatch(/^agent_oldest_waiting_seconds\{status="scheduled"\} 0$/m);
   }, 60_000);
 
   it('the same body N times, concurrently and after it is on chain: one row, one message, one transaction', async () => {

@@ -88,6 +88,8 @@ export async function startAgent(
     oldestUnconfirmedSinceMs: () => bound?.sender.state.oldestUnconfirmedSinceMs,
     jobCounts: () => store.countJobs(),
     statuses: COMPLAINT_STATUSES,
+    // A complaint is sent as soon as it is scheduled: waiting long in either status means nobody sends.
+    waitingStatuses: ['accepted', 'scheduled'],
   });
 
   const bind = async (chainId: number): Promise<void> => {

@@ -13,6 +13,7 @@ export type NotificationKind =
   | 'complaint_outcome'
   | 'submission_failed'
   | 'submission_stuck'
+  | 'submission_waiting'
   | 'connector_lagging'
   | 'message_dead_lettered';
 

@@ -43,6 +43,7 @@ describe('notifier: submission_failed follows failures, not the failed count', (
         oldestUnconfirmedSinceMs: () => undefined,
         jobCounts: () => jobs.countJobs(),
         statuses: ['scheduled', 'confirmed', 'failed'],
+        waitingStatuses: [],
       },
     );
     return new HealthWatch(registry, DEFAULT_LIMITS);

@@ -1,5 +1,5 @@
 /**
- * Conditions worth a notification that are states, not events: failed or stuck submissions (relay, Agent)
+ * Conditions worth a notification that are states, not events: failed, waiting or stuck submissions (relay, Agent)
  * and a lagging connector or consumer, read from the metrics registry every interval, and messages in
  * dead-letter topics, read from the bus. Each condition notifies once when it starts (a new failures total, a
  * new episode, a new dead-letter total), not on every look. A condition counts as told only once its
@@ -106,6 +106,15 @@ export class HealthWatch {
         kind: 'submission_stuck',
         payload: { service, oldestUnconfirmedSeconds: seconds, limitSeconds: this.limits.stuckSeconds },
       }));
+    // A job nobody signs (Agent: accepted or scheduled; relay: accepted) is stuck before the unconfirmed
+    // gauge could see it: the command consumer stopped, the sender standing by for a dead lock holder.
+    for (const [service, byStatus] of Object.entries(health.oldestWaitingSeconds))
+      for (const [status, seconds] of Object.entries(byStatus))
+        episode(`waiting:${service}:${status}`, seconds > this.limits.stuckSeconds, () => ({
+          id: `submission_waiting:${service}:${status}`,
+          kind: 'submission_waiting',
+          payload: { service, status, oldestWaitingSeconds: seconds, limitSeconds: this.limits.stuckSeconds },
+        }));
     for (const c of health.chains)
       episode(`chain:${c.chain}`, (c.lag_blocks ?? 0) > this.limits.lagBlocks, () => ({
         id: `connector_lagging:${c.chain}`,

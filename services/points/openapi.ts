@@ -311,6 +311,7 @@ export function pointsOpenApi() {
                   'commands',
                   'failures',
                   'oldestUnconfirmedSeconds',
+                  'oldestWaitingSeconds',
                   'classifier',
                 ],
                 properties: {
@@ -339,6 +340,12 @@ export function pointsOpenApi() {
                     additionalProperties: { type: 'integer' },
                   },
                   oldestUnconfirmedSeconds: { type: 'object' },
+                  oldestWaitingSeconds: {
+                    type: 'object',
+                    description:
+                      'per sending service, then per status before signing (agent: accepted, scheduled; relay: accepted): seconds the job longest in it has waited there',
+                    additionalProperties: { type: 'object', additionalProperties: { type: 'number' } },
+                  },
                   classifier: { type: 'object' },
                 },
               }),

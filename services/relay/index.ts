@@ -60,6 +60,8 @@ export async function startRelay(
     oldestUnconfirmedSinceMs: () => sender?.state.oldestUnconfirmedSinceMs,
     jobCounts: () => store.jobCounts(config.systemChainId),
     statuses: COMMAND_STATUSES,
+    // Not `scheduled`: a command waits there for its window (a refund for its timelock), for hours if need be.
+    waitingStatuses: ['accepted'],
   });
   const maxGasPriceWei = BigInt(config.maxGasPriceWei);
   sender = createRelaySender({

@@ -338,6 +338,9 @@ describe('relay sender on the devnet', () => {
     expect(counts['confirmed']).toBeGreaterThanOrEqual(2);
     expect(metrics).toContain(`relay_commands{status="confirmed"} ${counts['confirmed']}`);
     expect(metrics).toMatch(/relay_oldest_unconfirmed_seconds 0/);
+    // Every command was taken by its consumer: none waits in `accepted`; `scheduled` is not a waiting status.
+    expect(metrics).toMatch(/^relay_oldest_waiting_seconds\{status="accepted"\} 0$/m);
+    expect(metrics).not.toContain('relay_oldest_waiting_seconds{status="scheduled"}');
     // A's failure stays counted after its re-open confirmed it (the notifier's submission_failed id).
     expect(metrics).toMatch(/^relay_job_failures 1$/m);
     const byTransfer = await r.get(`/behalf/commands?transfer_id=${a.in.transferId}`);

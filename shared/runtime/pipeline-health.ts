@@ -20,6 +20,11 @@ export interface PipelineHealth {
   classifier: { pending: Record<string, number>; oldest_pending_age_seconds?: number };
   /** Per sending service (relay, agent): age of its oldest sent but unconfirmed transaction. */
   oldestUnconfirmedSeconds: Record<string, number>;
+  /**
+   * Per sending service and status before signing (Agent: accepted, scheduled; relay: accepted): how long the
+   * job longest in it has waited there (0: none waits).
+   */
+  oldestWaitingSeconds: Record<string, Record<string, number>>;
 }
 
 type MetricJson = { name: string; values: Array<{ value: number; labels: Record<string, string | number> }> };
@@ -61,6 +66,14 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
     if (match && m.values[0] !== undefined) failures[match[1]!] = m.values[0].value;
   }
 
+  const oldestWaitingSeconds: PipelineHealth['oldestWaitingSeconds'] = {};
+  for (const m of metrics) {
+    const match = /^([a-z]+)_oldest_waiting_seconds$/.exec(m.name);
+    if (!match) continue;
+    const byStatus = (oldestWaitingSeconds[match[1]!] ??= {});
+    for (const v of m.values) byStatus[String(v.labels.status)] = v.value;
+  }
+
   const pending: Record<string, number> = {};
   for (const v of values('classifier_pending_swaps')) pending[String(v.labels.waiting_for)] = v.value;
   return {
@@ -73,6 +86,7 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
         .filter((m) => /^[a-z]+_oldest_unconfirmed_seconds$/.test(m.name) && m.values[0] !== undefined)
         .map((m) => [m.name.split('_')[0]!, m.values[0]!.value]),
     ),
+    oldestWaitingSeconds,
     classifier: {
       pending,
       oldest_pending_age_seconds: values('classifier_oldest_pending_age_seconds')[0]?.value,

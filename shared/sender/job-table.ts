@@ -108,6 +108,11 @@ export function paidFailures(row: Pick<JobColumns, 'status' | 'blockNumber' | 'p
 export interface JobCounts {
   byStatus: Record<string, number>;
   failures: number;
+  /**
+   * Per status with jobs: seconds since the job longest in it entered it (`updated_at`, read on the database's
+   * clock, so the process's clock does not matter).
+   */
+  oldestSeconds: Record<string, number>;
 }
 
 export class JobTable {
@@ -123,14 +128,21 @@ export class JobTable {
    * column value (a relay's deployment); its column is an identifier of the owner's code, never input.
    */
   async countJobs(only?: { column: string; value: unknown }): Promise<JobCounts> {
-    const { rows } = await this.pool.query<{ status: string; n: string; failures: string | null }>(
-      `SELECT status, count(*) AS n, sum(failures) AS failures FROM ${this.table}
-        ${only ? `WHERE ${only.column} = $1` : ''} GROUP BY status`,
+    const { rows } = await this.pool.query<{
+      status: string;
+      n: string;
+      failures: string | null;
+      oldest: string;
+    }>(
+      `SELECT status, count(*) AS n, sum(failures) AS failures,
+              greatest(0, extract(epoch FROM clock_timestamp() - min(updated_at))) AS oldest
+         FROM ${this.table} ${only ? `WHERE ${only.column} = $1` : ''} GROUP BY status`,
       only ? [only.value] : [],
     );
     return {
       byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])),
       failures: rows.reduce((sum, r) => sum + Number(r.failures ?? 0), 0),
+      oldestSeconds: Object.fromEntries(rows.map((r) => [r.status, Number(r.oldest)])),
     };
   }
 

@@ -13,10 +13,17 @@ export interface SenderSignals {
   jobCounts: () => Promise<JobCounts>;
   /** Every status, so a status with no job reads 0 instead of vanishing. */
   statuses: readonly string[];
+  /**
+   * The statuses a job should pass through quickly (before it is signed), whose oldest job's age is
+   * `<prefix>_oldest_waiting_seconds{status}`: a job stuck there is signed by nobody, so the unconfirmed gauge
+   * never sees it.
+   */
+  waitingStatuses: readonly string[];
 }
 
 /**
- * `<prefix>_wallet_balance_wei`, `<prefix>_oldest_unconfirmed_seconds`, `<jobsByStatus.name>{status}` and
+ * `<prefix>_wallet_balance_wei`, `<prefix>_oldest_unconfirmed_seconds`, `<jobsByStatus.name>{status}`,
+ * `<prefix>_oldest_waiting_seconds{status}` and
  * `<prefix>_job_failures` (every failure so far, a re-opened job's again: it never goes down, so a new
  * failure shows even when a re-open took the failed count back first; the notifier names its alerts by it).
  * `wallet` and `transactions` name them in the help texts ("the relay wallet", "unconfirmed relay transaction").
@@ -42,6 +49,17 @@ export function registerSenderGauges(
       const counts = await countsNow();
       if (counts === undefined) return;
       for (const status of signals.statuses) this.set({ status }, counts.byStatus[status] ?? 0);
+    },
+  });
+  new Gauge({
+    name: `${options.prefix}_oldest_waiting_seconds`,
+    help: `Seconds the ${options.transactions} job longest in each status before signing has been in it (0 when none)`,
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const counts = await countsNow();
+      if (counts === undefined) return;
+      for (const status of signals.waitingStatuses) this.set({ status }, counts.oldestSeconds[status] ?? 0);
     },
   });
   new Gauge({

@@ -77,8 +77,9 @@ describe('the gauges of a sender that became standby', () => {
       {
         balanceWei: () => sender.state.balanceWei,
         oldestUnconfirmedSinceMs: () => sender.state.oldestUnconfirmedSinceMs,
-        jobCounts: async () => ({ byStatus: {}, failures: 0 }),
+        jobCounts: async () => ({ byStatus: {}, failures: 0, oldestSeconds: {} }),
         statuses: [],
+        waitingStatuses: [],
       },
     );
     const oldest = async () =>
