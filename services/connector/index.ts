@@ -45,8 +45,8 @@ export const connectorService: ServiceDefinition = {
       }),
       rejected: new Counter({
         name: 'connector_rejected_bodies_total',
-        help: 'Callback bodies refused',
-        labelNames: ['reason'] as const,
+        help: 'Callback bodies refused, by reason, and by chain once the path names a configured one',
+        labelNames: ['chain', 'reason'] as const,
         registers: [context.metrics],
       }),
       blockTimeUnread: new Counter({
@@ -185,10 +185,16 @@ export const connectorService: ServiceDefinition = {
       'connector',
       config.port,
       (app) =>
-        registerCallbackRoutes(app, basePath, ingestor, (reason) => metrics.rejected.inc({ reason }), {
-          callbackToken: token,
-          allowIps: config.allowIps,
-        }),
+        registerCallbackRoutes(
+          app,
+          basePath,
+          ingestor,
+          (reason, chain) => metrics.rejected.inc(chain === undefined ? { reason } : { chain, reason }),
+          {
+            callbackToken: token,
+            allowIps: config.allowIps,
+          },
+        ),
       // The token is a path parameter of up to 512 characters (fastify's default limit is 100).
       { healthChecks: { streams: () => gapFiller.health() }, redact: scrub, maxParamLength: 512 },
     );

@@ -30,7 +30,8 @@ export interface IngestMetrics {
   height: Gauge<'chain' | 'stream'>;
   lag: Gauge<'chain' | 'stream'>;
   events: Counter<'chain' | 'type'>;
-  rejected: Counter<'reason'>;
+  /** By reason, and by chain once the chain is one of the configuration's. */
+  rejected: Counter<'chain' | 'reason'>;
   /** Chunks published without their height message because their block time could not be read. */
   blockTimeUnread: Counter<'chain' | 'stream'>;
   /** Single events posted after their blocks were processed without them, published late. */
@@ -197,7 +198,7 @@ export class Ingestor {
       }
       return events;
     } catch (err) {
-      if (err instanceof RejectedEvent) this.options.metrics.rejected.inc({ reason: err.reason });
+      if (err instanceof RejectedEvent) this.refused(chainId, err.reason);
       throw err;
     }
   }
@@ -222,14 +223,14 @@ export class Ingestor {
         unique.push(body);
         // Serialised only on a repeat: this is the ingestion's hot path.
       } else if (JSON.stringify(first) !== JSON.stringify(body)) {
-        this.options.metrics.rejected.inc({ reason: 'undecodable' });
+        this.refused(chainId, 'undecodable');
         throw new RejectedEvent('undecodable', `two different bodies for the log ${key} in one body`);
       }
     }
     const events = this.normalizeAll(chainId, unique);
     const wrong = events.find((e) => (e.kind === 'Complaint') !== (stream === 'reputation'));
     if (wrong) {
-      this.options.metrics.rejected.inc({ reason: 'wrong_stream' });
+      this.refused(chainId, 'wrong_stream');
       throw new RejectedEvent(
         'wrong_stream',
         `a ${wrong.kind} event does not belong to the ${stream} stream (posted to …/${chainId}/${stream})`,
@@ -266,7 +267,7 @@ export class Ingestor {
     const { bodies, events } = this.postedEvents(chainId, stream, body.data ?? []);
     for (const e of events) {
       if (e.blockNumber > body.height || e.blockNumber < chunkStart(body.height)) {
-        this.options.metrics.rejected.inc({ reason: 'outside_chunk' });
+        this.refused(chainId, 'outside_chunk');
         throw new RejectedEvent(
           'undecodable',
           `event in block ${e.blockNumber} is outside the chunk of height ${body.height}`,
@@ -297,7 +298,7 @@ export class Ingestor {
     const [event] = this.postedEvents(chainId, stream, [body]).events;
     // Encoded now, not only when its chunk comes: a held row that could not be published would fail every
     // chunk of its blocks, and the stream would never move again.
-    this.publishable(event!);
+    this.publishable(event!, chainId);
     return this.serialized(chainId, stream, async () => {
       const stored = await this.options.heights.get(chainId, stream);
       if (event!.blockNumber <= stored) return this.lateEvent(chainId, stream, stored, body, event!);
@@ -719,7 +720,7 @@ export class Ingestor {
         return event.blockNumber > stored ? [{ body, event }] : [];
       } catch (err) {
         const reason = err instanceof RejectedEvent ? err.message : 'invalid held body';
-        this.options.metrics.rejected.inc({ reason: 'held_invalid' });
+        this.refused(chainId, 'held_invalid');
         this.options.log.warn(
           { chain: chainId, stream, reason },
           'held event dropped: it cannot be published',
@@ -740,7 +741,7 @@ export class Ingestor {
   ): void {
     const max = this.options.maxBlocksAhead;
     if (block - stored <= max) return;
-    this.options.metrics.rejected.inc({ reason: 'too_far_ahead' });
+    this.refused(chainId, 'too_far_ahead');
     // Logged by the route, as every refusal.
     throw new RejectedEvent(
       'too_far_ahead',
@@ -748,13 +749,21 @@ export class Ingestor {
     );
   }
 
-  /** Throws a RejectedEvent (400) unless the event encodes as a chain.events message. */
-  private publishable(event: ChainEvent): void {
+  /** Counts a refused body (connector_rejected_bodies_total) of a configured chain. */
+  private refused(chainId: string, reason: string): void {
+    this.options.metrics.rejected.inc({ chain: chainId, reason });
+  }
+
+  /**
+   * Throws a RejectedEvent (400) unless the event encodes as a chain.events message; `countFor`: the chain whose
+   * refusal this is, counted (a held row's caller counts it as held_invalid instead).
+   */
+  private publishable(event: ChainEvent, countFor?: string): void {
     try {
       this.eventMessage(event);
     } catch (err) {
       if (!(err instanceof ZodError)) throw err;
-      this.options.metrics.rejected.inc({ reason: 'undecodable' });
+      if (countFor !== undefined) this.refused(countFor, 'undecodable');
       throw new RejectedEvent(
         'undecodable',
         `the event does not make a valid chain.events message: ${z.prettifyError(err).slice(0, 300)}`,

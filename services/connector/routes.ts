@@ -42,7 +42,8 @@ export function registerCallbackRoutes(
   app: FastifyInstance,
   basePath: string,
   ingestor: Ingestor,
-  onRejected: (reason: string) => void,
+  /** A refused request, by reason; `chain` once the path names a configured chain. */
+  onRejected: (reason: string, chain?: string) => void,
   access: CallbackAccess = { allowIps: [] },
 ): void {
   const document = connectorOpenApi(basePath, ingestor.chainIds(), {
@@ -87,7 +88,7 @@ export function registerCallbackRoutes(
       const schema = body?.type === 'update_height' ? heightUpdateSchema : eventBodySchema;
       const parsed = schema.safeParse(body);
       if (!parsed.success) {
-        onRejected('malformed');
+        onRejected('malformed', chainId);
         const message = `invalid ${body?.type === 'update_height' ? 'update_height' : 'event'} body: ${z.prettifyError(parsed.error)}`;
         request.log.warn({ chain: chainId, stream, reason: 'malformed', message }, 'callback body refused');
         return reply.code(400).send({ code: 400, message });

@@ -90,7 +90,7 @@ function ingestMetrics(registry: Registry) {
     rejected: new Counter({
       name: 'connector_rejected_bodies_total',
       help: 'refusals',
-      labelNames: ['reason'],
+      labelNames: ['chain', 'reason'],
       registers: [registry],
     }),
     blockTimeUnread: new Counter({
@@ -176,7 +176,9 @@ export async function startTestConnector(
     blockTimestamp: options.blockTimestamp,
   });
   const app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
-  registerCallbackRoutes(app, '/callback', ingestor, (reason) => metrics.rejected.inc({ reason }));
+  registerCallbackRoutes(app, '/callback', ingestor, (reason, chain) =>
+    metrics.rejected.inc(chain === undefined ? { reason } : { chain, reason }),
+  );
   await app.ready();
   return {
     app,
