@@ -61,7 +61,7 @@ describe('notifier watch: a failed outbox write', () => {
       { key: 'a', value: '{}', headers: { [DLQ_HEADERS.error]: 'bad' } },
     ]);
     notifier = await startNotifier(
-      { ...ctx, db: failingOnce(db.pool, ['connector_lagging', 'message_dead_lettered']), metrics: registry },
+      { ...ctx, db: failingOnce(db.pool, ['consumer_lagging', 'message_dead_lettered']), metrics: registry },
       { url: ctx.config.n8nUrl!, pollMs: 50, watchIntervalMs: 50 },
     );
     const ids = async () =>
@@ -69,7 +69,7 @@ describe('notifier watch: a failed outbox write', () => {
         (r) => r.id,
       );
     await waitFor(async () => (await ids()).length === 2, 'both notifications in the outbox', 5_000);
-    expect(failedKinds).toEqual(['connector_lagging', 'message_dead_lettered']);
+    expect(failedKinds).toEqual(['consumer_lagging', 'message_dead_lettered']);
     expect(await ids()).toEqual([
       expect.stringMatching(/^consumer_lagging:points:\d+$/),
       `message_dead_lettered:${deadLetterTopic(swapVerdicts.name)}:1`,

@@ -15,6 +15,7 @@ export type NotificationKind =
   | 'submission_stuck'
   | 'submission_waiting'
   | 'connector_lagging'
+  | 'consumer_lagging'
   | 'message_dead_lettered';
 
 export interface Notification {
@@ -156,7 +157,14 @@ export class OutboxSender {
           );
           await client.query('COMMIT');
           this.options.onOutcome?.('delivered');
-          if (this.downSince !== undefined) log.info({ id: row.id }, 'n8n receiver reachable again');
+          if (this.downSince !== undefined) {
+            // The rows that failed during the outage wait out their back-off (up to maxBackoffMs) no longer:
+            // they go now, oldest first, instead of after newer ones.
+            await pool.query(
+              'UPDATE notifier_outbox SET next_attempt_at = now() WHERE delivered_at IS NULL AND next_attempt_at > now()',
+            );
+            log.info({ id: row.id }, 'n8n receiver reachable again');
+          }
           this.downSince = undefined;
           continue;
         }
@@ -198,9 +206,15 @@ export class OutboxSender {
         },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+        // Followed, a 301/302 turns the POST into a GET without the body whose 2xx would count as delivered
+        // (and would take the credentials elsewhere): a redirect is a failure, n8nUrl must be the final URL.
+        redirect: 'manual',
       });
       await response.arrayBuffer().catch(() => undefined);
-      return response.ok ? undefined : `HTTP ${response.status}`;
+      if (response.ok) return undefined;
+      return response.status >= 300 && response.status < 400
+        ? `HTTP ${response.status} (a redirect, not followed: set n8nUrl to its target)`
+        : `HTTP ${response.status}`;
     } catch (err) {
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       return cause ?? (err as Error).name;

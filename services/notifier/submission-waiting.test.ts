@@ -78,8 +78,9 @@ describe('sender gauges and notifier: jobs waiting before signing', () => {
 
   it('tells submission_waiting once per episode, and again in a new one', async () => {
     const watch = new HealthWatch(registry, DEFAULT_LIMITS);
+    let now = Date.now();
     const look = async () => {
-      const due = await watch.look();
+      const due = await watch.look(now);
       for (const d of due) d.commit();
       return due.map((d) => d.notification).filter((n) => n.kind === 'submission_waiting');
     };
@@ -96,8 +97,11 @@ describe('sender gauges and notifier: jobs waiting before signing', () => {
     expect(told[0]!.payload.oldestWaitingSeconds).toBeGreaterThan(DEFAULT_LIMITS.stuckSeconds);
     expect(await look()).toEqual([]);
 
-    // It is signed: the episode ends; a later job stuck the same way is a new one.
+    // It is signed: once nothing waits too long for clearAfterSeconds, the episode ends; a later job stuck the
+    // same way is a new one.
     await db.pool.query(`UPDATE test_jobs SET status = 'signed', updated_at = now() WHERE job = 'b'`);
+    expect(await look()).toEqual([]);
+    now += DEFAULT_LIMITS.clearAfterSeconds * 1000;
     expect(await look()).toEqual([]);
     await insert('c', 'scheduled', DEFAULT_LIMITS.stuckSeconds + 5);
     expect(await look()).toHaveLength(1);

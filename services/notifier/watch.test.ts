@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import { Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { laggingGroup } from './test-harness.js';
 import { DEFAULT_LIMITS, HealthWatch, toldOf, type ToldDeadLetters } from './watch.js';
@@ -58,7 +58,10 @@ describe('HealthWatch: dead-letter topics', () => {
     expect(await ids(watch)).toEqual(['message_dead_lettered:chain.events.dlq:1']);
     total = 2;
     expect(await ids(watch)).toEqual(['message_dead_lettered:chain.events.dlq:2']);
-    total = 0; // the operator cleared it
+    total = 0; // the operator cleared it: told with total 0, the row a restarted watch reads
+    const cleared = await told(watch);
+    expect(cleared.map((n) => n.id)).toEqual(['message_dead_lettered:chain.events.dlq:1.0']);
+    expect(cleared[0]!.payload).toMatchObject({ total: 0, clearedTimes: 1 });
     expect(await ids(watch)).toEqual([]);
     total = 1;
     expect(await ids(watch)).toEqual(['message_dead_lettered:chain.events.dlq:1.1']);
@@ -81,6 +84,26 @@ describe('HealthWatch: dead-letter topics', () => {
       total: 3,
     }));
     expect(await ids(later)).toEqual(['message_dead_lettered:chain.events.dlq:2.1']);
+  });
+
+  it('a clear seen before a restart: new dead letters that reach the old total are told after it', async () => {
+    let total = 5;
+    const totals = async () => [{ topic: 'chain.events', total }];
+    // The outbox as lastToldDeadLetters reads it: the newest told id of the topic.
+    let newest: ToldDeadLetters | undefined;
+    const look = async (w: HealthWatch) => {
+      const notes = await told(w);
+      for (const n of notes) newest = toldOf(n.id);
+      return notes.map((n) => n.id);
+    };
+    const lastTold = async () => newest;
+    const first = new HealthWatch(new Registry(), DEFAULT_LIMITS, totals, undefined, lastTold);
+    expect(await look(first)).toEqual(['message_dead_lettered:chain.events.dlq:5']);
+    total = 0;
+    expect(await look(first)).toEqual(['message_dead_lettered:chain.events.dlq:1.0']);
+    total = 5;
+    const restarted = new HealthWatch(new Registry(), DEFAULT_LIMITS, totals, undefined, lastTold);
+    expect(await look(restarted)).toEqual(['message_dead_lettered:chain.events.dlq:1.5']);
   });
 
   it('a failed read of the dead-letter topics skips only them: the alerts read from the registry are told', async () => {
@@ -120,5 +143,40 @@ describe('HealthWatch: dead-letter topics', () => {
       'message_dead_lettered:swap.verdicts.dlq:2',
     ]);
     expect(await told(watch, 9_000)).toEqual([]);
+  });
+});
+
+describe('HealthWatch: episodes', () => {
+  it('a figure hovering at its limit is one episode; one false for clearAfterSeconds ends it', async () => {
+    const registry = new Registry();
+    const lag = new Gauge({
+      name: 'bus_consumer_lag',
+      help: 't',
+      labelNames: ['group'],
+      registers: [registry],
+    });
+    const watch = new HealthWatch(registry);
+    const ids: string[] = [];
+    let now = 0;
+    const look = async (value: number) => {
+      lag.set({ group: 'points' }, value);
+      ids.push(...(await told(watch, now)).map((n) => n.id));
+      now += 10_000;
+    };
+    for (let i = 0; i < 10; i++) await look(i % 2 === 0 ? 1_001 : 999);
+    expect(ids).toEqual(['consumer_lagging:points:0']);
+    // Below the limit for clearAfterSeconds: the episode ends, and a new one is told.
+    const clearLooks = DEFAULT_LIMITS.clearAfterSeconds / 10 + 1;
+    for (let i = 0; i < clearLooks; i++) await look(10);
+    await look(5_000);
+    expect(ids).toEqual(['consumer_lagging:points:0', `consumer_lagging:points:${(now - 10_000) / 1000}`]);
+  });
+
+  it('a lagging consumer group is told as consumer_lagging, apart from a lagging Connector', async () => {
+    const [note] = await told(new HealthWatch(laggingGroup()), 7_000);
+    expect(note).toMatchObject({
+      kind: 'consumer_lagging',
+      payload: { group: 'points', lagMessages: 5_000 },
+    });
   });
 });

@@ -17,9 +17,19 @@ export interface WatchLimits {
   lagBlocks: number;
   /** A consumer group this many messages behind is lagging. */
   lagMessages: number;
+  /**
+   * An episode ends once its condition has been false this long: a figure hovering at its limit (a lag of
+   * 1,001, then 999, …) is one episode, not one notification every other look.
+   */
+  clearAfterSeconds: number;
 }
 
-export const DEFAULT_LIMITS: WatchLimits = { stuckSeconds: 600, lagBlocks: 50, lagMessages: 1_000 };
+export const DEFAULT_LIMITS: WatchLimits = {
+  stuckSeconds: 600,
+  lagBlocks: 50,
+  lagMessages: 1_000,
+  clearAfterSeconds: 300,
+};
 
 /** A notification that is due, and what marks its condition as told (call once it is in the outbox). */
 export interface Due {
@@ -49,7 +59,8 @@ export function toldOf(id: string): ToldDeadLetters | undefined {
 }
 
 export class HealthWatch {
-  private readonly active = new Set<string>();
+  /** Episodes told, and since when (ms) each one's condition has been false, if it is. */
+  private readonly active = new Map<string, { falseSinceMs?: number }>();
   /** What was told of each topic's dead-letter topic (read from `lastTold` at the first look). */
   private readonly deadLettered = new Map<string, ToldDeadLetters>();
 
@@ -92,12 +103,18 @@ export class HealthWatch {
         });
     }
     const episode = (key: string, holds: boolean, make: () => Notification) => {
-      if (!holds) return void this.active.delete(key);
-      if (this.active.has(key)) return;
+      const told = this.active.get(key);
+      if (!holds) {
+        if (told === undefined) return;
+        told.falseSinceMs ??= nowMs;
+        if (nowMs - told.falseSinceMs >= this.limits.clearAfterSeconds * 1000) this.active.delete(key);
+        return;
+      }
+      if (told !== undefined) return void delete told.falseSinceMs;
       const n = make();
       out.push({
         notification: { ...n, id: `${n.id}:${Math.floor(nowMs / 1000)}` },
-        commit: () => this.active.add(key),
+        commit: () => this.active.set(key, {}),
       });
     };
     for (const [service, seconds] of Object.entries(health.oldestUnconfirmedSeconds))
@@ -129,7 +146,7 @@ export class HealthWatch {
     for (const g of health.consumers)
       episode(`group:${g.group}`, g.lag > this.limits.lagMessages, () => ({
         id: `consumer_lagging:${g.group}`,
-        kind: 'connector_lagging',
+        kind: 'consumer_lagging',
         payload: { group: g.group, lagMessages: g.lag },
       }));
     // Messages no consumer could apply, counted in the dead-letter topics themselves: every process's, kept
@@ -142,10 +159,8 @@ export class HealthWatch {
       const told = this.deadLettered.get(topic)!;
       if (total === told.total) continue;
       const now = { epoch: total < told.total ? told.epoch + 1 : told.epoch, total };
-      if (total === 0) {
-        this.deadLettered.set(topic, now);
-        continue;
-      }
+      // A clear (total 0) is told too, with total 0: its row is what tells a restarted watch that the total
+      // went down, so new dead letters that reach the old total again are told, in the new epoch.
       out.push({
         notification: {
           id: deadLetterNotificationId(dlq, now),
