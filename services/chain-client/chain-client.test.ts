@@ -44,6 +44,7 @@ describe('our EVM chain client on the devnet', () => {
     pollIntervalMs: 100,
     deliveryAttempts: 10,
     keepSettledDays: 7,
+    rpcTimeoutMs: 10_000,
   });
   const start = async (chain: DevnetChain, system: string) =>
     clients.set(system, await startChainClient({ db: db.pool, log, metrics }, configFor(chain, system)));

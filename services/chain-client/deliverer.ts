@@ -1,5 +1,6 @@
 import type { Counter } from 'prom-client';
 import type { Pool } from '../../shared/db/pool.js';
+import { urlOrigin } from '../../shared/config/redact.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { backoffMs } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
@@ -155,7 +156,7 @@ export class Deliverer {
       );
       outcomes?.inc({ instance, outcome: 'failed' });
       log.error(
-        { url: row.url, delivery: row.id, attempts: attempt, err: error },
+        { url: urlOrigin(row.url), delivery: row.id, attempts: attempt, err: error },
         refused ? 'callback refused by the receiver; not retried' : 'callback delivery given up',
       );
       return;
@@ -168,7 +169,7 @@ export class Deliverer {
     );
     outcomes?.inc({ instance, outcome: 'retried' });
     log.warn(
-      { url: row.url, delivery: row.id, attempt, retryInMs: delay, err: error },
+      { url: urlOrigin(row.url), delivery: row.id, attempt, retryInMs: delay, err: error },
       'callback delivery failed',
     );
   }

@@ -43,16 +43,19 @@ export async function buildEventBodies(
     const description = iface?.parseLog({ topics: log.topics, data: log.data });
     if (!description || !(description.name in EVENT_TYPES)) continue; // admin events (fees, owner) are not swap facts
     const type = EVENT_TYPES[description.name as keyof typeof EVENT_TYPES];
-    if (!blocks.has(log.blockNumber)) blocks.set(log.blockNumber, reader.block(Number(log.blockNumber)));
+    if (!blocks.has(log.blockHash)) blocks.set(log.blockHash, reader.block(log.blockHash));
     if (!receipts.has(log.transactionHash))
       receipts.set(log.transactionHash, reader.receipt(log.transactionHash));
     const parse = eventParse(description);
-    const tx = await receipts.get(log.transactionHash)!;
+    // Both awaited together: awaited one after the other, a failed block read (the same RPC batch as the
+    // receipt's) was a rejection nobody handled once the receipt's failure ended the loop, and Node ends the
+    // process on those.
+    const [tx, block] = await Promise.all([receipts.get(log.transactionHash)!, blocks.get(log.blockHash)!]);
     bodies.push({
       event: log,
       tx,
       eventParse: parse,
-      block: await blocks.get(log.blockNumber)!,
+      block,
       type,
       // The original's WatcherFactory: the receipt as JSON text (LP nodes store it as such).
       transfer_info: JSON.stringify(tx),

@@ -70,15 +70,17 @@ function metricsOf(registry: Registry): ChainClientMetrics {
 
 export async function startChainClient(
   context: Pick<ServiceContext, 'db' | 'log' | 'metrics'>,
-  config: ChainClientInstanceConfig,
+  // rpcTimeoutMs optional for callers that build the entry themselves (tests, the fake chain client).
+  config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs'> & { rpcTimeoutMs?: number },
 ): Promise<RunningService & { port: number }> {
   const log = context.log.child({ chainClient: config.systemChainId });
   const { height, head, deliveries } = metricsOf(context.metrics);
   const contracts = { swap: config.contractAddr, reputation: config.reputationContractAddr };
-  const reader = new ChainReader(config.rpc, [
-    contracts.swap,
-    ...(contracts.reputation ? [contracts.reputation] : []),
-  ]);
+  const reader = new ChainReader(
+    config.rpc,
+    [contracts.swap, ...(contracts.reputation ? [contracts.reputation] : [])],
+    config.rpcTimeoutMs,
+  );
   const store = new ChainClientStore(context.db as Pool, config.systemChainId);
   const deliverer = new Deliverer({
     pool: context.db as Pool,
@@ -115,9 +117,12 @@ export async function startChainClient(
     port: typeof address === 'object' && address ? address.port : config.port,
     async stop() {
       await http.stop();
-      await follower.stop();
-      await deliverer.stop();
+      // The follower stops taking steps, then the reader fails its requests in flight: a hung node never
+      // holds the stop up.
+      const following = follower.stop();
       reader.destroy();
+      await following;
+      await deliverer.stop();
     },
   };
 }

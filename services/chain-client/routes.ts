@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { urlOrigin } from '../../shared/config/redact.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { RegistrationKind } from './delivery-plan.js';
 import type { Follower } from './follower.js';
@@ -58,12 +59,18 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     return { callback: callback.data, merge: merge.data ?? false };
   };
 
+  // The URLs by their origin only: a Connector's path holds its callback token.
+  const loggable = (r: { callback: Record<string, string>; merge: boolean }) => ({
+    callback: Object.fromEntries(Object.entries(r.callback).map(([k, u]) => [k, urlOrigin(u)])),
+    merge: r.merge,
+  });
+
   const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
     const registration = registrationOf(kind, request);
     if (typeof registration === 'string') return refuse(reply, registration);
     const created = await store.register(kind, registration.callback, registration.merge);
     if (!created) return { code: SUPPORT_ERROR, message: 'callbackUrl is already registered' };
-    log.info({ kind, ...registration }, 'callback registered');
+    log.info({ kind, ...loggable(registration) }, 'callback registered');
     return { code: 200, message: 'register succeed' };
   };
 
@@ -74,7 +81,7 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     if (typeof registration === 'string') return refuse(reply, registration);
     const removed = await store.unregister(kind, registration.callback, registration.merge);
     if (!removed) return { code: SUPPORT_ERROR, message: 'callbackUrl is not registered' };
-    log.info({ kind, ...registration }, 'callback unregistered');
+    log.info({ kind, ...loggable(registration) }, 'callback unregistered');
     return { code: 200, message: 'unregister succeed' };
   };
 
@@ -90,7 +97,15 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     if (start.data > end.data) return refuse(reply, `start (${start.data}) is after end (${end.data})`);
     const callback = callbackSchema(kind).safeParse(body.callback);
     if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
-    const confirmed = await follower.confirmedHead();
+    let confirmed: number;
+    try {
+      confirmed = await follower.confirmedHead();
+    } catch (err) {
+      // The node is down or hung (its errors carry no URL: ChainReader): the caller should retry, not give up.
+      log.warn({ err: (err as Error).message }, 'history request: the chain head could not be read');
+      reply.code(503);
+      return { code: SUPPORT_ERROR, message: 'the chain head could not be read; retry later' };
+    }
     if (end.data > confirmed)
       return refuse(reply, `end (${end.data}) is beyond the confirmed head (${confirmed})`);
     const merge = body.merge === true;

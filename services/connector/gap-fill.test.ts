@@ -172,7 +172,7 @@ describe('rpc reader', () => {
     const rpc = await node((r) =>
       r.method === 'eth_getLogs'
         ? [{ address: 'nope', topics: [], data: '0x', blockNumber: '0x1' }]
-        : r.method === 'eth_getBlockByNumber'
+        : r.method === 'eth_getBlockByNumber' || r.method === 'eth_getBlockByHash'
           ? null
           : r.method === 'eth_chainId'
             ? '0x61'
@@ -183,7 +183,10 @@ describe('rpc reader', () => {
       expect(await reader.head()).toBe(16);
       const logs = reader.logs(1, 5, ['0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512']);
       await expect(logs).rejects.toThrow(/rpc-urls\.97: unexpected eth_getLogs answer/);
-      await expect(reader.block(3)).rejects.toThrow('rpc-urls.97: block 3 not found');
+      await expect(reader.blockByNumber(3)).rejects.toThrow('rpc-urls.97: block 3 not found');
+      await expect(reader.block('0x' + 'ab'.repeat(32))).rejects.toThrow(
+        `rpc-urls.97: block 0x${'ab'.repeat(32)} not found`,
+      );
       expect(await reader.logs(1, 5, [])).toEqual([]); // no address filter: nothing is asked
     } finally {
       reader.destroy();

@@ -172,7 +172,7 @@ export const connectorService: ServiceDefinition = {
       requestBackfill: (chainId, stream, stored, height) => gapFiller.report(chainId, stream, stored, height),
       async blockTimestamp(chainId, height) {
         const reader = readers.get(chainId);
-        return reader ? Number((await reader.block(height)).timestamp) : undefined;
+        return reader ? Number((await reader.blockByNumber(height)).timestamp) : undefined;
       },
       rpc: (chainId) => readers.get(chainId),
       maxBlocksAhead: config.maxBlocksAhead,

@@ -72,11 +72,21 @@ export class RpcReader {
       );
   }
 
-  async block(n: number): Promise<RawBlock> {
+  /** Block `n` (the time of a chunk's height message). */
+  async blockByNumber(n: number): Promise<RawBlock> {
     const block = await this.call('eth_getBlockByNumber', [toQuantity(n), false], blockSchema.nullable());
     if (!block) throw new RpcAnswerError(`${this.label}: block ${n} not found`);
     if (Number(block.number) !== n)
       throw new RpcAnswerError(`${this.label}: asked block ${n}, got ${block.number}`);
+    return block as RawBlock;
+  }
+
+  /** The block a log is in, by its hash (by number, a reorg between the reads would pair the log with another). */
+  async block(hash: string): Promise<RawBlock> {
+    const block = await this.call('eth_getBlockByHash', [hash, false], blockSchema.nullable());
+    if (!block) throw new RpcAnswerError(`${this.label}: block ${hash} not found`);
+    if (block.hash.toLowerCase() !== hash.toLowerCase())
+      throw new RpcAnswerError(`${this.label}: asked block ${hash}, got ${block.hash}`);
     return block as RawBlock;
   }
 

@@ -19,6 +19,19 @@ export function redactUrl(url: string): string {
   }
 }
 
+/**
+ * A URL as a log line may name it when its path can hold a token (a Connector's callback URL with
+ * `connector.callbackToken`): scheme, host and port, `/…` for whatever followed.
+ */
+export function urlOrigin(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${`${u.pathname}${u.search}`.length > 1 ? '/…' : ''}`;
+  } catch {
+    return '<unparseable url>';
+  }
+}
+
 /** A deep copy with secret-named keys masked and URL passwords removed, safe to print. */
 export function redactConfig<T>(value: T): T {
   return walk(value) as T;

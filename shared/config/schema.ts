@@ -223,6 +223,8 @@ export const chainClientInstance = z.strictObject({
   /** First block to follow when no progress is stored. */
   startBlock: z.number().int().nonnegative().default(0),
   pollIntervalMs: z.number().int().min(50).default(1_000),
+  /** A JSON-RPC request unanswered this long fails (and is retried), so a hung node holds nothing up. */
+  rpcTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
   /**
    * Attempts of one callback delivery before it is given up (logged and counted), 1 s apart and doubling: the
    * default 11 is the original's first try and 10 retries, about 17 minutes, so a subscriber restarting or
