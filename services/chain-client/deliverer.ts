@@ -1,5 +1,6 @@
 import type { Counter } from 'prom-client';
 import type { Pool } from '../../shared/db/pool.js';
+import { SessionLock } from '../../shared/db/session-lock.js';
 import { urlOrigin } from '../../shared/config/redact.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { backoffMs } from '../../shared/bus/retry.js';
@@ -7,6 +8,8 @@ import { WakeSignal } from '../../shared/runtime/wake-signal.js';
 
 /** How long to wait when nothing is due (a retry's back-off may end meanwhile). */
 const PENDING_POLL_MS = 200;
+/** How often a process standing by tries to take the instance's deliveries over. */
+const STANDBY_POLL_MS = 2_000;
 /** How often settled posts older than keepSettledDays are removed. */
 const PRUNE_EVERY_MS = 3_600_000;
 /** The longest wait between two attempts, whatever the attempt count. */
@@ -31,7 +34,9 @@ export interface DelivererOptions {
  * independently: a receiver that hangs or is down holds up its own lane only. A failed post is retried 1 s
  * later, then 2, 4, … (the original's schedule: 11 attempts span about 17 minutes) up to `maxAttempts`, then
  * marked failed and logged, and the lane moves on; one the receiver refuses (4xx, not 408 / 429) at once.
- * Settled posts are removed after `keepSettledDays`.
+ * Settled posts are removed after `keepSettledDays`. One process per instance sends (a session lock): a second
+ * one on the same instance (two replicas, a restart overlapping the old process) stands by, since both would
+ * send every post, and an older height after a newer one.
  */
 export class Deliverer {
   private readonly stopController = new AbortController();
@@ -46,8 +51,12 @@ export class Deliverer {
   private readonly settledAt = new Map<string, number>();
   private clock = 0;
   private prunedAtMs = 0;
+  private readonly lock: SessionLock;
+  private standingBy = false;
 
-  constructor(private readonly options: DelivererOptions) {}
+  constructor(private readonly options: DelivererOptions) {
+    this.lock = new SessionLock(options.pool, `otmoic:chain-client-deliverer:${options.instance}`);
+  }
 
   start(): void {
     this.running = this.loop();
@@ -61,6 +70,7 @@ export class Deliverer {
     this.stopController.abort();
     await this.running;
     await Promise.all(this.sending.values());
+    this.lock.release();
   }
 
   private async loop(): Promise<void> {
@@ -68,6 +78,14 @@ export class Deliverer {
     while (!this.stopController.signal.aborted) {
       this.wakeSignal.reset();
       try {
+        if (!(await this.lock.hold())) {
+          if (!this.standingBy) log.info('another process sends the posts of this instance; standing by');
+          this.standingBy = true;
+          await this.wakeSignal.sleep(STANDBY_POLL_MS, this.stopController.signal);
+          continue;
+        }
+        if (this.standingBy) log.info('this process sends the posts of this instance now');
+        this.standingBy = false;
         await this.pruneNowAndThen();
         const asOf = ++this.clock;
         const { rows } = await pool.query<{

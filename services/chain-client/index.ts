@@ -3,6 +3,8 @@ import type { ChainClientInstanceConfig } from '../../shared/config/index.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
+import { rowsOrNothing } from '../../shared/runtime/metrics.js';
+import { singleFlight } from '../../shared/runtime/single-flight.js';
 import type { RunningService, ServiceContext, ServiceDefinition } from '../../shared/runtime/service.js';
 import { ChainReader } from './chain-reader.js';
 import { Deliverer } from './deliverer.js';
@@ -34,16 +36,53 @@ export const chainClientService: ServiceDefinition = {
 };
 
 interface ChainClientMetrics {
+  /** The instances of this process: the pending gauges report these. */
+  instances: Set<string>;
   height: Gauge<'instance'>;
   head: Gauge<'instance'>;
   deliveries: Counter<'instance' | 'outcome'>;
 }
 const metricsByRegistry = new WeakMap<Registry, ChainClientMetrics>();
 
-function metricsOf(registry: Registry): ChainClientMetrics {
+function metricsOf(registry: Registry, pool: Pool): ChainClientMetrics {
   let metrics = metricsByRegistry.get(registry);
   if (!metrics) {
+    // What waits to be posted, read at scrape time: a registration whose receiver is gone keeps its posts
+    // pending (each retried for about 17 minutes, while a new chunk comes every few seconds).
+    const pending = singleFlight(() =>
+      rowsOrNothing(
+        pool.query<{ instance: string; n: string; oldest: string }>(
+          `SELECT instance, count(*) AS n, extract(epoch FROM now() - min(created_at)) AS oldest
+             FROM chain_client_deliveries WHERE status = 'pending' GROUP BY instance`,
+        ),
+      ),
+    );
+    const instances = new Set<string>();
+    const perInstance = (name: string, help: string, value: (r: { n: string; oldest: string }) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['instance'],
+        registers: [registry],
+        async collect() {
+          const rows = await pending();
+          if (rows === undefined) return;
+          for (const instance of instances) {
+            const row = rows.find((r) => r.instance === instance);
+            this.set({ instance }, row ? value(row) : 0);
+          }
+        },
+      });
+    perInstance('chain_client_pending_deliveries', 'Callback posts waiting to be sent or retried', (r) =>
+      Number(r.n),
+    );
+    perInstance(
+      'chain_client_oldest_pending_seconds',
+      'Age of the oldest callback post not yet delivered or given up (0 when none)',
+      (r) => Math.max(0, Number(r.oldest)),
+    );
     metrics = {
+      instances,
       height: new Gauge({
         name: 'chain_client_height',
         help: 'Last block queued for delivery to the registered callbacks',
@@ -74,7 +113,8 @@ export async function startChainClient(
   config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs'> & { rpcTimeoutMs?: number },
 ): Promise<RunningService & { port: number }> {
   const log = context.log.child({ chainClient: config.systemChainId });
-  const { height, head, deliveries } = metricsOf(context.metrics);
+  const { height, head, deliveries, instances } = metricsOf(context.metrics, context.db as Pool);
+  instances.add(config.systemChainId);
   const contracts = { swap: config.contractAddr, reputation: config.reputationContractAddr };
   const reader = new ChainReader(
     config.rpc,
