@@ -158,6 +158,8 @@ export async function startTestConnector(
     requestBackfill?: IngestOptions['requestBackfill'];
     limits?: Partial<Pick<IngestOptions, 'maxBlocksAhead' | 'blockTimeDeadlineMs' | 'blockTimeRetryMs'>>;
     blockTimestamp?: IngestOptions['blockTimestamp'];
+    /** Default: the postgres archive of the test database. */
+    archive?: IngestOptions['archive'];
   } = {},
 ) {
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -174,6 +176,7 @@ export async function startTestConnector(
     requestBackfill: options.requestBackfill,
     limits: options.limits,
     blockTimestamp: options.blockTimestamp,
+    archive: options.archive,
   });
   const app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
   registerCallbackRoutes(app, '/callback', ingestor, (reason, chain) =>

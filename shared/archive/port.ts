@@ -13,7 +13,11 @@ export interface ArchivedDocument<T = unknown> {
 
 export interface Archive {
   readonly kind: 'postgres' | 'mongodb';
-  /** Stores a document under (collection, id) unless one is there: the first write wins. Returns whether it was new. */
+  /**
+   * Stores a document under (collection, id) unless one is there: the first write wins. Returns whether it was
+   * new. Any JSON value; it reads back as its JSON text would (shared/archive/rules.ts), and one whose text is
+   * over MAX_DOCUMENT_BYTES is refused (ArchiveDocumentTooLarge; putMany: the batch, before any write).
+   */
   put(collection: string, id: string, document: unknown): Promise<boolean>;
   /**
    * put() for many documents in one round trip; returns how many were new. `tx`: the postgres archive writes
@@ -25,7 +29,10 @@ export interface Archive {
     options?: { tx?: PoolClient },
   ): Promise<number>;
   get<T = unknown>(collection: string, id: string): Promise<ArchivedDocument<T> | undefined>;
-  /** Documents of a collection in the order they were first stored, `after` an id returned before. */
+  /**
+   * Documents of a collection in the order they were first stored, `after` an id returned before ('' is an id;
+   * an id never stored: from the start). `limit`: an integer ≥ 0, 100 by default; anything else throws.
+   */
   list<T = unknown>(
     collection: string,
     options?: { after?: string; limit?: number },

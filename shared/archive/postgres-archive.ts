@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from '../db/pool.js';
 import { Statement } from '../db/statement.js';
 import type { Archive, ArchivedDocument } from './port.js';
+import { documentText, listLimit } from './rules.js';
 
 /**
  * The embedded profile's archive: one table in the service database, each document the JSON text it was
@@ -14,7 +15,7 @@ export class PostgresArchive implements Archive {
   async put(collection: string, id: string, document: unknown): Promise<boolean> {
     const result = await this.pool.query(
       `INSERT INTO archive_documents (collection, id, document) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING`,
-      [collection, id, JSON.stringify(document)],
+      [collection, id, documentText(collection, id, document)],
     );
     return result.rowCount === 1;
   }
@@ -46,6 +47,9 @@ export class PostgresArchive implements Archive {
     const name = statement.name('archived');
     // The documents travel as one JSON array: pg would escape each ~7 KB body again as a text[] element.
     // json_array_elements gives each element's text as it is in the array, so each is stored as stringified.
+    // Each is stringified alone, so that its size is checked (and a document that is not JSON refused) as on
+    // MongoDB, before anything is written.
+    const texts = documents.map((d) => documentText(collection, d.id, d.document));
     statement.with(
       name,
       `INSERT INTO archive_documents (collection, id, document)
@@ -54,10 +58,8 @@ export class PostgresArchive implements Archive {
            documents.map((d) => d.id),
            'text[]',
          )}) WITH ORDINALITY AS t(i, n)
-         JOIN json_array_elements(${statement.param(
-           JSON.stringify(documents.map((d) => d.document)),
-           'json',
-         )}) WITH ORDINALITY AS e(d, n) USING (n)
+         JOIN json_array_elements(${statement.param(`[${texts.join(',')}]`, 'json')})
+              WITH ORDINALITY AS e(d, n) USING (n)
         ${guard ? `WHERE ${guard}` : ''}
         ORDER BY n
        ON CONFLICT DO NOTHING RETURNING 1`,
@@ -83,7 +85,7 @@ export class PostgresArchive implements Archive {
        WHERE collection = $1
          AND seq > COALESCE((SELECT seq FROM archive_documents WHERE collection = $1 AND id = $2), 0)
        ORDER BY seq LIMIT $3`,
-      [collection, options.after ?? null, options.limit ?? 100],
+      [collection, options.after ?? null, listLimit(options.limit)],
     );
     return rows.map((r) => ({ id: r.id, document: r.document, storedAt: r.stored_at }));
   }

@@ -26,6 +26,34 @@ describe.skipIf(mongo.skipReason)('MongoDB archive specifics', () => {
     expect(url.searchParams.get('directConnection')).toBe('true');
   });
 
+  it('keeps an ordinary document as BSON, for queries; one MongoDB cannot hold as JSON text', async () => {
+    const db = `conformance_${randomBytes(4).toString('hex')}`;
+    const archive = await MongoArchive.connect({ ...mongo.target!, db });
+    const client = new MongoClient(mongoUrl({ ...mongo.target!, db }));
+    try {
+      await archive.putMany('chain-events', [
+        { id: 'plain', document: { type: 'TransferOut', event_parse: { amount: '10' }, skip: undefined } },
+        { id: 'odd', document: { event_parse: { 'a\u0000b': '1' } } },
+      ]);
+      const raw = client.db(db).collection<{ _id: string }>('archive.chain-events');
+      expect(await raw.findOne({ 'document.event_parse.amount': '10' })).toMatchObject({
+        _id: 'plain',
+        document: { type: 'TransferOut', event_parse: { amount: '10' } },
+      });
+      expect(await raw.findOne({ _id: 'plain' }, { projection: { json: 1, 'document.skip': 1 } })).toEqual({
+        _id: 'plain',
+        document: {},
+      });
+      expect(await raw.findOne({ json: { $exists: true } })).toMatchObject({
+        _id: 'odd',
+        json: '{"event_parse":{"a\\u0000b":"1"}}',
+      });
+    } finally {
+      await client.close();
+      await archive.close();
+    }
+  });
+
   it('indexes a collection by seq, the order list() pages by', async () => {
     const db = `conformance_${randomBytes(4).toString('hex')}`;
     const archive = await MongoArchive.connect({ ...mongo.target!, db });
