@@ -37,14 +37,27 @@ export class ChainClientStore {
 
   /**
    * Ours (the original has no such route): removes a registration and the posts still queued for it. Returns
-   * false when no registration has this callback and merge.
+   * false when no registration has this callback and merge. It waits for a step committing meanwhile (the
+   * progress row's lock, which commitRange takes first), so that step's posts for it are removed too.
    */
   async unregister(
     kind: RegistrationKind,
     callback: Record<string, string>,
     merge: boolean,
   ): Promise<boolean> {
-    const { rows } = await this.pool.query<{ n: string }>(
+    return withTransaction(this.pool, async (tx) => {
+      await tx.query('SELECT 1 FROM chain_client_progress WHERE instance = $1 FOR UPDATE', [this.instance]);
+      return this.unregisterIn(tx, kind, callback, merge);
+    });
+  }
+
+  private async unregisterIn(
+    tx: PoolClient,
+    kind: RegistrationKind,
+    callback: Record<string, string>,
+    merge: boolean,
+  ): Promise<boolean> {
+    const { rows } = await tx.query<{ n: string }>(
       `WITH gone AS (
          DELETE FROM chain_client_registrations
          WHERE instance = $1 AND kind = $2 AND callback = $3::jsonb AND merge = $4 RETURNING id
@@ -68,7 +81,8 @@ export class ChainClientStore {
 
   /**
    * Queues the deliveries of blocks (`expected`, `to`] and moves progress to `to`, atomically. A concurrent
-   * writer (a second process on the same instance) makes this fail instead of queueing twice.
+   * writer (a second process on the same instance) makes this fail instead of queueing twice. Progress moves
+   * first: its row's lock orders this against an unregister (see unregister).
    */
   async commitRange(
     expected: number | undefined,
@@ -76,7 +90,6 @@ export class ChainClientStore {
     deliveries: readonly PlannedDelivery[],
   ): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
-      await this.queue(tx, deliveries);
       const moved =
         expected === undefined
           ? await tx.query(
@@ -89,6 +102,7 @@ export class ChainClientStore {
             );
       if (moved.rowCount !== 1)
         throw new Error(`chain client ${this.instance}: progress moved by someone else`);
+      await this.queue(tx, deliveries);
     });
   }
 
@@ -150,9 +164,13 @@ export class ChainClientStore {
 
   private async queue(tx: PoolClient, deliveries: readonly PlannedDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
+    // A registration's posts only while it exists: one removed after the step read the registrations gets none.
     await tx.query(
       `INSERT INTO chain_client_deliveries (instance, lane, url, body)
-       SELECT $1, l, u, b FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(l, u, b, i) ORDER BY i`,
+       SELECT $1, l, u, b FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(l, u, b, i)
+        WHERE l NOT LIKE 'reg:%'
+           OR EXISTS (SELECT 1 FROM chain_client_registrations r WHERE r.instance = $1 AND 'reg:' || r.id = l)
+        ORDER BY i`,
       [
         this.instance,
         deliveries.map((d) => d.lane),
