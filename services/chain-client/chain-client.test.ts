@@ -45,6 +45,7 @@ describe('our EVM chain client on the devnet', () => {
     deliveryAttempts: 10,
     keepSettledDays: 7,
     rpcTimeoutMs: 10_000,
+    allowIps: [],
   });
   const start = async (chain: DevnetChain, system: string) =>
     clients.set(system, await startChainClient({ db: db.pool, log, metrics }, configFor(chain, system)));

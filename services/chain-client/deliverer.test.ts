@@ -104,3 +104,104 @@ describe('chain client deliverer', () => {
     }
   }, 30_000);
 });
+
+describe('chain client: who may register, and where posts may go', () => {
+  let db: TestDatabase;
+  const log = createLogger({ level: 'silent' });
+  beforeAll(async () => {
+    db = await createTestDatabase([chainClientMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+  const start = (allowIps: string[]) =>
+    startChainClient(
+      { db: db.pool, log, metrics: new Registry() },
+      {
+        port: 0,
+        rpc: 'http://127.0.0.1:9',
+        systemChainId: String(5000 + allowIps.length),
+        contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+        confirmations: 0,
+        startBlock: 0,
+        pollIntervalMs: 60_000,
+        deliveryAttempts: 11,
+        keepSettledDays: 7,
+        allowIps,
+      },
+    );
+  const register = async (port: number, url: string) => {
+    const response = await fetch(`http://127.0.0.1:${port}/support/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ callback: { on_height_update: url }, merge: true }),
+    });
+    return { status: response.status, body: (await response.json()) as { code: number; message: string } };
+  };
+
+  it('chainClient.allowIps: a client outside it gets 403 on the support routes; /health stays open', async () => {
+    const client = await start(['10.0.0.0/8']);
+    try {
+      const refused = await register(client.port, 'http://127.0.0.1:9/cb');
+      expect(refused).toEqual({
+        status: 403,
+        body: { code: 403, message: 'this client IP may not use this route' },
+      });
+      expect((await fetch(`http://127.0.0.1:${client.port}/health`)).status).not.toBe(403);
+    } finally {
+      await client.stop();
+    }
+    const open = await start([]);
+    try {
+      expect((await register(open.port, 'http://127.0.0.1:9/cb')).body.code).toBe(200);
+    } finally {
+      await open.stop();
+    }
+  });
+
+  it('a link-local callback (a cloud metadata service) is refused', async () => {
+    const client = await start(['127.0.0.1', '::1']);
+    try {
+      for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/x']) {
+        const answer = await register(client.port, url);
+        expect(answer.status, url).toBe(400);
+        expect(answer.body.message).toMatch(/link-local/);
+      }
+    } finally {
+      await client.stop();
+    }
+  });
+
+  it('a redirect is not followed: the post is refused, not delivered by a bodyless GET elsewhere', async () => {
+    const seen: string[] = [];
+    const server = http.createServer((request, response) => {
+      seen.push(`${request.method} ${request.url}`);
+      if (request.url === '/cb') return void response.writeHead(302, { location: '/moved' }).end();
+      response.writeHead(200).end('{"code":200}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
+    await db.pool.query(
+      `INSERT INTO chain_client_deliveries (instance, lane, url, body) VALUES ('redirect', 'reg:1', $1, '{"height":5}')`,
+      [url],
+    );
+    const deliverer = new Deliverer({ pool: db.pool, instance: 'redirect', maxAttempts: 11, log });
+    deliverer.start();
+    try {
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              `SELECT 1 FROM chain_client_deliveries WHERE instance = 'redirect' AND status = 'failed'`,
+            )
+          ).rowCount === 1,
+        'the post refused',
+        10_000,
+      );
+      expect(seen).toEqual(['POST /cb']);
+    } finally {
+      await deliverer.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

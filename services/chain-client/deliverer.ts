@@ -146,15 +146,19 @@ export class Deliverer {
         headers: { 'content-type': 'application/json' },
         body: row.body,
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
+        // Not followed: a 301/302 would turn the post into a bodyless GET whose 2xx counts as delivered, and
+        // a registered URL could send the chain client's posts anywhere. The same redirect comes every time.
+        redirect: 'manual',
       });
       await response.arrayBuffer().catch(() => undefined);
       if (!response.ok) {
         error = `HTTP ${response.status}`;
         refused =
-          response.status >= 400 &&
-          response.status < 500 &&
-          response.status !== 408 &&
-          response.status !== 429;
+          (response.status >= 300 && response.status < 400) ||
+          (response.status >= 400 &&
+            response.status < 500 &&
+            response.status !== 408 &&
+            response.status !== 429);
       }
     } catch (err) {
       error = (err as Error).message;

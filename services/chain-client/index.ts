@@ -110,7 +110,8 @@ function metricsOf(registry: Registry, pool: Pool): ChainClientMetrics {
 export async function startChainClient(
   context: Pick<ServiceContext, 'db' | 'log' | 'metrics'>,
   // rpcTimeoutMs optional for callers that build the entry themselves (tests, the fake chain client).
-  config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs'> & { rpcTimeoutMs?: number },
+  config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps'> &
+    Partial<Pick<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps'>>,
 ): Promise<RunningService & { port: number }> {
   const log = context.log.child({ chainClient: config.systemChainId });
   const { height, head, deliveries, instances } = metricsOf(context.metrics, context.db as Pool);
@@ -147,7 +148,7 @@ export async function startChainClient(
     { ...context, log } as ServiceContext,
     `chain-client ${config.systemChainId}`,
     config.port,
-    (app) => registerSupportRoutes(app, { store, follower, log }),
+    (app) => registerSupportRoutes(app, { store, follower, log, allowIps: config.allowIps }),
     { healthChecks: { follower: () => follower.health() } },
   );
   deliverer.start();

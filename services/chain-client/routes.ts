@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { urlOrigin } from '../../shared/config/redact.js';
+import { accessGuard } from '../../shared/runtime/access.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { RegistrationKind } from './delivery-plan.js';
 import type { Follower } from './follower.js';
@@ -23,7 +24,23 @@ const CALLBACK_KEYS = {
   reputation: ['on_reputation', 'on_height_update'],
 } as const;
 
-const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+/**
+ * Link-local hosts (169.254.0.0/16, fe80::/10) are where cloud metadata services answer: a registration
+ * there would have the chain client post to them forever. Private and loopback hosts stay allowed (the
+ * Connector is one); `chainClient.allowIps` says who may register.
+ */
+const linkLocal = (host: string) => {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return (
+    /^169\.254\./.test(h) ||
+    /^fe[89ab][0-9a-f]:/.test(h) ||
+    /^::ffff:169\.254\./.test(h) ||
+    /^::ffff:a9fe:/.test(h)
+  );
+};
+const url = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+  .refine((u) => !linkLocal(new URL(u).hostname), 'must not be a link-local address (a metadata service)');
 const callbackSchema = (kind: RegistrationKind) =>
   z
     .record(z.string(), url)
@@ -38,6 +55,8 @@ export interface SupportRoutesOptions {
   store: ChainClientStore;
   follower: Follower;
   log: Logger;
+  /** `chainClient.allowIps`: who may call the support routes (empty: anyone, as the original). */
+  allowIps?: readonly string[];
 }
 
 /**
@@ -46,6 +65,20 @@ export interface SupportRoutesOptions {
  */
 export function registerSupportRoutes(app: FastifyInstance, options: SupportRoutesOptions): void {
   const { store, follower, log } = options;
+  const guard = accessGuard({
+    apiKeys: [],
+    allowIps: options.allowIps ?? [],
+    refuse: (_kind, message) => new Error(message),
+    allowIpsKey: 'chainClient.allowIps',
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/support/')) return;
+    try {
+      guard.check(request.ip, undefined);
+    } catch (err) {
+      return reply.code(403).send({ code: 403, message: (err as Error).message });
+    }
+  });
 
   /** `{callback, merge?}` of register and unregister, or the refusal's message. */
   const registrationOf = (kind: RegistrationKind, request: { body: unknown }) => {

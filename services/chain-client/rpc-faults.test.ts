@@ -216,7 +216,7 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
         '/support/register',
         merged('http://127.0.0.1:9/callback/SECRET-TOKEN/9006/swap'),
       );
-      await waitFor(() => lines.some((l) => l.includes('callback delivery failed')), 'a failed post', 10_000);
+      await waitFor(() => lines.some((l) => l.includes('callback delivery failed')), 'a failed post', 20_000);
       expect(lines.some((l) => l.includes('http://127.0.0.1:9/…'))).toBe(true);
       expect(lines.filter((l) => l.includes('SECRET-TOKEN'))).toEqual([]);
     } finally {

@@ -225,6 +225,8 @@ export const chainClientInstance = z.strictObject({
   pollIntervalMs: z.number().int().min(50).default(1_000),
   /** A JSON-RPC request unanswered this long fails (and is retried), so a hung node holds nothing up. */
   rpcTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /** Who may call the support routes (register, history): addresses or CIDR ranges; empty: anyone. */
+  allowIps,
   /**
    * Attempts of one callback delivery before it is given up (logged and counted), 1 s apart and doubling: the
    * default 11 is the original's first try and 10 retries, about 17 minutes, so a subscriber restarting or
