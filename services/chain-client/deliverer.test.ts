@@ -28,15 +28,34 @@ async function receiver(status = 200) {
   };
 }
 
+let db: TestDatabase;
+const log = createLogger({ level: 'silent' });
+beforeAll(async () => {
+  db = await createTestDatabase([chainClientMigrations]);
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** A chain client on an RPC that is never read (a long poll): its routes, deliverer and gauges. */
+const startIdle = (systemChainId: string, registry = new Registry(), allowIps: string[] = []) =>
+  startChainClient(
+    { db: db.pool, log, metrics: registry },
+    {
+      port: 0,
+      rpc: 'http://127.0.0.1:9',
+      systemChainId,
+      contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+      confirmations: 0,
+      startBlock: 0,
+      pollIntervalMs: 60_000,
+      deliveryAttempts: 11,
+      keepSettledDays: 7,
+      allowIps,
+    },
+  );
+
 describe('chain client deliverer', () => {
-  let db: TestDatabase;
-  const log = createLogger({ level: 'silent' });
-  beforeAll(async () => {
-    db = await createTestDatabase([chainClientMigrations]);
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
   const queue = (instance: string, url: string, count: number) =>
     db.pool.query(
       `INSERT INTO chain_client_deliveries (instance, lane, url, body)
@@ -72,20 +91,7 @@ describe('chain client deliverer', () => {
   it('shows what waits for a receiver that is gone on /metrics: how many posts, and the oldest one’s age', async () => {
     const gone = await receiver(503);
     const registry = new Registry();
-    const client = await startChainClient(
-      { db: db.pool, log, metrics: registry },
-      {
-        port: 0,
-        rpc: 'http://127.0.0.1:9',
-        systemChainId: '4242',
-        contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
-        confirmations: 0,
-        startBlock: 0,
-        pollIntervalMs: 60_000,
-        deliveryAttempts: 11,
-        keepSettledDays: 7,
-      },
-    );
+    const client = await startIdle('4242', registry);
     const gauge = async (name: string) =>
       (await registry.getSingleMetric(name)!.get()).values.find((v) => v.labels.instance === '4242')?.value;
     try {
@@ -106,30 +112,7 @@ describe('chain client deliverer', () => {
 });
 
 describe('chain client: who may register, and where posts may go', () => {
-  let db: TestDatabase;
-  const log = createLogger({ level: 'silent' });
-  beforeAll(async () => {
-    db = await createTestDatabase([chainClientMigrations]);
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
-  const start = (allowIps: string[]) =>
-    startChainClient(
-      { db: db.pool, log, metrics: new Registry() },
-      {
-        port: 0,
-        rpc: 'http://127.0.0.1:9',
-        systemChainId: String(5000 + allowIps.length),
-        contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
-        confirmations: 0,
-        startBlock: 0,
-        pollIntervalMs: 60_000,
-        deliveryAttempts: 11,
-        keepSettledDays: 7,
-        allowIps,
-      },
-    );
+  const start = (allowIps: string[]) => startIdle(String(5000 + allowIps.length), new Registry(), allowIps);
   const register = async (port: number, url: string) => {
     const response = await fetch(`http://127.0.0.1:${port}/support/register`, {
       method: 'POST',
