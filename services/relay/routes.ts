@@ -221,6 +221,14 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     if (chain === undefined) return;
     const { command } = parsed;
     const window = callWindow(command.action, command.call);
+    // The sender signs nothing from windowMarginSeconds before a window's end: a window narrower than the
+    // margin closes for it before it opens, whatever the chain's time. Refused before any chain read.
+    if (window.end !== null && window.end - options.windowMarginSeconds < window.start) {
+      throw new RelayError(
+        'WINDOW_CLOSED',
+        `window can never be used: ${describeWindow(window)}, and the relay sends nothing in the last ${options.windowMarginSeconds} s of a window (relay.windowMarginSeconds)`,
+      );
+    }
     const now = await chainRead('block time', () => chain.chainTime());
     if (window.end !== null && now >= window.end - options.windowMarginSeconds) {
       throw new RelayError(
