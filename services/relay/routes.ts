@@ -121,10 +121,11 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   const pure = { ...post, config: { rateLimit: false } };
   const guarded = { ...post, onRequest: restricted };
   const readGuard = options.access.restrictReads ? { onRequest: restricted } : {};
-  // /metrics belongs to the shared HTTP server: restricted here by URL when reads are.
+  // /metrics belongs to the shared HTTP server: restricted here by its matched route when reads are. Never by
+  // the raw URL: the router decodes it first, so `/%6Detrics` reaches the same route.
   if (options.access.restrictReads) {
     app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
-      if (request.url.split('?')[0] === '/metrics') guard.check(request.ip, request.headers['x-api-key']);
+      if (request.routeOptions.url === '/metrics') guard.check(request.ip, request.headers['x-api-key']);
     });
   }
 
