@@ -48,6 +48,8 @@ export interface RelayRoutesOptions {
    * are only stored (no relay.chainClientRegisterUrl).
    */
   forwardRegistration?: (callbacks: Record<string, string>) => Promise<void>;
+  /** The origin (scheme, host, port) of relay.chainClientRegisterUrl, for log lines: never its path or query. */
+  chainClientOrigin?: string;
   /** register_relay stored URLs that nothing will deliver to (no forwardRegistration). */
   onStoredOnly?: () => void;
   /** relay.reregisterSeconds, for the refusal's message. */
@@ -318,11 +320,16 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     try {
       await options.forwardRegistration(parsedUrls);
     } catch (error) {
+      // The answer names the setting, never the URL: it may carry a token (support-register's errors never
+      // quote it, and the scrub removes it should a chain client's own message echo it). Logs name its origin.
       const reason = scrub((error as Error).message).slice(0, 300);
-      log.warn({ err: reason }, 'register_relay: the chain client did not take the callback URLs');
+      log.warn(
+        { err: reason, chainClient: options.chainClientOrigin },
+        'register_relay: the chain client did not take the callback URLs',
+      );
       throw new RelayError(
         'CHAIN_CLIENT_UNAVAILABLE',
-        `the chain client did not take the callback URLs (${reason}); they are stored and handed to it again every ${options.reregisterSeconds ?? 60} s; retry`,
+        `the chain client (relay.chainClientRegisterUrl) did not take the callback URLs (${reason}); they are stored and handed to it again every ${options.reregisterSeconds ?? 60} s; retry`,
       );
     }
     log.info({ callbacks: Object.keys(parsedUrls) }, 'relay server registered');
