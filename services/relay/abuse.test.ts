@@ -62,6 +62,22 @@ describe('relay behalf routes under abuse', () => {
     await db?.drop();
   });
 
+  it('restrictReads: /metrics is refused without the key, however its path is spelled', async () => {
+    const r = await start({ restrictReads: true });
+    const origin = `http://127.0.0.1:${r.port}`;
+    expect((await fetch(`${origin}/metrics`)).status).toBe(401);
+    // The router decodes the path: a percent-encoded spelling reaches the same route, so the guard must see
+    // the route it matched, not the raw URL.
+    for (const spelling of ['/%6Detrics', '/%6d%65trics', '/metrics?x=1', '/%6Detrics?x=1']) {
+      const answer = await fetch(`${origin}${spelling}`);
+      expect(await answer.text()).not.toContain('relay_commands');
+      expect(answer.status).toBe(401);
+    }
+    const keyed = await fetch(`${origin}/%6Detrics`, { headers: { 'x-api-key': GENUINE } });
+    expect(keyed.status).toBe(200);
+    expect(await keyed.text()).toContain('relay_commands');
+  });
+
   it('answers 401 without a valid key and 403 outside the allow-list, for any body, and changes nothing', async () => {
     const r = await start({ restrictReads: true });
     const locked = await lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006 });

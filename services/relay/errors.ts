@@ -79,7 +79,7 @@ export const RELAY_ERRORS = {
     code: 30218,
     status: 409,
     meaning:
-      "the command's window has closed on the chain's block time (or closes within relay.windowMarginSeconds)",
+      "the command's window has closed on the chain's block time (or closes within relay.windowMarginSeconds), or is narrower than relay.windowMarginSeconds and can never be used",
   },
   WINDOW_TOO_FAR: {
     code: 30219,

@@ -48,10 +48,17 @@ export async function startRelay(
   const log = context.log.child({ relay: config.systemChainId });
   const pollIntervalMs = Math.round(config.blockTimeSeconds * 1000);
   const rpcUrls = [config.rpc, ...config.rpcFallbacks];
-  // RPC URLs carry API keys: every text that leaves the relay (answers, command reasons, logs) is scrubbed.
-  const scrub = secretScrubber(rpcUrls);
+  // RPC URLs carry API keys, and the chain client's register URL may carry a token: every text that leaves the
+  // relay (answers, command reasons, logs) is scrubbed of both.
+  const registerUrl = config.chainClientRegisterUrl;
+  const scrub = secretScrubber(registerUrl === undefined ? rpcUrls : [...rpcUrls, registerUrl]);
   // No network probing: start-up must not fail while the RPC is down (the sender retries, /status tells).
-  const rpc = new RpcPool({ urls: rpcUrls, chainId: config.chainId, timeoutMs: config.rpcTimeoutMs, scrub });
+  const rpc = new RpcPool({
+    urls: rpcUrls,
+    chainId: config.chainId,
+    timeoutMs: config.rpcTimeoutMs,
+    scrub,
+  });
   const wallet = new Wallet(config.priv);
   const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`);
   let sender: Sender | undefined;
@@ -140,6 +147,7 @@ export async function startRelay(
         scrub,
         onReopened: () => submitter.wake(),
         forwardRegistration: forwarder && ((callbacks) => forwarder.forward(callbacks)),
+        chainClientOrigin: registerUrl === undefined ? undefined : new URL(registerUrl).origin,
         onStoredOnly: () => metrics.registrations.inc({ outcome: 'stored_only' }),
         reregisterSeconds: config.reregisterSeconds,
         systemChainId: config.systemChainId,

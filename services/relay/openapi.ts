@@ -138,7 +138,7 @@ const commandStatus = {
 const accepted = {
   '200': {
     description:
-      'stored and queued, or the one command of this (action, transferId) already known: a repeat with another gas strategy updates it while pending, a failed one whose window is open is re-opened (unless it already failed on chain relay.maxPaidFailures times: 409)',
+      'stored and queued, or the one command of this (action, transferId) already known: a repeat never changes its gas strategy (the first accepted one stays), a failed one whose window is open is re-opened (unless it already failed on chain relay.maxPaidFailures times: 409)',
     ...json({
       type: 'object',
       required: ['code', 'message', 'command_id', 'status'],

@@ -33,8 +33,12 @@ export interface RegistrationForwarderOptions {
 export class RegistrationForwarder {
   private timer: NodeJS.Timeout | undefined;
   private failing = false;
+  /** What log lines name of the chain client: the register URL's origin, never its path or query (a token). */
+  private readonly chainClient: string;
 
-  constructor(private readonly options: RegistrationForwarderOptions) {}
+  constructor(private readonly options: RegistrationForwarderOptions) {
+    this.chainClient = new URL(options.registerUrl).origin;
+  }
 
   /**
    * Hands `callbacks` to the chain client; throws when it cannot be reached or refuses them. Once taken, the
@@ -47,7 +51,7 @@ export class RegistrationForwarder {
       this.options.onOutcome?.(outcome === 'registered' ? 'registered' : 'already_registered');
       if (this.failing || outcome === 'registered')
         this.options.log.info(
-          { callbacks: Object.keys(callbacks), outcome },
+          { callbacks: Object.keys(callbacks), outcome, chainClient: this.chainClient },
           'relay server callbacks registered with the chain client',
         );
       this.failing = false;
@@ -83,7 +87,7 @@ export class RegistrationForwarder {
       return true;
     } catch (error) {
       this.options.log.warn(
-        { err: (error as Error).message.slice(0, 300) },
+        { err: (error as Error).message.slice(0, 300), chainClient: this.chainClient },
         'removing the previous relay server callbacks failed; tried again at the next hand-over',
       );
       return false;
@@ -100,7 +104,7 @@ export class RegistrationForwarder {
         // Once per failing streak: the chain client may be down for a while.
         if (!this.failing)
           this.options.log.warn(
-            { err: (error as Error).message.slice(0, 300) },
+            { err: (error as Error).message.slice(0, 300), chainClient: this.chainClient },
             'handing the relay server callbacks to the chain client failed; retried every interval',
           );
         this.failing = true;

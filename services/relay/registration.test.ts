@@ -1,5 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
@@ -168,7 +170,7 @@ describe('register_relay: the relay server gets the swap events', () => {
     expect(refused.body).toEqual({
       code: 30225,
       message: expect.stringMatching(
-        /^the chain client did not take the callback URLs \(.*\); they are stored and handed to it again every 1 s; retry$/,
+        /^the chain client \(relay\.chainClientRegisterUrl\) did not take the callback URLs \(.*\); they are stored and handed to it again every 1 s; retry$/,
       ),
     });
     // It comes back: the stored URLs are handed over without the relay server asking again, and the set it
@@ -192,6 +194,41 @@ describe('register_relay: the relay server gets the swap events', () => {
     const metrics = await relay.metrics.metrics();
     expect(metrics).toMatch(/relay_registrations_total\{outcome="failed"\} [1-9]/);
     expect(metrics).toMatch(/relay_registrations_total\{outcome="registered"\} [1-9]/);
+  });
+
+  it('a refusal never quotes the chain client URL in the answer (it may carry a token); logs name its origin only', async () => {
+    const TOKEN = 's3cr3t-t0ken-value';
+    // A chain client (or a proxy before it) that fails without a {code} body: the case whose error quoted the URL.
+    const fake = await fakeChainClient(() => ({ status: 500, body: 'boom' }));
+    const registerUrl = `${fake.url}?token=${TOKEN}`;
+    const { port } = new URL(fake.url);
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    relay = await startTestRelay(db, relayTestConfig({ chainClientRegisterUrl: registerUrl }), log);
+    const answer = await relay.post('/register_relay', {
+      relay_server_url: { on_transfer_out: 'http://example.com/cb' },
+    });
+    expect(answer.status).toBe(502);
+    expect(answer.body).toEqual({
+      code: 30225,
+      message:
+        'the chain client (relay.chainClientRegisterUrl) did not take the callback URLs (HTTP 500 without a {code} body); they are stored and handed to it again every 60 s; retry',
+    });
+    expect(answer.body.message).not.toContain(`127.0.0.1:${port}`);
+    const refusal = lines.find((l) => l.includes('did not take the callback URLs'));
+    expect(JSON.parse(refusal!).chainClient).toBe(`http://127.0.0.1:${port}`);
+    for (const line of lines) {
+      expect(line).not.toContain(TOKEN);
+      expect(line).not.toContain('/support/register');
+    }
   });
 
   it('"already registered" from the chain client is success', async () => {

@@ -283,13 +283,17 @@ describe('relay routes: golden vectors and documented errors', () => {
       ).toBe(200);
       expect(await commandCount()).toBe(before);
     });
-    it('a different gas strategy updates the one pending command of the transfer', async () => {
-      // On the relay whose chain is unreachable the command stays pending (scheduled).
-      const a = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'FAST' } }, 56);
+    it('a repeat never changes the gas strategy of the command: the first accepted one stays', async () => {
+      // Any client may repeat any command; were the repeat's strategy taken, anyone could re-price another
+      // client's scheduled command to relay.maxGasPriceWei. On the relay whose chain is unreachable the command
+      // stays pending (scheduled).
+      const a = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'SAFELOW' } }, 56);
       const before = await commandCount();
-      const b = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'SAFELOW' } }, 56);
-      expect(a.body.command_id).toBe(b.body.command_id);
-      expect(b.body.status).toMatch(/^(accepted|scheduled)$/);
+      for (const gas_price of ['FAST', '200000000000']) {
+        const b = await inject('/behalf/confirm_out', { ...base, gas: { gas_price } }, 56);
+        expect(b.body.command_id).toBe(a.body.command_id);
+        expect(b.body.status).toMatch(/^(accepted|scheduled)$/);
+      }
       expect(await commandCount()).toBe(before);
       const stored = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
         a.body.command_id,

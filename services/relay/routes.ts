@@ -48,6 +48,8 @@ export interface RelayRoutesOptions {
    * are only stored (no relay.chainClientRegisterUrl).
    */
   forwardRegistration?: (callbacks: Record<string, string>) => Promise<void>;
+  /** The origin (scheme, host, port) of relay.chainClientRegisterUrl, for log lines: never its path or query. */
+  chainClientOrigin?: string;
   /** register_relay stored URLs that nothing will deliver to (no forwardRegistration). */
   onStoredOnly?: () => void;
   /** relay.reregisterSeconds, for the refusal's message. */
@@ -121,10 +123,11 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   const pure = { ...post, config: { rateLimit: false } };
   const guarded = { ...post, onRequest: restricted };
   const readGuard = options.access.restrictReads ? { onRequest: restricted } : {};
-  // /metrics belongs to the shared HTTP server: restricted here by URL when reads are.
+  // /metrics belongs to the shared HTTP server: restricted here by its matched route when reads are. Never by
+  // the raw URL: the router decodes it first, so `/%6Detrics` reaches the same route.
   if (options.access.restrictReads) {
     app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
-      if (request.url.split('?')[0] === '/metrics') guard.check(request.ip, request.headers['x-api-key']);
+      if (request.routeOptions.url === '/metrics') guard.check(request.ip, request.headers['x-api-key']);
     });
   }
 
@@ -221,6 +224,14 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     if (chain === undefined) return;
     const { command } = parsed;
     const window = callWindow(command.action, command.call);
+    // The sender signs nothing from windowMarginSeconds before a window's end: a window narrower than the
+    // margin closes for it before it opens, whatever the chain's time. Refused before any chain read.
+    if (window.end !== null && window.end - options.windowMarginSeconds < window.start) {
+      throw new RelayError(
+        'WINDOW_CLOSED',
+        `window can never be used: ${describeWindow(window)}, and the relay sends nothing in the last ${options.windowMarginSeconds} s of a window (relay.windowMarginSeconds)`,
+      );
+    }
     const now = await chainRead('block time', () => chain.chainTime());
     if (window.end !== null && now >= window.end - options.windowMarginSeconds) {
       throw new RelayError(
@@ -309,11 +320,16 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     try {
       await options.forwardRegistration(parsedUrls);
     } catch (error) {
+      // The answer names the setting, never the URL: it may carry a token (support-register's errors never
+      // quote it, and the scrub removes it should a chain client's own message echo it). Logs name its origin.
       const reason = scrub((error as Error).message).slice(0, 300);
-      log.warn({ err: reason }, 'register_relay: the chain client did not take the callback URLs');
+      log.warn(
+        { err: reason, chainClient: options.chainClientOrigin },
+        'register_relay: the chain client did not take the callback URLs',
+      );
       throw new RelayError(
         'CHAIN_CLIENT_UNAVAILABLE',
-        `the chain client did not take the callback URLs (${reason}); they are stored and handed to it again every ${options.reregisterSeconds ?? 60} s; retry`,
+        `the chain client (relay.chainClientRegisterUrl) did not take the callback URLs (${reason}); they are stored and handed to it again every ${options.reregisterSeconds ?? 60} s; retry`,
       );
     }
     log.info({ callbacks: Object.keys(parsedUrls) }, 'relay server registered');

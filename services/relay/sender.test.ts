@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { Contract, ContractFactory, hexlify, randomBytes, toQuantity } from 'ethers';
+import { Contract, ContractFactory, hexlify, randomBytes, toQuantity, Transaction, Wallet } from 'ethers';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { compileContracts } from '../../contracts/compile.js';
@@ -29,6 +29,7 @@ describe('relay sender on the devnet', () => {
   let relay: Relay | undefined;
   let proxy: RpcProxy | undefined;
 
+  /** A relay whose wallet is devnet account `account` (or the key given in `overrides.priv`). */
   const start = async (account: number, overrides: Partial<RelayConfig> = {}, log?: pino.Logger) => {
     relay = await startTestRelay(
       db,
@@ -42,6 +43,12 @@ describe('relay sender on the devnet', () => {
       log,
     );
     return relay;
+  };
+  /** A fresh wallet holding only `wei` (sent from devnet account 5). */
+  const poorWallet = async (wei: bigint) => {
+    const poor = Wallet.createRandom();
+    await (await chain.wallet(5).sendTransaction({ to: poor.address, value: wei })).wait();
+    return poor;
   };
   const command = async (id: string) => (await relay!.get(`/behalf/commands/${id}`)).body.command;
   const until = async (id: string, status: string, timeoutMs = 20_000) => {
@@ -320,14 +327,16 @@ describe('relay sender on the devnet', () => {
     expect(await statusOf(a.in.transferId)).toBe(1n);
     expect(proxy.refused).toBeGreaterThanOrEqual(2);
 
-    // The same command again while its window is open re-opens it; now the node takes it.
+    // The same command again while its window is open re-opens it; now the node takes it. The re-post's gas
+    // price is not taken: the first accepted strategy stays (any client may re-post any command).
     proxy.refuse = undefined;
     const again = await r.post(
       '/behalf/confirm_in',
-      behalfBody(a.in, 'command_transfer_confirm', a.preimage),
+      behalfBody(a.in, 'command_transfer_confirm', a.preimage, {}, '200000000000'),
     );
     expect(again.body).toMatchObject({ code: 200, command_id: postA.body.command_id, status: 'scheduled' });
     const reopened = await until(postA.body.command_id, 'confirmed');
+    expect(reopened.gas_price).toBe('STANDARD');
     expect((await chain.provider.getTransaction(reopened.tx_hash))!.nonce).toBe(nonce + 2);
     expect(await statusOf(a.in.transferId)).toBe(2n);
 
@@ -355,6 +364,109 @@ describe('relay sender on the devnet', () => {
     ];
     expect(lines.some((l) => l.includes('<rpc>'))).toBe(true);
     for (const text of [...answers, ...lines]) expect(text).not.toContain(SECRET);
+  });
+
+  it('a client-chosen gas price the wallet cannot cover is lowered to what its balance pays; later commands go through', async () => {
+    // A wallet holding less than gas limit × maxGasPriceWei. Any client may ask for a price up to that cap;
+    // signed as asked, the node refuses it ("insufficient funds"), it can be neither sped up nor outbid, and
+    // every later command's nonce waits behind it for good.
+    const BALANCE = 5n * 10n ** 15n;
+    const poor = await poorWallet(BALANCE);
+    const r = await start(0, { priv: poor.privateKey });
+    const a = await lock();
+    const b = await lock();
+    const attack = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(a.in, 'command_transfer_confirm', a.preimage, {}, '200000000000'),
+    );
+    const genuine = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(b.in, 'command_transfer_confirm', b.preimage),
+    );
+    expect([attack.status, genuine.status]).toEqual([200, 200]);
+    // Nor can anyone re-price a scheduled command by repeating it: the first accepted strategy stays.
+    const repeat = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(b.in, 'command_transfer_confirm', b.preimage, {}, '200000000000'),
+    );
+    expect(repeat.body.command_id).toBe(genuine.body.command_id);
+    expect((await command(genuine.body.command_id)).gas_price).toBe('STANDARD');
+
+    await moveTo(b.times.T + 3 * b.times.E + b.times.Tol);
+    const confirmed = await until(genuine.body.command_id, 'confirmed');
+    const paid = await until(attack.body.command_id, 'confirmed');
+    // The attack's call was signed at the highest fee the balance covered, below the asked 200 gwei.
+    const tx = (await chain.provider.getTransaction(paid.tx_hash))!;
+    expect(tx.maxFeePerGas!).toBeLessThan(200_000_000_000n);
+    expect(tx.gasLimit * tx.maxFeePerGas!).toBeLessThanOrEqual(BALANCE);
+    expect(paid.transactions).toHaveLength(1);
+    expect((await chain.provider.getTransaction(confirmed.tx_hash))!.nonce).toBe(1);
+    expect(await chain.provider.getTransactionCount(poor.address)).toBe(2);
+    expect(await statusOf(a.in.transferId)).toBe(2n);
+    expect(await statusOf(b.in.transferId)).toBe(2n);
+  });
+
+  it('a wallet that cannot pay the market fee takes no nonce: the command waits unsigned, then goes when funded', async () => {
+    // 21,000 gas worth at 1 wei: not a confirm at the market's fee.
+    const poor = await poorWallet(21_000n);
+    const r = await start(0, { priv: poor.privateKey });
+    const locked = await lock();
+    const answer = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    const id = answer.body.command_id as string;
+    await moveTo(locked.times.T + 3 * locked.times.E + locked.times.Tol);
+    await waitFor(
+      async () => /^waiting for funds: /.test((await command(id)).reason ?? ''),
+      'waiting for funds',
+    );
+    const waiting = await command(id);
+    expect([waiting.status, waiting.nonce, waiting.transactions]).toEqual(['scheduled', null, []]);
+    expect(await chain.provider.getTransactionCount(poor.address)).toBe(0);
+    // Funded, it is signed at the wallet's first nonce and confirms inside its window.
+    await (await chain.wallet(5).sendTransaction({ to: poor.address, value: 10n ** 17n })).wait();
+    const done = await until(id, 'confirmed');
+    expect(done.nonce).toBe(0);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
+
+  it('a node that refuses a call as unaffordable though the balance covers it counts refusals; the nonce is freed', async () => {
+    // The node sees another balance than the one the sender read (a lagging endpoint, funds spent from outside
+    // the sender): a call it refuses with "insufficient funds" is counted toward maxRefusals, so its nonce is
+    // freed by a self-transfer far cheaper than the call, and the later command goes through.
+    const BALANCE = 5n * 10n ** 15n;
+    proxy = await startRpcProxy(chain.rpcUrl, '/v3/unfunded-key');
+    proxy.fail = (method, params) => {
+      if (method !== 'eth_sendRawTransaction') return undefined;
+      const tx = Transaction.from(params[0] as string);
+      const cost = tx.gasLimit * (tx.maxFeePerGas ?? tx.gasPrice ?? 0n);
+      return cost > BALANCE
+        ? {
+            code: -32000,
+            message: `insufficient funds for gas * price + value: balance ${BALANCE}, tx cost ${cost}`,
+          }
+        : undefined;
+    };
+    const r = await start(11, { rpc: proxy.url });
+    const a = await lock();
+    const b = await lock();
+    const attack = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(a.in, 'command_transfer_confirm', a.preimage, {}, '200000000000'),
+    );
+    const genuine = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(b.in, 'command_transfer_confirm', b.preimage),
+    );
+    expect([attack.status, genuine.status]).toEqual([200, 200]);
+    await moveTo(b.times.T + 3 * b.times.E + b.times.Tol);
+    await until(genuine.body.command_id, 'confirmed', 25_000);
+    const failed = await until(attack.body.command_id, 'failed');
+    expect(failed.reason).toMatch(
+      /freed by a 0-value self-transfer: the node refused the transaction 3 times/,
+    );
+    expect(failed.transactions.map((t: { kind: string }) => t.kind)).toEqual(['call', 'cancel']);
   });
 
   it('a relay whose RPC endpoints are all down shows the problem without their URLs', async () => {

@@ -110,7 +110,8 @@ export class CommandStore extends JobTable {
 
   /**
    * One command per (action, transferId): stores a new one and publishes it to relay.commands in the same
-   * transaction (postgres log). A repeat finds the row: a pending one takes the repeat's gas strategy; a
+   * transaction (postgres log). A repeat finds the row and never changes its gas strategy: the first accepted
+   * one stays (any client may repeat any command, and would otherwise re-price another's to maxGasPriceWei). A
    * failed one is re-opened (scheduled again, nothing of its old nonce kept) when `reopen` says its window
    * is still open, unless `maxPaidFailures` of its transactions were mined and failed already (then
    * `exhausted` gives that count and nothing changes): whoever controls the receiver or the token can make
@@ -156,20 +157,13 @@ export class CommandStore extends JobTable {
              reason = $3, paid_failures = $4, updated_at = now() WHERE id = $1`,
           [
             row.id,
-            JSON.stringify(command),
+            // The re-post's spelling, with the first accepted gas strategy.
+            JSON.stringify({ ...command, gasPrice: row.command.gasPrice }),
             `re-opened; it had failed: ${row.reason ?? 'no reason recorded'}`,
             paid,
           ],
         );
         return { id: row.id, created: false, status: 'scheduled', reopened: true };
-      }
-      const pending = row.status !== 'confirmed' && row.status !== 'failed';
-      if (pending && row.command.gasPrice !== command.gasPrice) {
-        await tx.query(
-          `UPDATE relay_commands SET command = jsonb_set(command, '{gasPrice}', to_jsonb($2::text)),
-             updated_at = now() WHERE id = $1`,
-          [row.id, command.gasPrice],
-        );
       }
       return { id: row.id, created: false, status: row.status, reopened: false };
     });

@@ -137,6 +137,31 @@ describe('relay submitter on the devnet', () => {
     expect(await statusOf(locked.out.transferId)).toBe(STATUS.pending);
   });
 
+  it('refuses a command whose window is narrower than windowMarginSeconds: the sender could never send it', async () => {
+    // The sender signs nothing from the 5 s margin before a window's end, so a 4 s window is closed for it
+    // before it opens. Before this check such a command was answered "Command received", then failed.
+    const narrow = await lockSwap({
+      src: chain,
+      dst: chain,
+      srcSystemChainId: 9006,
+      dstSystemChainId: 9006,
+      Tol: 4,
+    });
+    const { T, E } = narrow.times;
+    const answer = await relay.post(
+      '/behalf/confirm_in',
+      behalfBody(narrow.in, 'command_transfer_confirm', narrow.preimage),
+    );
+    expect(answer).toEqual({
+      status: 409,
+      body: {
+        code: 30218,
+        message: `window can never be used: non-lp confirm in is allowed from block time ${T + 3 * E + 4} to ${T + 3 * E + 8}, and the relay sends nothing in the last 5 s of a window (relay.windowMarginSeconds)`,
+      },
+    });
+    expect(await relay.store.byTransfer('9006', narrow.in.transferId)).toEqual([]);
+  });
+
   it('refuses a command for a transfer that is not pending on chain, before storing anything', async () => {
     const now = await chain.latestTimestamp();
     const preimage = hexlify(randomBytes(32));

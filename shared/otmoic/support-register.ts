@@ -8,7 +8,11 @@ import { z } from 'zod';
 const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
 const ALREADY_REGISTERED = /already registered/i;
 
-/** POSTs JSON to a support route and parses its `{code, message}` answer (10 s at most). */
+/**
+ * POSTs JSON to a support route and parses its `{code, message}` answer (10 s at most). Its errors never
+ * quote `url`: a configured chain-client URL may carry a token in its query, and callers pass these errors on
+ * (the relay answers register_relay with one). A caller that logs which chain client failed names its origin.
+ */
 export async function postSupport(url: string, body: unknown): Promise<z.infer<typeof reply>> {
   const response = await fetch(url, {
     method: 'POST',
@@ -17,7 +21,7 @@ export async function postSupport(url: string, body: unknown): Promise<z.infer<t
     signal: AbortSignal.timeout(10_000),
   });
   const parsed = reply.safeParse(await response.json().catch(() => undefined));
-  if (!parsed.success) throw new Error(`${url}: HTTP ${response.status} without a {code} body`);
+  if (!parsed.success) throw new Error(`HTTP ${response.status} without a {code} body`);
   return parsed.data;
 }
 
@@ -43,7 +47,7 @@ export async function unregisterCallbacks(
   merge: boolean,
 ): Promise<'unregistered' | 'not registered'> {
   const result = await postSupport(url, { callback, merge }).catch((error: Error) => {
-    if (/HTTP 404 /.test(error.message)) return { code: 404, message: 'no such route' };
+    if (/^HTTP 404 /.test(error.message)) return { code: 404, message: 'no such route' };
     throw error;
   });
   if (result.code === 200) return 'unregistered';

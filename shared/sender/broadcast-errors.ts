@@ -8,10 +8,16 @@ export type BroadcastOutcome =
   /** A replacement's fee is not high enough (or the pool is full of better ones): bump later. */
   | 'underpriced'
   /**
-   * The endpoint, the wallet's balance, or an earlier nonce not yet in the pool (Hardhat's automine does not
-   * queue one): retried as is, never given up on its own.
+   * The endpoint, or an earlier nonce not yet in the pool (Hardhat's automine does not queue one): retried as
+   * is, never given up on its own.
    */
   | 'transient'
+  /**
+   * The wallet's balance cannot pay the transaction's maximum cost (gas limit × max fee + value) beside its
+   * other pending ones (geth: "insufficient funds for gas * price + value", "overdraft"). The sender decides
+   * (see `Sender.follow`): it signs only what the balance it reads covers.
+   */
+  | 'unfunded'
   /** The node will not take this transaction: counted; after `maxRefusals` its nonce is freed. */
   | 'refused';
 
@@ -28,11 +34,12 @@ export function classifyBroadcastError(message: string): BroadcastOutcome {
     )
   )
     return 'underpriced';
+  if (/insufficient ?(funds|balance|sender balance)|overdraft/i.test(message)) return 'unfunded';
   // An endpoint's limits and hiccups (Infura "project ID request rate exceeded", Alchemy "exceeded its compute
   // units per second capacity", "too many requests", a load-balanced node without the head's header): never
   // counted toward freeing the nonce, which would cancel a transaction the next pass can send.
   if (
-    /nonce too high|timed? ?out|ECONN|socket|fetch failed|network|insufficient funds|rate limit|429|503|502|exceeded|capacity|too many requests|throttl|try again|temporarily|unavailable|busy|header not found/i.test(
+    /nonce too high|timed? ?out|ECONN|socket|fetch failed|network|rate limit|429|503|502|exceeded|capacity|too many requests|throttl|try again|temporarily|unavailable|busy|header not found/i.test(
       message,
     )
   )

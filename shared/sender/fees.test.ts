@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bumpedFee, initialFee, type Fee } from './fees.js';
+import { bumpedFee, cappedFee, feePerGas, initialFee, maxCost, perGasWithin, type Fee } from './fees.js';
 import { classifyBroadcastError } from './broadcast-errors.js';
 
 const wei = fc.bigInt({ min: 1n, max: 10n ** 13n });
@@ -30,6 +30,30 @@ describe('sender fees', () => {
     expect(
       initialFee({ baseFeePerGas: 10n, priorityFeePerGas: 2n, gasPrice: 12n }, { weiPerGas: 50n }, 1_000n),
     ).toEqual({ type: 2, maxFeePerGas: 50n, maxPriorityFeePerGas: 2n });
+  });
+
+  it('a fee capped to what a budget pays over a gas limit never costs more than the budget, nor offers more than asked', () => {
+    const fee = fc.oneof(
+      fc.tuple(wei, wei).map(([a, b]): Fee => ({
+        type: 2,
+        maxFeePerGas: a > b ? a : b,
+        maxPriorityFeePerGas: a > b ? b : a,
+      })),
+      wei.map((g): Fee => ({ type: 0, gasPrice: g })),
+    );
+    const budget = fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n });
+    const gasLimit = fc.bigInt({ min: 21_000n, max: 30_000_000n });
+    fc.assert(
+      fc.property(fee, budget, gasLimit, (asked, budget, gasLimit) => {
+        const capped = cappedFee(asked, perGasWithin(budget, gasLimit));
+        expect(maxCost(capped, gasLimit)).toBeLessThanOrEqual(budget > 0n ? budget : 0n);
+        expect(feePerGas(capped)).toBeLessThanOrEqual(feePerGas(asked));
+        if (capped.type === 2) expect(capped.maxPriorityFeePerGas).toBeLessThanOrEqual(capped.maxFeePerGas);
+        // The highest such fee: one wei more per gas would not fit (unless nothing was cut).
+        if (feePerGas(capped) < feePerGas(asked))
+          expect(maxCost(capped, gasLimit) + gasLimit).toBeGreaterThan(budget);
+      }),
+    );
   });
 
   it('a replacement raises both fee fields by at least 10 % (node rule), within the cap, or is not made', () => {
@@ -65,7 +89,9 @@ describe('sender fees', () => {
     expect(classifyBroadcastError('nonce too low')).toBe('known');
     expect(classifyBroadcastError('replacement transaction underpriced')).toBe('underpriced');
     expect(classifyBroadcastError('Nonce too high. Expected nonce to be 3 but got 4')).toBe('transient');
-    expect(classifyBroadcastError('insufficient funds for gas * price + value')).toBe('transient');
+    // The sender decides what an unaffordable transaction means (a node seeing another balance is a refusal).
+    expect(classifyBroadcastError('insufficient funds for gas * price + value')).toBe('unfunded');
+    expect(classifyBroadcastError('transaction would cause overdraft')).toBe('unfunded');
     expect(classifyBroadcastError('RPC call timed out after 100 ms')).toBe('transient');
     expect(classifyBroadcastError('transaction rejected by policy')).toBe('refused');
     expect(classifyBroadcastError('tx fee (2.00 ether) exceeds the configured cap (1.00 ether)')).toBe(

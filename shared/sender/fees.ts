@@ -67,9 +67,29 @@ export function bumpedFee(previous: Fee, fresh: Fee, cap: bigint): Fee | undefin
   return { type: 2, maxFeePerGas, maxPriorityFeePerGas };
 }
 
+/** The strategy of the market's own fee (`initialFee` at 100 %): what a transaction needs to be mined now. */
+export const MARKET: FeeStrategy = { percent: 100n };
+
+/** The most a fee pays per gas: maxFeePerGas, or gasPrice on a legacy chain. */
+export function feePerGas(fee: Fee): bigint {
+  return fee.type === 0 ? fee.gasPrice : fee.maxFeePerGas;
+}
+
 /** The most a transaction with this fee and gas limit can cost. */
 export function maxCost(fee: Fee, gasLimit: bigint): bigint {
-  return (fee.type === 0 ? fee.gasPrice : fee.maxFeePerGas) * gasLimit;
+  return feePerGas(fee) * gasLimit;
+}
+
+/** Wei per gas a transaction with `gasLimit` may offer so that its gas costs at most `budget` (0 when none). */
+export function perGasWithin(budget: bigint, gasLimit: bigint): bigint {
+  return budget > 0n ? budget / gasLimit : 0n;
+}
+
+/** `fee` lowered to at most `cap` per gas on every field (the tip never above the max fee). */
+export function cappedFee(fee: Fee, cap: bigint): Fee {
+  if (fee.type === 0) return { type: 0, gasPrice: min(fee.gasPrice, cap) };
+  const maxFeePerGas = min(fee.maxFeePerGas, cap);
+  return { type: 2, maxFeePerGas, maxPriorityFeePerGas: min(fee.maxPriorityFeePerGas, maxFeePerGas) };
 }
 
 /** JSON form (decimal strings) for storage. */

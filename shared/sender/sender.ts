@@ -6,7 +6,8 @@
  *    within `windowMarginSeconds`, fails the job before anything is signed;
  * 2. eth_estimateGas catches calls the contract refuses (decoded by `decodeRevert`) and calls that need more
  *    than `maxGasLimit`;
- * 3. the nonce and the signed transaction are stored in one database transaction before broadcast;
+ * 3. the nonce and the signed transaction are stored in one database transaction before broadcast, at a fee
+ *    the wallet's balance covers beside its other unmined transactions (else the job waits unsigned);
  * 4. the stored transaction is broadcast to every RPC endpoint until its receipt is `confirmations` blocks
  *    deep (re-checked against the block at its height: a reorged receipt is followed again);
  * 5. a transaction unmined after `bumpAfterBlocks` blocks is replaced at the same nonce with ≥ +10 % on
@@ -20,7 +21,19 @@ import { Transaction, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import { callFails, classifyBroadcastError } from './broadcast-errors.js';
-import { bumpedFee, initialFee, loadFee, storeFee, type Fee, type Market } from './fees.js';
+import {
+  bumpedFee,
+  cappedFee,
+  feePerGas,
+  initialFee,
+  loadFee,
+  MARKET,
+  maxCost,
+  perGasWithin,
+  storeFee,
+  type Fee,
+  type Market,
+} from './fees.js';
 import type { RpcPool } from './rpc.js';
 import type { SenderJob, SenderStore, SignedAttempt } from './types.js';
 
@@ -79,6 +92,19 @@ interface Head {
 }
 
 const CANCEL_GAS = 21_000n;
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/**
+ * What the wallet can pay, per pass: its balance at the pass's head block, and the most each job's unmined
+ * transaction may still cost (gas limit × max fee + value of its latest attempt). A node refuses a transaction
+ * whose cost, with the wallet's other pending ones, exceeds the balance (geth: "insufficient funds"), a
+ * replacement included (its own job's earlier attempt does not count then).
+ */
+interface Funds {
+  block: number;
+  balance: bigint;
+  reserved: Map<string, bigint>;
+}
 
 export class Sender {
   private stopped = false;
@@ -91,6 +117,10 @@ export class Sender {
   private readonly signers = new Map<string, string>();
   /** Jobs of another wallet already logged and noted by this process. */
   private readonly foreignTold = new Set<string>();
+  /** This pass's view of the wallet's balance (undefined: it could not be read, and nothing new is signed). */
+  private funds?: Funds;
+  /** Jobs whose wait for funds was logged and noted (once per wait: see `waitForFunds`). */
+  private readonly unfundedTold = new Set<string>();
   readonly state: SenderState = { chainOk: false, active: false };
 
   constructor(private readonly options: SenderOptions) {}
@@ -162,7 +192,7 @@ export class Sender {
     if (!(await this.checkChain())) return;
     const head = await this.head();
     const jobs = await this.options.store.open();
-    await this.observeWallet(jobs);
+    await this.observeWallet(jobs, head);
     for (const job of jobs) {
       if (this.stopped) return;
       try {
@@ -176,15 +206,61 @@ export class Sender {
     }
   }
 
-  private async observeWallet(jobs: SenderJob[]): Promise<void> {
+  private async observeWallet(jobs: SenderJob[], head: Head): Promise<void> {
     const { rpc, wallet } = this.options;
+    this.funds = undefined;
     try {
-      this.state.balanceWei = (await rpc.read((p) => p.getBalance(wallet.address))).toString();
+      // At the head's block: a receipt at or below it is in this balance (see `settled`).
+      const balance = await rpc.read((p) => p.getBalance(wallet.address, head.number));
+      this.state.balanceWei = balance.toString();
+      const reserved = new Map<string, bigint>();
+      for (const job of jobs) {
+        if (job.attempts.length === 0 || job.minedBlock !== null) continue;
+        if (this.signerOf(job) !== wallet.address.toLowerCase()) continue; // another wallet's funds
+        reserved.set(job.id, this.costOf(job, job.attempts.at(-1)!));
+      }
+      this.funds = { block: head.number, balance, reserved };
     } catch {
       // shown through lastError of the next failing call; the gauge keeps its last value
     }
     const signed = jobs.filter((j) => j.attempts.length > 0).map((j) => j.attempts[0]!.signedAtMs);
     this.state.oldestUnconfirmedSinceMs = signed.length > 0 ? Math.min(...signed) : undefined;
+  }
+
+  /** The most `attempt` of `job` can cost the wallet: gas limit × max fee, plus the call's value. */
+  private costOf(job: SenderJob, attempt: SignedAttempt): bigint {
+    const value = attempt.kind === 'call' ? job.call.value : 0n;
+    return maxCost(loadFee(attempt.fee), BigInt(attempt.gasLimit)) + value;
+  }
+
+  /**
+   * The most wei per gas a transaction of `job` with `gasLimit` and `value` may offer so that the wallet can
+   * pay it beside its other unmined transactions; undefined when the balance is unknown this pass (then
+   * nothing new is signed, see `send`, and what is signed is followed as before).
+   */
+  private balanceCap(job: SenderJob, gasLimit: bigint, value: bigint): bigint | undefined {
+    if (this.funds === undefined) return undefined;
+    let budget = this.funds.balance - value;
+    for (const [id, cost] of this.funds.reserved) if (id !== job.id) budget -= cost;
+    return perGasWithin(budget, gasLimit);
+  }
+
+  /** The fee cap of a transaction: maxFeePerGas, lowered to what the wallet can pay (`balanceCap`). */
+  private feeCap(job: SenderJob, gasLimit: bigint, value: bigint): bigint {
+    const balance = this.balanceCap(job, gasLimit, value);
+    const cap = this.options.caps.maxFeePerGas;
+    return balance === undefined ? cap : min(cap, balance);
+  }
+
+  /** A job's transaction was signed or replaced: what it may cost is reserved for the rest of the pass. */
+  private reserve(job: SenderJob, attempt: SignedAttempt): void {
+    this.funds?.reserved.set(job.id, this.costOf(job, attempt));
+  }
+
+  /** A job's transaction will cost nothing more once the balance read shows it (mined at or below its block). */
+  private settled(job: SenderJob, minedAt?: number): void {
+    if (this.funds === undefined) return;
+    if (minedAt === undefined || minedAt <= this.funds.block) this.funds.reserved.delete(job.id);
   }
 
   private async holdWalletLock(): Promise<boolean> {
@@ -318,7 +394,27 @@ export class Sender {
     }
     const withMargin = (estimate * (this.options.gasLimitPercent ?? 130n)) / 100n;
     const gasLimit = withMargin > caps.maxGasLimit ? caps.maxGasLimit : withMargin;
-    const fee = initialFee(await this.market(head), job.strategy, caps.maxFeePerGas);
+    // Never sign what the wallet cannot pay. A node refuses it ("insufficient funds"), which is no reason to give
+    // it up, so it would hold the wallet's nonce and every later job would wait behind it for good: a client may
+    // choose any gas price up to maxFeePerGas. So the fee is lowered to the highest the balance covers beside
+    // the wallet's other unmined transactions; below the market's fee (or the strategy's own, when lower) the
+    // job waits unsigned and holds no nonce, until funds come or its window closes. A fee lowered so may be
+    // outrun by the market: then it is not sped up past the balance either, and when its window is about to
+    // close (or the node refuses it maxRefusals times) the nonce is freed by a self-transfer, whose 21,000 gas
+    // the balance covers at a far higher fee. A job without a window end waits for the market to come back, as
+    // one at maxFeePerGas does.
+    if (this.funds === undefined) throw new Error('the wallet balance could not be read; nothing is signed');
+    const market = await this.market(head);
+    const wanted = initialFee(market, job.strategy, caps.maxFeePerGas);
+    const fee = cappedFee(wanted, this.feeCap(job, gasLimit, job.call.value));
+    const floor = min(feePerGas(wanted), feePerGas(initialFee(market, MARKET, caps.maxFeePerGas)));
+    if (feePerGas(fee) < floor) return this.waitForFunds(job, gasLimit, floor);
+    if (feePerGas(fee) < feePerGas(wanted)) {
+      log.info(
+        { job: job.id, wanted: feePerGas(wanted).toString(), fee: feePerGas(fee).toString() },
+        "fee lowered to what the wallet's balance covers",
+      );
+    }
     const chainLatest = await rpc.read((p) => p.getTransactionCount(wallet.address, 'latest'));
     const signed = await store.signFirst(
       job.id,
@@ -326,6 +422,8 @@ export class Sender {
       (nonce) => this.sign('call', job, nonce, fee, gasLimit, head),
     );
     if (signed === undefined) return;
+    this.reserve(job, signed.attempt);
+    this.unfundedTold.delete(job.id);
     log.info(
       { job: job.id, nonce: signed.nonce, tx: signed.attempt.hash, gasLimit: gasLimit.toString() },
       'transaction signed',
@@ -335,6 +433,24 @@ export class Sender {
       head,
       true,
     );
+  }
+
+  /** A job the wallet cannot pay at the market's fee stays scheduled (no nonce taken); the job tells why. */
+  private async waitForFunds(job: SenderJob, gasLimit: bigint, feePerGasNeeded: bigint): Promise<void> {
+    const funds = this.funds!;
+    const others = [...funds.reserved].reduce((sum, [id, cost]) => (id === job.id ? sum : sum + cost), 0n);
+    const needed = gasLimit * feePerGasNeeded + job.call.value;
+    const problem = `waiting for funds: the wallet's balance of ${funds.balance} wei (${others} wei of it reserved for its other unmined transactions) cannot pay ${gasLimit} gas at ${feePerGasNeeded} wei per gas${job.call.value > 0n ? ` plus a value of ${job.call.value} wei` : ''} (${needed} wei); nothing is signed, no nonce is taken`;
+    this.state.lastError = problem;
+    // Told once per wait, not every pass: a note moves the job's updated_at, which the waiting gauges read.
+    if (this.unfundedTold.has(job.id)) return;
+    if (this.unfundedTold.size >= 10_000) this.unfundedTold.delete(this.unfundedTold.values().next().value!);
+    this.unfundedTold.add(job.id);
+    this.options.log.warn(
+      { job: job.id, balance: funds.balance.toString(), needed: needed.toString() },
+      'waiting for funds',
+    );
+    await this.options.store.note(job.id, problem);
   }
 
   private async sign(
@@ -440,8 +556,13 @@ export class Sender {
         if (!stored) return; // another pass moved the job
         log.info(
           { job: job.id, nonce: job.nonce, tx: replacement.attempt.hash, kind: replacement.attempt.kind },
-          replacement.attempt.kind === 'cancel' ? 'freeing the nonce with a self-transfer' : 'speeding up',
+          replacement.attempt.kind === 'cancel'
+            ? 'freeing the nonce with a self-transfer'
+            : replacement.lowered
+              ? "lowering the fee to what the wallet's balance covers"
+              : 'speeding up',
         );
+        this.reserve(job, replacement.attempt);
         latest = replacement.attempt;
       }
     }
@@ -450,7 +571,15 @@ export class Sender {
       await rpc.broadcast(latest.raw);
     } catch (error) {
       const message = this.text(error);
-      const outcome = classifyBroadcastError(message);
+      let outcome = classifyBroadcastError(message);
+      if (outcome === 'unfunded') {
+        // What is broadcast here fits the balance this pass read (replacementFor lowered or cancelled it
+        // otherwise). A node that still says the wallet cannot pay it sees another balance (a lagging endpoint,
+        // funds spent from outside the sender): a call of ours is then counted as refused, so after maxRefusals
+        // its nonce is freed by a self-transfer far cheaper than the call, rather than held for good. A cancel
+        // (nothing cheaper to send) or another wallet's transaction waits for the funds.
+        outcome = ours && latest.kind === 'call' && this.funds !== undefined ? 'refused' : 'transient';
+      }
       if (outcome !== 'known') {
         await store.note(job.id, `broadcast ${outcome}, retrying: ${message}`, outcome === 'refused');
         log.warn({ job: job.id, err: message, outcome }, 'broadcast not taken');
@@ -460,53 +589,85 @@ export class Sender {
   }
 
   /**
-   * A replacement to store and broadcast now, if the latest attempt must be sped up or cancelled. `mined`: the
-   * wallet's mined transaction count. A transaction behind an earlier unmined nonce is not sped up: it cannot
-   * mine before that one whatever it offers, and would then pay the raised fee for nothing. Once the earlier
-   * one mines it is stuck by the same count of blocks, so it is sped up on the next pass if it still must be.
+   * A replacement to store and broadcast now, if the latest attempt must be sped up, lowered or cancelled.
+   * `mined`: the wallet's mined transaction count. A transaction behind an earlier unmined nonce is not sped
+   * up: it cannot mine before that one whatever it offers, and would then pay the raised fee for nothing. Once
+   * the earlier one mines it is stuck by the same count of blocks, so it is sped up on the next pass if it
+   * still must be. A call the wallet can no longer pay (funds spent from outside, or signed before the sender
+   * checked the balance) is re-signed at the highest fee the balance covers, or its nonce freed when that is
+   * below the market's fee: a node would refuse it for good, and it would hold every later job behind it.
    */
   private async replacementFor(
     job: SenderJob,
     latest: SignedAttempt,
     head: Head,
     mined: number,
-  ): Promise<{ attempt: SignedAttempt; reason?: string } | undefined> {
+  ): Promise<{ attempt: SignedAttempt; reason?: string; lowered?: boolean } | undefined> {
     const { caps, maxRefusals, bumpAfterBlocks } = this.options;
     const closing = this.closing(job, head);
     const refused = job.refusals >= maxRefusals;
-    const cancelling = latest.kind === 'call' && (closing || refused);
+    const previous = loadFee(latest.fee);
+    const gasLimit = BigInt(latest.gasLimit);
+    const isCall = latest.kind === 'call';
+    const cap = this.feeCap(job, gasLimit, isCall ? job.call.value : 0n);
+    // By the balance only: one signed under a higher maxFeePerGas (lowered since, and restarted) is kept.
+    const payable = this.balanceCap(job, gasLimit, isCall ? job.call.value : 0n);
+    const unpayable = isCall && payable !== undefined && feePerGas(previous) > payable;
     const stuck = head.number - latest.signedAtBlock >= bumpAfterBlocks && mined === job.nonce;
-    if (!cancelling && !stuck) return undefined;
+    if (!(isCall && (closing || refused)) && !stuck && !unpayable) return undefined;
 
     const market = await this.market(head);
-    const fresh = initialFee(market, { percent: 100n }, caps.maxFeePerGas);
-    const fee = bumpedFee(loadFee(latest.fee), fresh, caps.maxFeePerGas);
-    if (cancelling) {
-      // A refused call may never have reached a pool: then any fee does; otherwise it must be outbid.
-      const cancelFee = fee ?? (refused ? fresh : undefined);
+    const fresh = initialFee(market, MARKET, caps.maxFeePerGas);
+    let unfunded = false;
+    if (unpayable && !closing && !refused) {
+      // Lower at the same nonce: a node that refused the call holds none of it, and one that holds it drops
+      // it once it cannot be paid (geth's pool does), so at most one of them is ever mined.
+      const lowered = cappedFee(previous, cap);
+      if (feePerGas(lowered) >= feePerGas(fresh)) {
+        await this.options.store.note(
+          job.id,
+          `the wallet's balance no longer covers ${feePerGas(previous)} wei per gas; re-signed at ${feePerGas(lowered)}`,
+        );
+        return { attempt: await this.sign('call', job, job.nonce!, lowered, gasLimit, head), lowered: true };
+      }
+      unfunded = true;
+    }
+    if (isCall && (closing || refused || unfunded)) {
+      const cancelCap = this.feeCap(job, CANCEL_GAS, 0n);
+      const fee = bumpedFee(previous, fresh, cancelCap);
+      // A call the node refused, or could not be paid, may never have reached a pool: then the market's fee
+      // does; otherwise it must be outbid.
+      const cancelFee = fee ?? ((refused || unfunded) && feePerGas(fresh) <= cancelCap ? fresh : undefined);
       if (cancelFee === undefined) {
-        await this.options.store.note(job.id, 'cannot outbid the pending call within maxFeePerGas; waiting');
+        await this.options.store.note(
+          job.id,
+          'cannot outbid the pending call within maxFeePerGas and the wallet balance; waiting',
+        );
         return undefined;
       }
       const why = closing
         ? `window closing: ${job.windowText}; the chain is at block time ${head.timestamp}`
-        : `the node refused the transaction ${job.refusals} times`;
+        : refused
+          ? `the node refused the transaction ${job.refusals} times`
+          : `the wallet's balance no longer pays the call at the market's fee of ${feePerGas(fresh)} wei per gas`;
       return {
         attempt: await this.sign('cancel', job, job.nonce!, cancelFee, CANCEL_GAS, head),
         reason: `nonce ${job.nonce} freed by a 0-value self-transfer: ${why}`,
       };
     }
-    if (fee === undefined) return undefined; // at the cap already: keep broadcasting what we have
+    if (!stuck) return undefined;
+    const fee = bumpedFee(previous, fresh, cap);
+    if (fee === undefined) return undefined; // at the cap (or the balance) already: keep broadcasting it
     // Signed under a higher gas cap than the one configured now (lowered since, and restarted): a faster copy
     // at that gas limit would pay past the cap, so what was signed is broadcast as it is.
-    if (BigInt(latest.gasLimit) > caps.maxGasLimit) {
+    if (gasLimit > caps.maxGasLimit) {
       await this.options.store.note(
         job.id,
         `not sped up: its gas limit ${latest.gasLimit} is above the configured maxGasLimit ${caps.maxGasLimit}`,
       );
       return undefined;
     }
-    return { attempt: await this.sign(latest.kind, job, job.nonce!, fee, BigInt(latest.gasLimit), head) };
+    return { attempt: await this.sign(latest.kind, job, job.nonce!, fee, gasLimit, head) };
   }
 
   private async onReceipt(
@@ -516,6 +677,7 @@ export class Sender {
   ): Promise<void> {
     const { rpc, store, log } = this.options;
     const { attempt, receipt } = found;
+    this.settled(job, receipt.blockNumber);
     const depth = head.number - receipt.blockNumber + 1;
     if (depth < this.options.confirmations) {
       if (job.minedBlock !== receipt.blockNumber) await store.setMinedBlock(job.id, receipt.blockNumber);
@@ -584,6 +746,8 @@ export class Sender {
   }
 
   private async fail(job: SenderJob, reason: string, outcome: 'failed' | 'missed' = 'failed'): Promise<void> {
+    this.settled(job); // none of its transactions will be mined (the nonce went elsewhere, or none was signed)
+    this.unfundedTold.delete(job.id);
     const text = this.options.scrub(reason);
     await this.options.store.finish(job.id, { status: 'failed', reason: text });
     this.options.onSettled?.(job, outcome);
