@@ -30,6 +30,8 @@ describe('GET /health with checks contributed by a service', () => {
     const { status, body } = await health({ streams: () => ({ status: 'ok' }) });
     expect(status).toBe(200);
     expect(body).toMatchObject({
+      code: 200,
+      message: 'ok',
       status: 'ok',
       service: 'test',
       checks: { database: { ok: true }, streams: { ok: true, status: 'ok' } },
@@ -46,6 +48,7 @@ describe('GET /health with checks contributed by a service', () => {
     });
     expect(status).toBe(200);
     expect(body.status).toBe('degraded');
+    expect(body).toMatchObject({ code: 200, message: 'degraded: streams' });
     expect(body.checks.streams).toEqual({
       ok: false,
       status: 'degraded',
@@ -71,6 +74,8 @@ describe('GET /health with checks contributed by a service', () => {
     const noDb = await health({ streams: () => ({ status: 'degraded' }) }, failingPool);
     expect(noDb.status).toBe(503);
     expect(noDb.body).toMatchObject({
+      code: 503,
+      message: 'unavailable: database, streams',
       status: 'unavailable',
       checks: { database: { ok: false, error: 'connection refused' }, streams: { status: 'degraded' } },
     });

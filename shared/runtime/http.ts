@@ -201,9 +201,16 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       checks[name] = { ok: result.status === 'ok', ...result };
       if (SEVERITY[result.status] > SEVERITY[status]) status = result.status;
     });
-    return reply
-      .code(status === 'unavailable' ? 503 : 200)
-      .send({ status, service: options.service, checks });
+    // {code, message} as every answer of every service (503 included), beside the checks' details.
+    const code = status === 'unavailable' ? 503 : 200;
+    const failing = Object.keys(checks).filter((name) => checks[name]!.ok === false);
+    return reply.code(code).send({
+      code,
+      message: status === 'ok' ? 'ok' : `${status}: ${failing.join(', ')}`,
+      status,
+      service: options.service,
+      checks,
+    });
   });
 
   app.get('/metrics', async (_request, reply) => {
