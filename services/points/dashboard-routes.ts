@@ -1,6 +1,6 @@
 /**
  * The operators' dashboard, served by Points: the page and its script (services/points/dashboard/), Chart.js
- * from node_modules (no CDN), and two small JSON routes of its own beside the public Points routes it reads.
+ * from node_modules (no CDN), and three small JSON routes of its own beside the public Points routes it reads.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -10,7 +10,8 @@ import type { Registry } from 'prom-client';
 import type { Pool } from '../../shared/db/pool.js';
 import { pipelineHealth } from '../../shared/runtime/pipeline-health.js';
 import { verdictsQuery, verdictSeries } from './dashboard-data.js';
-import { parseQuery } from './query-params.js';
+import type { PointsQueries } from './queries.js';
+import { parseQuery, scoreHistoryQuery } from './query-params.js';
 
 // Beside the module, also in dist/: tsc copies no static files, so npm run build copies this folder.
 const PAGE_DIR = path.join(import.meta.dirname, 'dashboard');
@@ -30,7 +31,7 @@ export const DASHBOARD_HEADERS = {
 
 export async function registerDashboard(
   app: FastifyInstance,
-  options: { db: Pool; metrics: Registry; windowDays: number },
+  options: { db: Pool; metrics: Registry; windowDays: number; queries: PointsQueries },
 ): Promise<void> {
   // An encapsulated plugin: its onSend hook covers the dashboard's routes only, not the public Points routes.
   await app.register(async (dashboard) => {
@@ -52,6 +53,12 @@ export async function registerDashboard(
         since: parseQuery(verdictsQuery, request.query).since,
       }),
     );
+    dashboard.get('/dashboard/score-history', async (request) => {
+      const { address, lp_id } = parseQuery(scoreHistoryQuery, request.query);
+      return address !== undefined
+        ? options.queries.scoreHistory('user', address)
+        : options.queries.scoreHistory('lp', lp_id!);
+    });
     dashboard.get('/dashboard/pipeline', async (request) => {
       parseQuery(verdictsQuery.pick({}), request.query);
       return pipelineHealth(options.metrics);

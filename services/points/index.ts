@@ -123,7 +123,12 @@ export async function startPoints(
     async (app) => {
       await registerPointsRateLimit(app, config.rateLimit);
       registerPointsRoutes(app, { queries, log, metrics });
-      await registerDashboard(app, { db: reads, metrics: context.metrics, windowDays: config.windowDays });
+      await registerDashboard(app, {
+        db: reads,
+        metrics: context.metrics,
+        windowDays: config.windowDays,
+        queries,
+      });
     },
     { ownErrorVocabulary: true },
   );

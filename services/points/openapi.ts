@@ -296,6 +296,28 @@ export function pointsOpenApi() {
           },
         },
       },
+      '/dashboard/score-history': {
+        get: {
+          summary:
+            "the dashboard's score history of a user (address) or an LP (lp_id), exactly one: the score as of each block time of its newest 100 deduction records, oldest first",
+          parameters: [
+            q('address', 'the user address', address),
+            q('lp_id', 'the LP id', { type: 'string', pattern: LP_ID_PATTERN.source }),
+          ],
+          responses: {
+            '200': {
+              description: 'the points of the history',
+              ...json(
+                obj({
+                  subject: obj({ kind: { enum: ['user', 'lp'] }, id: text }),
+                  points: { type: 'array', items: obj({ at: integer, score_tenths: integer }) },
+                }),
+              ),
+            },
+            ...errors,
+          },
+        },
+      },
       '/dashboard/pipeline': {
         get: {
           summary:

@@ -110,6 +110,26 @@ export class PointsQueries {
     return { subject: { kind: party, id: subject }, ...recordsAnswer({ records, limit, window, at: now }) };
   }
 
+  /**
+   * The dashboard's history of a subject: its score as of each block time of its newest `limit` deduction
+   * records (oldest first), in one request rather than one per time (a busy LP's lookup was over 100, against
+   * the rate limit).
+   */
+  async scoreHistory(party: 'user' | 'lp', subject: string, limit = 100) {
+    const { records } = await this.deductionRecords(party, subject, { limit });
+    const times = [...new Set(records.map((r) => r.block_time))].sort((a, b) => a - b);
+    const points = [];
+    // One after another: each is a read of facts the cache mostly holds, and this is an operator's page.
+    for (const at of times) {
+      const answer =
+        party === 'lp'
+          ? await this.lpPoint({ lp_id: subject, at })
+          : await this.userPoint({ address: subject, at });
+      points.push({ at, score_tenths: answer.score_tenths });
+    }
+    return { subject: { kind: party, id: subject }, points };
+  }
+
   /** As of `at` (like every query, DESIGN §6): complaints filed and a verdict reached by then. */
   async complaint(bidId: string, at?: number) {
     const [allComplaints, storedVerdict] = await Promise.all([

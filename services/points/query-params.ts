@@ -57,6 +57,13 @@ const userSubject = z
   });
 
 export const userPointQuery = userSubject;
+/** The dashboard's score history: one subject, a user by address or an LP by id. */
+export const scoreHistoryQuery = z
+  .strictObject({ address: address.optional(), lp_id: lpId.optional() })
+  .refine((q) => (q.address === undefined) !== (q.lp_id === undefined), {
+    error: 'give exactly one of address and lp_id',
+    path: ['address'],
+  });
 export const lpPointQuery = z.strictObject({ lp_id: lpId, at });
 export const userRecordsQuery = z.strictObject({ address, at, limit, cursor });
 export const lpRecordsQuery = z.strictObject({ lp_id: lpId, at, limit, cursor });

@@ -333,6 +333,29 @@ describe('points queries over HTTP', () => {
     expect(missing).toMatchObject({ status: 404, body: { code: POINTS_ERRORS.ROUTE_NOT_FOUND.code } });
   });
 
+  it("the dashboard's score history: in one request, the score as of each deduction's time", async () => {
+    for (const [query, point] of [
+      [`address=${ALICE}`, (t: number) => `/user-point?address=${ALICE}&at=${t}`],
+      ['lp_id=lp-1', (t: number) => `/lp-point?lp_id=lp-1&at=${t}`],
+    ] as const) {
+      const { status, body } = await points.get(`/dashboard/score-history?${query}`);
+      expect(status).toBe(200);
+      const records = await points.get(
+        `/${query.startsWith('lp') ? 'lp' : 'user'}-deduction-records?${query}&limit=100`,
+      );
+      const times = [...new Set<number>(records.body.records.map((r: any) => r.block_time))].sort(
+        (a, b) => a - b,
+      );
+      expect(times.length).toBeGreaterThan(0);
+      expect(body.points.map((p: any) => p.at)).toEqual(times);
+      for (const p of body.points)
+        expect(p.score_tenths, `${query} at ${p.at}`).toBe((await points.get(point(p.at))).body.score_tenths);
+    }
+    const refused = await points.get(`/dashboard/score-history?address=${ALICE}&lp_id=lp-1`);
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toMatch(/exactly one of address and lp_id/);
+  });
+
   it('answers as its served OpenAPI document says, every property of every 200 answer present', async () => {
     const doc = (await points.get('/openapi.json')).body as {
       paths: Record<string, { get: { responses: Record<string, { content: Record<string, any> }> } }>;
@@ -351,6 +374,8 @@ describe('points queries over HTTP', () => {
       `/complaint?bid=${hex32(21)}`,
       '/lp-ranking',
       '/dashboard/verdicts',
+      `/dashboard/score-history?address=${ALICE}`,
+      '/dashboard/score-history?lp_id=lp-1',
       '/dashboard/pipeline',
     ]) {
       const path = url.split('?')[0]!;
@@ -368,6 +393,7 @@ describe('points queries over HTTP', () => {
     expect(Object.keys(doc.body.paths).sort()).toEqual([
       '/complaint',
       '/dashboard/pipeline',
+      '/dashboard/score-history',
       '/dashboard/verdicts',
       '/lp-deduction-records',
       '/lp-point',

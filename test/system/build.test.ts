@@ -58,7 +58,12 @@ describe("npm run build on the Dockerfile's build context", () => {
     const app = Fastify();
     try {
       // The page and its files need no database.
-      await registerDashboard(app, { db: {} as never, metrics: new Registry(), windowDays: 90 });
+      await registerDashboard(app, {
+        db: {} as never,
+        metrics: new Registry(),
+        windowDays: 90,
+        queries: {} as never,
+      });
       for (const [url, type] of [
         ['/dashboard/', /^text\/html/],
         ['/dashboard/dashboard.js', /javascript/],

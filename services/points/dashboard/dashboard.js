@@ -141,12 +141,10 @@ async function lookup(subject, kind) {
     document.getElementById('summary').textContent =
       `${isUser ? 'User' : 'LP'} ${subject}: score ${point.score} (basis ${point.basis.points}: ${point.basis.reason}; ` +
       `${point.deductions ? point.deductions.violations : records.records.length} violations in the window)`;
-    const times = [...new Set(records.records.map((r) => r.block_time))].sort((a, b) => a - b);
-    const history = await Promise.all(
-      times.map((t) => getJson(isUser ? `/user-point?${key}&at=${t}` : `/lp-point?${key}&at=${t}`)),
-    );
+    // One request: the score as of each deduction's time, computed by Points (not one request per time).
+    const history = await getJson(`/dashboard/score-history?${key}`);
     const points = [
-      ...history.map((h, i) => ({ x: time(times[i]), y: h.score_tenths / 10 })),
+      ...history.points.map((h) => ({ x: time(h.at), y: h.score_tenths / 10 })),
       { x: 'now', y: point.score_tenths / 10 },
     ];
     if (historyChart) historyChart.destroy();
