@@ -161,6 +161,11 @@ export interface EventBus {
   /** Moves a group's stored position; running members move there promptly (a handler in flight is fenced). */
   seek(group: string, topic: string, position: SeekPosition): Promise<void>;
   lag(group: string, topics: readonly string[]): Promise<PartitionLag[]>;
+  /**
+   * This process's subscriptions that stopped for good: their client will not consume again (a Kafka consumer
+   * crash that kafkajs does not restart from). /health says so, since only a restart helps.
+   */
+  stoppedSubscriptions?(): ReadonlyArray<{ group: string; error: string }>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EventBus, PartitionLag } from '../bus/port.js';
 import { createLogger } from '../logging/logger.js';
+import { crashOutcome } from '../bus/kafka/kafka-subscription.js';
 import { LagReader } from './lag-reader.js';
 import { createMetrics } from './metrics.js';
 import { pipelineHealth } from './pipeline-health.js';
@@ -116,5 +117,30 @@ describe('consumer lag read off the scrape path', () => {
       'notifier',
       'points',
     ]);
+  });
+});
+
+describe('a consumer that stopped for good', () => {
+  it('makes /health unavailable (503: only a restart helps), naming the group and why', async () => {
+    const { bus } = fakeBus();
+    let stopped: Array<{ group: string; error: string }> = [];
+    (bus as { stoppedSubscriptions?: () => typeof stopped }).stoppedSubscriptions = () => stopped;
+    const reader = new LagReader(() => bus, log, { waitMs: 100 });
+    reader.track('points', ['swap.verdicts']);
+    expect(await reader.health()).toEqual({ status: 'ok' });
+    stopped = [{ group: 'points', error: 'The group member needs to have a valid member id' }];
+    expect(await reader.health()).toEqual({
+      status: 'unavailable',
+      error:
+        'consumer group points stopped (The group member needs to have a valid member id): restart the service',
+      stoppedGroups: ['points'],
+    });
+  });
+
+  it('a kafkajs crash it restarts from is not one; one it does not restart from is; none while stopping', () => {
+    const error = { message: 'boom' };
+    expect(crashOutcome({ error, restart: true }, false)).toBe('restarting');
+    expect(crashOutcome({ error, restart: false }, false)).toBe('stopped');
+    expect(crashOutcome({ error, restart: false }, true)).toBe('ignored');
   });
 });

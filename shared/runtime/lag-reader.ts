@@ -54,8 +54,18 @@ export class LagReader {
     return this.readAt === undefined ? undefined : (this.now() - this.readAt) / 1_000;
   }
 
-  /** `degraded` while the bus has not answered a read for `staleMs` (restarting would not help: not 503). */
+  /**
+   * `degraded` while the bus has not answered a read for `staleMs` (restarting would not help: not 503);
+   * `unavailable` once a subscription of this process stopped for good (only a restart helps).
+   */
   async health(): Promise<HealthCheckResult> {
+    const stopped = this.bus()?.stoppedSubscriptions?.() ?? [];
+    if (stopped.length > 0)
+      return {
+        status: 'unavailable',
+        error: `consumer ${stopped.map((s) => `group ${s.group} stopped (${s.error})`).join('; ')}: restart the service`,
+        stoppedGroups: stopped.map((s) => s.group),
+      };
     await this.refresh(this.timing.waitMs / 2);
     const age = this.ageSeconds;
     const hung =

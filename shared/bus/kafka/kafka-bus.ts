@@ -364,6 +364,12 @@ export class KafkaBus implements EventBus {
     this.consumers.delete(subscription);
   }
 
+  stoppedSubscriptions(): Array<{ group: string; error: string }> {
+    return [...this.consumers].flatMap((c) =>
+      c.crashed === undefined ? [] : [{ group: c.group, error: c.crashed }],
+    );
+  }
+
   /**
    * Admin reads right after a topic was created or a broker came back can meet a partition without a leader
    * yet (NOT_LEADER, retriable), which kafkajs's admin passes through: retried here, bounded.

@@ -39,8 +39,22 @@ export interface KafkaSubscriptionOptions extends SubscribeOptions {
  * commitIn). A message at another offset than the stored position is skipped (already handled) or answered by
  * a seek to it; a fenced commit (a seek, or a member that took the partition) seeks to what is stored now.
  */
+/**
+ * What a kafkajs consumer crash means (its CRASH event): kafkajs restarts the consumer itself after a retriable
+ * error (`restart`); after any other it stays stopped and this process consumes no more of the group.
+ */
+export function crashOutcome(
+  crash: { error: { message: string }; restart: boolean },
+  stopping: boolean,
+): 'restarting' | 'stopped' | 'ignored' {
+  if (stopping) return 'ignored';
+  return crash.restart ? 'restarting' : 'stopped';
+}
+
 export class KafkaSubscription implements Subscription {
   readonly group: string;
+  /** Why kafkajs stopped this consumer for good, when it did (see crashOutcome): /health then says 503. */
+  crashed: string | undefined;
   private readonly consumer: Consumer;
   private readonly stopController = new AbortController();
   /** Next offset to handle per `topic/partition`, as stored; absent: read it before the next message. */
@@ -102,6 +116,18 @@ export class KafkaSubscription implements Subscription {
       this.tries.clear();
       this.fenced.clear();
       this.checking = this.checking.then(() => this.seekAssigned(event.payload.memberAssignment));
+    });
+    consumer.on(consumer.events.CRASH, (event) => {
+      const { error, restart } = event.payload;
+      const outcome = crashOutcome({ error, restart }, this.stopping);
+      if (outcome === 'restarting')
+        options.log.warn({ err: error.message }, 'kafka consumer crashed; kafkajs restarts it');
+      if (outcome !== 'stopped') return;
+      this.crashed = error.message;
+      options.log.error(
+        { err: error.message },
+        'kafka consumer crashed and will not restart: this group consumes nothing more until the service restarts',
+      );
     });
     await consumer.connect();
     await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
