@@ -36,6 +36,8 @@ describe('the sender and the wallet balance', () => {
       balance,
       broadcasts: [] as Transaction[],
       refuse: undefined as string | undefined,
+      /** A node behind the head's (a balancer's other node): the head block is unknown to it. */
+      behind: false,
     };
     const provider = {
       send: async (method: string) => {
@@ -45,7 +47,10 @@ describe('the sender and the wallet balance', () => {
         throw new Error(`unexpected ${method}`);
       },
       getBlock: async () => ({ number: 10, timestamp: 1_000, baseFeePerGas: GWEI }),
-      getBalance: async () => node.balance,
+      getBalance: async (_address: string, block: number | string) => {
+        if (node.behind && block !== 'latest') throw new Error('header not found');
+        return node.balance;
+      },
       estimateGas: async () => ESTIMATE,
       getTransactionCount: async () => 0,
       getTransactionReceipt: async () => null,
@@ -179,6 +184,16 @@ describe('the sender and the wallet balance', () => {
     expect(tx.maxFeePerGas).toBe((5n * 10n ** 15n - reserved) / GAS_LIMIT);
     expect(reserved + tx.maxFeePerGas! * GAS_LIMIT).toBeLessThanOrEqual(5n * 10n ** 15n);
     expect(asks.status).toBe('sent');
+  });
+
+  it("a node that does not know the head's block yet: the balance is read at 'latest', and the job is signed", async () => {
+    const wallet = newWallet();
+    const asks = job('behind');
+    const { sender, node } = setUp(wallet, [asks], 10n ** 18n);
+    node.behind = true;
+    await run(sender);
+    expect([asks.status, asks.nonce]).toEqual(['sent', 0]);
+    expect(node.broadcasts).toHaveLength(1);
   });
 
   it('a job the balance cannot pay at the market fee waits unsigned: it takes no nonce, and says why once', async () => {

@@ -210,8 +210,13 @@ export class Sender {
     const { rpc, wallet } = this.options;
     this.funds = undefined;
     try {
-      // At the head's block: a receipt at or below it is in this balance (see `settled`).
-      const balance = await rpc.read((p) => p.getBalance(wallet.address, head.number));
+      // At the head's block: a receipt at or below it is in this balance (see `settled`). A load-balanced
+      // endpoint may answer from a node that has not seen that block yet ("header not found"): then at
+      // 'latest', which can only be later, so a transaction mined since stays reserved and is paid twice in
+      // the sum: a lower budget, never a higher one.
+      const balance = await rpc
+        .read((p) => p.getBalance(wallet.address, head.number))
+        .catch(() => rpc.read((p) => p.getBalance(wallet.address, 'latest')));
       this.state.balanceWei = balance.toString();
       const reserved = new Map<string, bigint>();
       for (const job of jobs) {
