@@ -238,6 +238,30 @@ describe('relay sender on the devnet', () => {
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
 
+  it('receipts that lag the mined count (another node behind a balancer) do not fail a mined command', async () => {
+    proxy = await startRpcProxy(chain.rpcUrl, `/v3/${SECRET}`);
+    // The receipt lookups answer from a node that has not seen the block yet, for the first few asks.
+    let hidden = 0;
+    proxy.rewrite = (method, _params, result) => {
+      if (method !== 'eth_getTransactionReceipt' || result === null || hidden >= 4) return undefined;
+      hidden++;
+      return null;
+    };
+    const r = await start(12, { rpc: proxy.url });
+    const locked = await lock();
+    const { T, E, Tol } = locked.times;
+    const accepted = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(locked.in, 'command_transfer_confirm', locked.preimage),
+    );
+    await until(accepted.body.command_id, 'scheduled');
+    await moveTo(T + 3 * E + Tol);
+    const done = await until(accepted.body.command_id, 'confirmed');
+    expect(hidden).toBe(4);
+    expect(done.reason ?? null).toBeNull();
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
+
   it('a job signed before the key changed is followed, never replaced with the new key; it confirms', async () => {
     const { locked, id, tx: first } = await sentConfirmIn(await start(16, { bumpAfterBlocks: 1 }));
     expect(first.from).toBe(chain.accounts[16]!.address);

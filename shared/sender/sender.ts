@@ -92,6 +92,12 @@ interface Head {
 }
 
 const CANCEL_GAS = 21_000n;
+/**
+ * Blocks the wallet's mined count must stay past a job's nonce, with none of the job's receipts found, before
+ * the job is failed as "nonce used by another transaction": behind a load balancer, the count may come from a
+ * node that has the block and the receipt lookups from one that has not yet.
+ */
+const NONCE_USED_GRACE_BLOCKS = 3;
 const min = (a: bigint, b: bigint) => (a < b ? a : b);
 
 /**
@@ -119,6 +125,8 @@ export class Sender {
   private readonly foreignTold = new Set<string>();
   /** This pass's view of the wallet's balance (undefined: it could not be read, and nothing new is signed). */
   private funds?: Funds;
+  /** Per job: the head block at which its nonce was first seen used with none of its receipts found. */
+  private readonly nonceUsedSince = new Map<string, number>();
   /** Jobs whose wait for funds was logged and noted (once per wait: see `waitForFunds`). */
   private readonly unfundedTold = new Set<string>();
   readonly state: SenderState = { chainOk: false, active: false };
@@ -527,7 +535,17 @@ export class Sender {
     if (mined > job.nonce!) {
       // The nonce is used; ask once more in case the receipt was just not indexed.
       const again = await this.findReceipt(job);
-      if (again !== undefined) return this.onReceipt(job, again, head);
+      if (again !== undefined) {
+        this.nonceUsedSince.delete(job.id);
+        return this.onReceipt(job, again, head);
+      }
+      // A failure is final: only once the count has said so for a few blocks (receipts may lag it).
+      const since = this.nonceUsedSince.get(job.id) ?? head.number;
+      if (this.nonceUsedSince.size >= 10_000 && !this.nonceUsedSince.has(job.id))
+        this.nonceUsedSince.delete(this.nonceUsedSince.keys().next().value!);
+      this.nonceUsedSince.set(job.id, since);
+      if (head.number - since < NONCE_USED_GRACE_BLOCKS) return;
+      this.nonceUsedSince.delete(job.id);
       log.error({ job: job.id, nonce: job.nonce }, 'nonce used by a transaction this job did not sign');
       const whose = ours ? 'of the wallet' : `of ${signer}, which signed this job before the key changed,`;
       return this.fail(
