@@ -38,6 +38,7 @@ describe('the sender and the wallet balance', () => {
       refuse: undefined as string | undefined,
       /** A node behind the head's (a balancer's other node): the head block is unknown to it. */
       behind: false,
+      timestamp: 1_000,
     };
     const provider = {
       send: async (method: string) => {
@@ -46,7 +47,7 @@ describe('the sender and the wallet balance', () => {
         if (method === 'eth_maxPriorityFeePerGas') return `0x${GWEI.toString(16)}`;
         throw new Error(`unexpected ${method}`);
       },
-      getBlock: async () => ({ number: 10, timestamp: 1_000, baseFeePerGas: GWEI }),
+      getBlock: async () => ({ number: 10, timestamp: node.timestamp, baseFeePerGas: GWEI }),
       getBalance: async (_address: string, block: number | string) => {
         if (node.behind && block !== 'latest') throw new Error('header not found');
         return node.balance;
@@ -98,7 +99,10 @@ describe('the sender and the wallet balance', () => {
         find(id).minedBlock = block;
       },
       async finish(id, outcome) {
-        find(id).status = outcome.status;
+        Object.assign(find(id), {
+          status: outcome.status,
+          reason: 'reason' in outcome ? outcome.reason : null,
+        });
       },
     };
     const sender = new Sender({
@@ -194,6 +198,20 @@ describe('the sender and the wallet balance', () => {
     await run(sender);
     expect([asks.status, asks.nonce]).toEqual(['sent', 0]);
     expect(node.broadcasts).toHaveLength(1);
+  });
+
+  it('a job that waited for funds until its window closed says so in its reason', async () => {
+    const wallet = newWallet();
+    const waiting = job('unfunded', { window: { start: 0, end: 2_000 } });
+    const { sender, node } = setUp(wallet, [waiting], 1n);
+    await sender.tick();
+    expect(waiting.status).toBe('scheduled');
+    node.timestamp = 2_000;
+    await run(sender);
+    expect(waiting.status).toBe('failed');
+    expect((waiting as unknown as { reason: string }).reason).toMatch(
+      /^window closed: no window; the chain is at block time 2000; it was waiting for funds/,
+    );
   });
 
   it('a job the balance cannot pay at the market fee waits unsigned: it takes no nonce, and says why once', async () => {

@@ -359,13 +359,21 @@ export class Sender {
   private async send(job: SenderJob, head: Head): Promise<void> {
     const { rpc, wallet, store, log, caps } = this.options;
     const now = head.timestamp;
+    // Missed for want of funds: the reason says so (the operator's fix is a top-up, not the RPC or the fee).
+    const unfunded = this.unfundedTold.has(job.id)
+      ? "; it was waiting for funds: the wallet's balance could not pay it at the market's fee"
+      : '';
     if (job.window.end !== null && now >= job.window.end) {
-      return this.fail(job, `window closed: ${job.windowText}; the chain is at block time ${now}`, 'missed');
+      return this.fail(
+        job,
+        `window closed: ${job.windowText}; the chain is at block time ${now}${unfunded}`,
+        'missed',
+      );
     }
     if (this.closing(job, head)) {
       return this.fail(
         job,
-        `window closing: ${job.windowText}, less than the ${this.options.windowMarginSeconds} s safety margin away; the chain is at block time ${now}`,
+        `window closing: ${job.windowText}, less than the ${this.options.windowMarginSeconds} s safety margin away; the chain is at block time ${now}${unfunded}`,
         'missed',
       );
     }
