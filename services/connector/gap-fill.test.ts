@@ -208,6 +208,31 @@ describe('rpc reader', () => {
     }
   });
 
+  it('takes no logs from a node that has not reached the last block asked (a balancer behind the head)', async () => {
+    let synced = 3;
+    const rpc = await node((r) =>
+      r.method === 'eth_chainId'
+        ? '0x61'
+        : r.method === 'eth_getLogs'
+          ? []
+          : r.method === 'eth_getBlockByNumber'
+            ? Number(r.params[0]) <= synced
+              ? { number: r.params[0], timestamp: '0x10', hash: '0x' + '11'.repeat(32) }
+              : null
+            : '0x10',
+    );
+    const reader = new RpcReader(rpc.url, 97, 'rpc-urls.97', 2_000);
+    try {
+      const address = ['0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512'];
+      await expect(reader.logs(1, 5, address)).rejects.toThrow('rpc-urls.97: block 5 not found');
+      synced = 5;
+      expect(await reader.logs(1, 5, address)).toEqual([]);
+    } finally {
+      reader.destroy();
+      await rpc.close();
+    }
+  });
+
   it('reads nothing from an RPC of another chain, and checks again after the check itself failed', async () => {
     let chainId: string | undefined = '0x1';
     const asked: string[] = [];

@@ -56,14 +56,21 @@ export class RpcReader {
     return Number(await this.call('eth_blockNumber', [], hexQuantity));
   }
 
-  /** Logs of blocks from…to emitted by `addresses` (address filter, and checked again), in block order. */
+  /**
+   * Logs of blocks from…to emitted by `addresses` (address filter, and checked again), in block order. Asked in
+   * one batch with block `to`, which the node must know: behind a load balancer, a node that has not reached
+   * `to` answers eth_getLogs with what it has, and the fill would take the chunk without events it never saw.
+   */
   async logs(from: number, to: number, addresses: readonly string[]): Promise<RawLog[]> {
     if (addresses.length === 0) return []; // no filter would mean every contract
-    const logs = await this.call(
-      'eth_getLogs',
-      [{ fromBlock: toQuantity(from), toBlock: toQuantity(to), address: addresses }],
-      z.array(rawLogSchema),
-    );
+    const [logs] = await Promise.all([
+      this.call(
+        'eth_getLogs',
+        [{ fromBlock: toQuantity(from), toBlock: toQuantity(to), address: addresses }],
+        z.array(rawLogSchema),
+      ),
+      this.blockByNumber(to),
+    ]);
     const allowed = new Set(addresses.map((a) => a.toLowerCase()));
     return (logs as RawLog[])
       .filter((l) => allowed.has(l.address.toLowerCase()) && !l.removed)
