@@ -27,6 +27,7 @@ function delivery(observer: DeliveryObserver) {
     log,
     group: 'g',
     recordAttempt: async () => 1,
+    forgetAttempt: async () => undefined,
     startBatchAttempt: async () => true,
     commit: async (from, next) => void commits.push([from, next]),
     deadLetter: async () => undefined,

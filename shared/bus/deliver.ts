@@ -20,6 +20,8 @@ export interface DeliveryOptions {
   group: string;
   /** Counts one more attempt of the message at `offset` in PostgreSQL and returns it (it survives restarts). */
   recordAttempt(offset: bigint): Promise<number>;
+  /** Takes back the last attempt recorded at `offset`: it ended because the consumer stops, not in a failure. */
+  forgetAttempt(offset: bigint): Promise<void>;
   /** Records the one try of a batch starting at `offset`; false if any attempt there is on record already. */
   startBatchAttempt(offset: bigint): Promise<boolean>;
   /**
@@ -119,6 +121,12 @@ async function deliverOne(
       return 'done';
     } catch (err) {
       if (err instanceof PartitionFencedError || err instanceof CommitFailedError) throw unwrap(err);
+      if (options.signal.aborted && !(err instanceof PoisonMessageError)) {
+        // The handler gave up because the consumer stops (HandlerContext.signal): no failure, so the attempt
+        // does not count, and the message is not dead-lettered on a clean stop during its last attempt.
+        await options.forgetAttempt(message.offset).catch(() => undefined);
+        return 'stopped';
+      }
       tell(options, 'failed', message.topic);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
@@ -205,6 +213,43 @@ async function commitRetrying(commit: () => Promise<void>, signal: AbortSignal):
   }
 }
 
+/**
+ * A message's headers without the bus's `x-dlq-*` ones, and those (when it was a dead letter) pushed onto its
+ * `x-dlq-prior` stack: dead-lettered again, it keeps where it first came from and why.
+ */
+function splitDeadLetterHeaders(headers: Readonly<Record<string, string>>): {
+  own: Record<string, string>;
+  prior?: string;
+} {
+  const own: Record<string, string> = {};
+  const mine: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (name === DLQ_HEADERS.prior) continue;
+    if (DEAD_LETTER_HEADERS.has(name)) mine[name] = value;
+    else own[name] = value;
+  }
+  if (Object.keys(mine).length === 0) return { own, prior: headers[DLQ_HEADERS.prior] };
+  const stack = priorStack(headers[DLQ_HEADERS.prior]);
+  return { own, prior: JSON.stringify([...stack, mine]) };
+}
+
+const DEAD_LETTER_HEADERS: ReadonlySet<string> = new Set(
+  Object.values(DLQ_HEADERS).filter((name) => name !== DLQ_HEADERS.prior),
+);
+
+/** The `x-dlq-prior` stack of a dead letter ([] when it has none, or one this bus did not write). */
+export function priorStack(text: string | undefined): Array<Record<string, string>> {
+  if (text === undefined) return [];
+  try {
+    const parsed: unknown = JSON.parse(text);
+    const isHeaders = (e: unknown): e is Record<string, string> =>
+      !!e && typeof e === 'object' && Object.values(e).every((v) => typeof v === 'string');
+    return Array.isArray(parsed) && parsed.every(isHeaders) ? parsed : [];
+  } catch {
+    return [];
+  }
+}
+
 function deadLetterMessage(
   message: BusMessage,
   err: Error,
@@ -214,11 +259,13 @@ function deadLetterMessage(
   // A value with U+0000 (from a producer outside this system) could never be written to the Kafka outbox, and
   // the partition would retry it for ever: the dead letter carries it escaped, and says so.
   const escaped = message.value.includes('\u0000');
+  const { own, prior } = splitDeadLetterHeaders(message.headers);
   return {
     key: message.key,
     value: escaped ? nulAsText(message.value) : message.value,
     headers: {
-      ...message.headers,
+      ...own,
+      ...(prior ? { [DLQ_HEADERS.prior]: prior } : {}),
       ...(escaped ? { [DLQ_HEADERS.valueEscaped]: 'nul' } : {}),
       [DLQ_HEADERS.error]: err.message.slice(0, 2_000),
       [DLQ_HEADERS.topic]: message.topic,

@@ -184,6 +184,12 @@ export const DLQ_HEADERS = {
   group: 'x-dlq-group',
   /** Set to `nul` when the value held U+0000, written as `\u0000` (PostgreSQL text, the outbox, cannot hold it). */
   valueEscaped: 'x-dlq-value-escaped',
+  /**
+   * A dead letter dead-lettered again (its redrive failed; a consumer of a dead-letter topic failed): the
+   * `x-dlq-*` headers it had, a JSON array, the newest last. A redrive puts the last one back, so the message
+   * can be redriven on to its first topic.
+   */
+  prior: 'x-dlq-prior',
 } as const;
 
 /** The subscription's handler as a batch handler, and its batch size (1 for a one-message handler). */

@@ -97,6 +97,15 @@ export async function recordAttempt(db: Queryable, ref: PartitionRef, offset: bi
   return rows[0].attempts;
 }
 
+/** Takes back the last attempt recordAttempt counted at `offset` (a stop, not a failure, ended it). */
+export async function forgetAttempt(db: Queryable, ref: PartitionRef, offset: bigint): Promise<void> {
+  await db.query(
+    `UPDATE bus_group_offsets SET attempts = attempts - 1
+     WHERE group_id = $1 AND topic = $2 AND partition = $3 AND attempt_offset = $4 AND attempts > 0`,
+    [ref.group, ref.topic, ref.partition, offset.toString()],
+  );
+}
+
 /**
  * Records a try of a batch starting at `offset`, unless any attempt there is on record already (a batch or
  * a message that did not settle: then its messages go one by one). Returns whether the batch may be tried.

@@ -10,6 +10,7 @@
  * not kept for it).
  */
 import { withTransaction, type Pool } from '../db/pool.js';
+import { priorStack } from './deliver.js';
 import { PoisonMessageError } from './errors.js';
 import {
   DLQ_HEADERS,
@@ -29,8 +30,10 @@ const BUS_HEADERS: ReadonlySet<string> = new Set(Object.values(DLQ_HEADERS));
 
 /**
  * The message a dead letter of `topic` is published as again: its key, value and own headers, without the
- * bus's `x-dlq-*`, with where it came from. A dead letter that does not name `topic` as its origin is not
- * re-sent anywhere (PoisonMessageError: it moves on to `<topic>.dlq.dlq`).
+ * bus's `x-dlq-*`, with where it came from. A dead letter that was one before (`x-dlq-prior`: it is going back
+ * to a dead-letter topic) gets the `x-dlq-*` headers it had there back, so it can be redriven on. A dead
+ * letter that does not name `topic` as its origin is not re-sent anywhere (PoisonMessageError: it moves on to
+ * `<topic>.dlq.dlq`).
  */
 export function redrivenMessage(topic: string, dead: BusMessage): OutgoingMessage {
   const origin = dead.headers[DLQ_HEADERS.topic];
@@ -40,6 +43,12 @@ export function redrivenMessage(topic: string, dead: BusMessage): OutgoingMessag
     );
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(dead.headers)) if (!BUS_HEADERS.has(name)) headers[name] = value;
+  const stack = priorStack(dead.headers[DLQ_HEADERS.prior]);
+  const restored = stack.pop();
+  if (restored) {
+    Object.assign(headers, restored);
+    if (stack.length > 0) headers[DLQ_HEADERS.prior] = JSON.stringify(stack);
+  }
   headers[REDRIVEN_FROM_HEADER] = `${dead.topic}/${dead.partition}/${dead.offset}`;
   return { key: dead.key, value: dead.value, headers };
 }
@@ -68,7 +77,16 @@ export interface RedriveReport {
   redriven: number;
   /** Dead letters that named another topic (or none), moved on to `<topic>.dlq.dlq`. */
   refused: number;
+  /**
+   * Dead letters whose re-publish failed REDRIVE_ATTEMPTS times (the database away): moved on to
+   * `<topic>.dlq.dlq` with their origin kept (`x-dlq-prior`); `redrive <topic>.dlq`, then `redrive <topic>`,
+   * brings them home.
+   */
+  failed: number;
 }
+
+/** Tries of one dead letter's re-publish before it moves on to `<topic>.dlq.dlq`. */
+const REDRIVE_ATTEMPTS = 5;
 
 /**
  * Re-sends every dead letter of `topic` not re-sent before, then stops. `onProgress(done, left)` after each.
@@ -84,12 +102,13 @@ export async function redriveDeadLetters(options: {
   const { bus, pool, topic } = options;
   const dlq = deadLetterTopic(topic);
   const group = redriveGroup(topic);
-  const report: RedriveReport = { topic, redriven: 0, refused: 0 };
+  const report: RedriveReport = { topic, redriven: 0, refused: 0, failed: 0 };
   const left = async () => Number(await lagOf(bus, group, dlq));
   if ((await left()) === 0) return report;
   const subscription = await bus.subscribe({
     group,
     topics: [dlq],
+    maxAttempts: REDRIVE_ATTEMPTS,
     handler: async (dead, context) => {
       let message: OutgoingMessage;
       try {
@@ -98,17 +117,22 @@ export async function redriveDeadLetters(options: {
         report.refused++;
         throw err;
       }
-      await withTransaction(pool, async (tx) => {
-        await bus.publish(topic, [message], { tx });
-        await context.commitIn(tx);
-      });
+      try {
+        await withTransaction(pool, async (tx) => {
+          await bus.publish(topic, [message], { tx });
+          await context.commitIn(tx);
+        });
+      } catch (err) {
+        if (context.attempt >= REDRIVE_ATTEMPTS && !context.signal.aborted) report.failed++;
+        throw err;
+      }
       report.redriven++;
     },
   });
   try {
     for (;;) {
       const remaining = await left();
-      options.onProgress?.(report.redriven + report.refused, remaining);
+      options.onProgress?.(report.redriven + report.refused + report.failed, remaining);
       if (remaining === 0) break;
       await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
     }

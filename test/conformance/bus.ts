@@ -385,6 +385,7 @@ export function busConformanceSuite(
         topic: name,
         redriven: 2,
         refused: 0,
+        failed: 0,
       });
       await waitFor(async () => (await orderedCount(broken)) === 6, 'the fixed group took the dead letters');
       const sequences = await orderedSequences(broken);
@@ -411,6 +412,7 @@ export function busConformanceSuite(
         topic: name,
         redriven: 0,
         refused: 0,
+        failed: 0,
       });
       expect(await deadLetterCounts(t.bus, name)).toEqual({ topic: name, deadLetters: 2n, notRedriven: 0n });
     });
@@ -427,6 +429,7 @@ export function busConformanceSuite(
         topic: name,
         redriven: 1,
         refused: 1,
+        failed: 0,
       });
       const { seen } = await collect(name, fresh('reader'));
       const deeper = await collect(deadLetterTopic(dlq), fresh('reader'));
@@ -435,6 +438,94 @@ export function busConformanceSuite(
       expect(deeper.seen[0]!.value).toBe('{"seq":0}');
       expect(deeper.seen[0]!.headers[DLQ_HEADERS.error]).toMatch(/names topic another\.topic/);
     });
+
+    it('a dead letter whose redrive failed keeps its origin: redriving both levels brings it home', async () => {
+      const name = await topic(1);
+      const dlq = deadLetterTopic(name);
+      const failing = await collect(name, fresh('g'), async () => {
+        throw new PoisonMessageError('original cause');
+      });
+      await publishSequences(name, ['k'], 1);
+      await waitFor(async () => (await deadLetterCounts(t.bus, name)).deadLetters === 1n, 'dead-lettered');
+      await failing.sub.stop();
+      // The redrive's re-publish to the topic fails for good (the database refuses it, as in an outage); the
+      // postgres log writes bus_messages, Kafka its outbox.
+      await t.pool.query(`CREATE OR REPLACE FUNCTION conformance_refuse() RETURNS trigger AS $$
+        BEGIN IF NEW.topic = TG_ARGV[0] THEN RAISE EXCEPTION 'outage (test)'; END IF; RETURN NEW; END $$
+        LANGUAGE plpgsql`);
+      const tables = ['bus_messages', 'bus_outbox'];
+      const existing = (
+        await t.pool.query<{ t: string }>(
+          `SELECT t FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NOT NULL`,
+          [tables],
+        )
+      ).rows.map((r) => r.t);
+      for (const table of existing)
+        await t.pool.query(
+          `CREATE TRIGGER conformance_refuse BEFORE INSERT ON ${table} FOR EACH ROW
+           EXECUTE FUNCTION conformance_refuse('${name}')`,
+        );
+      let first;
+      try {
+        first = await redriveDeadLetters({ bus: t.bus, pool: t.pool, topic: name, pollMs: 50 });
+      } finally {
+        for (const table of existing) await t.pool.query(`DROP TRIGGER conformance_refuse ON ${table}`);
+      }
+      // Told, not silent: it moved on to <topic>.dlq.dlq.
+      expect(first).toEqual({ topic: name, redriven: 0, refused: 0, failed: 1 });
+      const deeper = await collect(deadLetterTopic(dlq), fresh('reader'));
+      await waitFor(() => deeper.seen.length >= 1, 'the dead letter one level down');
+      expect(deeper.seen[0]!.headers[DLQ_HEADERS.topic]).toBe(dlq);
+      expect(JSON.parse(deeper.seen[0]!.headers[DLQ_HEADERS.prior]!)).toEqual([
+        expect.objectContaining({ [DLQ_HEADERS.topic]: name, [DLQ_HEADERS.error]: 'original cause' }),
+      ]);
+      // Back to <topic>.dlq with its first dead letter's headers, then home.
+      expect(await redriveDeadLetters({ bus: t.bus, pool: t.pool, topic: dlq, pollMs: 50 })).toEqual({
+        topic: dlq,
+        redriven: 1,
+        refused: 0,
+        failed: 0,
+      });
+      expect(await redriveDeadLetters({ bus: t.bus, pool: t.pool, topic: name, pollMs: 50 })).toEqual({
+        topic: name,
+        redriven: 1,
+        refused: 0,
+        failed: 0,
+      });
+      const home = await collect(name, fresh('reader'));
+      await waitFor(() => home.seen.length >= 2, 'the original and the redriven message');
+      expect(home.seen.map(seqOf)).toEqual([0, 0]);
+    }, 120_000);
+
+    it('a clean stop during the last attempt does not dead-letter the message; the next member applies it', async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      await t.bus.publish(name, [{ key: 'k', value: 'good message' }]);
+      let attempts = 0;
+      let entered!: () => void;
+      const inLastAttempt = new Promise<void>((resolve) => (entered = resolve));
+      const sub = await t.bus.subscribe({
+        group,
+        topics: [name],
+        maxAttempts: 2,
+        handler: async (_m, ctx) => {
+          attempts++;
+          if (attempts === 1) throw new Error('transient');
+          entered();
+          // A long handler that gives up at a safe point when the consumer stops, as HandlerContext asks.
+          await new Promise((_, reject) =>
+            ctx.signal.addEventListener('abort', () => reject(new Error('stopping')), { once: true }),
+          );
+        },
+      });
+      await inLastAttempt;
+      await sub.stop();
+      expect((await deadLetterCounts(t.bus, name)).deadLetters).toBe(0n);
+      // The stopped attempt did not count: the next member has one attempt left, and it succeeds.
+      const next = await collect(name, group, undefined, { maxAttempts: 2 });
+      await waitFor(() => next.seen.length >= 1, 'applied by the next member');
+      expect((await deadLetterCounts(t.bus, name)).deadLetters).toBe(0n);
+    }, 60_000);
 
     it('applies effects exactly once under duplicate publishes and redelivery', async () => {
       const name = await topic(2);

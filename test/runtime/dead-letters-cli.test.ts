@@ -71,7 +71,7 @@ describe('npm run dead-letters', () => {
 
     result = await run('redrive', 'chain.events');
     expect(result.code, result.output).toBe(0);
-    expect(printed(result.output)).toEqual([{ topic: 'chain.events', redriven: 1, refused: 0 }]);
+    expect(printed(result.output)).toEqual([{ topic: 'chain.events', redriven: 1, refused: 0, failed: 0 }]);
     const { rows } = await db.pool.query<{ value: string; headers: Record<string, string> }>(
       `SELECT value, headers FROM bus_messages WHERE topic = 'chain.events'`,
     );
@@ -86,7 +86,7 @@ describe('npm run dead-letters', () => {
     ]);
     // Run again: nothing more is sent.
     result = await run('redrive', 'chain.events');
-    expect(printed(result.output)).toEqual([{ topic: 'chain.events', redriven: 0, refused: 0 }]);
+    expect(printed(result.output)).toEqual([{ topic: 'chain.events', redriven: 0, refused: 0, failed: 0 }]);
     result = await run();
     expect(countsOf(result.output, 'chain.events')).toMatchObject({ deadLetters: 1, notRedriven: 0 });
   }, 120_000);

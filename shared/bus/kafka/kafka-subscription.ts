@@ -18,6 +18,7 @@ import {
   initPosition,
   loadPosition,
   loadPositions,
+  forgetAttempt,
   recordAttempt,
   type PartitionRef,
 } from '../positions.js';
@@ -198,6 +199,7 @@ export class KafkaSubscription implements Subscription {
       log: this.options.log,
       signal: this.stopController.signal,
       recordAttempt: (offset) => recordAttempt(pool, ref, offset),
+      forgetAttempt: (offset) => forgetAttempt(pool, ref, offset),
       startBatchAttempt: (offset) => tries.start(offset),
       commit: (from, next, tx) => commitPosition(tx ?? pool, ref, from, next, true),
       // The dead letter (through the outbox) and the commit past it are one transaction.

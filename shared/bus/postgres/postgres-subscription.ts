@@ -10,6 +10,7 @@ import {
   commitPosition,
   initPosition,
   loadPosition,
+  forgetAttempt,
   recordAttempt,
   type PartitionRef,
 } from '../positions.js';
@@ -258,6 +259,7 @@ class PartitionWorker {
       log,
       signal: this.stopController.signal,
       recordAttempt: (offset) => recordAttempt(pool, this.ref, offset),
+      forgetAttempt: (offset) => forgetAttempt(pool, this.ref, offset),
       startBatchAttempt: (offset) => tries.start(offset),
       commit: (from, next, tx) => commitPosition(tx ?? pool, this.ref, from, next, true),
       // The dead letter and the commit past it are one transaction: neither happens without the other.
