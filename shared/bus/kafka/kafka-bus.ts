@@ -106,6 +106,10 @@ export class KafkaBus implements EventBus {
       connectionString: options.connectionString,
       log: options.log.child({ component: 'kafka-outbox' }),
       send: (batches) => this.send(batches),
+      missingTopics: async (topics) => {
+        const existing = new Set(await this.retrying((admin) => admin.listTopics()));
+        return topics.filter((t) => !existing.has(t) && deadLetterSource(t) === undefined);
+      },
       refused: (topic) => options.observer?.outboxRefused?.(topic),
     });
   }

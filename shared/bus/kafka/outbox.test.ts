@@ -46,4 +46,64 @@ describe('Kafka outbox', () => {
     const { rows } = await db.pool.query('SELECT 1 FROM bus_outbox');
     expect(rows).toHaveLength(0);
   });
+
+  it('sets aside the rows of a topic that does not exist on the cluster; the others go on, in order', async () => {
+    await withTransaction(db.pool, (tx) =>
+      writeOutboxMany(tx, [
+        { topic: 'ok', messages: [{ key: 'a', value: '1' }] },
+        { topic: 'gone', messages: [{ key: 'b', value: '2' }] },
+        { topic: 'ok', messages: [{ key: 'c', value: '3' }] },
+      ]),
+    );
+    const sent: string[] = [];
+    const setAside: string[] = [];
+    const relay = new OutboxRelay({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+      // As kafkajs fails a send naming a topic the cluster does not have.
+      send: async (batches) => {
+        if (batches.some((b) => b.topic === 'gone'))
+          throw Object.assign(new Error('This server does not host this topic-partition'), {
+            type: 'UNKNOWN_TOPIC_OR_PARTITION',
+          });
+        sent.push(...batches.flatMap((b) => b.messages.map((m) => m.value)));
+      },
+      missingTopics: async (topics) => topics.filter((t) => t === 'gone'),
+      refused: (topic) => void setAside.push(topic),
+    });
+    while ((await relay.relayOnce()) > 0);
+    expect(sent).toEqual(['1', '3']);
+    expect(setAside).toEqual(['gone']);
+    const { rows } = await db.pool.query<{ topic: string; value: string; error: string }>(
+      'SELECT topic, value, error FROM bus_outbox_refused',
+    );
+    expect(rows).toEqual([
+      {
+        topic: 'gone',
+        value: '2',
+        error: 'UNKNOWN_TOPIC_OR_PARTITION: topic gone does not exist on the cluster',
+      },
+    ]);
+    expect((await db.pool.query('SELECT 1 FROM bus_outbox')).rows).toHaveLength(0);
+  });
+
+  it('keeps every row when the topic exists after all (a send failing for another reason)', async () => {
+    await withTransaction(db.pool, (tx) =>
+      writeOutboxMany(tx, [{ topic: 'ok', messages: [{ key: 'a', value: '1' }] }]),
+    );
+    const relay = new OutboxRelay({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+      send: async () => {
+        throw Object.assign(new Error('unknown topic (stale metadata)'), {
+          type: 'UNKNOWN_TOPIC_OR_PARTITION',
+        });
+      },
+      missingTopics: async () => [],
+    });
+    await expect(relay.relayOnce()).rejects.toThrow('stale metadata');
+    expect((await db.pool.query('SELECT 1 FROM bus_outbox')).rows).toHaveLength(1);
+  });
 });

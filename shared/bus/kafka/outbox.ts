@@ -102,6 +102,12 @@ export function unknownTopic(err: unknown): boolean {
   return false;
 }
 
+/** A row set aside, and why (the broker's refusal, or its topic missing). */
+interface Refused {
+  row: OutboxRow;
+  error: string;
+}
+
 interface OutboxRow {
   id: string;
   topic: string;
@@ -121,7 +127,9 @@ interface OutboxRow {
  * in halves, sent one after the other (so in order), down to the single rows the broker refuses; those move
  * to bus_outbox_refused for the operator (error log, `outboxRefused` metric) and the rest go on. Later
  * messages of a refused row's key go on without it: holding the key instead would stop a whole chain's
- * chain.events (keyed by chain id), which is the outage this avoids.
+ * chain.events (keyed by chain id), which is the outage this avoids. So do the rows of a topic that does not
+ * exist on the cluster (deleted by an operator, or never created: brokers seldom create topics on demand);
+ * a dead-letter topic is created again instead (KafkaBus.send).
  */
 export class OutboxRelay {
   private readonly stopController = new AbortController();
@@ -135,6 +143,11 @@ export class OutboxRelay {
       connectionString: string;
       log: Logger;
       send(batches: OutboxBatch[]): Promise<void>;
+      /**
+       * Those of `topics` that do not exist on the cluster and will not be created by a send (not dead-letter
+       * topics), asked after a send failed for an unknown topic.
+       */
+      missingTopics?(topics: readonly string[]): Promise<string[]>;
       /** A row of `topic` was set aside (metrics). */
       refused?(topic: string): void;
       /** Default BATCH_BYTES. */
@@ -197,7 +210,7 @@ export class OutboxRelay {
       );
       if (rows.length === 0) return 0;
       const sent: OutboxRow[] = [];
-      const refused: Array<{ row: OutboxRow; err: unknown }> = [];
+      const refused: Refused[] = [];
       try {
         await this.sendSplitting(rows, sent, refused);
       } catch (err) {
@@ -209,7 +222,7 @@ export class OutboxRelay {
         );
       }
       await tx.query('DELETE FROM bus_outbox WHERE id = ANY($1::bigint[])', [sent.map((r) => r.id)]);
-      for (const { row, err } of refused) await this.setAside(tx, row, err);
+      for (const { row, error } of refused) await this.setAside(tx, row, error);
       // More may be waiting (a full batch, one cut at BATCH_BYTES, the rest of a half-sent one): look again at
       // once; an empty outbox ends the round.
       this.wake.wake();
@@ -221,25 +234,35 @@ export class OutboxRelay {
    * Sends `rows` as one batch; if the broker refuses it, each half in turn, down to single rows. Halving also
    * gets a batch through whose rows are each accepted but together exceed a partition's batch limit.
    */
-  private async sendSplitting(
-    rows: OutboxRow[],
-    sent: OutboxRow[],
-    refused: Array<{ row: OutboxRow; err: unknown }>,
-  ): Promise<void> {
+  private async sendSplitting(rows: OutboxRow[], sent: OutboxRow[], refused: Refused[]): Promise<void> {
     try {
       await this.options.send(batchesOf(rows));
       sent.push(...rows);
     } catch (err) {
-      if (!brokerRefusal(err)) throw err;
-      if (rows.length === 1) return void refused.push({ row: rows[0]!, err });
+      if (unknownTopic(err) && this.options.missingTopics) {
+        const missing = new Set(await this.options.missingTopics([...new Set(rows.map((r) => r.topic))]));
+        if (missing.size === 0) throw err;
+        for (const row of rows)
+          if (missing.has(row.topic))
+            refused.push({
+              row,
+              error: `UNKNOWN_TOPIC_OR_PARTITION: topic ${row.topic} does not exist on the cluster`,
+            });
+        const rest = rows.filter((r) => !missing.has(r.topic));
+        if (rest.length > 0) await this.sendSplitting(rest, sent, refused);
+        return;
+      }
+      const refusal = brokerRefusal(err);
+      if (!refusal) throw err;
+      if (rows.length === 1)
+        return void refused.push({ row: rows[0]!, error: `${refusal}: ${(err as Error).message}` });
       const half = Math.ceil(rows.length / 2);
       await this.sendSplitting(rows.slice(0, half), sent, refused);
       await this.sendSplitting(rows.slice(half), sent, refused);
     }
   }
 
-  private async setAside(tx: PoolClient, row: OutboxRow, err: unknown): Promise<void> {
-    const error = `${brokerRefusal(err)}: ${(err as Error).message}`;
+  private async setAside(tx: PoolClient, row: OutboxRow, error: string): Promise<void> {
     await tx.query(
       `WITH moved AS (DELETE FROM bus_outbox WHERE id = $1 RETURNING *)
        INSERT INTO bus_outbox_refused (id, topic, key, value, headers, created_at, error)

@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
+import type { Subscription } from '../../shared/bus/port.js';
+import { withTransaction } from '../../shared/db/pool.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { announceSkip, kafkaForTests } from '../support/external.js';
+import { waitFor } from '../support/wait.js';
+
+const kafka = kafkaForTests();
+if (kafka.skipReason) announceSkip('Kafka outbox: a topic that does not exist', kafka.skipReason);
+
+/**
+ * A transactional publish to a topic the cluster does not have (deleted by an operator, never created: the
+ * broker does not create topics on demand) commits an outbox row the broker can never take. It was the oldest
+ * row of every relay round, so every later message, of every topic, waited behind it for good; on the postgres
+ * log the same publish fails and rolls back. It is set aside in bus_outbox_refused now, and the rest goes on.
+ */
+describe.skipIf(kafka.skipReason)('Kafka outbox: a row for a topic that does not exist', () => {
+  let db: TestDatabase;
+  let bus: KafkaBus;
+  const refused: string[] = [];
+  const subs: Subscription[] = [];
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = new KafkaBus({
+      brokers: kafka.target!.brokers,
+      clientId: 'outbox-missing-topic-test',
+      log: createLogger({ level: 'silent' }),
+      pool: db.pool,
+      connectionString: db.url,
+      publishTimeoutMs: 10_000,
+      observer: {
+        handled: () => undefined,
+        failed: () => undefined,
+        deadLettered: () => undefined,
+        outboxRefused: (topic) => void refused.push(topic),
+      },
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(subs.map((s) => s.stop()));
+    await bus?.close();
+    await db?.drop();
+  });
+
+  it('is set aside; the messages published after it reach Kafka', async () => {
+    const tag = randomBytes(4).toString('hex');
+    const topic = `outbox-ok-${tag}`;
+    const missing = `outbox-missing-${tag}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    const seen: string[] = [];
+    subs.push(
+      await bus.subscribe({
+        group: `g-${tag}`,
+        topics: [topic],
+        handler: async (m) => void seen.push(m.value),
+      }),
+    );
+    await withTransaction(db.pool, (tx) => bus.publish(missing, [{ key: 'k', value: 'nowhere' }], { tx }));
+    await withTransaction(db.pool, (tx) => bus.publish(topic, [{ key: 'k', value: 'after' }], { tx }));
+    await waitFor(() => seen.includes('after'), 'the message published after it', 60_000);
+    expect(refused).toEqual([missing]);
+    const { rows } = await db.pool.query<{ topic: string; value: string; error: string }>(
+      'SELECT topic, value, error FROM bus_outbox_refused',
+    );
+    expect(rows).toEqual([
+      {
+        topic: missing,
+        value: 'nowhere',
+        error: `UNKNOWN_TOPIC_OR_PARTITION: topic ${missing} does not exist on the cluster`,
+      },
+    ]);
+  }, 120_000);
+});
