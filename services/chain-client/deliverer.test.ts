@@ -77,6 +77,11 @@ describe('chain client deliverer', () => {
     try {
       await waitFor(async () => (await pendingOf('two-processes')) === 0, 'all delivered', 10_000);
       expect(callbacks.heights).toEqual([5, 10, 15, 20, 25]);
+      // The lock is held on a connection of its own, outside the pool (whose slots the queries need).
+      const locks = await db.pool.query(
+        `SELECT 1 FROM pg_stat_activity WHERE application_name = 'otmoic-lock' AND datname = current_database()`,
+      );
+      expect(locks.rowCount).toBe(2);
       // The one that sent stops: the other takes over what is queued next.
       await deliverers[0]!.stop();
       await queue('two-processes', callbacks.url, 1);

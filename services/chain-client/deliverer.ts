@@ -70,7 +70,7 @@ export class Deliverer {
     this.stopController.abort();
     await this.running;
     await Promise.all(this.sending.values());
-    this.lock.release();
+    await this.lock.release();
   }
 
   private async loop(): Promise<void> {

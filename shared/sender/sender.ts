@@ -19,6 +19,7 @@
  */
 import { Transaction, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../db/pool.js';
+import { SessionLock } from '../db/session-lock.js';
 import type { Logger } from '../logging/logger.js';
 import { callFails, classifyBroadcastError } from './broadcast-errors.js';
 import {
@@ -116,7 +117,8 @@ export class Sender {
   private stopped = false;
   private running?: Promise<void>;
   private wakeUp?: () => void;
-  private lockClient?: PoolClient;
+  /** One sender per (chain id, wallet) sends: the others stand by. */
+  private readonly walletLock: SessionLock;
   private chainChecked = false;
   private passes: Promise<void> = Promise.resolve();
   /** Per job id, the (lower-case) address that signed its transactions (recovered once from the raw one). */
@@ -131,7 +133,12 @@ export class Sender {
   private readonly unfundedTold = new Set<string>();
   readonly state: SenderState = { chainOk: false, active: false };
 
-  constructor(private readonly options: SenderOptions) {}
+  constructor(private readonly options: SenderOptions) {
+    this.walletLock = new SessionLock(
+      options.pool,
+      `otmoic:sender-wallet:${options.chainId}:${options.wallet.address}`,
+    );
+  }
 
   get address(): string {
     return this.options.wallet.address;
@@ -150,9 +157,9 @@ export class Sender {
     this.stopped = true;
     this.wake();
     await this.running;
-    // Unlock explicitly: the server notices a closed connection a little later, and a standby should not wait.
-    await this.lockClient?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
-    this.dropLockClient();
+    await this.walletLock.release();
+    this.state.active = false;
+    this.state.oldestUnconfirmedSinceMs = undefined;
   }
 
   private async loop(): Promise<void> {
@@ -277,35 +284,15 @@ export class Sender {
   }
 
   private async holdWalletLock(): Promise<boolean> {
-    if (this.lockClient === undefined) {
-      const client = await this.options.pool.connect();
-      client.on('error', () => {
-        // The session (and with it the lock) is gone; take a new one on the next pass.
-        if (this.lockClient === client) this.dropLockClient();
-      });
-      this.lockClient = client;
-    }
-    const client = this.lockClient;
     try {
-      const { rows } = await client.query<{ locked: boolean }>(
-        `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
-        [`otmoic:sender-wallet:${this.options.chainId}:${this.options.wallet.address}`],
-      );
-      this.state.active = rows[0]!.locked;
-      return this.state.active;
+      this.state.active = await this.walletLock.hold();
     } catch (error) {
-      this.dropLockClient();
+      // The session (and with it the lock) is gone; a new one is taken on the next pass.
+      this.state.active = false;
+      this.state.oldestUnconfirmedSinceMs = undefined;
       throw error;
     }
-  }
-
-  /** Closes the lock's connection (a session lock would outlive a plain release back to the pool). */
-  private dropLockClient(): void {
-    const client = this.lockClient;
-    this.lockClient = undefined;
-    this.state.active = false;
-    this.state.oldestUnconfirmedSinceMs = undefined;
-    client?.release(true);
+    return this.state.active;
   }
 
   /** Signing for the wrong chain would be refused at best; the node must report the configured chain id. */
