@@ -31,6 +31,7 @@ describe.skipIf(kafka.skipReason)('Kafka outbox: a row for a topic that does not
       pool: db.pool,
       connectionString: db.url,
       publishTimeoutMs: 10_000,
+      missingTopicGraceMs: 2_000,
       observer: {
         handled: () => undefined,
         failed: () => undefined,

@@ -13,13 +13,13 @@ busConformanceSuite(
   `kafka${kafka.skipReason ? ` (skipped: ${kafka.skipReason})` : ''}`,
   async (observer) => {
     const db = await createTestDatabase();
-    const make = (brokers: string[]) =>
+    const make = (brokers: string[], database = db) =>
       new KafkaBus({
         brokers,
         clientId: 'conformance',
         log,
-        pool: db.pool,
-        connectionString: db.url,
+        pool: database.pool,
+        connectionString: database.url,
         publishTimeoutMs: 10_000,
         positionCheckMs: 200,
         observer,
@@ -34,11 +34,16 @@ busConformanceSuite(
         // A broker of its own, which the test stops and starts; the bus is made before it runs.
         const broker = await startKafka();
         await broker.stop(0);
+        const ownDb = await createTestDatabase();
         return {
-          bus: make(broker.brokers),
+          bus: make(broker.brokers, ownDb),
+          pool: ownDb.pool,
           stopServer: () => broker.stop(0),
           startServer: () => broker.start(),
-          close: () => broker.close(),
+          close: async () => {
+            await broker.close();
+            await ownDb.drop();
+          },
         };
       },
       async cleanup() {

@@ -32,6 +32,11 @@ export interface BusUnderTest {
     | { skip: string }
     | {
         bus: EventBus;
+        /**
+         * Its own database: its outbox must not be shared with the main bus, which talks to another cluster
+         * (whose relay would find the own server's topics missing there and set their rows aside).
+         */
+        pool: Pool;
         stopServer(): Promise<void>;
         startServer(): Promise<void>;
         close(): Promise<void>;
@@ -130,10 +135,10 @@ export function busConformanceSuite(
     const seqOf = (m: BusMessage) => (JSON.parse(m.value) as { seq: number }).seq;
 
     /** A handler that applies {key, seq} exactly once into conformance_ordered (the effect order is the id). */
-    function orderedEffect(consumer: string) {
+    function orderedEffect(consumer: string, pool: Pool = t.pool) {
       return async (m: BusMessage, ctx: Parameters<Handler>[1]) => {
         const { key, seq } = JSON.parse(m.value) as { key: string; seq: number };
-        await applyOnce(t.pool, consumer, `${m.topic}/${key}/${seq}`, ctx, async (tx) => {
+        await applyOnce(pool, consumer, `${m.topic}/${key}/${seq}`, ctx, async (tx) => {
           await tx.query('INSERT INTO conformance_ordered (consumer, key, seq) VALUES ($1, $2, $3)', [
             consumer,
             key,
@@ -143,8 +148,8 @@ export function busConformanceSuite(
       };
     }
 
-    async function orderedSequences(consumer: string): Promise<Map<string, number[]>> {
-      const { rows } = await t.pool.query<{ key: string; seqs: number[] }>(
+    async function orderedSequences(consumer: string, pool: Pool = t.pool): Promise<Map<string, number[]>> {
+      const { rows } = await pool.query<{ key: string; seqs: number[] }>(
         `SELECT key, array_agg(seq ORDER BY id) AS seqs FROM conformance_ordered WHERE consumer = $1
          GROUP BY key`,
         [consumer],
@@ -152,11 +157,11 @@ export function busConformanceSuite(
       return new Map(rows.map((r) => [r.key, r.seqs]));
     }
 
-    async function orderedCount(consumer: string): Promise<number> {
+    async function orderedCount(consumer: string, pool: Pool = t.pool): Promise<number> {
       // Retried: the test's own pooled connections are among those the outage tests terminate.
       for (let attempt = 1; ; attempt++) {
         try {
-          const { rows } = await t.pool.query<{ n: string }>(
+          const { rows } = await pool.query<{ n: string }>(
             'SELECT count(*) AS n FROM conformance_ordered WHERE consumer = $1',
             [consumer],
           );
@@ -854,6 +859,9 @@ export function busConformanceSuite(
         const own = await t.ownServer!();
         if ('skip' in own) throw new Error(`no server of its own: ${own.skip}`);
         try {
+          await own.pool.query(
+            'CREATE TABLE IF NOT EXISTS conformance_ordered (id bigserial, consumer text, key text, seq int)',
+          );
           const name = fresh('outage');
           // The server is down: the first call fails, and the bus must not remember that failure.
           await expect(own.bus.ensureTopics([{ name, partitions: 2, retentionMs: null }])).rejects.toThrow();
@@ -863,10 +871,10 @@ export function busConformanceSuite(
           const sub = await own.bus.subscribe({
             group: fresh('g'),
             topics: [name],
-            handler: orderedEffect(consumer),
+            handler: orderedEffect(consumer, own.pool),
           });
           const send = (seq: number) =>
-            withTransaction(t.pool, (tx) =>
+            withTransaction(own.pool, (tx) =>
               own.bus.publish(
                 name,
                 ['a', 'b'].map((key) => ({ key, value: JSON.stringify({ key, seq }) })),
@@ -874,15 +882,19 @@ export function busConformanceSuite(
               ),
             );
           for (let seq = 0; seq < 5; seq++) await send(seq);
-          await waitFor(async () => (await orderedCount(consumer)) >= 10, 'before the outage');
+          await waitFor(async () => (await orderedCount(consumer, own.pool)) >= 10, 'before the outage');
           await own.stopServer();
           // Published while the server is down: kept in the outbox (a committed transaction) until it is back.
           for (let seq = 5; seq < 10; seq++) await send(seq);
           await pause(2_000);
           await own.startServer();
-          await waitFor(async () => (await orderedCount(consumer)) >= 20, 'after the outage', 120_000);
+          await waitFor(
+            async () => (await orderedCount(consumer, own.pool)) >= 20,
+            'after the outage',
+            120_000,
+          );
           await sub.stop();
-          const sequences = await orderedSequences(consumer);
+          const sequences = await orderedSequences(consumer, own.pool);
           for (const seqs of sequences.values())
             expect(seqs).toEqual(Array.from({ length: 10 }, (_, i) => i));
         } finally {

@@ -62,6 +62,11 @@ export interface KafkaBusOptions {
   metadataMaxAgeMs?: number;
   /** Told of every subscription's deliveries (metrics). */
   observer?: DeliveryObserver;
+  /**
+   * How long an outbox row's topic must stay missing on the cluster before the row is set aside (default
+   * 30 s): a topic created a moment ago may not be in every broker's metadata yet.
+   */
+  missingTopicGraceMs?: number;
 }
 
 /**
@@ -106,6 +111,7 @@ export class KafkaBus implements EventBus {
       connectionString: options.connectionString,
       log: options.log.child({ component: 'kafka-outbox' }),
       send: (batches) => this.send(batches),
+      missingTopicGraceMs: options.missingTopicGraceMs,
       missingTopics: async (topics) => {
         const existing = new Set(await this.retrying((admin) => admin.listTopics()));
         return topics.filter((t) => !existing.has(t) && deadLetterSource(t) === undefined);

@@ -136,6 +136,8 @@ export class OutboxRelay {
   private readonly wake = new WakeSignal();
   private running: Promise<void> | undefined;
   private listener: pg.Client | undefined;
+  /** Topics found missing on the cluster, and since when (ms). */
+  private readonly missingSince = new Map<string, number>();
 
   constructor(
     private readonly options: {
@@ -148,6 +150,8 @@ export class OutboxRelay {
        * topics), asked after a send failed for an unknown topic.
        */
       missingTopics?(topics: readonly string[]): Promise<string[]>;
+      /** How long a topic must stay missing before its rows are set aside (default 30 s). */
+      missingTopicGraceMs?: number;
       /** A row of `topic` was set aside (metrics). */
       refused?(topic: string): void;
       /** Default BATCH_BYTES. */
@@ -240,7 +244,7 @@ export class OutboxRelay {
       sent.push(...rows);
     } catch (err) {
       if (unknownTopic(err) && this.options.missingTopics) {
-        const missing = new Set(await this.options.missingTopics([...new Set(rows.map((r) => r.topic))]));
+        const missing = await this.confirmedMissing([...new Set(rows.map((r) => r.topic))]);
         if (missing.size === 0) throw err;
         for (const row of rows)
           if (missing.has(row.topic))
@@ -260,6 +264,27 @@ export class OutboxRelay {
       await this.sendSplitting(rows.slice(0, half), sent, refused);
       await this.sendSplitting(rows.slice(half), sent, refused);
     }
+  }
+
+  /**
+   * Those of `topics` the cluster has not had for missingTopicGraceMs: a topic created a moment ago may not be
+   * in the metadata of the broker asked yet, and its rows must not be set aside for that.
+   */
+  private async confirmedMissing(topics: string[]): Promise<Set<string>> {
+    const missing = new Set(await this.options.missingTopics!(topics));
+    const now = Date.now();
+    const grace = this.options.missingTopicGraceMs ?? 30_000;
+    const confirmed = new Set<string>();
+    for (const topic of topics) {
+      if (!missing.has(topic)) {
+        this.missingSince.delete(topic);
+        continue;
+      }
+      const since = this.missingSince.get(topic) ?? now;
+      this.missingSince.set(topic, since);
+      if (now - since >= grace) confirmed.add(topic);
+    }
+    return confirmed;
   }
 
   private async setAside(tx: PoolClient, row: OutboxRow, error: string): Promise<void> {
