@@ -133,7 +133,25 @@ export type SeekPosition =
   | { to: 'beginning' }
   | { to: 'end' }
   | { to: 'timestamp'; at: Date }
+  /** An offset from 0 to the partition's end (its next offset); any other is refused (seekOutOfRange). */
   | { to: 'offset'; partition: number; offset: bigint };
+
+/**
+ * The error of a seek to an offset the partition cannot have: below 0, or past its end (a Kafka member would
+ * take such a position for a topic created again and start over from its first message).
+ */
+export function seekOutOfRange(
+  topic: string,
+  partition: number,
+  offset: bigint,
+  end: bigint | undefined,
+): Error {
+  return new Error(
+    end === undefined
+      ? `seek: ${topic} has no partition ${partition}`
+      : `seek: offset ${offset} is outside partition ${partition} of ${topic} (0 to its end ${end})`,
+  );
+}
 
 export interface PartitionLag {
   group: string;

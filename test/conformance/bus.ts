@@ -632,6 +632,26 @@ export function busConformanceSuite(
       expect((await t.bus.lag(group, [name])).map((p) => p.lag)).toEqual([0n]);
     });
 
+    it('a seek to an offset the partition cannot have is refused and moves nothing; its end is taken', async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      await publishSequences(name, ['k'], 3);
+      const { seen, sub } = await collect(name, group);
+      await waitFor(() => seen.length >= 3, 'the three messages');
+      await sub.stop();
+      // A Kafka member would take a position past the end for a topic created again, and start over.
+      await expect(t.bus.seek(group, name, { to: 'offset', partition: 0, offset: 99n })).rejects.toThrow(
+        `seek: offset 99 is outside partition 0 of ${name} (0 to its end 3)`,
+      );
+      await expect(t.bus.seek(group, name, { to: 'offset', partition: 7, offset: 0n })).rejects.toThrow(
+        `seek: ${name} has no partition 7`,
+      );
+      expect((await t.bus.lag(group, [name])).map((l) => l.lag)).toEqual([0n]);
+      await t.bus.seek(group, name, { to: 'offset', partition: 0, offset: 3n });
+      await t.bus.seek(group, name, { to: 'offset', partition: 0, offset: 1n });
+      expect((await t.bus.lag(group, [name])).map((l) => l.lag)).toEqual([2n]);
+    });
+
     it('a seek to the end of a stopped group: lag 0, and a new member replays nothing', async () => {
       const name = await topic(2);
       const group = fresh('g');

@@ -18,6 +18,7 @@ import {
   type SubscribeOptions,
   type Subscription,
   type TopicSpec,
+  seekOutOfRange,
 } from '../port.js';
 import { initPosition, loadPositions, setPosition } from '../positions.js';
 import { storableHeaders, storableKey } from '../partitioner.js';
@@ -434,6 +435,11 @@ export class KafkaBus implements EventBus {
     await this.connect();
     let targets: Array<{ partition: number; offset: bigint }>;
     if (position.to === 'offset') {
+      const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
+      const end = ends.find((e) => e.partition === position.partition);
+      const high = end === undefined ? undefined : BigInt(end.high);
+      if (high === undefined || position.offset < 0n || position.offset > high)
+        throw seekOutOfRange(topic, position.partition, position.offset, high);
       targets = [{ partition: position.partition, offset: position.offset }];
     } else if (position.to === 'timestamp') {
       // kafkajs answers the high watermark for a partition with nothing at or after the time.

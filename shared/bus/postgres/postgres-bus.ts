@@ -15,6 +15,7 @@ import {
   type SubscribeOptions,
   type Subscription,
   type TopicSpec,
+  seekOutOfRange,
 } from '../port.js';
 import type { TopicBatch } from '../publish-many.js';
 import { packTexts, unpackedText } from '../../db/packed-texts.js';
@@ -267,8 +268,16 @@ export class PostgresBus implements EventBus {
     switch (position.to) {
       case 'beginning':
         return 0n;
-      case 'offset':
+      case 'offset': {
+        const end = await client.query<{ next_offset: string }>(
+          'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
+          [topic, partition],
+        );
+        const next = end.rows[0] ? BigInt(end.rows[0].next_offset) : undefined;
+        if (next === undefined || position.offset < 0n || position.offset > next)
+          throw seekOutOfRange(topic, partition, position.offset, next);
         return position.offset;
+      }
       case 'end':
       case 'timestamp': {
         const end = await client.query<{ next_offset: string }>(
