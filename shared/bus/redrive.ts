@@ -41,6 +41,12 @@ export function redrivenMessage(topic: string, dead: BusMessage): OutgoingMessag
     throw new PoisonMessageError(
       `dead letter ${dead.topic}/${dead.partition}/${dead.offset} names ${origin === undefined ? 'no topic' : `topic ${origin}`} in ${DLQ_HEADERS.topic}, not ${topic}: not re-sent`,
     );
+  // Its value held U+0000, kept escaped: neither bus can carry it as it was (text columns), and the escaped
+  // text is another message its consumers would take as the original.
+  if (dead.headers[DLQ_HEADERS.valueEscaped] !== undefined)
+    throw new PoisonMessageError(
+      `dead letter ${dead.topic}/${dead.partition}/${dead.offset} held U+0000 in its value (kept escaped, ${DLQ_HEADERS.valueEscaped}): it cannot be re-sent as it was`,
+    );
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(dead.headers)) if (!BUS_HEADERS.has(name)) headers[name] = value;
   const stack = priorStack(dead.headers[DLQ_HEADERS.prior]);
