@@ -42,6 +42,27 @@ export const COMPLAINT_MEMBER_MAX_LENGTH = {
   lpSign: 256,
 } as const satisfies Partial<Record<keyof Complaint, number>>;
 
+/**
+ * The signature with v as 27/28. Signers that answer v 0/1 recover the same key, but the real contract
+ * (OpenZeppelin's ECDSA.recover) refuses v 0/1: sent as given, such a complaint fails at estimate every time,
+ * and the complainant cannot sign the same message differently (RFC 6979 signatures are deterministic).
+ */
+export function withCanonicalV(signature: string): string {
+  const lower = signature.toLowerCase();
+  if (lower.length !== 132) return lower;
+  const v = parseInt(lower.slice(130), 16);
+  return v < 27 ? lower.slice(0, 130) + (v + 27).toString(16) : lower;
+}
+
+/** String members holding U+0000, which the complaint store (jsonb) cannot hold. */
+function withNul(complaint: Complaint): string[] {
+  return Object.entries(complaint).flatMap(([member, value]) =>
+    typeof value === 'string' && value.includes('\u0000')
+      ? [`complaint.${member} must not hold U+0000 (the complaint store cannot keep it)`]
+      : [],
+  );
+}
+
 function tooLong(complaint: Complaint): string[] {
   return Object.entries(COMPLAINT_MEMBER_MAX_LENGTH).flatMap(([member, max]) => {
     // Counted only past the bound in UTF-16 units, which is never below the count of code points.
@@ -85,7 +106,7 @@ export function parseComplaintBody(
     throw new AgentError('INVALID_COMPLAINT', members.join('; ').slice(0, 2_000));
   }
   const complaint = parsed.data;
-  const long = tooLong(complaint);
+  const long = [...tooLong(complaint), ...withNul(complaint)];
   if (long.length > 0) throw new AgentError('INVALID_COMPLAINT', long.join('; '));
 
   if (typeof rawSignature !== 'string' || !SIGNATURE.test(rawSignature))
@@ -98,7 +119,7 @@ export function parseComplaintBody(
       'INVALID_SIGNATURE',
       'signature s is in the upper half of the curve order (malleable)',
     );
-  const signature = rawSignature.toLowerCase();
+  const signature = withCanonicalV(rawSignature);
 
   if (typeof rawDomain !== 'string' || !DOMAIN.test(rawDomain))
     throw new AgentError(

@@ -199,7 +199,8 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       if (paid >= options.maxPaidFailures) throw exhausted(known, parsed.domain, paid);
     }
     // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
-    if (known === undefined || known.status === 'failed') await checkBeforeGas(request, parsed, chain);
+    const checked = known === undefined || known.status === 'failed';
+    if (checked) await checkBeforeGas(request, parsed, chain);
     const outcome: AcceptOutcome = await stored(() =>
       store.accept(
         {
@@ -209,7 +210,9 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
           domain: parsed.domain,
           signer: parsed.signer,
         },
-        { reopen: true, replaceFailed: true, maxPaidFailures: options.maxPaidFailures },
+        // Only what was checked above is re-opened or replaced: a complaint read under way that failed since
+        // answers its status (failed), and its next post is checked again.
+        { reopen: checked, replaceFailed: checked, maxPaidFailures: options.maxPaidFailures },
       ),
     );
     if (outcome.kind === 'taken') throw taken(outcome.row);

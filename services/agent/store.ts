@@ -18,6 +18,7 @@ import {
 } from '../../shared/sender/index.js';
 import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
 import { encode, envelope } from '../../topics/envelope.js';
+import { withCanonicalV } from './complaint-body.js';
 
 export const COMPLAINT_STATUSES = JOB_ROW_STATUSES;
 
@@ -134,16 +135,8 @@ export function sameComplaint(
     row.signer === complaint.signer &&
     row.domain === complaint.domain &&
     isDeepStrictEqual(row.complaint, complaint.complaint) &&
-    canonicalV(row.signature) === canonicalV(complaint.signature)
+    withCanonicalV(row.signature) === withCanonicalV(complaint.signature)
   );
-}
-
-/** A 65-byte hex signature with v as 27/28 (0/1 recover the same key). */
-function canonicalV(signature: string): string {
-  const lower = signature.toLowerCase();
-  if (lower.length !== 132) return lower;
-  const v = parseInt(lower.slice(130), 16);
-  return v < 27 ? lower.slice(0, 130) + (v + 27).toString(16) : lower;
 }
 
 export class ComplaintStore extends JobTable {

@@ -6,6 +6,7 @@
 import { Contract, type Wallet } from 'ethers';
 import type { Pool } from '../../shared/db/pool.js';
 import { decodeRevert } from '../../shared/devnet/revert-error.js';
+import { withCanonicalV } from './complaint-body.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { reputationInterface } from '../../shared/otmoic/abi.js';
 import { parseComplaint } from '../../shared/chain/index.js';
@@ -51,7 +52,8 @@ export function reputationRevertOf(error: unknown): { name: string; reason: stri
 export function callDataOf(row: Pick<ComplaintRow, 'complaint' | 'signature' | 'domain'>): string {
   return reputationInterface.encodeFunctionData('submitComplaint', [
     parseComplaint(row.complaint),
-    row.signature,
+    // A row stored before signatures were made canonical at intake may hold v 0/1.
+    withCanonicalV(row.signature),
     row.domain,
   ]);
 }
