@@ -33,19 +33,36 @@ export interface HttpDidOptions {
 
 const MIN_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
+/** The cache is swept of expired answers when it reaches this many entries (or twice its size after the last sweep). */
+const SWEEP_AT_LEAST = 10_000;
 
 export class HttpDidSource implements DidNames {
   private readonly cache = new Map<string, { names: readonly string[]; at: number }>();
   private readonly inFlight = new Set<string>();
+  private sweepAt = SWEEP_AT_LEAST;
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
 
   constructor(private readonly options: HttpDidOptions) {}
 
   names(address: string): readonly string[] | undefined {
-    const entry = this.cache.get(address.toLowerCase());
-    if (entry === undefined || Date.now() - entry.at > this.options.ttlMs) return undefined;
+    const key = address.toLowerCase();
+    const entry = this.cache.get(key);
+    if (entry === undefined) return undefined;
+    if (Date.now() - entry.at > this.options.ttlMs) {
+      this.cache.delete(key);
+      return undefined;
+    }
     return entry.names;
+  }
+
+  /** Expired answers are dropped once the cache has doubled since the last sweep (never read again, they stayed). */
+  private remember(address: string, names: readonly string[]): void {
+    this.cache.set(address, { names, at: Date.now() });
+    if (this.cache.size < this.sweepAt) return;
+    const now = Date.now();
+    for (const [key, entry] of this.cache) if (now - entry.at > this.options.ttlMs) this.cache.delete(key);
+    this.sweepAt = Math.max(SWEEP_AT_LEAST, 2 * this.cache.size);
   }
 
   request(address: string): void {
@@ -78,7 +95,7 @@ export class HttpDidSource implements DidNames {
   private async fetchWithRetry(address: string, backoffMs: number): Promise<void> {
     try {
       const names = await this.lookup(address);
-      this.cache.set(address, { names, at: Date.now() });
+      this.remember(address, names);
       this.inFlight.delete(address);
       await this.options.onAnswer(address);
     } catch (err) {

@@ -85,6 +85,17 @@ export function classifierMetrics(
     help: "Each chain stream's clock: the newest block time up to which every event was handled",
     labelNames: ['chain', 'stream'],
     registers: [registry],
+    // From the table at scrape time: after a restart, a chain whose heights stopped still shows its clock
+    // (set only when a clock moves, it had no series, and an alert on its age could not fire).
+    async collect() {
+      const rows = await rowsOrNothing(
+        pool.query<{ chain_id: string; stream: string; block_time: string }>(
+          `SELECT chain_id, stream, block_time FROM ${tables.clocks}`,
+        ),
+      );
+      if (!rows) return;
+      for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.block_time));
+    },
   });
   const didLookups = new Counter({
     name: 'classifier_did_lookups_total',
