@@ -118,8 +118,8 @@ describe('chain client deliverer', () => {
 
 describe('chain client: who may register, and where posts may go', () => {
   const start = (allowIps: string[]) => startIdle(String(5000 + allowIps.length), new Registry(), allowIps);
-  const register = async (port: number, url: string) => {
-    const response = await fetch(`http://127.0.0.1:${port}/support/register`, {
+  const register = async (port: number, url: string, path = '/support/register') => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ callback: { on_height_update: url }, merge: true }),
@@ -135,6 +135,8 @@ describe('chain client: who may register, and where posts may go', () => {
         status: 403,
         body: { code: 403, message: 'this client IP may not use this route' },
       });
+      // However its path is spelled: the router decodes %73 to the same route.
+      expect(await register(client.port, 'http://127.0.0.1:9/cb', '/%73upport/register')).toEqual(refused);
       expect((await fetch(`http://127.0.0.1:${client.port}/health`)).status).not.toBe(403);
     } finally {
       await client.stop();

@@ -72,7 +72,8 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     allowIpsKey: 'chainClient.allowIps',
   });
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/support/')) return;
+    // The route matched, not the raw URL: the router decodes `/%73upport/…` to the same route.
+    if (!request.routeOptions.url?.startsWith('/support/')) return;
     try {
       guard.check(request.ip, undefined);
     } catch (err) {
