@@ -137,8 +137,8 @@ export class Deliverer {
     const { pool, maxAttempts, log, outcomes, instance } = this.options;
     const attempt = row.attempts + 1;
     let error: string | undefined;
-    // A refusal of the body itself (4xx but 408 and 429, which are about the receiver's state) comes again
-    // on every retry: retrying would hold the lane up for nothing.
+    // A refusal of the body itself (a redirect, or a 4xx but 408 and 429, which are about the receiver's
+    // state) comes again on every retry: retrying would hold the lane up for nothing.
     let refused = false;
     try {
       const response = await fetch(row.url, {
@@ -154,11 +154,10 @@ export class Deliverer {
       if (!response.ok) {
         error = `HTTP ${response.status}`;
         refused =
-          (response.status >= 300 && response.status < 400) ||
-          (response.status >= 400 &&
-            response.status < 500 &&
-            response.status !== 408 &&
-            response.status !== 429);
+          response.status >= 300 &&
+          response.status < 500 &&
+          response.status !== 408 &&
+          response.status !== 429;
       }
     } catch (err) {
       error = (err as Error).message;

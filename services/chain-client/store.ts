@@ -47,28 +47,19 @@ export class ChainClientStore {
   ): Promise<boolean> {
     return withTransaction(this.pool, async (tx) => {
       await tx.query('SELECT 1 FROM chain_client_progress WHERE instance = $1 FOR UPDATE', [this.instance]);
-      return this.unregisterIn(tx, kind, callback, merge);
+      const { rows } = await tx.query<{ n: string }>(
+        `WITH gone AS (
+           DELETE FROM chain_client_registrations
+           WHERE instance = $1 AND kind = $2 AND callback = $3::jsonb AND merge = $4 RETURNING id
+         ), dropped AS (
+           DELETE FROM chain_client_deliveries d USING gone
+           WHERE d.instance = $1 AND d.lane = 'reg:' || gone.id AND d.status = 'pending' RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM gone) AS n`,
+        [this.instance, kind, JSON.stringify(callback), merge],
+      );
+      return Number(rows[0]!.n) > 0;
     });
-  }
-
-  private async unregisterIn(
-    tx: PoolClient,
-    kind: RegistrationKind,
-    callback: Record<string, string>,
-    merge: boolean,
-  ): Promise<boolean> {
-    const { rows } = await tx.query<{ n: string }>(
-      `WITH gone AS (
-         DELETE FROM chain_client_registrations
-         WHERE instance = $1 AND kind = $2 AND callback = $3::jsonb AND merge = $4 RETURNING id
-       ), dropped AS (
-         DELETE FROM chain_client_deliveries d USING gone
-         WHERE d.instance = $1 AND d.lane = 'reg:' || gone.id AND d.status = 'pending' RETURNING 1
-       )
-       SELECT (SELECT count(*) FROM gone) AS n`,
-      [this.instance, kind, JSON.stringify(callback), merge],
-    );
-    return Number(rows[0]!.n) > 0;
   }
 
   async registrations(): Promise<Registration[]> {

@@ -434,14 +434,7 @@ export class KafkaBus implements EventBus {
   async seek(group: string, topic: string, position: SeekPosition): Promise<void> {
     await this.connect();
     let targets: Array<{ partition: number; offset: bigint }>;
-    if (position.to === 'offset') {
-      const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
-      const end = ends.find((e) => e.partition === position.partition);
-      const high = end === undefined ? undefined : BigInt(end.high);
-      if (high === undefined || position.offset < 0n || position.offset > high)
-        throw seekOutOfRange(topic, position.partition, position.offset, high);
-      targets = [{ partition: position.partition, offset: position.offset }];
-    } else if (position.to === 'timestamp') {
+    if (position.to === 'timestamp') {
       // kafkajs answers the high watermark for a partition with nothing at or after the time.
       const offsets = await this.retrying((admin) =>
         admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime()),
@@ -449,10 +442,17 @@ export class KafkaBus implements EventBus {
       targets = offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) }));
     } else {
       const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
-      targets = ends.map((e) => ({
-        partition: e.partition,
-        offset: BigInt(position.to === 'beginning' ? e.low : e.high),
-      }));
+      if (position.to === 'offset') {
+        const end = ends.find((e) => e.partition === position.partition);
+        const high = end === undefined ? undefined : BigInt(end.high);
+        if (high === undefined || position.offset < 0n || position.offset > high)
+          throw seekOutOfRange(topic, position.partition, position.offset, high);
+        targets = [{ partition: position.partition, offset: position.offset }];
+      } else
+        targets = ends.map((e) => ({
+          partition: e.partition,
+          offset: BigInt(position.to === 'beginning' ? e.low : e.high),
+        }));
     }
     await withTransaction(this.pool, async (tx) => {
       for (const t of targets) await setPosition(tx, { group, topic, partition: t.partition }, t.offset);

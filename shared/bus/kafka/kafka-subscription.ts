@@ -35,12 +35,6 @@ export interface KafkaSubscriptionOptions extends SubscribeOptions {
 }
 
 /**
- * One member of a consumer group on Kafka. Kafka assigns the partitions; where to read in each is the
- * position stored in PostgreSQL, committed with a compare-and-set (in the handler's transaction when it calls
- * commitIn). A message at another offset than the stored position is skipped (already handled) or answered by
- * a seek to it; a fenced commit (a seek, or a member that took the partition) seeks to what is stored now.
- */
-/**
  * What a kafkajs consumer crash means (its CRASH event): kafkajs restarts the consumer itself after a retriable
  * error (`restart`); after any other it stays stopped and this process consumes no more of the group.
  */
@@ -52,6 +46,12 @@ export function crashOutcome(
   return crash.restart ? 'restarting' : 'stopped';
 }
 
+/**
+ * One member of a consumer group on Kafka. Kafka assigns the partitions; where to read in each is the
+ * position stored in PostgreSQL, committed with a compare-and-set (in the handler's transaction when it calls
+ * commitIn). A message at another offset than the stored position is skipped (already handled) or answered by
+ * a seek to it; a fenced commit (a seek, or a member that took the partition) seeks to what is stored now.
+ */
 export class KafkaSubscription implements Subscription {
   readonly group: string;
   /** Why kafkajs stopped this consumer for good, when it did (see crashOutcome): /health then says 503. */

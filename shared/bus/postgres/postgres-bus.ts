@@ -265,26 +265,26 @@ export class PostgresBus implements EventBus {
     partition: number,
     position: SeekPosition,
   ): Promise<bigint> {
+    // The partition's end (its next offset); undefined when the topic has no such partition.
+    const endOf = async (): Promise<bigint | undefined> => {
+      const { rows } = await client.query<{ next_offset: string }>(
+        'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
+        [topic, partition],
+      );
+      return rows[0] ? BigInt(rows[0].next_offset) : undefined;
+    };
     switch (position.to) {
       case 'beginning':
         return 0n;
       case 'offset': {
-        const end = await client.query<{ next_offset: string }>(
-          'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
-          [topic, partition],
-        );
-        const next = end.rows[0] ? BigInt(end.rows[0].next_offset) : undefined;
+        const next = await endOf();
         if (next === undefined || position.offset < 0n || position.offset > next)
           throw seekOutOfRange(topic, partition, position.offset, next);
         return position.offset;
       }
       case 'end':
       case 'timestamp': {
-        const end = await client.query<{ next_offset: string }>(
-          'SELECT next_offset FROM bus_partitions WHERE topic = $1 AND partition = $2',
-          [topic, partition],
-        );
-        const next = BigInt(end.rows[0]?.next_offset ?? '0');
+        const next = (await endOf()) ?? 0n;
         if (position.to === 'end') return next;
         const first = await client.query<{ offset: string }>(
           `SELECT "offset" FROM bus_messages WHERE topic = $1 AND partition = $2 AND created_at >= $3
