@@ -100,6 +100,11 @@ const CANCEL_GAS = 21_000n;
  */
 const NONCE_USED_GRACE_BLOCKS = 3;
 const min = (a: bigint, b: bigint) => (a < b ? a : b);
+/** Per-job memos of one process are bounded: the oldest entry goes when a new one would pass this. */
+const MEMO_LIMIT = 10_000;
+const makeRoom = (memo: Map<string, unknown> | Set<string>, key: string): void => {
+  if (memo.size >= MEMO_LIMIT && !memo.has(key)) memo.delete(memo.keys().next().value!);
+};
 
 /**
  * What the wallet can pay, per pass: its balance at the pass's head block, and the most each job's unmined
@@ -158,8 +163,7 @@ export class Sender {
     this.wake();
     await this.running;
     await this.walletLock.release();
-    this.state.active = false;
-    this.state.oldestUnconfirmedSinceMs = undefined;
+    this.standDown();
   }
 
   private async loop(): Promise<void> {
@@ -199,11 +203,8 @@ export class Sender {
   }
 
   private async pass(): Promise<void> {
-    if (!(await this.holdWalletLock())) {
-      // Standby: another process sends, and tells. A figure kept from when this one sent would grow for ever.
-      this.state.oldestUnconfirmedSinceMs = undefined;
-      return;
-    }
+    // Standby: another process sends, and tells.
+    if (!(await this.holdWalletLock())) return this.standDown();
     if (!(await this.checkChain())) return;
     const head = await this.head();
     const jobs = await this.options.store.open();
@@ -260,16 +261,20 @@ export class Sender {
    */
   private balanceCap(job: SenderJob, gasLimit: bigint, value: bigint): bigint | undefined {
     if (this.funds === undefined) return undefined;
-    let budget = this.funds.balance - value;
-    for (const [id, cost] of this.funds.reserved) if (id !== job.id) budget -= cost;
-    return perGasWithin(budget, gasLimit);
+    return perGasWithin(this.funds.balance - value - this.reservedByOthers(job), gasLimit);
   }
 
-  /** The fee cap of a transaction: maxFeePerGas, lowered to what the wallet can pay (`balanceCap`). */
-  private feeCap(job: SenderJob, gasLimit: bigint, value: bigint): bigint {
-    const balance = this.balanceCap(job, gasLimit, value);
+  /** What the wallet's unmined transactions of other jobs than `job` may still cost (this pass's view). */
+  private reservedByOthers(job: SenderJob): bigint {
+    let sum = 0n;
+    for (const [id, cost] of this.funds?.reserved ?? []) if (id !== job.id) sum += cost;
+    return sum;
+  }
+
+  /** The fee cap of a transaction: maxFeePerGas, lowered to what the wallet can pay (`payable`: balanceCap). */
+  private feeCap(payable: bigint | undefined): bigint {
     const cap = this.options.caps.maxFeePerGas;
-    return balance === undefined ? cap : min(cap, balance);
+    return payable === undefined ? cap : min(cap, payable);
   }
 
   /** A job's transaction was signed or replaced: what it may cost is reserved for the rest of the pass. */
@@ -288,11 +293,16 @@ export class Sender {
       this.state.active = await this.walletLock.hold();
     } catch (error) {
       // The session (and with it the lock) is gone; a new one is taken on the next pass.
-      this.state.active = false;
-      this.state.oldestUnconfirmedSinceMs = undefined;
+      this.standDown();
       throw error;
     }
     return this.state.active;
+  }
+
+  /** Not sending: a figure kept from when this process sent would grow for ever (another one tells). */
+  private standDown(): void {
+    this.state.active = false;
+    this.state.oldestUnconfirmedSinceMs = undefined;
   }
 
   /** Signing for the wrong chain would be refused at best; the node must report the configured chain id. */
@@ -414,7 +424,7 @@ export class Sender {
     if (this.funds === undefined) throw new Error('the wallet balance could not be read; nothing is signed');
     const market = await this.market(head);
     const wanted = initialFee(market, job.strategy, caps.maxFeePerGas);
-    const fee = cappedFee(wanted, this.feeCap(job, gasLimit, job.call.value));
+    const fee = cappedFee(wanted, this.feeCap(this.balanceCap(job, gasLimit, job.call.value)));
     const floor = min(feePerGas(wanted), feePerGas(initialFee(market, MARKET, caps.maxFeePerGas)));
     if (feePerGas(fee) < floor) return this.waitForFunds(job, gasLimit, floor);
     if (feePerGas(fee) < feePerGas(wanted)) {
@@ -446,13 +456,13 @@ export class Sender {
   /** A job the wallet cannot pay at the market's fee stays scheduled (no nonce taken); the job tells why. */
   private async waitForFunds(job: SenderJob, gasLimit: bigint, feePerGasNeeded: bigint): Promise<void> {
     const funds = this.funds!;
-    const others = [...funds.reserved].reduce((sum, [id, cost]) => (id === job.id ? sum : sum + cost), 0n);
+    const others = this.reservedByOthers(job);
     const needed = gasLimit * feePerGasNeeded + job.call.value;
     const problem = `waiting for funds: the wallet's balance of ${funds.balance} wei (${others} wei of it reserved for its other unmined transactions) cannot pay ${gasLimit} gas at ${feePerGasNeeded} wei per gas${job.call.value > 0n ? ` plus a value of ${job.call.value} wei` : ''} (${needed} wei); nothing is signed, no nonce is taken`;
     this.state.lastError = problem;
     // Told once per wait, not every pass: a note moves the job's updated_at, which the waiting gauges read.
     if (this.unfundedTold.has(job.id)) return;
-    if (this.unfundedTold.size >= 10_000) this.unfundedTold.delete(this.unfundedTold.values().next().value!);
+    makeRoom(this.unfundedTold, job.id);
     this.unfundedTold.add(job.id);
     this.options.log.warn(
       { job: job.id, balance: funds.balance.toString(), needed: needed.toString() },
@@ -502,7 +512,7 @@ export class Sender {
     let signer = this.signers.get(job.id);
     if (signer === undefined) {
       signer = Transaction.from(job.attempts[0]!.raw).from!.toLowerCase();
-      if (this.signers.size >= 10_000) this.signers.delete(this.signers.keys().next().value!);
+      makeRoom(this.signers, job.id);
       this.signers.set(job.id, signer);
     }
     return signer;
@@ -536,8 +546,7 @@ export class Sender {
       }
       // A failure is final: only once the count has said so for a few blocks (receipts may lag it).
       const since = this.nonceUsedSince.get(job.id) ?? head.number;
-      if (this.nonceUsedSince.size >= 10_000 && !this.nonceUsedSince.has(job.id))
-        this.nonceUsedSince.delete(this.nonceUsedSince.keys().next().value!);
+      makeRoom(this.nonceUsedSince, job.id);
       this.nonceUsedSince.set(job.id, since);
       if (head.number - since < NONCE_USED_GRACE_BLOCKS) return;
       this.nonceUsedSince.delete(job.id);
@@ -627,9 +636,9 @@ export class Sender {
     const previous = loadFee(latest.fee);
     const gasLimit = BigInt(latest.gasLimit);
     const isCall = latest.kind === 'call';
-    const cap = this.feeCap(job, gasLimit, isCall ? job.call.value : 0n);
-    // By the balance only: one signed under a higher maxFeePerGas (lowered since, and restarted) is kept.
     const payable = this.balanceCap(job, gasLimit, isCall ? job.call.value : 0n);
+    const cap = this.feeCap(payable);
+    // By the balance only: one signed under a higher maxFeePerGas (lowered since, and restarted) is kept.
     const unpayable = isCall && payable !== undefined && feePerGas(previous) > payable;
     const stuck = head.number - latest.signedAtBlock >= bumpAfterBlocks && mined === job.nonce;
     if (!(isCall && (closing || refused)) && !stuck && !unpayable) return undefined;
@@ -651,7 +660,7 @@ export class Sender {
       unfunded = true;
     }
     if (isCall && (closing || refused || unfunded)) {
-      const cancelCap = this.feeCap(job, CANCEL_GAS, 0n);
+      const cancelCap = this.feeCap(this.balanceCap(job, CANCEL_GAS, 0n));
       const fee = bumpedFee(previous, fresh, cancelCap);
       // A call the node refused, or could not be paid, may never have reached a pool: then the market's fee
       // does; otherwise it must be outbid.
