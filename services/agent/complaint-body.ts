@@ -9,6 +9,7 @@ import {
   complaintSchema,
   isChainInputError,
   recoverComplainant,
+  withCanonicalV,
   type Complaint,
 } from '../../shared/chain/index.js';
 import { AgentError } from './errors.js';
@@ -41,18 +42,6 @@ export const COMPLAINT_MEMBER_MAX_LENGTH = {
   userSign: 256,
   lpSign: 256,
 } as const satisfies Partial<Record<keyof Complaint, number>>;
-
-/**
- * The signature with v as 27/28. Signers that answer v 0/1 recover the same key, but the real contract
- * (OpenZeppelin's ECDSA.recover) refuses v 0/1: sent as given, such a complaint fails at estimate every time,
- * and the complainant cannot sign the same message differently (RFC 6979 signatures are deterministic).
- */
-export function withCanonicalV(signature: string): string {
-  const lower = signature.toLowerCase();
-  if (lower.length !== 132) return lower;
-  const v = parseInt(lower.slice(130), 16);
-  return v < 27 ? lower.slice(0, 130) + (v + 27).toString(16) : lower;
-}
 
 /** String members holding U+0000, which the complaint store (jsonb) cannot hold. */
 function withNul(complaint: Complaint): string[] {

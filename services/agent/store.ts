@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { EventBus } from '../../shared/bus/port.js';
+import { withCanonicalV } from '../../shared/chain/index.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import {
   CLEARED_TRANSACTION_STATE,
@@ -18,7 +19,6 @@ import {
 } from '../../shared/sender/index.js';
 import { complaintCommands, type ComplaintCommand } from '../../topics/complaint.commands.js';
 import { encode, envelope } from '../../topics/envelope.js';
-import { withCanonicalV } from './complaint-body.js';
 
 export const COMPLAINT_STATUSES = JOB_ROW_STATUSES;
 

@@ -6,10 +6,9 @@
 import { Contract, type Wallet } from 'ethers';
 import type { Pool } from '../../shared/db/pool.js';
 import { decodeRevert } from '../../shared/devnet/revert-error.js';
-import { withCanonicalV } from './complaint-body.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { reputationInterface } from '../../shared/otmoic/abi.js';
-import { parseComplaint } from '../../shared/chain/index.js';
+import { parseComplaint, withCanonicalV } from '../../shared/chain/index.js';
 import {
   Sender,
   type RpcPool,

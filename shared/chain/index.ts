@@ -36,7 +36,7 @@ export { addressToUint256, toEvmAddress, uint256ToAddress } from './conversions.
 export { parseEvmAddress } from './evm-address.js';
 export { transferId, type TransferIdInput } from './transfer-id.js';
 export { recoverAddressFromDigest } from './recover-address.js';
-export { parseSignature, type ParsedSignature } from './signature.js';
+export { parseSignature, withCanonicalV, type ParsedSignature } from './signature.js';
 export {
   defaultSecp256k1Backend,
   jsSecp256k1Backend,

@@ -48,3 +48,16 @@ function parseEip2098(bytes: Uint8Array): ParsedSignature {
   compact[32] = yParityAndSTopByte & 0x7f;
   return { compact, recoveryId: (yParityAndSTopByte & 0x80) === 0 ? 0 : 1 };
 }
+
+/**
+ * A 65-byte hex signature with v as 27/28 (lower-case). Signers that answer v 0/1 recover the same key, but a
+ * contract using OpenZeppelin's ECDSA.recover (the Otmoic reputation contract) refuses v 0/1: sent as given, a
+ * complaint would fail at estimate every time, and its signer cannot sign the same message differently
+ * (RFC 6979 signatures are deterministic).
+ */
+export function withCanonicalV(signature: string): string {
+  const lower = signature.toLowerCase();
+  if (lower.length !== 132) return lower;
+  const v = parseInt(lower.slice(130), 16);
+  return v < 27 ? lower.slice(0, 130) + (v + 27).toString(16) : lower;
+}
