@@ -65,6 +65,24 @@ describe('relay sender on the devnet', () => {
   const lock = (outReceiver?: string) =>
     lockSwap({ src: chain, dst: chain, srcSystemChainId: 9006, dstSystemChainId: 9006, outReceiver });
   /**
+   * Two fresh locks and their confirm_ins, both accepted: one asking the 200 gwei cap (`attack`: any client may),
+   * one at the market (`genuine`).
+   */
+  const cappedAndGenuine = async (r: Relay) => {
+    const a = await lock();
+    const b = await lock();
+    const attack = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(a.in, 'command_transfer_confirm', a.preimage, {}, '200000000000'),
+    );
+    const genuine = await r.post(
+      '/behalf/confirm_in',
+      behalfBody(b.in, 'command_transfer_confirm', b.preimage),
+    );
+    expect([attack.status, genuine.status]).toEqual([200, 200]);
+    return { a, b, attack, genuine };
+  };
+  /**
    * A confirm_in of a fresh lock, accepted and sent in its window with automine off: the lock, the command id
    * and its first transaction, in the pool and unmined.
    */
@@ -397,17 +415,7 @@ describe('relay sender on the devnet', () => {
     const BALANCE = 5n * 10n ** 15n;
     const poor = await poorWallet(BALANCE);
     const r = await start(0, { priv: poor.privateKey });
-    const a = await lock();
-    const b = await lock();
-    const attack = await r.post(
-      '/behalf/confirm_in',
-      behalfBody(a.in, 'command_transfer_confirm', a.preimage, {}, '200000000000'),
-    );
-    const genuine = await r.post(
-      '/behalf/confirm_in',
-      behalfBody(b.in, 'command_transfer_confirm', b.preimage),
-    );
-    expect([attack.status, genuine.status]).toEqual([200, 200]);
+    const { a, b, attack, genuine } = await cappedAndGenuine(r);
     // Nor can anyone re-price a scheduled command by repeating it: the first accepted strategy stays.
     const repeat = await r.post(
       '/behalf/confirm_in',
@@ -473,17 +481,7 @@ describe('relay sender on the devnet', () => {
         : undefined;
     };
     const r = await start(11, { rpc: proxy.url });
-    const a = await lock();
-    const b = await lock();
-    const attack = await r.post(
-      '/behalf/confirm_in',
-      behalfBody(a.in, 'command_transfer_confirm', a.preimage, {}, '200000000000'),
-    );
-    const genuine = await r.post(
-      '/behalf/confirm_in',
-      behalfBody(b.in, 'command_transfer_confirm', b.preimage),
-    );
-    expect([attack.status, genuine.status]).toEqual([200, 200]);
+    const { b, attack, genuine } = await cappedAndGenuine(r);
     await moveTo(b.times.T + 3 * b.times.E + b.times.Tol);
     await until(genuine.body.command_id, 'confirmed', 25_000);
     const failed = await until(attack.body.command_id, 'failed');
