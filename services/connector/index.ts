@@ -9,7 +9,7 @@ import { HeightStore, STREAMS, type Stream } from './heights.js';
 import { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
 import type { ChainContracts } from './normalize.js';
-import { HISTORY_QUERY, registerCallbackRoutes } from './routes.js';
+import { countRejections, HISTORY_QUERY, registerCallbackRoutes } from './routes.js';
 import { RpcReader } from './rpc-reader.js';
 
 /**
@@ -185,16 +185,10 @@ export const connectorService: ServiceDefinition = {
       'connector',
       config.port,
       (app) =>
-        registerCallbackRoutes(
-          app,
-          basePath,
-          ingestor,
-          (reason, chain) => metrics.rejected.inc(chain === undefined ? { reason } : { chain, reason }),
-          {
-            callbackToken: token,
-            allowIps: config.allowIps,
-          },
-        ),
+        registerCallbackRoutes(app, basePath, ingestor, countRejections(metrics.rejected), {
+          callbackToken: token,
+          allowIps: config.allowIps,
+        }),
       // The token is a path parameter of up to 512 characters (fastify's default limit is 100).
       { healthChecks: { streams: () => gapFiller.health() }, redact: scrub, maxParamLength: 512 },
     );

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import type { Counter } from 'prom-client';
 import { z } from 'zod';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import { accessGuard } from '../../shared/runtime/access.js';
@@ -8,6 +9,15 @@ import { STREAMS, type Stream } from './heights.js';
 import { HeightConflictError, type Ingestor } from './ingest.js';
 import { RejectedEvent } from './normalize.js';
 import { connectorOpenApi } from './openapi.js';
+
+/**
+ * The `onRejected` of registerCallbackRoutes counting into connector_rejected_bodies_total: by chain only when
+ * the path named a configured one.
+ */
+export const countRejections =
+  (rejected: Counter<'chain' | 'reason'>) =>
+  (reason: string, chain?: string): void =>
+    void rejected.inc(chain === undefined ? { reason } : { chain, reason });
 
 /** Who may post callbacks: `connector.callbackToken` and `connector.allowIps` (both optional). */
 export interface CallbackAccess {

@@ -12,7 +12,7 @@ import { allTopics, topicSpec } from '../../topics/index.js';
 import type { EventBody } from './body-schema.js';
 import { HeightStore } from './heights.js';
 import { Ingestor, type IngestOptions } from './ingest.js';
-import { registerCallbackRoutes } from './routes.js';
+import { countRejections, registerCallbackRoutes } from './routes.js';
 
 /** The swap contract of the test chain 9006 (a devnet address; no chain runs behind it). */
 export const TEST_SWAP_CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
@@ -179,9 +179,7 @@ export async function startTestConnector(
     archive: options.archive,
   });
   const app = createHttpServer({ service: 'connector', log, metrics: registry, db: db.pool });
-  registerCallbackRoutes(app, '/callback', ingestor, (reason, chain) =>
-    metrics.rejected.inc(chain === undefined ? { reason } : { chain, reason }),
-  );
+  registerCallbackRoutes(app, '/callback', ingestor, countRejections(metrics.rejected));
   await app.ready();
   return {
     app,
