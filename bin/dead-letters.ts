@@ -3,10 +3,7 @@
 // `npm run dead-letters -- redrive <topic> …`: re-sends a topic's dead letters not re-sent before (after the
 // cause of their failure is fixed); see shared/bus/redrive.ts. Shares the database of a running `npm start`.
 import { deadLetterCounts, redriveDeadLetters, type RedriveReport } from '../shared/bus/redrive.js';
-import { ConfigError, loadConfig } from '../shared/config/index.js';
-import { createLogger } from '../shared/logging/logger.js';
-import { startInfrastructure } from '../shared/runtime/infrastructure.js';
-import { EXIT_CONFIG } from '../shared/runtime/runner.js';
+import { operatorInfrastructure } from './operator.js';
 import { allTopics } from '../topics/index.js';
 import { progressBar } from './progress.js';
 
@@ -26,16 +23,7 @@ if (
   process.exit(2);
 }
 
-const log = createLogger({ name: 'dead-letters', level: process.env.LOG_LEVEL ?? 'warn' });
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err;
-  for (const line of err.lines()) process.stderr.write(line + '\n');
-  process.exit(EXIT_CONFIG);
-}
-const infra = await startInfrastructure(config, log, [], { shareRunningEmbedded: true });
+const { infra } = await operatorInfrastructure('dead-letters');
 try {
   if (command === 'redrive') {
     const reports: RedriveReport[] = [];

@@ -3,10 +3,7 @@
 // is named) from the beginning of its input topics
 // into fresh tables and compares them with the live ones (exit code 1 when they differ). It shares the
 // database of a running `npm start` rather than restarting it.
-import { ConfigError, loadConfig } from '../shared/config/index.js';
-import { createLogger } from '../shared/logging/logger.js';
-import { startInfrastructure } from '../shared/runtime/infrastructure.js';
-import { EXIT_CONFIG } from '../shared/runtime/runner.js';
+import { operatorInfrastructure } from './operator.js';
 import { progressBar } from './progress.js';
 import { replayers } from './replayers.js';
 
@@ -21,21 +18,10 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
-const log = createLogger({ name: 'replay', level: process.env.LOG_LEVEL ?? 'warn' });
-let config;
-try {
-  config = loadConfig({ require: names.flatMap((n) => replayers[n]!.sections) });
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err;
-  for (const line of err.lines()) process.stderr.write(line + '\n');
-  process.exit(EXIT_CONFIG);
-}
-const infra = await startInfrastructure(
-  config,
-  log,
-  names.flatMap((n) => replayers[n]!.migrations),
-  { shareRunningEmbedded: true },
-);
+const { config, log, infra } = await operatorInfrastructure('replay', {
+  require: names.flatMap((n) => replayers[n]!.sections),
+  migrations: names.flatMap((n) => replayers[n]!.migrations),
+});
 let identical = true;
 try {
   // One progress bar over every replayer's messages; the replayers run at once.

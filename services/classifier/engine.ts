@@ -10,8 +10,9 @@
  * several chains, which the bus hands to concurrent partition workers; the lock makes "read the facts,
  * decide, write" one step, so no fact is lost between a TransferIn and its TransferOut arriving together.
  */
-import { recordProcessed } from '../../shared/bus/apply-once.js';
-import type { EventBus, HandlerContext } from '../../shared/bus/port.js';
+import { isProcessed, recordProcessed } from '../../shared/bus/apply-once.js';
+import type { BusMessage, EventBus, HandlerContext } from '../../shared/bus/port.js';
+import { nulAsText } from '../../shared/db/nul.js';
 import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import {
@@ -38,6 +39,7 @@ import {
   type TransferOut,
 } from './facts.js';
 import { judge } from './judge.js';
+import { missingOf } from './dead-lettered.js';
 import type { ClassifierMetrics } from './metrics.js';
 import type { ClassifierTables } from './tables.js';
 import { discardNewSigners, saveNewSigners } from './signer-memo.js';
@@ -126,6 +128,7 @@ export class ClassifierEngine {
         inputs.map((i) => i.id),
       );
       const handled = new Set<string>();
+      for (const id of w.releasedMissing) this.missingCame(w, id);
       for (const input of inputs) {
         if (!fresh.has(input.id) || handled.has(input.id)) continue;
         handled.add(input.id);
@@ -193,6 +196,42 @@ export class ClassifierEngine {
     this.flushDidRequests();
   }
 
+  /**
+   * The bus is moving a message of ours to the dead-letter topic (SubscribeOptions.onDeadLetter, inside that
+   * transaction): a chain event that never applied holds its stream's clock below its block (heldFor) until it
+   * is redriven and applied, or released by the operator (npm run classifier-holds).
+   */
+  async deadLettered(message: BusMessage, reason: string, tx: PoolClient): Promise<void> {
+    const missing = missingOf(message, this.o.chains);
+    const id = missing[0]?.eventId;
+    if (id === undefined) return;
+    // A copy of an event applied before holds nothing (its copies are passed over, never applied again).
+    if (this.resident ? this.resident.processed.has(id) : await isProcessed(tx, this.o.group, id)) return;
+    if (this.resident) for (const m of missing) this.resident.addMissing(m);
+    else
+      await tx.query(
+        `INSERT INTO ${this.o.tables.missingEvents} (chain_id, stream, event_id, block_number, error)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) ON CONFLICT DO NOTHING`,
+        [
+          missing.map((m) => m.chainId),
+          missing.map((m) => m.stream),
+          missing.map((m) => m.eventId),
+          missing.map((m) => m.block),
+          missing.map(() => nulAsText(reason).slice(0, 2_000)),
+        ],
+      );
+    this.o.log.error(
+      {
+        event: id,
+        chain: missing[0]!.chainId,
+        streams: missing.map((m) => m.stream),
+        block: missing[0]!.block,
+        reason,
+      },
+      'a chain event was dead-lettered: its chain clock stays below its block until it is redriven and applied (or released: npm run classifier-holds)',
+    );
+  }
+
   /** Addresses pending swaps wait for (after a restart, the in-memory requests are gone). */
   async requestPendingDids(): Promise<void> {
     const { rows } = await this.o.pool.query<{ wait_address: string }>(
@@ -240,33 +279,60 @@ export class ClassifierEngine {
       );
     }
     if (swap !== null) this.judgeAndSave(w, swap);
-    // Heights that waited for this event may now move their chain's clock, lowest first; one with a lower
-    // height of its stream still held waits behind that one.
+    this.missingCame(w, id);
+  }
+
+  /**
+   * Event `id` was applied, or (a dead-lettered one) released by the operator: heights that waited for it may
+   * now move their chain's clock, lowest first, unless something else holds them (heldFor).
+   */
+  private missingCame(w: WorkingSet, id: string): void {
+    if (w.missingArrived(id)) {
+      this.o.log.info(
+        { event: id },
+        'a dead-lettered chain event came (or was released): it holds no clock now',
+      );
+    }
     const released = w.releaseHeights(id).sort((a, b) => a.height - b.height);
     for (const h of released) {
-      const lower = w.heldBelow(h.chainId, h.stream, h.height);
-      if (lower !== undefined) {
+      const waitFor = this.heldFor(w, h.chainId, h.stream, h.height);
+      if (waitFor !== undefined) {
         const { stored: _stored, ...height } = h;
-        w.holdHeight({ ...height, lastEventId: lower.lastEventId });
+        w.holdHeight({ ...height, lastEventId: waitFor });
       } else this.advanceClock(w, h.chainId, h.stream, h.height, h.blockTime);
     }
   }
 
   private onHeight(w: WorkingSet, height: ChainHeight, handledInBatch: ReadonlySet<string>): void {
-    const lower = w.heldBelow(height.chainId, height.stream, height.height);
     const ownHandled = height.lastEventId === null || w.handled(height.lastEventId, handledInBatch);
-    if (ownHandled && lower === undefined) {
+    // Held for its own last event first: once that one is handled it stays handled, so a height released
+    // later only asks heldFor.
+    const waitFor = ownHandled
+      ? this.heldFor(w, height.chainId, height.stream, height.height)
+      : height.lastEventId!;
+    if (waitFor === undefined) {
       this.advanceClock(w, height.chainId, height.stream, height.height, height.blockTimestamp);
     } else {
-      // Held for its own last event, or (that one handled) behind the stream's lowest held height.
       w.holdHeight({
         chainId: height.chainId,
         stream: height.stream,
         height: height.height,
         blockTime: height.blockTimestamp,
-        lastEventId: ownHandled ? lower!.lastEventId : height.lastEventId!,
+        lastEventId: waitFor,
       });
     }
+  }
+
+  /**
+   * The event a height of a stream (its own last event handled) must still wait for: the one the stream's
+   * lowest held height waits for, or a dead-lettered event of the stream at or below it. The clock says every
+   * event up to its height was applied; an event in the middle of a chunk that was dead-lettered did not
+   * apply, although the chunk's last one did.
+   */
+  private heldFor(w: WorkingSet, chainId: string, stream: Stream, height: number): string | undefined {
+    return (
+      w.heldBelow(chainId, stream, height)?.lastEventId ?? w.missingThrough(chainId, stream, height)?.eventId
+    );
   }
 
   private env(clocks: ReadonlyMap<string, number>, bidId: string): JudgeEnv {

@@ -45,6 +45,8 @@ export function subscribeEngine(
     startFrom,
     maxBatch,
     batchHandler: wrap((messages, context) => engine.handleBatch(messages.map(classifierInput), context)),
+    // A chain event never applied must hold its chain's clock (dead-lettered.ts).
+    onDeadLetter: (message, reason, tx) => engine.deadLettered(message, reason, tx),
   });
 }
 

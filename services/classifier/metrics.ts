@@ -66,13 +66,29 @@ export function classifierMetrics(
   });
   new Gauge({
     name: 'classifier_held_heights',
-    help: 'Heights waiting for the last event of their chunk; one that stays means that event never came (dead-lettered?) and holds its chain clock',
+    help: 'Heights waiting for an event: the last of their chunk, or one of their stream that was dead-lettered (classifier_dead_lettered_events); one that stays holds its chain clock',
     labelNames: ['chain', 'stream'],
     registers: [registry],
     async collect() {
       const rows = await rowsOrNothing(
         pool.query<{ chain_id: string; stream: string; n: string }>(
           `SELECT chain_id, stream, count(*) AS n FROM ${tables.pendingHeights} GROUP BY chain_id, stream`,
+        ),
+      );
+      if (!rows) return;
+      this.reset();
+      for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
+    },
+  });
+  new Gauge({
+    name: 'classifier_dead_lettered_events',
+    help: 'Chain events dead-lettered and not applied yet, by chain stream: each holds its clock (its swaps wait) until redriven and applied, or released (npm run classifier-holds)',
+    labelNames: ['chain', 'stream'],
+    registers: [registry],
+    async collect() {
+      const rows = await rowsOrNothing(
+        pool.query<{ chain_id: string; stream: string; n: string }>(
+          `SELECT chain_id, stream, count(*) AS n FROM ${tables.missingEvents} GROUP BY chain_id, stream`,
         ),
       );
       if (!rows) return;

@@ -1,6 +1,6 @@
 import type { MigrationSet } from '../../shared/db/migrate.js';
 import { SIGNER_MEMO } from './signer-memo.js';
-import { classifierTables, ignoredOutsDdl, swapProjectionDdl } from './tables.js';
+import { classifierTables, ignoredOutsDdl, missingEventsDdl, swapProjectionDdl } from './tables.js';
 
 export const classifierMigrations: MigrationSet = {
   namespace: 'classifier',
@@ -23,6 +23,11 @@ export const classifierMigrations: MigrationSet = {
       version: 3,
       name: 'ignored TransferOuts',
       sql: ignoredOutsDdl(classifierTables()),
+    },
+    {
+      version: 4,
+      name: 'dead-lettered chain events',
+      sql: missingEventsDdl(classifierTables()),
     },
   ],
 };

@@ -12,6 +12,7 @@ export interface ClassifierTables {
   verdicts: string;
   violations: string;
   ignoredOuts: string;
+  missingEvents: string;
 }
 
 export function classifierTables(schema = 'public'): ClassifierTables {
@@ -26,12 +27,13 @@ export function classifierTables(schema = 'public'): ClassifierTables {
     verdicts: q('classifier_verdicts'),
     violations: q('classifier_violations'),
     ignoredOuts: q('classifier_ignored_transfer_outs'),
+    missingEvents: q('classifier_missing_events'),
   };
 }
 
 /** Every table of the projection (a replay's fresh schema, a test's). */
 export function classifierDdl(t: ClassifierTables): string {
-  return swapProjectionDdl(t) + ignoredOutsDdl(t);
+  return swapProjectionDdl(t) + ignoredOutsDdl(t) + missingEventsDdl(t);
 }
 
 /** The tables of the first migration (its text is checksummed: never edit it, add a migration). */
@@ -114,5 +116,25 @@ export function ignoredOutsDdl(t: ClassifierTables): string {
       first_seen_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX ON ${t.ignoredOuts} (bid_id);
+  `;
+}
+
+/**
+ * Chain events this group dead-lettered and never applied (engine.ts deadLettered): each holds its chain
+ * stream's clock below its block until it is applied (redriven) or released by the operator. One that does not
+ * decode holds its chain (the message key) from block 0, under its envelope id or its bus position.
+ */
+export function missingEventsDdl(t: ClassifierTables): string {
+  return `
+    CREATE TABLE ${t.missingEvents} (
+      chain_id text NOT NULL,
+      stream text NOT NULL CHECK (stream IN ('swap', 'reputation')),
+      event_id text NOT NULL,
+      block_number bigint NOT NULL,
+      error text NOT NULL,
+      released boolean NOT NULL DEFAULT false,
+      dead_lettered_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (chain_id, stream, event_id)
+    );
   `;
 }

@@ -56,6 +56,17 @@ export interface HeldHeight {
   stored: boolean;
 }
 
+/**
+ * A chain event this group dead-lettered, never applied: its stream's clock stays below its block until it is
+ * (tables.ts missingEventsDdl). `block` 0: a message that did not decode holds its chain from the start.
+ */
+export interface MissingEvent {
+  chainId: string;
+  stream: Stream;
+  eventId: string;
+  block: number;
+}
+
 /** What the batch may read: derived from its messages before any decision. */
 export interface ReadPlan {
   /** TransferOut / Complaint bids. */
@@ -191,6 +202,10 @@ export class WorkingSet {
   private readonly released: string[] = [];
   /** Held in this transaction and not released in it (a set: a replay may hold tens of thousands at once). */
   private readonly newHeld = new Set<HeldHeight>();
+  /** Dead-lettered events not applied yet, by chain stream (clockKey): a small table, read whole. */
+  private readonly missing = new Map<string, MissingEvent[]>();
+  /** Missing events applied (or released by the operator) in this transaction: their rows are deleted. */
+  private readonly arrived: string[] = [];
   /** Event ids handled before this transaction, among those the batch's heights wait for. */
   private readonly handledBefore = new Set<string>();
   readonly verdicts: SwapVerdict[] = [];
@@ -238,6 +253,9 @@ export class WorkingSet {
   ): Promise<WorkingSet> {
     const w = new WorkingSet(tables);
     await w.readClocks(tx);
+    await w.readMissing(tx);
+    // The operator released these (npm run classifier-holds): as if they had come, heights held for them go.
+    for (const id of w.releasedMissing) plan.eventIds.add(id);
     // The links of TransferIns (their ConfirmIn / RefundIn name them), and of a swap's other locks of its
     // agreement (a TransferIn or ConfirmOut may name one: the engine's route).
     if (plan.inTransferIds.size > 0 || plan.outTransferIds.size > 0) {
@@ -371,6 +389,59 @@ export class WorkingSet {
     }
   }
 
+  /** Missing events released by the operator, read with the table (the engine treats each as come). */
+  readonly releasedMissing: string[] = [];
+
+  private async readMissing(tx: PoolClient): Promise<void> {
+    const { rows } = await tx.query<{
+      chain_id: string;
+      stream: Stream;
+      event_id: string;
+      block_number: string;
+      released: boolean;
+    }>(`SELECT chain_id, stream, event_id, block_number, released FROM ${this.tables.missingEvents}`);
+    for (const r of rows) {
+      this.addMissing({
+        chainId: r.chain_id,
+        stream: r.stream,
+        eventId: r.event_id,
+        block: Number(r.block_number),
+      });
+      if (r.released && !this.releasedMissing.includes(r.event_id)) this.releasedMissing.push(r.event_id);
+    }
+  }
+
+  /** A dead-lettered event of the stream (resident: told by the bus; live: read from the table). */
+  addMissing(m: MissingEvent): void {
+    const key = clockKey(m.chainId, m.stream);
+    const list = this.missing.get(key);
+    if (list?.some((x) => x.eventId === m.eventId)) return;
+    if (list) list.push(m);
+    else this.missing.set(key, [m]);
+  }
+
+  /** The lowest dead-lettered event of a chain stream at or below `height`: the clock must not pass it. */
+  missingThrough(chainId: string, stream: Stream, height: number): MissingEvent | undefined {
+    let lowest: MissingEvent | undefined;
+    for (const m of this.missing.get(clockKey(chainId, stream)) ?? [])
+      if (m.block <= height && (lowest === undefined || m.block < lowest.block)) lowest = m;
+    return lowest;
+  }
+
+  /** `eventId` was applied (or released): it holds no clock any more. False if it was not missing. */
+  missingArrived(eventId: string): boolean {
+    let found = false;
+    for (const [key, list] of this.missing) {
+      const rest = list.filter((m) => m.eventId !== eventId);
+      if (rest.length === list.length) continue;
+      found = true;
+      if (rest.length > 0) this.missing.set(key, rest);
+      else this.missing.delete(key);
+    }
+    if (found && !this.resident) this.arrived.push(eventId);
+    return found;
+  }
+
   /** A row read twice (named, and due) is the same row: the first copy is kept. */
   private keepSwap(r: SwapRow): void {
     if (this.swaps.has(r.bid_id)) return;
@@ -417,10 +488,10 @@ export class WorkingSet {
   }
 
   /**
-   * The lowest height of a chain stream still held (its last event not handled), if it is below `height`.
+   * The lowest height of a chain stream still held (for an event not handled), if it is below `height`.
    * Every later height of the stream waits behind it: the clock says every event up to it was handled, so it
    * must not pass an event that never came (one dead-lettered, until it is redriven), although later events
-   * of the chain did.
+   * of the chain did. An event dead-lettered in the middle of its chunk is known by missingThrough.
    */
   heldBelow(chainId: string, stream: Stream, height: number): HeldHeight | undefined {
     const lowest = this.heldByStream.get(clockKey(chainId, stream))?.lowest();
@@ -647,6 +718,8 @@ export class WorkingSet {
     }
     if (this.released.length > 0)
       await tx.query(`DELETE FROM ${t.pendingHeights} WHERE last_event_id = ANY($1)`, [this.released]);
+    if (this.arrived.length > 0)
+      await tx.query(`DELETE FROM ${t.missingEvents} WHERE event_id = ANY($1)`, [this.arrived]);
     if (this.newHeld.size > 0) {
       const h = [...this.newHeld];
       await tx.query(

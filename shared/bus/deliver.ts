@@ -29,8 +29,11 @@ export interface DeliveryOptions {
    * handler's transaction when `tx` is given, else on its own.
    */
   commit(from: bigint, next: bigint, tx?: PoolClient): Promise<void>;
-  /** Publishes `dead` to the dead-letter topic and moves the position from `from` to `next`, atomically. */
-  deadLetter(dead: OutgoingMessage, from: bigint, next: bigint): Promise<void>;
+  /**
+   * Publishes `dead` (the dead letter of `message`) to the dead-letter topic and moves the position from
+   * `from` to `next`, atomically, with the subscriber's SubscribeOptions.onDeadLetter in the same transaction.
+   */
+  deadLetter(dead: OutgoingMessage, message: BusMessage, from: bigint, next: bigint): Promise<void>;
   /** The position `next` is committed (by commit or deadLetter, whose transaction is over). */
   settled(next: bigint): void;
   /** Told of what was handled, failed and dead-lettered (metrics). */
@@ -110,7 +113,12 @@ async function deliverOne(
       const error = new Error(
         `${attempt - 1} attempts ended without an outcome (the consumer stopped or crashed while handling)`,
       );
-      await options.deadLetter(deadLetterMessage(message, error, attempt - 1, options.group), from, next);
+      await options.deadLetter(
+        deadLetterMessage(message, error, attempt - 1, options.group),
+        message,
+        from,
+        next,
+      );
       tell(options, 'deadLettered', message.topic);
       options.log.error({ ...where, attempt: attempt - 1 }, 'message moved to the dead-letter topic');
       return 'done';
@@ -130,7 +138,12 @@ async function deliverOne(
       tell(options, 'failed', message.topic);
       const error = err instanceof Error ? err : new Error(String(err));
       if (err instanceof PoisonMessageError || attempt >= options.maxAttempts) {
-        await options.deadLetter(deadLetterMessage(message, error, attempt, options.group), from, next);
+        await options.deadLetter(
+          deadLetterMessage(message, error, attempt, options.group),
+          message,
+          from,
+          next,
+        );
         tell(options, 'deadLettered', message.topic);
         options.log.error(
           { ...where, attempt, err: error.message },

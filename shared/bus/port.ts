@@ -108,6 +108,14 @@ export interface SubscribeOptions {
    * those values (Points replaying a year of chain events uses a complaint in many); Kafka delivers them whole.
    */
   valuesOnly?: ValuesOnly;
+  /**
+   * Called with a message about to go to the dead-letter topic, inside the transaction that writes the dead
+   * letter and commits the position past it: what a consumer records of a message it never applied commits
+   * with the dead letter, or neither does (a throw rolls both back, and the message is delivered again). For
+   * a consumer whose later decisions depend on every earlier message (the Classifier's chain clocks).
+   * `reason`: the dead letter's error. Under `valuesOnly`, the message may come without its value.
+   */
+  onDeadLetter?: (message: BusMessage, reason: string, tx: PoolClient) => Promise<void>;
 }
 
 export interface ValuesOnly {

@@ -18,6 +18,7 @@ describe('gauges read from the database at scrape time, while it is down', () =>
       'classifier_pending_swaps',
       'classifier_oldest_pending_age_seconds',
       'classifier_held_heights',
+      'classifier_dead_lettered_events',
       'notifier_outbox_pending',
       'notifier_outbox_oldest_pending_seconds',
       'classifier_verdicts_total',

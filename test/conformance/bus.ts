@@ -984,6 +984,46 @@ export function busConformanceSuite(
       expect({ failed, deadLettered }).toEqual({ failed: 0, deadLettered: 0 });
     });
 
+    it("onDeadLetter records in the dead letter's transaction: a throw there rolls the dead letter back", async () => {
+      const name = await topic(1);
+      const group = fresh('g');
+      const table = `conformance_dead_${randomBytes(4).toString('hex')}`;
+      await t.pool.query(`CREATE TABLE ${table} (seq int, dlq_rows bigint)`);
+      await publishSequences(name, ['k'], 3);
+      let hookCalls = 0;
+      const reasons: string[] = [];
+      const applied: number[] = [];
+      const sub = await t.bus.subscribe({
+        group,
+        topics: [name],
+        maxAttempts: 1,
+        handler: async (m) => {
+          if (seqOf(m) === 1) throw new PoisonMessageError('seq 1 cannot be handled');
+          applied.push(seqOf(m));
+        },
+        onDeadLetter: async (m, reason, tx) => {
+          reasons.push(reason);
+          // The first call fails after writing: nothing of that transaction (dead letter, position) stays.
+          await tx.query(`INSERT INTO ${table} (seq) VALUES ($1)`, [seqOf(m)]);
+          if (++hookCalls === 1) throw new Error('record failed');
+        },
+      });
+      subscriptions.push(sub);
+      const dead = await collect(deadLetterTopic(name), fresh('dlq'));
+      await waitFor(() => applied.length >= 2 && dead.seen.length >= 1, 'applied and dead-lettered');
+      await pause(300);
+      expect(applied).toEqual([0, 2]);
+      expect(hookCalls).toBe(2);
+      // The handler's error, then (the first dead letter rolled back) the attempts that ended without one.
+      expect(reasons).toEqual([
+        'seq 1 cannot be handled',
+        expect.stringContaining('ended without an outcome'),
+      ]);
+      expect(dead.seen.map(seqOf)).toEqual([1]); // once: the failed try left no dead letter
+      const { rows } = await t.pool.query<{ seq: number }>(`SELECT seq FROM ${table}`);
+      expect(rows.map((r) => r.seq)).toEqual([1]);
+    });
+
     it('batches: a poison message is dead-lettered alone; the rest of its batch is applied once', async () => {
       const name = await topic(1);
       const consumer = fresh('c');

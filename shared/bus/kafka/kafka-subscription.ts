@@ -6,6 +6,7 @@ import { PartitionFencedError } from '../errors.js';
 import {
   batchHandlerOf,
   deadLetterTopic,
+  DLQ_HEADERS,
   type BatchHandler,
   type BusMessage,
   type DeliveryObserver,
@@ -203,10 +204,11 @@ export class KafkaSubscription implements Subscription {
       startBatchAttempt: (offset) => tries.start(offset),
       commit: (from, next, tx) => commitPosition(tx ?? pool, ref, from, next, true),
       // The dead letter (through the outbox) and the commit past it are one transaction.
-      deadLetter: (dead, from, next) =>
+      deadLetter: (dead, message, from, next) =>
         withTransaction(pool, async (tx) => {
           await writeOutbox(tx, deadLetterTopic(ref.topic), [dead]);
           await commitPosition(tx, ref, from, next, true);
+          await this.options.onDeadLetter?.(message, dead.headers?.[DLQ_HEADERS.error] ?? '', tx);
         }),
       settled: (next) => tries.committed(next),
       observer: this.options.observer,

@@ -263,7 +263,7 @@ class PartitionWorker {
       startBatchAttempt: (offset) => tries.start(offset),
       commit: (from, next, tx) => commitPosition(tx ?? pool, this.ref, from, next, true),
       // The dead letter and the commit past it are one transaction: neither happens without the other.
-      deadLetter: (dead, from, next) =>
+      deadLetter: (dead, message, from, next) =>
         withTransaction(pool, async (tx) => {
           // A message read without its value (valuesOnly) is dead-lettered whole.
           if (valueOmitted(this.valuesOnly, topic, dead.headers ?? {})) {
@@ -275,6 +275,7 @@ class PartitionWorker {
           }
           await subscription.bus.publish(deadLetterTopic(topic), [dead], { tx });
           await commitPosition(tx, this.ref, from, next, true);
+          await subscription.options.onDeadLetter?.(message, dead.headers?.[DLQ_HEADERS.error] ?? '', tx);
         }),
       settled: (next) => tries.committed(next),
       observer: subscription.options.observer,

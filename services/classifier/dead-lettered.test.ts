@@ -1,0 +1,289 @@
+/**
+ * A chain event dead-lettered in the middle of a chunk never applied, but the chunk's last event did, and the
+ * chunk's height names that one: the height alone would move the chain's clock past the missing event, and the
+ * swap it belonged to would be judged without it. With the LP's TransferIn missing, an honest LP was blamed
+ * (case 3). The bus tells the Classifier of each dead letter in its transaction (dead-lettered.ts): the event
+ * holds its stream's clock below its block until it is redriven and applied, or the operator releases it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PoolClient } from 'pg';
+import { PoisonMessageError } from '../../shared/bus/errors.js';
+import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
+import type { BusMessage, Subscription } from '../../shared/bus/port.js';
+import { redriveDeadLetters } from '../../shared/bus/redrive.js';
+import { withTransaction } from '../../shared/db/pool.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import {
+  chainEventId,
+  chainEvents,
+  chainHeightId,
+  chainHeights,
+  encode,
+  envelope,
+  swapVerdicts,
+  topicSpec,
+  violations,
+  type ChainEvent,
+  type ChainHeight,
+  type SwapVerdict,
+} from '../../topics/index.js';
+import { missingOf } from './dead-lettered.js';
+import type { ClassifierInput } from './engine.js';
+import { listMissingEvents, releaseMissingEvent } from './holds.js';
+import { subscribeEngine, watchedChains } from './index.js';
+import { batchContext, HONEST_SWAP, syntheticEngine } from './judge-test-kit.js';
+import { classifierMigrations } from './migrations.js';
+import { buildTimeline, DST, REPUTATION_CHAIN, SRC } from './swap-timeline.js';
+import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
+import type { ClassifierTables } from './tables.js';
+
+const chains = watchedChains(SYNTHETIC_CHAIN_CLIENTS);
+const timeline = buildTimeline(HONEST_SWAP);
+const src = timeline.streams[SRC.chainId]!;
+const dst = timeline.streams[DST.chainId]!;
+const transferIn = dst.find((e) => e.kind === 'TransferIn')!;
+const confirmIn = dst.find((e) => e.kind === 'ConfirmIn')!;
+
+const event = (e: ChainEvent): ClassifierInput => ({ kind: 'event', id: chainEventId(e), event: e });
+const heightOf = (
+  chainId: string,
+  stream: 'swap' | 'reputation',
+  h: number,
+  blockTimestamp: number,
+  lastEventId: string | null,
+): ChainHeight => ({ chainId, stream, height: h, blockTimestamp, lastEventId });
+const height = (h: ChainHeight): ClassifierInput => ({ kind: 'height', id: chainHeightId(h), height: h });
+
+/** The source chain done and the complaint stream seen far past every window. */
+const sourceDone = (): ClassifierInput[] => [
+  ...src.map(event),
+  height(heightOf(SRC.chainId, 'swap', 100, 5_000, chainEventId(src.at(-1)!))),
+  height(heightOf(REPUTATION_CHAIN, 'reputation', 100, 5_000, null)),
+];
+/** The destination chunk's height: its last event is the ConfirmIn, after the TransferIn. */
+const dstChunkHeight = () =>
+  height(heightOf(DST.chainId, 'swap', confirmIn.blockNumber, 5_000, chainEventId(confirmIn)));
+
+function busMessage(e: ChainEvent, offset = 7n): BusMessage {
+  const m = encode(
+    chainEvents,
+    envelope(chainEvents, e, { occurredAt: e.blockTimestamp, source: 'test', id: chainEventId(e) }),
+  );
+  return { ...garbage(m.key, m.value, offset), headers: m.headers ?? {} };
+}
+function garbage(key: string, value: string, offset = 9n): BusMessage {
+  return { topic: chainEvents.name, partition: 0, offset, key, value, headers: {}, timestamp: new Date() };
+}
+
+describe('missingOf: what a dead-lettered message holds', () => {
+  it('an event holds its own stream of its chain from its block, under its envelope id', () => {
+    expect(missingOf(busMessage(transferIn), chains)).toEqual([
+      {
+        chainId: DST.chainId,
+        stream: 'swap',
+        eventId: chainEventId(transferIn),
+        block: transferIn.blockNumber,
+      },
+    ]);
+  });
+
+  it('a message that does not decode holds every stream of the chain its key names, from block 0', () => {
+    expect(missingOf(garbage(DST.chainId, '{"id":"e-1","payload":1}'), chains)).toEqual([
+      { chainId: DST.chainId, stream: 'swap', eventId: 'e-1', block: 0 },
+      { chainId: DST.chainId, stream: 'reputation', eventId: 'e-1', block: 0 },
+    ]);
+    // Without an envelope id: its bus position (the source chain has no reputation stream).
+    expect(missingOf(garbage(SRC.chainId, 'not json', 12n), chains)).toEqual([
+      { chainId: SRC.chainId, stream: 'swap', eventId: 'chain.events/0/12', block: 0 },
+    ]);
+  });
+
+  it('holds nothing of a chain not watched, nor of a height', () => {
+    expect(missingOf(garbage('77', 'not json'), chains)).toEqual([]);
+    expect(missingOf({ ...busMessage(transferIn), topic: chainHeights.name }, chains)).toEqual([]);
+  });
+});
+
+describe('classifier: an event dead-lettered in the middle of a chunk', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([classifierMigrations]);
+  }, 60_000);
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const verdictsOf = async (tables: ClassifierTables) =>
+    (await db.pool.query<{ verdict: SwapVerdict }>(`SELECT verdict FROM ${tables.verdicts}`)).rows.map(
+      (r) => [r.verdict.outcome, r.verdict.case, r.verdict.party],
+    );
+  const dstClock = async (tables: ClassifierTables) =>
+    (
+      await db.pool.query<{ block_time: string }>(
+        `SELECT block_time FROM ${tables.clocks} WHERE chain_id = $1 AND stream = 'swap'`,
+        [DST.chainId],
+      )
+    ).rows.map((r) => Number(r.block_time))[0];
+  const inTransaction = <T>(work: (tx: PoolClient) => Promise<T>) => withTransaction(db.pool, work);
+
+  it.each(['live', 'resident'] as const)(
+    'holds its chain clock until it is redriven; the swap is then judged with it (%s)',
+    async (mode) => {
+      const { engine, tables } = await syntheticEngine(
+        db.pool,
+        `dead_${mode}`,
+        mode === 'resident' ? 'keep' : undefined,
+      );
+      const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+      await run(...sourceDone());
+      // The LP's TransferIn fails and is dead-lettered; the ConfirmIn after it applies, and the chunk's height
+      // names the ConfirmIn.
+      await inTransaction((tx) => engine.deadLettered(busMessage(transferIn), 'boom', tx));
+      await run(event(confirmIn), dstChunkHeight());
+      expect(await verdictsOf(tables)).toEqual([]); // not case 3 on the LP: its TransferIn never applied
+      if (mode === 'live') {
+        expect(await dstClock(tables)).toBeUndefined();
+        expect((await listMissingEvents(db.pool, tables)).map((m) => [m.eventId, m.block, m.error])).toEqual([
+          [chainEventId(transferIn), transferIn.blockNumber, 'boom'],
+        ]);
+      }
+      // Redriven: the TransferIn applies, the clock moves on, the swap is normal.
+      await run(event(transferIn));
+      await engine.writeResident();
+      expect(await verdictsOf(tables)).toEqual([['normal', null, null]]);
+      expect(await dstClock(tables)).toBe(5_000);
+      expect(await listMissingEvents(db.pool, tables)).toEqual([]);
+    },
+  );
+
+  it('holds only heights at or above its block', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_below');
+    const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+    await run(...sourceDone());
+    await inTransaction((tx) => engine.deadLettered(busMessage(confirmIn), 'boom', tx));
+    // A height of the TransferIn's block (below the ConfirmIn's) moves the clock; the chunk's height does not.
+    await run(
+      event(transferIn),
+      height(heightOf(DST.chainId, 'swap', transferIn.blockNumber, 1_001, chainEventId(transferIn))),
+      height(heightOf(DST.chainId, 'swap', confirmIn.blockNumber + 5, 5_000, chainEventId(transferIn))),
+    );
+    expect(await dstClock(tables)).toBe(1_001);
+    expect(await verdictsOf(tables)).toEqual([]); // not case 6 (the ConfirmIn never applied)
+    await run(event(confirmIn));
+    expect(await dstClock(tables)).toBe(5_000);
+    expect(await verdictsOf(tables)).toEqual([['normal', null, null]]);
+  });
+
+  it('a copy of an event applied before holds nothing', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_copy');
+    const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+    await run(...sourceDone(), event(transferIn));
+    await inTransaction((tx) => engine.deadLettered(busMessage(transferIn), 'boom', tx));
+    expect(await listMissingEvents(db.pool, tables)).toEqual([]);
+    await run(event(confirmIn), dstChunkHeight());
+    expect(await verdictsOf(tables)).toEqual([['normal', null, null]]);
+  });
+
+  it('one that never decodes holds its chain until the operator releases it', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_garbage');
+    const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+    await run(...sourceDone());
+    await inTransaction((tx) => engine.deadLettered(garbage(DST.chainId, 'not json'), 'not JSON', tx));
+    await run(...dst.map(event), dstChunkHeight());
+    expect(await dstClock(tables)).toBeUndefined();
+    expect(await verdictsOf(tables)).toEqual([]);
+    expect(await releaseMissingEvent(db.pool, tables, 'no-such-event')).toBe(0);
+    expect(await releaseMissingEvent(db.pool, tables, 'chain.events/0/9')).toBe(2); // both streams
+    // The next batch, whatever it holds, lets the clock pass it.
+    await run(height(heightOf(REPUTATION_CHAIN, 'reputation', 101, 5_001, null)));
+    expect(await dstClock(tables)).toBe(5_000);
+    expect(await verdictsOf(tables)).toEqual([['normal', null, null]]);
+    expect(await listMissingEvents(db.pool, tables)).toEqual([]);
+  });
+});
+
+describe('classifier on the bus: a poison event in the middle of a chunk', () => {
+  let db: TestDatabase;
+  let bus: PostgresBus;
+  const subscriptions: Subscription[] = [];
+  beforeAll(async () => {
+    db = await createTestDatabase([classifierMigrations]);
+    bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
+    await bus.ensureTopics([
+      topicSpec(chainEvents, 2),
+      topicSpec(chainHeights, 2),
+      topicSpec(swapVerdicts, 1),
+      topicSpec(violations, 1),
+    ]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(subscriptions.map((s) => s.stop()));
+    await bus?.close();
+    await db?.drop();
+  });
+
+  it('is dead-lettered and holds the clock: no violation; redriven, the swap is normal', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_bus', undefined, { bus });
+    let poisoned = true;
+    const transferInId = chainEventId(transferIn);
+    const subscription = await subscribeEngine(
+      bus,
+      engine,
+      'dead_bus',
+      'earliest',
+      500,
+      (handler) => async (messages, context) => {
+        if (poisoned && messages.some((m) => m.value.includes(transferInId)))
+          throw new PoisonMessageError('cannot apply this TransferIn');
+        return handler(messages, context);
+      },
+    );
+    subscriptions.push(subscription);
+    const publish = (inputs: ClassifierInput[]) =>
+      bus.publish(
+        inputs[0]!.kind === 'event' ? chainEvents.name : chainHeights.name,
+        inputs.map((i) =>
+          i.kind === 'event'
+            ? encode(chainEvents, envelope(chainEvents, i.event, { occurredAt: 0, source: 'test', id: i.id }))
+            : encode(
+                chainHeights,
+                envelope(chainHeights, i.height, { occurredAt: 0, source: 'test', id: i.id }),
+              ),
+        ),
+      );
+    const [srcEvents, srcHeights] = [sourceDone().slice(0, src.length), sourceDone().slice(src.length)];
+    await publish(srcEvents);
+    await publish(srcHeights);
+    await publish(dst.map(event)); // one chunk: the TransferIn in its middle
+    await publish([dstChunkHeight()]);
+
+    const settled = async (what: string, done: () => Promise<boolean>) => {
+      for (let i = 0; i < 200 && !(await done()); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await done(), what).toBe(true);
+    };
+    const lagOf = async () =>
+      (await bus.lag('dead_bus', [chainEvents.name, chainHeights.name])).reduce((sum, p) => sum + p.lag, 0n);
+    await settled('every message taken', async () => (await lagOf()) === 0n);
+    expect((await listMissingEvents(db.pool, tables)).map((m) => m.eventId)).toEqual([transferInId]);
+    expect(await verdictsOf()).toEqual([]);
+    expect((await db.pool.query(`SELECT 1 FROM ${tables.violations}`)).rowCount).toBe(0);
+
+    poisoned = false;
+    const report = await redriveDeadLetters({ bus, pool: db.pool, topic: chainEvents.name, pollMs: 50 });
+    expect(report.redriven).toBe(1);
+    await settled('judged', async () => (await verdictsOf()).length > 0);
+    expect(await verdictsOf()).toEqual([['normal', null, null]]);
+    expect(await listMissingEvents(db.pool, tables)).toEqual([]);
+
+    async function verdictsOf() {
+      return (
+        await db.pool.query<{ verdict: SwapVerdict }>(`SELECT verdict FROM ${tables.verdicts}`)
+      ).rows.map((r) => [r.verdict.outcome, r.verdict.case, r.verdict.party]);
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifierMigrations } from '../../services/classifier/migrations.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { spawnTs } from '../support/processes.js';
+
+/** `npm run classifier-holds` as an operator runs it against the database of a running deployment. */
+describe('npm run classifier-holds', () => {
+  let db: TestDatabase;
+  let dir: string;
+  const run = async (...args: string[]) => {
+    const child = spawnTs('bin/classifier-holds.ts', args, {
+      ...process.env,
+      CONFIG_PATH: path.join(dir, 'config.toml'),
+      DATABASE_URL: db.url,
+      KAFKA_BROKERS: '',
+    });
+    const { code } = await child.exited;
+    return { code, output: child.output() };
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase([classifierMigrations]);
+    dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-classifier-holds-'));
+    await writeFile(path.join(dir, 'config.toml'), '[log]\nlevel = "warn"\n');
+  });
+  afterAll(async () => {
+    await db?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('lists the dead-lettered events that hold clocks and releases one; refuses an unknown id', async () => {
+    let result = await run();
+    expect(result.code, result.output).toBe(0);
+    expect(JSON.parse(result.output)).toEqual([]);
+    await db.pool.query(
+      `INSERT INTO classifier_missing_events (chain_id, stream, event_id, block_number, error)
+       VALUES ('614', 'swap', 'e-1', 0, 'not JSON'), ('614', 'reputation', 'e-1', 0, 'not JSON')`,
+    );
+    result = await run('list');
+    expect(result.code, result.output).toBe(0);
+    expect(JSON.parse(result.output)).toMatchObject([
+      { chainId: '614', stream: 'reputation', eventId: 'e-1', block: 0, error: 'not JSON', released: false },
+      { chainId: '614', stream: 'swap', eventId: 'e-1', released: false },
+    ]);
+
+    result = await run('release', 'e-2');
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('no dead-lettered event "e-2" holds a clock');
+
+    result = await run('release', 'e-1');
+    expect(result.code, result.output).toBe(0);
+    expect(JSON.parse(result.output)).toEqual({ released: 'e-1', streams: 2 });
+    const { rows } = await db.pool.query<{ released: boolean }>(
+      'SELECT released FROM classifier_missing_events',
+    );
+    expect(rows.map((r) => r.released)).toEqual([true, true]);
+  });
+
+  it('refuses a malformed command with its usage', async () => {
+    const result = await run('release');
+    expect(result.code).toBe(2);
+    expect(result.output).toContain('usage: npm run classifier-holds');
+  });
+});
