@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bidIdOfAgreement, transferOutBid } from '../../shared/otmoic/agreement.js';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { databaseForSuite } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
 import type { ClassifierInput } from './engine.js';
 import { executesItsBid, type SwapFacts, type TransferOut } from './facts.js';
@@ -212,13 +212,7 @@ describe('the same agreement locked twice: the first lock in chain order is the 
 });
 
 describe('the engine, live and resident (replay), over the puppet and the copy in either order', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase([classifierMigrations]);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = databaseForSuite([classifierMigrations]);
 
   const specs: TimelineSpec[] = [
     { ...honest, id: 1, puppetOut: { at: 1000, chain: 'dst' } },

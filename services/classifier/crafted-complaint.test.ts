@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bidIdPreimage } from '../../shared/chain/bid-id.js';
 import type { Complaint } from '../../shared/chain/index.js';
 import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { databaseForSuite } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
 import type { ClassifierInput } from './engine.js';
 import { batchContext, envAt, factsOf, finalHeights, syntheticEngine } from './judge-test-kit.js';
@@ -66,13 +66,7 @@ function craftedComplaint(timeline: ReturnType<typeof buildTimeline>, salt: stri
 }
 
 describe('classifier: a crafted complaint filed before the TransferOut', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase([classifierMigrations]);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = databaseForSuite([classifierMigrations]);
 
   it('alone, it waits on every watched chain for a TransferOut until the hold has passed', () => {
     const timeline = buildTimeline(spec);

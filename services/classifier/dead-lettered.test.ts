@@ -13,7 +13,7 @@ import type { BusMessage, Subscription } from '../../shared/bus/port.js';
 import { redriveDeadLetters } from '../../shared/bus/redrive.js';
 import { withTransaction } from '../../shared/db/pool.js';
 import { createLogger } from '../../shared/logging/logger.js';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { databaseForSuite } from '../../test/support/database.js';
 import {
   chainEventId,
   chainEvents,
@@ -106,13 +106,7 @@ describe('missingOf: what a dead-lettered message holds', () => {
 });
 
 describe('classifier: an event dead-lettered in the middle of a chunk', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase([classifierMigrations]);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = databaseForSuite([classifierMigrations]);
 
   const verdictsOf = async (tables: ClassifierTables) =>
     (await db.pool.query<{ verdict: SwapVerdict }>(`SELECT verdict FROM ${tables.verdicts}`)).rows.map(
@@ -204,11 +198,10 @@ describe('classifier: an event dead-lettered in the middle of a chunk', () => {
 });
 
 describe('classifier on the bus: a poison event in the middle of a chunk', () => {
-  let db: TestDatabase;
+  const db = databaseForSuite([classifierMigrations]);
   let bus: PostgresBus;
   const subscriptions: Subscription[] = [];
   beforeAll(async () => {
-    db = await createTestDatabase([classifierMigrations]);
     bus = new PostgresBus({
       pool: db.pool,
       connectionString: db.url,
@@ -224,7 +217,6 @@ describe('classifier on the bus: a poison event in the middle of a chunk', () =>
   afterAll(async () => {
     await Promise.all(subscriptions.map((s) => s.stop()));
     await bus?.close();
-    await db?.drop();
   });
 
   it('is dead-lettered and holds the clock: no violation; redriven, the swap is normal', async () => {

@@ -42,6 +42,8 @@ export class HttpDidSource implements DidNames {
   private sweepAt = SWEEP_AT_LEAST;
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
+  /** When lookups started failing with no answer since (ms); undefined while the service answers. */
+  private failingSinceMs: number | undefined;
 
   constructor(private readonly options: HttpDidOptions) {}
 
@@ -72,6 +74,11 @@ export class HttpDidSource implements DidNames {
     void this.fetchWithRetry(key, MIN_BACKOFF_MS);
   }
 
+  /** Seconds the DID support has failed every lookup (undefined: its last lookup was answered, or none ran). */
+  failingForSeconds(nowMs = Date.now()): number | undefined {
+    return this.failingSinceMs === undefined ? undefined : Math.floor((nowMs - this.failingSinceMs) / 1_000);
+  }
+
   stop(): void {
     this.stopped = true;
     for (const timer of this.timers) clearTimeout(timer);
@@ -93,13 +100,18 @@ export class HttpDidSource implements DidNames {
   }
 
   private async fetchWithRetry(address: string, backoffMs: number): Promise<void> {
+    let answered = false;
     try {
       const names = await this.lookup(address);
+      answered = true;
+      this.failingSinceMs = undefined;
       this.remember(address, names);
       this.inFlight.delete(address);
       await this.options.onAnswer(address);
     } catch (err) {
       const message = (err as Error).message;
+      // The service failing, not the re-judging of its answer (the database): that one is retried alike.
+      if (!answered) this.failingSinceMs ??= Date.now();
       this.options.onFailure?.(address, message);
       if (this.stopped) return;
       if (backoffMs === MIN_BACKOFF_MS)

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { databaseForSuite } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
 import type { ClassifierInput } from './engine.js';
 import { batchContext, HONEST_SWAP, syntheticEngine } from './judge-test-kit.js';
@@ -31,13 +31,7 @@ const height = (
 });
 
 describe('classifier: a held height holds every later height of its stream', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase([classifierMigrations]);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = databaseForSuite([classifierMigrations]);
 
   it.each([false, true])(
     'until the missing event comes; then the swap is judged with it (one batch: %s)',

@@ -7,6 +7,7 @@ import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../sha
 import { HttpDidSource, type DidNames } from './did-source.js';
 import { ClassifierEngine, type ClassifierInput, type WatchedChain } from './engine.js';
 import { classifierMetrics, type ClassifierMetrics } from './metrics.js';
+import { askPendingDidsEvery, classifierHealth } from './health.js';
 import { classifierMigrations } from './migrations.js';
 import type { ClassifierTables } from './tables.js';
 import { classifierTables } from './tables.js';
@@ -50,6 +51,9 @@ export function subscribeEngine(
   });
 }
 
+/** How often the DID names pending swaps wait for are asked again (health.ts askPendingDidsEvery). */
+export const DID_RECHECK_MS = 60_000;
+
 /** Largest batch per transaction: large enough that round trips stop mattering, small enough to stay short. */
 export const CLASSIFIER_BATCH = 500;
 
@@ -66,6 +70,8 @@ export function classifierInput(message: BusMessage): ClassifierInput {
 export interface ClassifierParts {
   engine: ClassifierEngine;
   did: DidNames;
+  /** The DID support itself (`did` may wrap it). */
+  live: HttpDidSource;
   metrics?: ClassifierMetrics;
 }
 
@@ -107,7 +113,7 @@ export function createClassifier(options: {
     log: options.log,
     resident: options.resident,
   });
-  return { engine, did, metrics: options.metrics };
+  return { engine, did, live, metrics: options.metrics };
 }
 
 /**
@@ -122,7 +128,7 @@ export const classifierService: ServiceDefinition = {
     const config = context.config.classifier!;
     const tables = classifierTables();
     const metrics = classifierMetrics(context.metrics, context.db, tables);
-    const { engine, did } = createClassifier({
+    const { engine, did, live } = createClassifier({
       pool: context.db,
       tables,
       group: CLASSIFIER_GROUP,
@@ -133,12 +139,20 @@ export const classifierService: ServiceDefinition = {
       metrics,
       log: context.log,
     });
-    const http = await startHttpService(context, 'classifier', config.port);
+    const http = await startHttpService(context, 'classifier', config.port, undefined, {
+      healthChecks: { classifier: classifierHealth(context.db, tables, live) },
+    });
     const subscription = await subscribeEngine(context.bus, engine, CLASSIFIER_GROUP);
     context.trackConsumerGroup(CLASSIFIER_GROUP, CLASSIFIER_TOPICS);
     await engine.requestPendingDids();
+    const asking = askPendingDidsEvery(
+      DID_RECHECK_MS,
+      () => engine.requestPendingDids(),
+      (err) => context.log.warn({ err: err.message }, 'could not read the DID names pending swaps wait for'),
+    );
     return {
       async stop() {
+        asking.stop();
         await subscription.stop();
         did.stop();
         await http.stop();

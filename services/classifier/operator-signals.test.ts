@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logging/logger.js';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { databaseForSuite } from '../../test/support/database.js';
 import { HttpDidSource } from './did-source.js';
 import { batchContext, syntheticEngine } from './judge-test-kit.js';
 import { classifierMetrics } from './metrics.js';
@@ -21,13 +21,7 @@ const didSource = () =>
 const cacheSize = (did: HttpDidSource) => (did as unknown as { cache: Map<string, unknown> }).cache.size;
 
 describe('classifier: what an operator watches, and what it keeps', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase([classifierMigrations]);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = databaseForSuite([classifierMigrations]);
 
   it('classifier_chain_clock_seconds shows every chain clock after a restart, moving or not', async () => {
     const schema = 'signals_clock';

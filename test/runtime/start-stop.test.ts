@@ -12,7 +12,7 @@ import { isolatedEnv, spawnTs } from '../support/processes.js';
  */
 describe('service runner on the embedded profile', () => {
   let dir: string;
-  let ports: { point: number; agent: number; connector: number; db: number };
+  let ports: { point: number; agent: number; connector: number; classifier: number; db: number };
   let configPath: string;
 
   beforeAll(async () => {
@@ -22,6 +22,7 @@ describe('service runner on the embedded profile', () => {
       point: await freePort(),
       agent: await freePort(),
       connector: await freePort(),
+      classifier: await freePort(),
       db: await freePort(),
     };
     configPath = path.join(dir, 'config.toml');
@@ -39,6 +40,9 @@ port = ${ports.agent}
 rpc = "http://127.0.0.1:8545"
 priv = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
 contractAddr = "0x5FbDB2315678afecb367f032d315F642f64180aa"
+[classifier]
+port = ${ports.classifier}
+didSupportUrl = "http://127.0.0.1:2"
 [connector]
 port = ${ports.connector}
 callbackUrl = "http://127.0.0.1:${ports.connector}/callback"
@@ -67,7 +71,7 @@ embeddedPort = ${ports.db}
     const proc = spawnTs('bin/start.ts', [], isolatedEnv({ CONFIG_PATH: configPath, LOG_LEVEL: 'info' }));
     try {
       await proc.waitFor(/"msg":"ready"/, 60_000);
-      for (const port of [ports.point, ports.agent, ports.connector]) {
+      for (const port of [ports.point, ports.agent, ports.connector, ports.classifier]) {
         const health = await fetch(`http://127.0.0.1:${port}/health`);
         expect(health.status).toBe(200);
         // No chain answers at agent.rpc here: the Agent says it cannot send (its sender check), 200 all the same.
@@ -77,6 +81,8 @@ embeddedPort = ${ports.db}
             database: { ok: true },
             bus: { ok: true },
             ...(port === ports.agent && { sender: { ok: false } }),
+            // No dead-lettered event holds a chain clock; no DID lookup ran.
+            ...(port === ports.classifier && { classifier: { ok: true, deadLetteredEvents: {} } }),
           },
         });
       }
@@ -101,7 +107,7 @@ embeddedPort = ${ports.db}
     const first = await startAndStop();
     expect(first).toContain('embedded PostgreSQL cluster created');
     // n8nUrl is set, so the notifier runs too.
-    expect(first).toMatch(/"services":\["connector","points","agent","notifier"\]/);
+    expect(first).toMatch(/"services":\["connector","classifier","points","agent","notifier"\]/);
     expect(first).toContain('migration applied');
 
     const second = await startAndStop();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { createPool, type Pool } from '../../shared/db/pool.js';
 import { migrate, type MigrationSet } from '../../shared/db/migrate.js';
 import { coreMigrations } from '../../shared/db/migrations/core.js';
@@ -27,6 +27,34 @@ export async function createTestDatabase(extra: readonly MigrationSet[] = []): P
       await pool.end();
       await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
+  };
+}
+
+/**
+ * A fresh database (createTestDatabase) for the tests of the enclosing describe: created before them, dropped
+ * after them. Its members are there from the suite's first hook on.
+ */
+export function databaseForSuite(extra: readonly MigrationSet[] = []): TestDatabase {
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase(extra);
+  }, 60_000);
+  afterAll(async () => {
+    await db?.drop();
+  });
+  const current = (): TestDatabase => {
+    if (db === undefined)
+      throw new Error('the suite database is created in beforeAll: use it in a test or hook');
+    return db;
+  };
+  return {
+    get url() {
+      return current().url;
+    },
+    get pool() {
+      return current().pool;
+    },
+    drop: () => current().drop(),
   };
 }
 
