@@ -6,7 +6,7 @@
  * pending swaps a clock can reach within the batch).
  */
 import { nulAsText } from '../../shared/db/nul.js';
-import type { PoolClient, Queryable } from '../../shared/db/pool.js';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
 import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
 import { fromJsonb, jsonbArrayText, jsonbText } from './jsonb-nul.js';
@@ -616,7 +616,7 @@ export class WorkingSet {
    * decided swaps unless `keepFacts` (a decided swap is never judged again: a late event only needs to find
    * it, by bid or by its TransferOut).
    */
-  async writeDecisions(db: Queryable, keepFacts: boolean): Promise<void> {
+  async writeDecisions(pool: Pool, keepFacts: boolean): Promise<void> {
     // Taken before the first await: another partition's batch may add its own meanwhile.
     const verdicts = this.verdicts.splice(0);
     const violations = this.violations.splice(0);
@@ -632,7 +632,15 @@ export class WorkingSet {
       this.released.length = 0;
       this.ignored.length = 0;
     }
-    await writeDecided(db, this.tables, verdicts, violations);
+    try {
+      await withTransaction(pool, (tx) => writeDecided(tx, this.tables, verdicts, violations));
+    } catch (err) {
+      // Kept for the next write: the batch's ids are marked processed already, so its redelivery decides
+      // nothing again, and these would be lost (a replay then reports differences the live one does not have).
+      this.verdicts.unshift(...verdicts);
+      this.violations.unshift(...violations);
+      throw err;
+    }
   }
 
   /** Writes everything back: a fixed number of statements. */
