@@ -19,7 +19,7 @@ describe('classifier health', () => {
   it('is degraded while dead-lettered events hold chain clocks, by chain, and ok once they are gone', async () => {
     const tables = classifierTables();
     const answering = { failingForSeconds: () => undefined };
-    const check = classifierHealth(db.pool, tables, answering);
+    const check = classifierHealth(db.pool, tables, answering, ['614', '9006']);
     expect(await check()).toEqual({ status: 'ok', deadLetteredEvents: {} });
     // One event that did not decode holds both streams of 614; one event of 9006.
     await db.pool.query(
@@ -31,9 +31,26 @@ describe('classifier health', () => {
     expect((await check()).status).toBe('ok');
   });
 
+  it('is degraded while pending swaps wait for the clock of a chain taken out of chainClients', async () => {
+    const { tables } = await syntheticEngine(db.pool, 'unwatched');
+    await db.pool.query(
+      `INSERT INTO ${tables.swaps} (bid_id, facts, status, wait_kind, wait_chain, wait_until) VALUES
+         ('0xb1', '{}', 'pending', 'clock', '614', 10), ('0xb2', '{}', 'pending', 'clock', '97', 10),
+         ('0xb3', '{}', 'pending', 'clock', '97', 12), ('0xb4', '{}', 'decided', 'clock', '56', 10)`,
+    );
+    const check = (watched: string[]) =>
+      classifierHealth(db.pool, tables, { failingForSeconds: () => undefined }, watched)();
+    expect(await check(['614', '97'])).toEqual({ status: 'ok', deadLetteredEvents: {} });
+    expect(await check(['614'])).toEqual({
+      status: 'degraded',
+      deadLetteredEvents: {},
+      swapsWaitingForUnwatchedChains: { '97': 2 },
+    });
+  });
+
   it('is degraded once the DID support has failed every lookup for minutes, not after a blip', async () => {
     const check = (seconds: number | undefined) =>
-      classifierHealth(db.pool, classifierTables(), { failingForSeconds: () => seconds })();
+      classifierHealth(db.pool, classifierTables(), { failingForSeconds: () => seconds }, [])();
     expect(await check(DID_FAILING_DEGRADED_SECONDS - 1)).toMatchObject({
       status: 'ok',
       didFailingSeconds: DID_FAILING_DEGRADED_SECONDS - 1,

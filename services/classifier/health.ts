@@ -2,7 +2,8 @@
  * What the Classifier adds to GET /health, and the periodic ask for the DID names pending swaps wait for.
  * Degraded (never unavailable: the classifier still judges every other chain) while a dead-lettered chain event
  * holds a chain's clock, whose swaps wait until it is redriven or released (npm run classifier-holds), or while
- * the DID support has failed every lookup for DID_FAILING_DEGRADED_SECONDS (swaps needing a name wait).
+ * the DID support has failed every lookup for DID_FAILING_DEGRADED_SECONDS (swaps needing a name wait), or
+ * while pending swaps wait for the clock of a chain no longer in `chainClients`.
  */
 import type { Queryable } from '../../shared/db/pool.js';
 import type { HealthCheck } from '../../shared/runtime/http.js';
@@ -15,19 +16,35 @@ export function classifierHealth(
   db: Queryable,
   tables: ClassifierTables,
   did: { failingForSeconds(): number | undefined },
+  /** The chains of `chainClients` (system chain ids). */
+  watchedChains: readonly string[],
 ): HealthCheck {
   return async () => {
-    const { rows } = await db.query<{ chain_id: string; n: string }>(
-      `SELECT chain_id, count(DISTINCT event_id) AS n FROM ${tables.missingEvents} GROUP BY chain_id ORDER BY chain_id`,
-    );
+    const [held, unwatched] = await Promise.all([
+      db.query<{ chain_id: string; n: string }>(
+        `SELECT chain_id, count(DISTINCT event_id) AS n FROM ${tables.missingEvents} GROUP BY chain_id ORDER BY chain_id`,
+      ),
+      // A chain taken out of chainClients moves no clock: the swaps waiting for it would wait for ever. Not
+      // decided for the operator (a configuration slip would decide them for good): said here.
+      db.query<{ chain_id: string; n: string }>(
+        `SELECT wait_chain AS chain_id, count(*) AS n FROM ${tables.swaps}
+          WHERE status = 'pending' AND wait_kind = 'clock' AND wait_chain <> ALL($1)
+          GROUP BY wait_chain ORDER BY wait_chain`,
+        [watchedChains],
+      ),
+    ]);
     const didFailingSeconds = did.failingForSeconds();
     const degraded =
-      rows.length > 0 ||
+      held.rows.length > 0 ||
+      unwatched.rows.length > 0 ||
       (didFailingSeconds !== undefined && didFailingSeconds >= DID_FAILING_DEGRADED_SECONDS);
+    const byChain = (rows: Array<{ chain_id: string; n: string }>) =>
+      Object.fromEntries(rows.map((r) => [r.chain_id, Number(r.n)]));
     return {
       status: degraded ? 'degraded' : 'ok',
       // By chain: dead-lettered events holding its clocks.
-      deadLetteredEvents: Object.fromEntries(rows.map((r) => [r.chain_id, Number(r.n)])),
+      deadLetteredEvents: byChain(held.rows),
+      ...(unwatched.rows.length === 0 ? {} : { swapsWaitingForUnwatchedChains: byChain(unwatched.rows) }),
       ...(didFailingSeconds === undefined ? {} : { didFailingSeconds }),
     };
   };

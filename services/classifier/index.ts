@@ -140,7 +140,14 @@ export const classifierService: ServiceDefinition = {
       log: context.log,
     });
     const http = await startHttpService(context, 'classifier', config.port, undefined, {
-      healthChecks: { classifier: classifierHealth(context.db, tables, live) },
+      healthChecks: {
+        classifier: classifierHealth(
+          context.db,
+          tables,
+          live,
+          context.config.chainClients!.map((c) => c.chainId),
+        ),
+      },
     });
     const subscription = await subscribeEngine(context.bus, engine, CLASSIFIER_GROUP);
     context.trackConsumerGroup(CLASSIFIER_GROUP, CLASSIFIER_TOPICS);
