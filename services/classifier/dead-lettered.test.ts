@@ -5,6 +5,7 @@
  * (case 3). The bus tells the Classifier of each dead letter in its transaction (dead-lettered.ts): the event
  * holds its stream's clock below its block until it is redriven and applied, or the operator releases it.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolClient } from 'pg';
 import { PoisonMessageError } from '../../shared/bus/errors.js';
@@ -93,10 +94,18 @@ describe('missingOf: what a dead-lettered message holds', () => {
       { chainId: DST.chainId, stream: 'swap', eventId: 'e-1', block: 0 },
       { chainId: DST.chainId, stream: 'reputation', eventId: 'e-1', block: 0 },
     ]);
-    // Without an envelope id: its bus position (the source chain has no reputation stream).
+    // Without an envelope id: a digest of its value, the same wherever a redrive puts it (the source chain
+    // has no reputation stream).
+    const digest = `chain.events:sha256:${createHash('sha256').update('not json').digest('hex')}`;
     expect(missingOf(garbage(SRC.chainId, 'not json', 12n), chains)).toEqual([
-      { chainId: SRC.chainId, stream: 'swap', eventId: 'chain.events/0/12', block: 0 },
+      { chainId: SRC.chainId, stream: 'swap', eventId: digest, block: 0 },
     ]);
+    expect(missingOf(garbage(SRC.chainId, 'not json', 40n), chains)[0]!.eventId).toBe(digest);
+  });
+
+  it('an id PostgreSQL text cannot hold (U+0000) is written with \\u0000', () => {
+    const message = garbage(DST.chainId, JSON.stringify({ id: 'a\u0000b', payload: 1 }));
+    expect(missingOf(message, chains).map((m) => m.eventId)).toEqual(['a\\u0000b', 'a\\u0000b']);
   });
 
   it('holds nothing of a chain not watched, nor of a height', () => {
@@ -188,12 +197,66 @@ describe('classifier: an event dead-lettered in the middle of a chunk', () => {
     expect(await dstClock(tables)).toBeUndefined();
     expect(await verdictsOf(tables)).toEqual([]);
     expect(await releaseMissingEvent(db.pool, tables, 'no-such-event')).toBe(0);
-    expect(await releaseMissingEvent(db.pool, tables, 'chain.events/0/9')).toBe(2); // both streams
+    const [held] = await listMissingEvents(db.pool, tables);
+    expect(await releaseMissingEvent(db.pool, tables, held!.eventId)).toBe(2); // both streams
     // The next batch, whatever it holds, lets the clock pass it.
     await run(height(heightOf(REPUTATION_CHAIN, 'reputation', 101, 5_001, null)));
     expect(await dstClock(tables)).toBe(5_000);
     expect(await verdictsOf(tables)).toEqual([['normal', null, null]]);
-    expect(await listMissingEvents(db.pool, tables)).toEqual([]);
+    // Kept as a tombstone: redriven and dead-lettered again (from another offset), it holds nothing.
+    expect((await listMissingEvents(db.pool, tables)).map((m) => m.released)).toEqual([true, true]);
+    await inTransaction((tx) => engine.deadLettered(garbage(DST.chainId, 'not json', 40n), 'not JSON', tx));
+    await run(height(heightOf(DST.chainId, 'swap', confirmIn.blockNumber + 50, 6_000, null)));
+    expect(await dstClock(tables)).toBe(6_000);
+    expect(await listMissingEvents(db.pool, tables)).toHaveLength(2);
+  });
+
+  it('an event released by the operator holds nothing when it is dead-lettered again', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_rehold');
+    const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+    await run(...sourceDone());
+    await inTransaction((tx) => engine.deadLettered(busMessage(transferIn), 'boom', tx));
+    await run(event(confirmIn), dstChunkHeight());
+    expect(await releaseMissingEvent(db.pool, tables, chainEventId(transferIn))).toBe(1);
+    await run(height(heightOf(REPUTATION_CHAIN, 'reputation', 101, 5_001, null)));
+    expect(await dstClock(tables)).toBe(5_000);
+    // Judged without it, as the operator chose: the LP's TransferIn never applied.
+    expect(await verdictsOf(tables)).toEqual([['violation', 3, 'lp']]);
+    // A later redrive sends its copy again, and it fails again: the clock goes on.
+    await inTransaction((tx) => engine.deadLettered(busMessage(transferIn, 70n), 'boom', tx));
+    await run(
+      height(heightOf(DST.chainId, 'swap', confirmIn.blockNumber + 50, 6_000, chainEventId(confirmIn))),
+    );
+    expect(await dstClock(tables)).toBe(6_000);
+  });
+
+  it('an envelope id with U+0000 is held (escaped) and the dead letter commits', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_nul');
+    const message = garbage(DST.chainId, JSON.stringify({ id: 'a\u0000b', payload: 1 }));
+    await inTransaction((tx) => engine.deadLettered(message, 'not an envelope', tx));
+    expect((await listMissingEvents(db.pool, tables)).map((m) => m.eventId)).toEqual([
+      'a\\u0000b',
+      'a\\u0000b',
+    ]);
+  });
+
+  it('a replay: an event whose handling throws is applied when it is delivered again', async () => {
+    const { engine, tables } = await syntheticEngine(db.pool, 'dead_resident_throw', 'keep');
+    let fail = true;
+    const failing = engine as unknown as { onEvent(w: unknown, id: string, e: ChainEvent): void };
+    const onEvent = failing.onEvent.bind(engine);
+    failing.onEvent = (w, id, e) => {
+      if (fail && id === chainEventId(transferIn)) throw new Error('transient failure');
+      onEvent(w, id, e);
+    };
+    const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+    await run(...sourceDone());
+    await expect(run(event(transferIn))).rejects.toThrow('transient failure');
+    fail = false;
+    await run(event(transferIn)); // delivered again
+    await run(event(confirmIn), dstChunkHeight());
+    await engine.writeResident();
+    expect(await verdictsOf(tables)).toEqual([['normal', null, null]]);
   });
 });
 

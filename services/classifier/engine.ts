@@ -10,7 +10,7 @@
  * several chains, which the bus hands to concurrent partition workers; the lock makes "read the facts,
  * decide, write" one step, so no fact is lost between a TransferIn and its TransferOut arriving together.
  */
-import { isProcessed, recordProcessed } from '../../shared/bus/apply-once.js';
+import { recordProcessed } from '../../shared/bus/apply-once.js';
 import type { BusMessage, EventBus, HandlerContext } from '../../shared/bus/port.js';
 import { nulAsText } from '../../shared/db/nul.js';
 import { withTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
@@ -50,6 +50,7 @@ import {
   clockKey,
   readPlan,
   type IgnoredOut,
+  type MissingEvent,
   type Stream,
   type StoredSwap,
   type Wait,
@@ -77,6 +78,11 @@ export interface EngineOptions {
   resident?: 'decisions' | 'keep';
   metrics?: ClassifierMetrics;
   log: Logger;
+  /**
+   * Resident (a replay): ids of dead-lettered events the operator released in the live tables; dead-lettered
+   * again in the replay, they hold nothing there either.
+   */
+  releasedHolds?: ReadonlySet<string>;
 }
 
 /** One input of a batch: a chain event or a chain height, with its envelope id. */
@@ -128,7 +134,14 @@ export class ClassifierEngine {
         inputs.map((i) => i.id),
       );
       const handled = new Set<string>();
-      for (const id of w.releasedMissing) this.missingCame(w, id);
+      for (const id of w.releasedMissing) {
+        w.applyRelease(id);
+        this.o.log.warn(
+          { event: id },
+          'a dead-lettered chain event was released by the operator: its chain clock passes it',
+        );
+        this.missingCame(w, id);
+      }
       for (const input of inputs) {
         if (!fresh.has(input.id) || handled.has(input.id)) continue;
         handled.add(input.id);
@@ -154,9 +167,11 @@ export class ClassifierEngine {
     const handled = new Set<string>();
     for (const input of inputs) {
       if (w.processed.has(input.id)) continue;
+      // Processed once applied: an input that throws is delivered again, and in the end dead-lettered (which
+      // holds its chain's clock, as live).
+      this.onInput(w, input, handled);
       w.processed.add(input.id);
       handled.add(input.id);
-      this.onInput(w, input, handled);
     }
     await w.writeDecisions(this.o.pool, this.o.resident === 'keep');
     w.runCommitted();
@@ -198,28 +213,24 @@ export class ClassifierEngine {
 
   /**
    * The bus is moving a message of ours to the dead-letter topic (SubscribeOptions.onDeadLetter, inside that
-   * transaction): a chain event that never applied holds its stream's clock below its block (heldFor) until it
-   * is redriven and applied, or released by the operator (npm run classifier-holds).
+   * transaction; a replay also calls it for a malformed message it passes over, without one): a chain event
+   * that never applied holds its stream's clock below its block (heldFor) until it is redriven and applied, or
+   * released by the operator (npm run classifier-holds). Nothing here may depend on the message's content to
+   * succeed: a throw would roll the dead letter back, and its partition would retry it for ever.
    */
-  async deadLettered(message: BusMessage, reason: string, tx: PoolClient): Promise<void> {
+  async deadLettered(message: BusMessage, reason: string, tx?: PoolClient): Promise<void> {
     const missing = missingOf(message, this.o.chains);
     const id = missing[0]?.eventId;
     if (id === undefined) return;
-    // A copy of an event applied before holds nothing (its copies are passed over, never applied again).
-    if (this.resident ? this.resident.processed.has(id) : await isProcessed(tx, this.o.group, id)) return;
-    if (this.resident) for (const m of missing) this.resident.addMissing(m);
-    else
-      await tx.query(
-        `INSERT INTO ${this.o.tables.missingEvents} (chain_id, stream, event_id, block_number, error)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) ON CONFLICT DO NOTHING`,
-        [
-          missing.map((m) => m.chainId),
-          missing.map((m) => m.stream),
-          missing.map((m) => m.eventId),
-          missing.map((m) => m.block),
-          missing.map(() => nulAsText(reason).slice(0, 2_000)),
-        ],
-      );
+    if (this.resident) {
+      // As live: a copy of an event applied before, or one the operator released, holds nothing.
+      if (this.resident.processed.has(id) || this.o.releasedHolds?.has(id)) return;
+      for (const m of missing) this.resident.addMissing(m);
+    } else {
+      if (tx === undefined)
+        throw new Error('deadLettered: a live engine records in the dead letter transaction');
+      if (!(await this.recordMissing(tx, missing, reason))) return;
+    }
     this.o.log.error(
       {
         event: id,
@@ -230,6 +241,29 @@ export class ClassifierEngine {
       },
       'a chain event was dead-lettered: its chain clock stays below its block until it is redriven and applied (or released: npm run classifier-holds)',
     );
+  }
+
+  /** Records the holds of a dead-lettered event; false when it holds nothing (applied, or released before). */
+  private async recordMissing(tx: PoolClient, missing: MissingEvent[], reason: string): Promise<boolean> {
+    const id = missing[0]!.eventId;
+    const { rows } = await tx.query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2)
+           OR EXISTS (SELECT 1 FROM ${this.o.tables.missingEvents} WHERE event_id = $2 AND released) AS held`,
+      [this.o.group, id],
+    );
+    if (rows[0]!.held) return false;
+    await tx.query(
+      `INSERT INTO ${this.o.tables.missingEvents} (chain_id, stream, event_id, block_number, error)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) ON CONFLICT DO NOTHING`,
+      [
+        missing.map((m) => m.chainId),
+        missing.map((m) => m.stream),
+        missing.map((m) => m.eventId),
+        missing.map((m) => m.block),
+        missing.map(() => nulAsText(reason).slice(0, 2_000)),
+      ],
+    );
+    return true;
   }
 
   /** Addresses pending swaps wait for (after a restart, the in-memory requests are gone). */
@@ -288,10 +322,7 @@ export class ClassifierEngine {
    */
   private missingCame(w: WorkingSet, id: string): void {
     if (w.missingArrived(id)) {
-      this.o.log.info(
-        { event: id },
-        'a dead-lettered chain event came (or was released): it holds no clock now',
-      );
+      this.o.log.info({ event: id }, 'a dead-lettered chain event came: it holds no clock now');
     }
     const released = w.releaseHeights(id).sort((a, b) => a.height - b.height);
     for (const h of released) {

@@ -87,8 +87,9 @@ export function createClassifier(options: {
   metrics?: ClassifierMetrics;
   log: Logger;
   wrapDid?: (live: DidNames) => DidNames;
-  /** A replay's engine (see EngineOptions.resident). */
+  /** A replay's engine (see EngineOptions.resident, releasedHolds). */
   resident?: 'decisions' | 'keep';
+  releasedHolds?: ReadonlySet<string>;
 }): ClassifierParts {
   let engine: ClassifierEngine | undefined;
   const live = new HttpDidSource({
@@ -112,6 +113,7 @@ export function createClassifier(options: {
     metrics: options.metrics,
     log: options.log,
     resident: options.resident,
+    releasedHolds: options.releasedHolds,
   });
   return { engine, did, live, metrics: options.metrics };
 }

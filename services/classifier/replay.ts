@@ -93,6 +93,10 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     clock.mark('tables');
 
     const recorded = await recordedDidNames(options.pool, live.verdicts);
+    // Dead-lettered events the operator released live: the replay lets its clocks pass them too.
+    const released = await options.pool.query<{ event_id: string }>(
+      `SELECT DISTINCT event_id FROM ${live.missingEvents} WHERE released`,
+    );
     clock.mark('names');
 
     const { engine, did } = createClassifier({
@@ -106,6 +110,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       wrapDid: (fallback) => new RecordedDidSource(recorded, fallback),
       // Only this process writes the fresh tables: the state stays in memory, only decisions are written.
       resident: options.keep ? 'keep' : 'decisions',
+      releasedHolds: new Set(released.rows.map((r) => r.event_id)),
     });
     // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
     await loadSigners(options.pool);
@@ -117,7 +122,10 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     let poison = 0;
     const subscribe = () =>
       subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (handler) =>
-        cut.handler(handler, () => void poison++),
+        cut.handler(handler, async (message, err) => {
+          poison++;
+          await engine.deadLettered(message, err.message);
+        }),
       );
     const subscription = await subscribe();
     try {

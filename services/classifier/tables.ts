@@ -121,8 +121,10 @@ export function ignoredOutsDdl(t: ClassifierTables): string {
 
 /**
  * Chain events this group dead-lettered and never applied (engine.ts deadLettered): each holds its chain
- * stream's clock below its block until it is applied (redriven) or released by the operator. One that does not
- * decode holds its chain (the message key) from block 0, under its envelope id or its bus position.
+ * stream's clock below its block until it is applied (redriven; the row goes) or released by the operator
+ * (`released`; the engine lets the clock pass it and sets `release_applied`). A released row stays as a
+ * tombstone: a copy of that event dead-lettered again (a later redrive) holds nothing. One that does not
+ * decode holds its chain (the message key) from block 0, under its envelope id or a digest of its value.
  */
 export function missingEventsDdl(t: ClassifierTables): string {
   return `
@@ -133,6 +135,7 @@ export function missingEventsDdl(t: ClassifierTables): string {
       block_number bigint NOT NULL,
       error text NOT NULL,
       released boolean NOT NULL DEFAULT false,
+      release_applied boolean NOT NULL DEFAULT false,
       dead_lettered_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (chain_id, stream, event_id)
     );

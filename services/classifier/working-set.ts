@@ -204,8 +204,10 @@ export class WorkingSet {
   private readonly newHeld = new Set<HeldHeight>();
   /** Dead-lettered events not applied yet, by chain stream (clockKey): a small table, read whole. */
   private readonly missing = new Map<string, MissingEvent[]>();
-  /** Missing events applied (or released by the operator) in this transaction: their rows are deleted. */
+  /** Missing events applied in this transaction: their rows are deleted. */
   private readonly arrived: string[] = [];
+  /** Releases by the operator the engine applied in this transaction: their rows become tombstones. */
+  private readonly releasesApplied: string[] = [];
   /** Event ids handled before this transaction, among those the batch's heights wait for. */
   private readonly handledBefore = new Set<string>();
   readonly verdicts: SwapVerdict[] = [];
@@ -389,7 +391,10 @@ export class WorkingSet {
     }
   }
 
-  /** Missing events released by the operator, read with the table (the engine treats each as come). */
+  /**
+   * Missing events the operator released and the engine has not let go yet, read with the table: they hold
+   * nothing now, and the heights held for them are released (applyRelease).
+   */
   readonly releasedMissing: string[] = [];
 
   private async readMissing(tx: PoolClient): Promise<void> {
@@ -399,16 +404,26 @@ export class WorkingSet {
       event_id: string;
       block_number: string;
       released: boolean;
-    }>(`SELECT chain_id, stream, event_id, block_number, released FROM ${this.tables.missingEvents}`);
+      release_applied: boolean;
+    }>(
+      `SELECT chain_id, stream, event_id, block_number, released, release_applied FROM ${this.tables.missingEvents}
+        WHERE NOT release_applied`,
+    );
     for (const r of rows) {
-      this.addMissing({
-        chainId: r.chain_id,
-        stream: r.stream,
-        eventId: r.event_id,
-        block: Number(r.block_number),
-      });
-      if (r.released && !this.releasedMissing.includes(r.event_id)) this.releasedMissing.push(r.event_id);
+      if (!r.released)
+        this.addMissing({
+          chainId: r.chain_id,
+          stream: r.stream,
+          eventId: r.event_id,
+          block: Number(r.block_number),
+        });
+      else if (!this.releasedMissing.includes(r.event_id)) this.releasedMissing.push(r.event_id);
     }
+  }
+
+  /** The operator's release of `eventId` is applied in this transaction (its row stays, as a tombstone). */
+  applyRelease(eventId: string): void {
+    this.releasesApplied.push(eventId);
   }
 
   /** A dead-lettered event of the stream (resident: told by the bus; live: read from the table). */
@@ -428,7 +443,7 @@ export class WorkingSet {
     return lowest;
   }
 
-  /** `eventId` was applied (or released): it holds no clock any more. False if it was not missing. */
+  /** `eventId` was applied: it holds no clock any more. False if it was not missing. */
   missingArrived(eventId: string): boolean {
     let found = false;
     for (const [key, list] of this.missing) {
@@ -727,7 +742,14 @@ export class WorkingSet {
     if (this.released.length > 0)
       await tx.query(`DELETE FROM ${t.pendingHeights} WHERE last_event_id = ANY($1)`, [this.released]);
     if (this.arrived.length > 0)
-      await tx.query(`DELETE FROM ${t.missingEvents} WHERE event_id = ANY($1)`, [this.arrived]);
+      await tx.query(`DELETE FROM ${t.missingEvents} WHERE event_id = ANY($1) AND NOT released`, [
+        this.arrived,
+      ]);
+    if (this.releasesApplied.length > 0)
+      await tx.query(
+        `UPDATE ${t.missingEvents} SET release_applied = true WHERE event_id = ANY($1) AND released`,
+        [this.releasesApplied],
+      );
     if (this.newHeld.size > 0) {
       const h = [...this.newHeld];
       await tx.query(

@@ -53,9 +53,13 @@ export class ReplayCut {
    * A replay's batch handler: `handle` on the messages the cut lets through. A malformed message fails its
    * batch, which the bus then delivers one at a time: met alone, it is passed over and told to `onPoison`,
    * not dead-lettered a second time (the live consumer did; `npm run dead-letters` would count and re-send
-   * both copies). Passing it over is what the live consumer did with it too.
+   * both copies). `onPoison` does what the live consumer's dead-lettering did beside moving it (the
+   * Classifier's hold on its chain clock).
    */
-  handler(handle: BatchHandler, onPoison: () => void): BatchHandler {
+  handler(
+    handle: BatchHandler,
+    onPoison: (message: BusMessage, err: PoisonMessageError) => void | Promise<void>,
+  ): BatchHandler {
     return async (messages, context) => {
       const taken = this.filter(messages);
       if (taken.length === 0) return;
@@ -63,7 +67,7 @@ export class ReplayCut {
         await handle(taken, context);
       } catch (err) {
         if (!(err instanceof PoisonMessageError) || taken.length > 1) throw err;
-        onPoison();
+        await onPoison(taken[0]!, err);
       }
     };
   }

@@ -3,6 +3,7 @@ import { watchedChains } from '../../services/classifier/index.js';
 import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
 import { ClassifierEngine, type ClassifierInput } from '../../services/classifier/engine.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
+import { listMissingEvents, releaseMissingEvent } from '../../services/classifier/holds.js';
 import { INVALID_COMPLAINT_HOLD_SECONDS } from '../../services/classifier/judge.js';
 import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
 import { complaintFieldsOf, fileComplaint } from '../../shared/devnet/complaints.js';
@@ -352,7 +353,7 @@ describe('classifier end to end on the devnet', () => {
     120_000,
   );
 
-  it('sends a malformed or unknown event to the dead-letter topic with the reason, and keeps flowing', async () => {
+  it('sends a malformed or unknown event to the dead-letter topic with the reason; it holds its chain until released', async () => {
     const good = JSON.parse(
       (
         await db.pool.query<{ value: string }>(
@@ -391,9 +392,22 @@ describe('classifier end to end on the devnet', () => {
     );
     expect(rows[0]!.headers['x-dlq-error']).toMatch(/invalid payload/);
     expect(rows[1]!.headers['x-dlq-error']).toMatch(/blockTimestamp/);
-    // The chain's partition keeps flowing: the next swap is judged.
+    // The chain's partition keeps flowing (the next swap's events are applied), but its clock holds: the two
+    // events never applied, and a version this build cannot read may be one a swap needs (dead-lettered.ts).
     const swap = await runSwap('honest', options());
     await moveTo(swap.times.T + 10);
+    await waitFor(async () => (await pending(swap.bidId)) !== null, 'the next swap seen');
+    const tables = classifierTables();
+    const held = await listMissingEvents(db.pool, tables);
+    expect(new Set(held.map((m) => [m.chainId, m.eventId, m.block].join(' ')))).toEqual(
+      new Set([`${SRC.system} poison:1 0`, `${SRC.system} poison:2 0`]),
+    );
+    await moveTo(swap.times.T + 20);
+    expect(await pending(swap.bidId)).not.toBeNull();
+    // The operator gives up on them (npm run classifier-holds -- release <id>): the clock passes them.
+    for (const id of ['poison:1', 'poison:2'])
+      expect(await releaseMissingEvent(db.pool, tables, id)).toBeGreaterThan(0);
+    await moveTo(swap.times.T + 30);
     expect((await verdictOf(swap.bidId)).outcome).toBe('normal');
     expect(await verdictOf(nul.bidId)).toMatchObject({ outcome: 'violation', case: 2, party: 'user' });
     expect(
@@ -419,7 +433,8 @@ describe('classifier end to end on the devnet', () => {
     // Compared where the live classifier was (replay-cut.ts).
     expect(report.exactCut).toBe(true);
     // The two malformed events the live classifier dead-lettered are passed over, not dead-lettered again:
-    // `npm run dead-letters` would count and re-send a second copy of each.
+    // `npm run dead-letters` would count and re-send a second copy of each. Released live, they hold nothing
+    // in the replay either (else its source chain's swaps would stay pending there).
     expect(report.malformed).toBe(2);
     expect(
       (await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = 'chain.events.dlq'`)).rowCount,
