@@ -60,7 +60,7 @@ export async function startRelay(
     scrub,
   });
   const wallet = new Wallet(config.priv);
-  const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`);
+  const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`, wallet.address);
   let sender: Sender | undefined;
   const metrics = relayMetrics(context.metrics, {
     balanceWei: () => sender?.state.balanceWei,

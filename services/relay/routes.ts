@@ -25,7 +25,7 @@ import { RELAY_ERRORS, RelayError, isRelayError, type RelayErrorName } from './e
 import { openApiDocument } from './openapi.js';
 import type { CommandRow, CommandStore } from './store.js';
 import { paidFailures } from '../../shared/sender/index.js';
-import { callWindow, describeWindow } from './windows.js';
+import { describeWindow, type CallWindow } from './windows.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 import { parseJsonBodiesFast } from '../../shared/runtime/json-body.js';
@@ -223,7 +223,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     const chain = options.chain;
     if (chain === undefined) return;
     const { command } = parsed;
-    const window = callWindow(command.action, command.call);
+    const window = store.windowOf(command.action, command.call);
     // The sender signs nothing from windowMarginSeconds before a window's end: a window narrower than the
     // margin closes for it before it opens, whatever the chain's time. Refused before any chain read.
     if (window.end !== null && window.end - options.windowMarginSeconds < window.start) {
@@ -340,7 +340,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     const id = (request.params as { id: string }).id;
     const row = /^[0-9a-f]{64}$/.test(id) ? await readCommand(store, id) : undefined;
     if (row === undefined) throw new RelayError('COMMAND_NOT_FOUND', 'no command with this id');
-    return { code: 200, command: publicCommand(row, scrub) };
+    return { code: 200, command: publicCommand(row, store.windowOf(row.action, row.command.call), scrub) };
   });
 
   app.get(`${prefix}/behalf/commands`, readGuard, async (request) => {
@@ -353,7 +353,10 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     } catch {
       throw new RelayError('STORE_UNAVAILABLE', 'the command store is unavailable; try again');
     }
-    return { code: 200, commands: rows.map((row) => publicCommand(row, scrub)) };
+    return {
+      code: 200,
+      commands: rows.map((row) => publicCommand(row, store.windowOf(row.action, row.command.call), scrub)),
+    };
   });
 
   app.get(`${prefix}/status`, readGuard, async () =>
@@ -406,8 +409,7 @@ async function readCommand(store: CommandStore, id: string): Promise<CommandRow 
 }
 
 /** What GET …/commands/{id} shows: never the raw transaction's signature material beyond its hash. */
-export function publicCommand(row: CommandRow, scrub: (text: string) => string = (t) => t) {
-  const window = callWindow(row.action, row.command.call);
+export function publicCommand(row: CommandRow, window: CallWindow, scrub: (text: string) => string = (t) => t) {
   return {
     id: row.id,
     action: row.action,

@@ -22,7 +22,7 @@ import {
   type SignedAttempt,
 } from '../../shared/sender/index.js';
 import type { ParsedCommand } from './command-body.js';
-import { callWindow } from './windows.js';
+import { callWindow, type CallWindow } from './windows.js';
 
 export type CommandStatus = JobRowStatus;
 export const COMMAND_STATUSES = JOB_ROW_STATUSES;
@@ -84,8 +84,13 @@ const INSERT = `
   INSERT INTO relay_commands (id, system_chain_id, action, transfer_id, command, metadata, status, window_start, window_end)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
 
-function insertParams(command: RelayCommand, metadata: Record<string, string>, status: CommandStatus) {
-  const window = callWindow(command.action, command.call);
+function insertParams(
+  command: RelayCommand,
+  metadata: Record<string, string>,
+  status: CommandStatus,
+  relayWallet: string,
+) {
+  const window = callWindow(command.action, command.call, relayWallet);
   return [
     command.commandId,
     command.systemChainId,
@@ -104,8 +109,15 @@ export class CommandStore extends JobTable {
     pool: Pool,
     private readonly bus: EventBus,
     private readonly source: string,
+    /** The address the relay sends from: its windows depend on it (windows.ts). */
+    private readonly relayWallet: string,
   ) {
     super(pool, 'relay_commands', 'id');
+  }
+
+  /** When this relay may make the call (it depends on whether its wallet is the lock's sender: windows.ts). */
+  windowOf(action: RelayCommand['action'], call: RelayCommand['call']): CallWindow {
+    return callWindow(action, call, this.relayWallet);
   }
 
   /**
@@ -132,7 +144,7 @@ export class CommandStore extends JobTable {
     return withTransaction(this.pool, async (tx) => {
       const inserted = await tx.query(
         `${INSERT} ON CONFLICT (id) DO NOTHING`,
-        insertParams(command, metadata, 'accepted'),
+        insertParams(command, metadata, 'accepted', this.relayWallet),
       );
       if (inserted.rowCount === 1) {
         const message = envelope(relayCommands, command, {
@@ -224,7 +236,7 @@ export class CommandStore extends JobTable {
     await tx.query(
       `${INSERT} ON CONFLICT (id) DO UPDATE SET status = 'scheduled', updated_at = now()
        WHERE relay_commands.status = 'accepted'`,
-      insertParams(command, {}, 'scheduled'),
+      insertParams(command, {}, 'scheduled', this.relayWallet),
     );
   }
 

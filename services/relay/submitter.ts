@@ -45,8 +45,8 @@ export function strategyOf(gasPrice: string): FeeStrategy {
     : { weiPerGas: BigInt(gasPrice) };
 }
 
-export function jobOf(row: CommandRow, contractAddr: string): SenderJob {
-  const window = callWindow(row.action, row.command.call);
+export function jobOf(row: CommandRow, contractAddr: string, relayWallet: string): SenderJob {
+  const window = callWindow(row.action, row.command.call, relayWallet);
   return {
     id: row.id,
     // 'accepted' rows are not open; the sender only sees scheduled ones and later.
@@ -70,7 +70,7 @@ export function createRelaySender(options: RelaySenderOptions): Sender {
     async open() {
       const rows = await store.open(systemChainId);
       for (const row of rows) actions.set(row.id, row.action);
-      return rows.map((row) => jobOf(row, contractAddr));
+      return rows.map((row) => jobOf(row, contractAddr, options.wallet.address));
     },
     signFirst: (id, wallet, sign) => store.signFirst(id, wallet, sign),
     addAttempt: (id, known, attempt, reason) => store.addAttempt(id, known, attempt, reason),
