@@ -227,4 +227,48 @@ describe('a subject with more facts than the cache keeps', () => {
     release();
     expect(await Promise.all([...together, after])).toEqual([1, 1, 1, 1]);
   });
+
+  it('keeps a load while only other subjects change: a busy LP is loaded once under steady traffic', async () => {
+    let loads = 0;
+    let cache!: FactsCache;
+    const fake = {
+      deductionTimes: async () => [],
+      lpSwapFacts: async () => {
+        loads++;
+        // Meanwhile the consumer commits a verdict of another LP, a violation of some user.
+        cache.invalidateSubject(`lp:someone-else-${loads}`);
+        cache.invalidateSubject(`user:${USER}`);
+        return [{ blockTime: NOW - 1, normal: true, responseTimeSeconds: 30 }];
+      },
+    } as unknown as PointsStore;
+    cache = new FactsCache(fake);
+    cache.setListening(true);
+    for (let i = 0; i < 5; i++) expect((await cache.lpFigures('big-lp', WINDOW)).decidedSwaps).toBe(1);
+    expect(loads).toBe(1);
+    // Its own change is heard: loaded again, once.
+    cache.invalidateSubject('lp:big-lp');
+    for (let i = 0; i < 3; i++) await cache.lpFigures('big-lp', WINDOW);
+    expect(loads).toBe(2);
+  });
+
+  it('evicts the least recently used subject, not the first loaded', async () => {
+    const loaded: string[] = [];
+    const fake = {
+      deductionTimes: async (_party: string, subject: string) => {
+        loaded.push(subject);
+        return [];
+      },
+    } as unknown as PointsStore;
+    const cache = new FactsCache(fake, { maxEntries: 2 });
+    cache.setListening(true);
+    const ask = (subject: string) => cache.violationsInWindow('user', subject, WINDOW);
+    await ask('a');
+    await ask('b');
+    await ask('a'); // a is used again: b is now the least recent
+    await ask('c'); // evicts b
+    await ask('a');
+    expect(loaded).toEqual(['a', 'b', 'c']);
+    await ask('b');
+    expect(loaded).toEqual(['a', 'b', 'c', 'b']);
+  });
 });

@@ -3,8 +3,8 @@
  * prefix sums), so a score for any `at` is two binary searches instead of a database round trip. It only
  * answers while it hears about every change: the projection sends `pg_notify('points_changed', key)` in the
  * transaction that changes a subject (and the in-process consumer invalidates directly); when the LISTEN
- * connection is lost the cache is emptied and bypassed until it listens again. A load that overlaps any
- * invalidation is answered but not kept, so a stale load can never stay cached.
+ * connection is lost the cache is emptied and bypassed until it listens again. A load that overlaps an
+ * invalidation of its own key (or a clear) is answered but not kept, so a stale load can never stay cached.
  */
 import pg from 'pg';
 import type { Logger } from '../../shared/logging/logger.js';
@@ -71,11 +71,17 @@ type Entry =
   | { kind: 'over-limit' };
 const OVER_LIMIT: Entry = { kind: 'over-limit' };
 
+/** A load in flight; `stale` once its key changed (or everything was cleared) after it started. */
+interface Load {
+  entry: Promise<Entry>;
+  stale: boolean;
+}
+
 export class FactsCache implements FiguresSource {
+  /** In least recently used order (a hit moves its key to the end; the first is evicted). */
   private readonly entries = new Map<string, Entry>();
-  /** Loads in flight, by key, with the generation they started at. */
-  private readonly loading = new Map<string, { generation: number; entry: Promise<Entry> }>();
-  private generation = 0;
+  /** Loads in flight, by key: none of them stale (a stale one leaves the map). */
+  private readonly loading = new Map<string, Load>();
   private listening = false;
 
   constructor(
@@ -100,7 +106,13 @@ export class FactsCache implements FiguresSource {
   }
 
   invalidate(key: string): void {
-    this.generation++;
+    // A load of this key in flight may have read the state before this change: not kept, not shared. Loads of
+    // other keys are (a busy LP's load is up to maxFactsPerSubject rows, and other subjects change all the time).
+    const inFlight = this.loading.get(key);
+    if (inFlight) {
+      inFlight.stale = true;
+      this.loading.delete(key);
+    }
     if (this.entries.get(key) !== OVER_LIMIT) this.entries.delete(key);
   }
 
@@ -111,7 +123,8 @@ export class FactsCache implements FiguresSource {
   }
 
   clear(): void {
-    this.generation++;
+    for (const inFlight of this.loading.values()) inFlight.stale = true;
+    this.loading.clear();
     this.entries.clear();
   }
 
@@ -153,27 +166,31 @@ export class FactsCache implements FiguresSource {
 
   private async entry(key: string, load: () => Promise<Entry>): Promise<Entry> {
     const cached = this.entries.get(key);
-    if (cached) return cached;
-    // Requests that miss together share one load (a busy LP's facts are up to maxFactsPerSubject rows), unless
-    // something changed since it started: it may have read the state before that change.
+    if (cached) {
+      this.entries.delete(key);
+      this.entries.set(key, cached);
+      return cached;
+    }
+    // Requests that miss together share one load, unless its key changed since it started (then it left
+    // `loading`: it may have read the state before that change).
     const inFlight = this.loading.get(key);
-    if (inFlight?.generation === this.generation) return inFlight.entry;
-    const entry = this.load(key, load).finally(() => {
-      if (this.loading.get(key)?.entry === entry) this.loading.delete(key);
+    if (inFlight) return inFlight.entry;
+    const started: Load = { entry: Promise.resolve(OVER_LIMIT), stale: false };
+    started.entry = this.load(key, load, started).finally(() => {
+      if (this.loading.get(key) === started) this.loading.delete(key);
     });
-    this.loading.set(key, { generation: this.generation, entry });
-    return entry;
+    this.loading.set(key, started);
+    return started.entry;
   }
 
-  private async load(key: string, load: () => Promise<Entry>): Promise<Entry> {
-    const generation = this.generation;
+  private async load(key: string, load: () => Promise<Entry>, started: Load): Promise<Entry> {
     const loaded = await load();
-    // Kept only if nothing changed meanwhile (the load may have read the state before that change).
-    if (this.listening && generation === this.generation) {
+    // Kept only if its key did not change meanwhile (the load may have read the state before that change).
+    if (this.listening && !started.stale) {
       this.entries.set(key, loaded);
       if (this.entries.size > (this.options.maxEntries ?? 200_000)) {
-        const oldest = this.entries.keys().next().value;
-        if (oldest !== undefined) this.entries.delete(oldest);
+        const leastRecent = this.entries.keys().next().value;
+        if (leastRecent !== undefined) this.entries.delete(leastRecent);
       }
     }
     return loaded;
