@@ -46,10 +46,14 @@ export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored';
  * The event id and effects of one message (null: a chain event passed over unread, it has none), or a
  * PoisonMessageError for one that can never be handled.
  */
+/** `\u0000`, or a surrogate's escape (`\ud800`…`\udfff`, either case): see withoutNul. */
+const MAY_NEED_REWRITE = /\\u(0000|[dD][89abcdefABCDEF])/;
+
 export function effectsOfMessage(message: BusMessage): { id: string; effects: Effect[] } | null {
   const decoded = decodeEffects(message);
-  // JSON spells U+0000 only as \u0000: a message without that text has none, and skips the walk.
-  if (decoded === null || !message.value.includes('\\u0000')) return decoded;
+  // JSON spells U+0000 only as \u0000, and a lone surrogate only as an escape (a bus value is UTF-8 text): a
+  // message without such text has neither, and skips the walk.
+  if (decoded === null || !MAY_NEED_REWRITE.test(message.value)) return decoded;
   return { id: decoded.id, effects: withoutNul(decoded.effects) };
 }
 

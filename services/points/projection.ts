@@ -2,7 +2,7 @@
  * What each input event does to Points' projections, as pure functions (no database): the bus shell in
  * consumer.ts applies the rows they return exactly once.
  */
-import { mapStrings, nulAsText } from '../../shared/db/nul.js';
+import { mapStrings, nulAsText, wellFormed } from '../../shared/db/nul.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
 import type { Violation } from '../../topics/violations.js';
@@ -139,10 +139,12 @@ export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
  * PostgreSQL text and jsonb cannot hold U+0000 (SQLSTATE 22P05 / 22021), and any string on chain can carry it:
  * any DID owner can submit a complaint whose lpId is "lp\u0000x". Such a character is stored as the six
  * characters `\u0000` instead, in every string and key of the rows: the same input always gives the same rows
- * (live and replay alike), nothing of the violation is lost, and retrying could never have stored it.
+ * (live and replay alike), nothing of the violation is lost, and retrying could never have stored it. Nor can
+ * jsonb hold a lone UTF-16 surrogate (JSON text may escape one, `"\ud800"`): it is stored as U+FFFD, the
+ * replacement character, so the message is kept rather than dead-lettered.
  */
 export function withoutNul<T>(value: T): T {
-  return mapStrings(value, nulAsText);
+  return mapStrings(value, (text) => nulAsText(wellFormed(text)));
 }
 
 /** The subjects (`party:subject`) whose facts an event changes: what the score cache must forget. */

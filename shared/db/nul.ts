@@ -12,6 +12,17 @@ export function nulAsText(text: string): string {
   return text.includes('\u0000') ? text.replaceAll('\u0000', '\\u0000') : text;
 }
 
+/** A UTF-16 surrogate without its pair (code units, so no `u` flag). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * `text` with each lone UTF-16 surrogate replaced by U+FFFD: JSON text may escape one (`"\ud800"`), which
+ * jsonb refuses (and UTF-8 text cannot encode). Lossy: for what is kept for display and counting.
+ */
+export function wellFormed(text: string): string {
+  return text.isWellFormed() ? text : text.replace(LONE_SURROGATE, '\uFFFD');
+}
+
 /** `value` (plain JSON data) with `f` applied to every string and every member name, at any depth. */
 export function mapStrings<T>(value: T, f: (text: string) => string): T {
   if (typeof value === 'string') return f(value) as T;
