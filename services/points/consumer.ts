@@ -23,6 +23,7 @@ import {
   verdictEffects,
   violationEffects,
   withoutNul,
+  withStorableLpIds,
   type Effect,
 } from './projection.js';
 import type { PointsStore } from './store.js';
@@ -53,8 +54,9 @@ export function effectsOfMessage(message: BusMessage): { id: string; effects: Ef
   const decoded = decodeEffects(message);
   // JSON spells U+0000 only as \u0000, and a lone surrogate only as an escape (a bus value is UTF-8 text): a
   // message without such text has neither, and skips the walk.
-  if (decoded === null || !MAY_NEED_REWRITE.test(message.value)) return decoded;
-  return { id: decoded.id, effects: withoutNul(decoded.effects) };
+  if (decoded === null) return null;
+  const effects = MAY_NEED_REWRITE.test(message.value) ? withoutNul(decoded.effects) : decoded.effects;
+  return { id: decoded.id, effects: withStorableLpIds(effects) };
 }
 
 function decodeEffects(message: BusMessage): { id: string; effects: Effect[] } | null {

@@ -2,6 +2,7 @@
  * What each input event does to Points' projections, as pure functions (no database): the bus shell in
  * consumer.ts applies the rows they return exactly once.
  */
+import { createHash } from 'node:crypto';
 import { mapStrings, nulAsText, wellFormed } from '../../shared/db/nul.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
@@ -145,6 +146,43 @@ export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
  */
 export function withoutNul<T>(value: T): T {
   return mapStrings(value, (text) => nulAsText(wellFormed(text)));
+}
+
+/**
+ * Longest LP id (UTF-8 bytes) stored as it is. An index row holds at most 2,704 bytes (points_deductions'
+ * subject, points_lp_swaps' lp_id), and an LP id is the LP's own DID name: a longer one failed every insert,
+ * so the LP's verdicts and violations were dead-lettered and it escaped every deduction.
+ */
+export const MAX_STORED_LP_ID_BYTES = 1_000;
+const KEPT_PREFIX_BYTES = 900;
+
+/**
+ * How an LP id is stored and looked up: as it is up to MAX_STORED_LP_ID_BYTES, else its first 900 bytes (whole
+ * characters), `…#sha256:` and the SHA-256 of the whole id, so that distinct ids stay distinct. The answers
+ * show that form; a query by the full id finds it (queries.ts applies the same).
+ */
+export function storedLpId(lpId: string): string {
+  const bytes = Buffer.from(lpId, 'utf8');
+  if (bytes.length <= MAX_STORED_LP_ID_BYTES) return lpId;
+  let end = KEPT_PREFIX_BYTES;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // not inside a character
+  const digest = createHash('sha256').update(bytes).digest('hex');
+  return `${bytes.subarray(0, end).toString('utf8')}…#sha256:${digest}`;
+}
+
+/** Rows with LP ids an index can hold (storedLpId). */
+export function withStorableLpIds(effects: Effect[]): Effect[] {
+  return effects.map((effect) => {
+    if (effect.kind === 'deduction' && effect.row.party === 'lp') {
+      const subject = storedLpId(effect.row.subject);
+      return subject === effect.row.subject ? effect : { ...effect, row: { ...effect.row, subject } };
+    }
+    if (effect.kind === 'lp-swap') {
+      const lpId = storedLpId(effect.row.lpId);
+      return lpId === effect.row.lpId ? effect : { ...effect, row: { ...effect.row, lpId } };
+    }
+    return effect;
+  });
 }
 
 /** The subjects (`party:subject`) whose facts an event changes: what the score cache must forget. */

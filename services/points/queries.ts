@@ -14,6 +14,7 @@ import {
 import type { CachedLookup, Lookup } from './cached-lookup.js';
 import { PointsError } from './errors.js';
 import type { FiguresSource } from './facts-cache.js';
+import { storedLpId } from './projection.js';
 import { formatTenths, lpBasisTenths, windowEndingAt } from './scoring.js';
 import type { LpRankingRow, PointsStore, RecordCursor } from './store.js';
 
@@ -89,8 +90,9 @@ export class PointsQueries {
 
   async lpPoint(query: { lp_id: string; at?: number }) {
     const { now, explicitAt, window } = this.moment(query.at);
-    const figures = await this.figures.lpFigures(query.lp_id, window);
-    return lpPointAnswer({ lpId: query.lp_id, at: now, explicitAt, window, figures });
+    const lpId = storedLpId(query.lp_id);
+    const figures = await this.figures.lpFigures(lpId, window);
+    return lpPointAnswer({ lpId, at: now, explicitAt, window, figures });
   }
 
   async deductionRecords(
@@ -100,6 +102,7 @@ export class PointsQueries {
   ) {
     const { now, window } = this.moment(query.at);
     const limit = query.limit ?? DEFAULT_RECORDS_LIMIT;
+    if (party === 'lp') subject = storedLpId(subject);
     const records = await this.options.store.deductionRecords(
       party,
       subject,
@@ -116,6 +119,7 @@ export class PointsQueries {
    * the rate limit).
    */
   async scoreHistory(party: 'user' | 'lp', subject: string, limit = 100) {
+    if (party === 'lp') subject = storedLpId(subject);
     const { records } = await this.deductionRecords(party, subject, { limit });
     const times = [...new Set(records.map((r) => r.block_time))].sort((a, b) => a - b);
     const points = [];
