@@ -8,7 +8,7 @@ import type { ChainClientConfig } from '../../shared/config/index.js';
 import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
-import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { REPLAY_ATTEMPTS, ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
@@ -43,6 +43,8 @@ export interface ClassifierReplayReport {
   messages: number;
   /** Messages that do not decode, passed over (the live classifier dead-lettered them; not again). */
   malformed: number;
+  /** Messages that kept failing otherwise, passed over (logged; never dead-lettered by a replay). */
+  notApplied: number;
   verdicts: TableComparison;
   violations: TableComparison;
   identical: boolean;
@@ -120,12 +122,33 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
     const cut = new ReplayCut();
     let poison = 0;
+    let failed = 0;
     const subscribe = () =>
-      subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (handler) =>
-        cut.handler(handler, async (message, err) => {
-          poison++;
-          await engine.deadLettered(message, err.message);
-        }),
+      subscribeEngine(
+        options.bus,
+        engine,
+        group,
+        'earliest',
+        REPLAY_BATCH,
+        (handler) =>
+          cut.handler(handler, async (message, err, why) => {
+            if (why === 'malformed') poison++;
+            else {
+              failed++;
+              options.log.error(
+                {
+                  topic: message.topic,
+                  partition: message.partition,
+                  offset: String(message.offset),
+                  err: err.message,
+                },
+                'replay: a message kept failing and is not applied',
+              );
+            }
+            // What the live classifier's dead letter did: the chain event holds its chain's clock.
+            await engine.deadLettered(message, err.message);
+          }),
+        REPLAY_ATTEMPTS,
       );
     const subscription = await subscribe();
     try {
@@ -196,6 +219,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       phases: clock.seconds,
       messages: total,
       malformed: poison,
+      notApplied: failed,
       verdicts,
       violations,
       identical: verdicts.identical && violations.identical,

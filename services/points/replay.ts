@@ -9,7 +9,7 @@ import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
-import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { REPLAY_ATTEMPTS, ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -60,6 +60,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
 
   await context.db.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
   let poison = 0;
+  let failed = 0;
   try {
     await context.db.query(projectionTablesSql(schema));
     // Rebuilt to be compared and dropped: not worth the write-ahead log.
@@ -81,7 +82,20 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         startFrom: 'earliest',
         maxBatch: REPLAY_BATCH,
         valuesOnly: POINTS_VALUES_ONLY,
-        batchHandler: cut.handler(handle, () => void poison++),
+        maxAttempts: REPLAY_ATTEMPTS,
+        batchHandler: cut.handler(handle, (message, err, why) => {
+          if (why === 'malformed') return void poison++;
+          failed++;
+          context.log.error(
+            {
+              topic: message.topic,
+              partition: message.partition,
+              offset: String(message.offset),
+              err: err.message,
+            },
+            'replay: a message kept failing and is not applied',
+          );
+        }),
       });
     const subscription = await subscribe();
     const timeoutMs = context.timeoutMs ?? 10 * 60_000;
@@ -103,6 +117,10 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     lines.push(`points: rebuilt ${POINTS_TOPICS.join(', ')} from the beginning into schema ${schema}`);
     if (poison > 0)
       lines.push(`  ${poison} malformed message(s) skipped (as the live consumer dead-lettered them)`);
+    if (failed > 0)
+      lines.push(
+        `  ${failed} message(s) kept failing and were not applied (see the log; the live consumer dead-lettered them, unless this build fails where it did not)`,
+      );
     // Every table at once, each one pass over both tables, on a snapshot where the live consumer had handled
     // exactly what the replay did.
     const live = (table: string) => `${quoteIdentifier(LIVE_SCHEMA)}.${quoteIdentifier(table)}`;

@@ -6,7 +6,9 @@ import { KafkaBus } from '../bus/kafka/kafka-bus.js';
 import type { EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import { createLogger } from '../logging/logger.js';
-import { ReplayCut, settleAtLiveCut } from './replay-cut.js';
+import { REPLAY_ATTEMPTS, ReplayCut, settleAtLiveCut } from './replay-cut.js';
+import { PoisonMessageError } from '../bus/errors.js';
+import { waitFor } from '../../test/support/wait.js';
 
 const kafka = kafkaForTests();
 if (kafka.skipReason) announceSkip('replay cut on Kafka', kafka.skipReason);
@@ -156,3 +158,61 @@ for (const [name, makeBus, skip] of buses)
       expect(settled.result).toEqual({ live: [0, 1], replay: [0, 1, 2, 3] });
     });
   });
+
+/**
+ * A replay never dead-letters: the live consumer did already for a message that fails (a second copy would be
+ * counted and re-sent by `npm run dead-letters`), or this build fails where live did not, which the replay says.
+ */
+describe("a replay's handler and a message that keeps failing", () => {
+  let db: TestDatabase;
+  let bus: PostgresBus;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    bus = new PostgresBus({ pool: db.pool, connectionString: db.url, log });
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await db?.drop();
+  });
+
+  it('passes over a malformed one at once and another after REPLAY_ATTEMPTS, applying the rest; no dead letter', async () => {
+    const topic = `cut.failing.${randomBytes(4).toString('hex')}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    await bus.publish(
+      topic,
+      ['1', 'malformed', '2', 'failing', '3'].map((value) => ({ key: 'k', value })),
+    );
+    const applied: string[] = [];
+    const skipped: Array<[string, string]> = [];
+    const attempts = new Map<string, number>();
+    const sub = await bus.subscribe({
+      group: `replay-${randomBytes(4).toString('hex')}`,
+      topics: [topic],
+      maxAttempts: REPLAY_ATTEMPTS,
+      batchHandler: new ReplayCut().handler(
+        async (messages) => {
+          for (const m of messages) attempts.set(m.value, (attempts.get(m.value) ?? 0) + 1);
+          if (messages.some((m) => m.value === 'malformed')) throw new PoisonMessageError('not JSON');
+          if (messages.some((m) => m.value === 'failing')) throw new Error('database refused it');
+          applied.push(...messages.map((m) => m.value));
+        },
+        (message, err, why) => void skipped.push([message.value, `${why}: ${err.message}`]),
+      ),
+    });
+    try {
+      await waitFor(() => applied.length === 3, 'the others applied');
+    } finally {
+      await sub.stop();
+    }
+    expect(applied).toEqual(['1', '2', '3']);
+    expect(skipped).toEqual([
+      ['malformed', 'malformed: not JSON'],
+      ['failing', 'failed: database refused it'],
+    ]);
+    // The whole batch once, then alone: the malformed one once, the failing one REPLAY_ATTEMPTS times.
+    expect(attempts.get('malformed')).toBe(2);
+    expect(attempts.get('failing')).toBe(1 + REPLAY_ATTEMPTS);
+    const dead = await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = $1`, [`${topic}.dlq`]);
+    expect(dead.rowCount).toBe(0);
+  });
+});

@@ -50,15 +50,17 @@ export class ReplayCut {
   }
 
   /**
-   * A replay's batch handler: `handle` on the messages the cut lets through. A malformed message fails its
-   * batch, which the bus then delivers one at a time: met alone, it is passed over and told to `onPoison`,
-   * not dead-lettered a second time (the live consumer did; `npm run dead-letters` would count and re-send
-   * both copies). `onPoison` does what the live consumer's dead-lettering did beside moving it (the
+   * A replay's batch handler: `handle` on the messages the cut lets through. A batch that fails is delivered
+   * again one message at a time; a message that still fails is passed over and told to `onSkipped`, never
+   * dead-lettered: the live consumer dead-lettered it already (`npm run dead-letters` would count and re-send
+   * a second copy), or, new in this build, the replay says so. A malformed one at once; one that fails
+   * otherwise after REPLAY_ATTEMPTS (subscribe with maxAttempts REPLAY_ATTEMPTS, so that the bus never moves
+   * it first). `onSkipped` also does what the live consumer's dead-lettering did beside moving it (the
    * Classifier's hold on its chain clock).
    */
   handler(
     handle: BatchHandler,
-    onPoison: (message: BusMessage, err: PoisonMessageError) => void | Promise<void>,
+    onSkipped: (message: BusMessage, err: Error, why: 'malformed' | 'failed') => void | Promise<void>,
   ): BatchHandler {
     return async (messages, context) => {
       const taken = this.filter(messages);
@@ -66,12 +68,17 @@ export class ReplayCut {
       try {
         await handle(taken, context);
       } catch (err) {
-        if (!(err instanceof PoisonMessageError) || taken.length > 1) throw err;
-        await onPoison(taken[0]!, err);
+        if (taken.length > 1) throw err;
+        if (err instanceof PoisonMessageError) return onSkipped(taken[0]!, err, 'malformed');
+        if (context.attempt < REPLAY_ATTEMPTS || context.signal.aborted) throw err;
+        await onSkipped(taken[0]!, err instanceof Error ? err : new Error(String(err)), 'failed');
       }
     };
   }
 }
+
+/** Attempts a replay gives a message that keeps failing before it passes it over (ReplayCut.handler). */
+export const REPLAY_ATTEMPTS = 3;
 
 export interface LiveCutOptions {
   pool: Pool;
