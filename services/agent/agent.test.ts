@@ -230,12 +230,17 @@ describe('Agent complaint intake and submission on the devnet', () => {
           ],
         },
         'INVALID_COMPLAINT',
-        /srcChainId must not be negative.*srcAddress must be a decimal integer string.*dstChainId must be below 2\^64.*lpSign is required/,
+        /srcChainId must not be negative.*srcAddress must be 0x-hex or a decimal integer string.*dstChainId must be below 2\^64.*lpSign is required/,
       );
       await refuse(
         { params: [{ ...c, dstAddress: (1n << 256n).toString() }, sdk.params[1], DOMAIN] },
         'INVALID_COMPLAINT',
         /dstAddress must be below 2\^256/,
+      );
+      await refuse(
+        { params: [{ ...c, dstAddress: '0x' + 'f'.repeat(65) }, sdk.params[1], DOMAIN] },
+        'INVALID_COMPLAINT',
+        /dstAddress must be 0x and at most 64 hex digits, or a decimal integer string/,
       );
       await refuse(
         { params: [{ ...c, userSign: 7 }, sdk.params[1], DOMAIN] },

@@ -80,6 +80,40 @@ describe('Agent complaint intake', () => {
     await db?.drop();
   });
 
+  // The real SDK fills srcAddress / dstAddress with toHexAddress(address): the EVM address itself, or 0x and the
+  // 32 bytes of a Solana address, and ethers signs them as uint256. Every such complaint was refused (41002).
+  it.each([
+    ['an EVM user', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'],
+    ['a Solana user (32 bytes)', '0x' + 'ab'.repeat(32)],
+  ])(
+    "takes the SDK's 0x-hex addresses (%s): signer recovered, bid as with decimal strings",
+    async (_, dst) => {
+      const complaint = sampleComplaint({ dstAddress: dst });
+      const body = await sdkBody(signer, complaint, 'alice.devnet', CHAIN);
+      const parsed = parseComplaintBody(body, { chainId: 97, contractAddr: CONTRACT });
+      expect(parsed.signer).toBe(signer.address);
+      expect(parsed.stored.dstAddress).toBe(BigInt(dst).toString());
+      const decimal = parseComplaintBody(
+        {
+          params: [
+            {
+              ...complaint,
+              srcAddress: BigInt(complaint.srcAddress).toString(),
+              dstAddress: BigInt(dst).toString(),
+            },
+            body.params[1],
+            body.params[2],
+          ],
+        },
+        { chainId: 97, contractAddr: CONTRACT },
+      );
+      expect(decimal.signer).toBe(signer.address);
+      expect(decimal.bidId).toBe(parsed.bidId);
+      const answer = await post(body);
+      expect(answer.body.code, JSON.stringify(answer.body)).toBe(0);
+    },
+  );
+
   // F1: the real Reputation (SignatureHelper.recoverSigner -> OZ ECDSA.recover(digest, v, r, s)) reverts for
   // v = 0/1; the Agent accepts them and sends the signature unchanged.
   it('a v 0/1 signature is made 27/28 at intake: the real contract refuses 0/1', async () => {

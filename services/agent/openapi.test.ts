@@ -38,7 +38,8 @@ describe('Agent OpenAPI document against the SDK body', () => {
     for (const params of [
       [missingMember, signature, domain],
       [{ ...complaint, srcChainId: 1.5 }, signature, domain],
-      [{ ...complaint, srcAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' }, signature, domain],
+      [{ ...complaint, srcAddress: '0x' + '1'.repeat(65) }, signature, domain],
+      [{ ...complaint, srcAddress: 1234 }, signature, domain],
       [complaint, signature.slice(0, -2), domain],
       [complaint, signature, ''],
       [complaint, signature],

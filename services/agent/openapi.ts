@@ -25,7 +25,11 @@ const uint64 = {
     { type: 'string', pattern: '^[0-9]{1,20}$' },
   ],
 };
-const uint256 = { type: 'string', pattern: '^[0-9]{1,78}$', description: 'uint256 as a decimal string' };
+const uint256 = {
+  type: 'string',
+  pattern: '^(0x[0-9a-fA-F]{1,64}|[0-9]{1,78})$',
+  description: "uint256 holding an address: 0x-hex as the SDK's toHexAddress gives it, or a decimal string",
+};
 const text = (member: keyof typeof COMPLAINT_MEMBER_MAX_LENGTH) => ({
   type: 'string',
   maxLength: COMPLAINT_MEMBER_MAX_LENGTH[member],

@@ -115,10 +115,11 @@ export function sampleComplaint(overrides: Partial<SdkComplaint> = {}): SdkCompl
   const T = 1_900_000_000 + counter * 1_000 + Math.floor(Math.random() * 1_000);
   return {
     srcChainId: 9006,
-    srcAddress: BigInt('0x70997970C51812dc3A010C7d01b50e0d17dc79C8').toString(),
+    // As the SDK sends them: toHexAddress(address), the EVM address itself.
+    srcAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
     srcToken: '0x0000000000000000000000000000000000000000',
     dstChainId: 614,
-    dstAddress: BigInt('0x70997970C51812dc3A010C7d01b50e0d17dc79C8').toString(),
+    dstAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
     dstToken: '0x0000000000000000000000000000000000000000',
     srcAmount: `${1000 + counter}`,
     dstAmount: '990',

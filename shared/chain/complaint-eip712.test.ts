@@ -107,16 +107,29 @@ describe('complaint schema', () => {
     expect(complaint.lpId).toBe('lp-test-01');
   });
 
+  it("accepts addresses as the SDK's toHexAddress gives them: an EVM address, 32 bytes of a Solana one", () => {
+    const evm = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+    const solana = '0x' + 'Ab'.repeat(32);
+    const complaint = parseComplaint({ ...sdkComplaint, srcAddress: evm, dstAddress: solana });
+    expect(complaint.srcAddress).toBe(BigInt(evm));
+    expect(complaint.dstAddress).toBe(BigInt(solana));
+  });
+
   it.each([
     [
       'srcAddress',
       12345,
-      'complaint.srcAddress must be a decimal integer string (a JSON number cannot hold a uint256)',
+      'complaint.srcAddress must be 0x-hex or a decimal integer string (a JSON number cannot hold a uint256)',
     ],
     [
       'srcAddress',
-      '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-      'complaint.srcAddress must be a decimal integer string, got "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"',
+      '0x' + '1'.repeat(65),
+      `complaint.srcAddress must be 0x and at most 64 hex digits, or a decimal integer string, got "0x${'1'.repeat(65)}"`,
+    ],
+    [
+      'dstAddress',
+      '0xZZ',
+      'complaint.dstAddress must be 0x and at most 64 hex digits, or a decimal integer string, got "0xZZ"',
     ],
     ['dstAddress', (1n << 256n).toString(), 'complaint.dstAddress must be below 2^256'],
     ['srcChainId', (1n << 64n).toString(), 'complaint.srcChainId must be below 2^64'],

@@ -31,28 +31,42 @@ export const COMPLAINT_PRIMARY_TYPE = 'Complaint';
 const uint64 = unsignedIntegerField(64);
 const text = eip712StringField();
 
-/** uint256 holding an address: the SDK sends it as a decimal string (a JSON number would be rounded). */
-const uint256AsDecimalString = z.unknown().transform((input, ctx): bigint => {
+/** 0x and 1 to 64 hex digits, any case: an EVM address, or the 32 bytes of a Solana one. */
+const HEX_UINT256 = /^0x[0-9a-fA-F]{1,64}$/;
+
+/**
+ * uint256 holding an address. The SDK sends `toHexAddress(address)`: the EVM address itself, or 0x and the 32
+ * bytes of a Solana address, signed as is by ethers' signTypedData (which takes hex for a uint256). A decimal
+ * string is taken too; a JSON number never (it would be rounded).
+ */
+const uint256Address = z.unknown().transform((input, ctx): bigint => {
+  if (typeof input === 'string' && HEX_UINT256.test(input)) return BigInt(input);
   if (typeof input === 'number') {
     ctx.addIssue({
       code: 'custom',
-      message: 'must be a decimal integer string (a JSON number cannot hold a uint256)',
+      message: 'must be 0x-hex or a decimal integer string (a JSON number cannot hold a uint256)',
     });
     return z.NEVER;
   }
   const result = toUnsignedInteger(input, 256);
   if (typeof result === 'bigint') return result;
-  ctx.addIssue({ code: 'custom', message: result.error });
+  ctx.addIssue({
+    code: 'custom',
+    message:
+      typeof input === 'string' && !/^[0-9]+$/.test(input)
+        ? `must be 0x and at most 64 hex digits, or a decimal integer string, got ${JSON.stringify(input.slice(0, 80))}`
+        : result.error,
+  });
   return z.NEVER;
 });
 
 /** The Complaint struct as the SDK sends it; keys in the signed member order. */
 export const complaintSchema = z.object({
   srcChainId: uint64,
-  srcAddress: uint256AsDecimalString,
+  srcAddress: uint256Address,
   srcToken: text,
   dstChainId: uint64,
-  dstAddress: uint256AsDecimalString,
+  dstAddress: uint256Address,
   dstToken: text,
   srcAmount: text,
   dstAmount: text,
