@@ -50,7 +50,7 @@ export function chunksOf(from: number, to: number, events: readonly EventBody[])
 /**
  * What one registration receives for one chunk. With `merge` and an `on_height_update` URL: one
  * `update_height` body holding the chunk's events (sent even when empty: a heartbeat). Otherwise each event
- * goes to its own callback (`on_transfer_out`, …, `on_reputation`), then a data-less `update_height`.
+ * goes to its own callback (`on_transfer_out`, …, `on_reputation`), then an `update_height` with `data: []`.
  */
 export function planChunk(registration: Registration, chunk: Chunk): PlannedDelivery[] {
   const { callback, kind } = registration;
@@ -74,7 +74,8 @@ export function planChunk(registration: Registration, chunk: Chunk): PlannedDeli
     planned.push({
       lane: registration.lane,
       url: heightUrl,
-      body: JSON.stringify({ type: 'update_height', height: chunk.to }),
+      // `data: []` as the original chain client sends it (a receiver may read body.data without a check).
+      body: JSON.stringify({ type: 'update_height', height: chunk.to, data: [] }),
     });
   }
   return planned;
