@@ -14,6 +14,9 @@ import { connectorOpenApi } from './openapi.js';
  * The `onRejected` of registerCallbackRoutes counting into connector_rejected_bodies_total: by chain only when
  * the path named a configured one.
  */
+
+/** Largest callback body: a merged chunk or history range of a busy chain (every other route takes 64 KiB). */
+export const CALLBACK_BODY_LIMIT = 10 * 1024 * 1024;
 export const countRejections =
   (rejected: Counter<'chain' | 'reason'>) =>
   (reason: string, chain?: string): void =>
@@ -70,6 +73,8 @@ export function registerCallbackRoutes(
   const token = access.callbackToken === undefined ? undefined : digest(access.callbackToken);
   app.post<{ Params: { token?: string; chainId: string; stream: string } }>(
     `${basePath}${token ? '/:token' : ''}/:chainId/:stream`,
+    // A merged chunk of a busy chain, or a history range, carries many events.
+    { bodyLimit: CALLBACK_BODY_LIMIT },
     async (request, reply) => {
       try {
         guard.check(request.ip, undefined);

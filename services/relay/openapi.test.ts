@@ -114,4 +114,17 @@ describe('relay OpenAPI document against the golden vectors', () => {
       expect(answer({ code: 200, hashlock: vector.response.hashlock })).toBe(true);
     }
   });
+
+  it('documents 429 on exactly the routes that are rate-limited', () => {
+    const unlimited = [
+      '/get_hashlock',
+      '/get_system_fee',
+      '/get_signer_from_eip712',
+      '/single_swap/get_signer_from_eip712',
+    ];
+    for (const route of unlimited)
+      expect([route, '429' in operation(route).responses]).toEqual([route, false]);
+    for (const route of ['/behalf/confirm_out', '/behalf/refund_in', '/register_relay'])
+      expect([route, '429' in operation(route).responses]).toEqual([route, true]);
+  });
 });

@@ -120,15 +120,16 @@ const guarded = {
   '401': { description: 'no valid API key in x-api-key (30216)', ...json(errorBody) },
   '403': { description: 'client IP not in relay.allowIps (30217)', ...json(errorBody) },
 };
-const errors = {
+/** Answers of a route that is not rate-limited (get_hashlock, get_system_fee, the get_signer routes). */
+const unlimitedErrors = {
   '400': { description: 'invalid input (see the code)', ...json(errorBody) },
   '404': { description: 'unknown route or command', ...json(errorBody) },
   '413': { description: 'body too large', ...json(errorBody) },
   '415': { description: 'not application/json', ...json(errorBody) },
   '502': { description: 'the chain could not be read', ...json(errorBody) },
   '503': { description: 'the command store or the chain is unavailable', ...json(errorBody) },
-  ...always,
 };
+const errors = { ...unlimitedErrors, ...always };
 const commandStatus = {
   type: 'string',
   enum: ['accepted', 'scheduled', 'signed', 'sent', 'cancelling', 'confirmed', 'failed'],
@@ -254,7 +255,7 @@ const signerOk = {
       properties: { code: { const: 200 }, address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } },
     }),
   },
-  ...errors,
+  ...unlimitedErrors,
 };
 
 export function openApiDocument(systemChainId: string) {
@@ -293,7 +294,7 @@ export function openApiDocument(systemChainId: string) {
               description: 'lowercase hashlock',
               ...json({ type: 'object', properties: { code: { const: 200 }, hashlock: bytes32 } }),
             },
-            ...errors,
+            ...unlimitedErrors,
           },
         },
       },
@@ -306,7 +307,7 @@ export function openApiDocument(systemChainId: string) {
               description: 'fee',
               ...json({ type: 'object', properties: { code: { const: 200 }, fee: { type: 'integer' } } }),
             },
-            ...errors,
+            ...unlimitedErrors,
           },
         },
       },

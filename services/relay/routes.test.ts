@@ -521,6 +521,9 @@ describe('relay routes: golden vectors and documented errors', () => {
       expect([badJson.statusCode, badJson.json().code]).toEqual([400, 30201]);
       const text = await raw('<preimage/>', { 'content-type': 'application/xml' });
       expect([text.statusCode, text.json().code]).toEqual([415, 30214]);
+      // JSON sent as text/plain is not JSON to the relay either (fastify would hand the handler a string).
+      const plain = await raw('{"preimage":"0x00"}', { 'content-type': 'text/plain' });
+      expect([plain.statusCode, plain.json().code]).toEqual([415, 30214]);
       const elsewhere = await raw('{}', undefined, '/evm-client-60/relay/get_hashlock');
       expect([elsewhere.statusCode, elsewhere.json().code]).toEqual([404, 30212]);
       const huge = await raw(JSON.stringify({ preimage: 'a'.repeat(100_000) }));

@@ -105,6 +105,9 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     },
   }));
 
+  // JSON only: fastify would otherwise hand a text/plain body to the handler as a string (a 400, not the 415 the
+  // error table gives for a body that is not application/json).
+  app.removeContentTypeParser('text/plain');
   // Per client (valid API key, else IP), on the relay routes that cost something (gas, the database, the RPC):
   // a flood from one client is answered 429 before its body is parsed, and never uses another client's budget.
   // The pure computations (get_hashlock, the two get_signer routes) and get_system_fee (cached for a block)
@@ -409,7 +412,11 @@ async function readCommand(store: CommandStore, id: string): Promise<CommandRow 
 }
 
 /** What GET …/commands/{id} shows: never the raw transaction's signature material beyond its hash. */
-export function publicCommand(row: CommandRow, window: CallWindow, scrub: (text: string) => string = (t) => t) {
+export function publicCommand(
+  row: CommandRow,
+  window: CallWindow,
+  scrub: (text: string) => string = (t) => t,
+) {
   return {
     id: row.id,
     action: row.action,

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../logging/logger.js';
 import type { Pool } from '../db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { createHttpServer, type HealthCheck } from './http.js';
+import net, { type AddressInfo } from 'node:net';
+import { createHttpServer, DEFAULT_BODY_LIMIT, REQUEST_TIMEOUT_MS, type HealthCheck } from './http.js';
 
 describe('GET /health with checks contributed by a service', () => {
   let db: TestDatabase;
@@ -124,6 +125,80 @@ describe('the error vocabulary every HTTP service starts with', () => {
         expect(answer.statusCode, url).toBe(404);
         expect(answer.json(), url).toEqual({ code: 404, message: `no route GET ${url}` });
       }
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/** What a slow or oversized client can take from any service, with nothing but sockets. */
+describe('limits every HTTP service starts with', () => {
+  let db: TestDatabase;
+  beforeAll(async () => void (db = await createTestDatabase()));
+  afterAll(async () => db?.drop());
+  const listening = async (options: { requestTimeoutMs?: number } = {}) => {
+    const app = createHttpServer({
+      service: 't',
+      log: createLogger({ level: 'silent' }),
+      metrics: new Registry(),
+      db: db.pool,
+      ...options,
+    });
+    app.post('/small', async () => ({ code: 0 }));
+    app.post('/large', { bodyLimit: 2 * DEFAULT_BODY_LIMIT }, async () => ({ code: 0 }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return { app, port: (app.server.address() as AddressInfo).port };
+  };
+
+  it('refuses a body over 64 KiB before reading it, to a route or to no route; a route may take more', async () => {
+    const { app, port } = await listening();
+    const post = (path: string, bytes: number) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ x: 'a'.repeat(bytes) }),
+      });
+    try {
+      for (const path of ['/small', '/no-such-route']) {
+        const answer = await post(path, DEFAULT_BODY_LIMIT);
+        expect([path, answer.status]).toEqual([path, 413]);
+        expect(await answer.json()).toMatchObject({ code: 413 });
+      }
+      expect((await post('/large', DEFAULT_BODY_LIMIT)).status).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('closes a request not sent whole in time, so a stop is not held by it', async () => {
+    const { app, port } = await listening({ requestTimeoutMs: 500 });
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const closed = new Promise<string>((resolve) => {
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('close', () => resolve(answer));
+    });
+    await new Promise((resolve) => socket.once('connect', resolve));
+    // Headers and part of a body, then nothing.
+    socket.write(
+      'POST /small HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a',
+    );
+    try {
+      expect(app.server.requestTimeout).toBe(500);
+      const started = Date.now();
+      expect(await closed).toMatch(/^HTTP\/1\.1 408/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      socket.destroy();
+      await app.close();
+    }
+  });
+
+  it('bounds every request by default', async () => {
+    const { app } = await listening();
+    try {
+      expect(app.server.requestTimeout).toBe(REQUEST_TIMEOUT_MS);
     } finally {
       await app.close();
     }

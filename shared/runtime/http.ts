@@ -16,8 +16,10 @@ export interface HttpServerOptions {
   log: Logger;
   metrics: Registry;
   db: Pool;
-  /** Bodies larger than this are refused with 413 (chain-client history bodies can be large). */
+  /** Bodies larger than this are refused with 413 (default DEFAULT_BODY_LIMIT; a route may raise its own). */
   bodyLimit?: number;
+  /** Time a client has to send a whole request (default REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs?: number;
   /** Checks a service adds to GET /health beside the database check, by name (see HealthCheck). */
   healthChecks?: Readonly<Record<string, HealthCheck>>;
   /**
@@ -133,6 +135,11 @@ function redactingRequestLog(log: Logger, redact: (text: string) => string): Log
   );
 }
 
+/** Largest body a route takes unless it says otherwise (its `bodyLimit` route option). */
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+/** Time a client has to send a whole request; after it the socket is closed (408). */
+export const REQUEST_TIMEOUT_MS = 15_000;
+
 /**
  * A fastify instance with the endpoints every HTTP service has: GET /health (200 `ok` when the database and
  * every contributed check answer ok, 200 `degraded` when a contributed check says so, 503 `unavailable` when
@@ -140,11 +147,20 @@ function redactingRequestLog(log: Logger, redact: (text: string) => string): Log
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const redact = options.redact ?? ((text: string) => text);
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const app: FastifyInstance = Fastify({
     loggerInstance: (options.redact
       ? redactingRequestLog(options.log, redact)
       : options.log) as FastifyBaseLogger,
-    bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
+    // Small by default: a body is read and parsed before the router knows there is no route for it (a 404 took
+    // 10 MB of JSON); a route that takes more says so (the Connector's callbacks).
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    // The whole request (headers and body) within this time: fastify turns Node's own bound off (0), and a
+    // client that sent its headers and part of a body held its socket, and a graceful stop, for ever.
+    requestTimeout,
+    // Given to Node's server at its creation too: set afterwards (as fastify does), Node never enforces it;
+    // and it looks for requests over their time at this interval (its default, 30 s, would triple the bound).
+    http: { requestTimeout, connectionsCheckingInterval: Math.min(5_000, Math.ceil(requestTimeout / 3)) },
     frameworkErrors: routerRefusals(() => app),
     ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
     // Only the listed hops: `true` would let any client name its own address in X-Forwarded-For.

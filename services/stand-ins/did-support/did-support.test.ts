@@ -45,6 +45,11 @@ describe('DID support stand-in over the devnet registry', () => {
       status: 400,
       body: { code: 400, message: 'address must be a 20-byte 0x-prefixed hex address' },
     });
+    // An empty name is the caller's mistake, not the registry being away (502).
+    expect(await get('/find/name/')).toEqual({
+      status: 400,
+      body: { code: 400, message: 'name must not be empty' },
+    });
     const missing = await get('/find/everything');
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ code: 404 });

@@ -98,10 +98,15 @@ export async function startDidSupport(options: DidSupportOptions): Promise<DidSu
     return { code: 0, data: view.namesOf(params.data.address).map((name) => ({ name })) };
   });
 
-  app.get('/find/name/:name', async (request) => {
-    const { name } = z.object({ name: z.string().min(1) }).parse(request.params);
+  app.get('/find/name/:name', async (request, reply) => {
+    const params = z.object({ name: z.string().min(1) }).safeParse(request.params);
+    if (!params.success) {
+      // A malformed request, not the registry being away (a caller would take a 502 for an outage).
+      const { status, body } = fail(400, 'name must not be empty');
+      return reply.code(status).send(body);
+    }
     await view.refresh();
-    const owner = view.ownerOf(name);
+    const owner = view.ownerOf(params.data.name);
     return { code: 0, data: owner ? [{ owner }] : [] };
   });
 
