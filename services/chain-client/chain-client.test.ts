@@ -273,7 +273,7 @@ describe('our EVM chain client on the devnet', () => {
         merge: true,
         start: 101,
         end,
-      });
+      }, 100);
       client = await startChainClient({ db: db.pool, log, metrics }, config);
       await waitFor(() => heightsOf('/778/restarted').includes(end), 'the stored task done', 20_000);
       expect(heightsOf('/778/restarted')).toEqual(everyChunk.filter((h) => h > 100));

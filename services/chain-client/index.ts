@@ -10,7 +10,7 @@ import { ChainReader } from './chain-reader.js';
 import { Deliverer } from './deliverer.js';
 import { Follower } from './follower.js';
 import { chainClientMigrations } from './migrations.js';
-import { registerSupportRoutes } from './routes.js';
+import { registerSupportRoutes, SUPPORT_LIMITS } from './routes.js';
 import { ChainClientStore } from './store.js';
 
 /**
@@ -144,6 +144,11 @@ export async function startChainClient(
     onHeight: (h) => height.set({ instance: config.systemChainId }, h),
     onHead: (h) => head.set({ instance: config.systemChainId }, h),
   });
+  if (!config.allowIps?.length)
+    log.warn(
+      { limits: SUPPORT_LIMITS },
+      'the /support routes are open to any client (chainClient.allowIps is empty): anyone may register callbacks and start history reads, up to the limits',
+    );
   const http = await startHttpService(
     { ...context, log } as ServiceContext,
     `chain-client ${config.systemChainId}`,

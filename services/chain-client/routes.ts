@@ -57,7 +57,15 @@ export interface SupportRoutesOptions {
   log: Logger;
   /** `chainClient.allowIps`: who may call the support routes (empty: anyone, as the original). */
   allowIps?: readonly string[];
+  /** Most registrations and pending history tasks an instance keeps (defaults below). */
+  limits?: { registrations: number; historyTasks: number };
 }
+
+/**
+ * What an instance keeps at most: each registration costs a post per chunk for ever, each history task a read
+ * of its range through the RPC; with `allowIps` empty anyone may ask for them.
+ */
+export const SUPPORT_LIMITS = { registrations: 1_000, historyTasks: 100 };
 
 /**
  * The support API of the original EVM chain client (spec/otmoic.md §4), with its exact success bodies and
@@ -65,6 +73,7 @@ export interface SupportRoutesOptions {
  */
 export function registerSupportRoutes(app: FastifyInstance, options: SupportRoutesOptions): void {
   const { store, follower, log } = options;
+  const limits = options.limits ?? SUPPORT_LIMITS;
   const guard = accessGuard({
     apiKeys: [],
     allowIps: options.allowIps ?? [],
@@ -102,8 +111,21 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
   const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
     const registration = registrationOf(kind, request);
     if (typeof registration === 'string') return refuse(reply, registration);
-    const created = await store.register(kind, registration.callback, registration.merge);
-    if (!created) return { code: SUPPORT_ERROR, message: 'callbackUrl is already registered' };
+    const outcome = await store.register(
+      kind,
+      registration.callback,
+      registration.merge,
+      limits.registrations,
+    );
+    if (outcome === 'exists') return { code: SUPPORT_ERROR, message: 'callbackUrl is already registered' };
+    if (outcome === 'full') {
+      log.warn({ kind, limit: limits.registrations }, 'registration refused: the instance holds its limit');
+      reply.code(429);
+      return {
+        code: SUPPORT_ERROR,
+        message: `this chain client holds ${limits.registrations} registrations, its limit: unregister one first`,
+      };
+    }
     log.info({ kind, ...loggable(registration) }, 'callback registered');
     return { code: 200, message: 'register succeed' };
   };
@@ -145,14 +167,24 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     const merge = body.merge === true;
     // Stored before the answer: the follower queues it range by range, and resumes it after an error or a
     // restart (Follower.historyStep).
-    await store.addHistoryTask({
-      lane: `history:${randomUUID()}`,
-      kind,
-      callback: callback.data,
-      merge,
-      start: start.data,
-      end: end.data,
-    });
+    const added = await store.addHistoryTask(
+      {
+        lane: `history:${randomUUID()}`,
+        kind,
+        callback: callback.data,
+        merge,
+        start: start.data,
+        end: end.data,
+      },
+      limits.historyTasks,
+    );
+    if (!added) {
+      reply.code(429);
+      return {
+        code: SUPPORT_ERROR,
+        message: `${limits.historyTasks} history tasks are pending, the limit: retry once one has finished`,
+      };
+    }
     follower.wake();
     log.info({ kind, start: start.data, end: end.data }, 'history task started');
     return { code: 200, message: 'history task started' };

@@ -34,7 +34,7 @@ describe('chain client store: unregister against a follower step', () => {
     ).rows.map((r) => r.lane);
 
   it('a step that read the registrations before the unregister queues nothing for it', async () => {
-    expect(await store.register('swap', CALLBACK, true)).toBe(true);
+    expect(await store.register('swap', CALLBACK, true, 10)).toBe('created');
     const [registration] = await store.registrations();
     // The step read it; the unregister is answered; the step commits what it planned.
     expect(await store.unregister('swap', CALLBACK, true)).toBe(true);
@@ -46,7 +46,7 @@ describe('chain client store: unregister against a follower step', () => {
   });
 
   it('an unregister during a step waits for its commit, then removes the posts it queued', async () => {
-    expect(await store.register('swap', CALLBACK, true)).toBe(true);
+    expect(await store.register('swap', CALLBACK, true, 10)).toBe('created');
     const [registration] = await store.registrations();
     // A step in its transaction: progress moved (its row locked), its posts not queued yet.
     const step = await db.pool.connect();

@@ -25,14 +25,30 @@ export class ChainClientStore {
     return rows[0] ? Number(rows[0].last_block) : undefined;
   }
 
-  /** Returns false when the same callback is already registered (the original's harmless 30209). */
-  async register(kind: RegistrationKind, callback: Record<string, string>, merge: boolean): Promise<boolean> {
+  /**
+   * 'exists' when the same callback is already registered (the original's harmless 30209); 'full' when the
+   * instance holds `limit` registrations already (each costs a post per chunk for ever: anyone allowed to
+   * register could otherwise add them without end).
+   */
+  async register(
+    kind: RegistrationKind,
+    callback: Record<string, string>,
+    merge: boolean,
+    limit: number,
+  ): Promise<'created' | 'exists' | 'full'> {
+    const values = [this.instance, kind, JSON.stringify(callback), merge];
     const result = await this.pool.query(
-      `INSERT INTO chain_client_registrations (instance, kind, callback, merge) VALUES ($1, $2, $3, $4)
+      `INSERT INTO chain_client_registrations (instance, kind, callback, merge)
+       SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM chain_client_registrations WHERE instance = $1) < $5
        ON CONFLICT DO NOTHING`,
-      [this.instance, kind, JSON.stringify(callback), merge],
+      [...values, limit],
     );
-    return result.rowCount === 1;
+    if (result.rowCount === 1) return 'created';
+    const { rowCount } = await this.pool.query(
+      `SELECT 1 FROM chain_client_registrations WHERE instance = $1 AND kind = $2 AND callback = $3 AND merge = $4`,
+      values,
+    );
+    return rowCount === 1 ? 'exists' : 'full';
   }
 
   /**
@@ -97,13 +113,27 @@ export class ChainClientStore {
     });
   }
 
-  /** A history request, kept until its last range is queued (Follower.historyStep). */
-  async addHistoryTask(task: Registration & { start: number; end: number }): Promise<void> {
-    await this.pool.query(
+  /**
+   * A history request, kept until its last range is queued (Follower.historyStep). False when `limit` tasks of
+   * the instance are pending already (each reads its range through the RPC and posts it out).
+   */
+  async addHistoryTask(task: Registration & { start: number; end: number }, limit: number): Promise<boolean> {
+    const result = await this.pool.query(
       `INSERT INTO chain_client_history_tasks (instance, lane, kind, callback, merge, next_block, end_block)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [this.instance, task.lane, task.kind, JSON.stringify(task.callback), task.merge, task.start, task.end],
+       SELECT $1, $2, $3, $4, $5, $6, $7
+        WHERE (SELECT count(*) FROM chain_client_history_tasks WHERE instance = $1) < $8`,
+      [
+        this.instance,
+        task.lane,
+        task.kind,
+        JSON.stringify(task.callback),
+        task.merge,
+        task.start,
+        task.end,
+        limit,
+      ],
     );
+    return result.rowCount === 1;
   }
 
   async historyTasks(): Promise<HistoryTask[]> {

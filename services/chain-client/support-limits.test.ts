@@ -1,0 +1,72 @@
+/**
+ * With `chainClient.allowIps` empty anyone may call the support routes, as the original. Each registration
+ * costs a post per chunk for ever, each history task a read of its range through the RPC: an instance keeps
+ * at most so many of each, and refuses more with 429 / 30209, not with a database growing without end.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/logging/logger.js';
+import { databaseForSuite } from '../../test/support/database.js';
+import type { Follower } from './follower.js';
+import { chainClientMigrations } from './migrations.js';
+import { registerSupportRoutes, SUPPORT_ERROR } from './routes.js';
+import { ChainClientStore } from './store.js';
+
+describe('chain client support routes: what an instance keeps at most', () => {
+  const db = databaseForSuite([chainClientMigrations]);
+  let app: FastifyInstance;
+  beforeAll(async () => {
+    app = Fastify();
+    const follower = { confirmedHead: async () => 10_000_000, wake: () => undefined } as unknown as Follower;
+    registerSupportRoutes(app, {
+      store: new ChainClientStore(db.pool, '9006'),
+      follower,
+      log: createLogger({ level: 'silent' }),
+      limits: { registrations: 3, historyTasks: 2 },
+    });
+    await app.ready();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+  const post = async (url: string, payload: object) => {
+    const answer = await app.inject({ method: 'POST', url, payload });
+    return [answer.statusCode, answer.json()] as const;
+  };
+  const count = async (table: string) =>
+    Number((await db.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+
+  it('registrations: up to the limit; a repeat is still "already registered"; one more is refused', async () => {
+    const register = (i: number) =>
+      post('/support/register', { callback: { on_height_update: `http://10.0.0.1/r${i}` } });
+    for (const i of [1, 2, 3])
+      expect(await register(i)).toEqual([200, { code: 200, message: 'register succeed' }]);
+    expect(await register(2)).toEqual([
+      200,
+      { code: SUPPORT_ERROR, message: 'callbackUrl is already registered' },
+    ]);
+    const [status, body] = await register(4);
+    expect([status, body.code]).toEqual([429, SUPPORT_ERROR]);
+    expect(body.message).toMatch(/holds 3 registrations, its limit/);
+    expect(await count('chain_client_registrations')).toBe(3);
+    // Room again once one is removed.
+    expect(
+      (await post('/support/unregister', { callback: { on_height_update: 'http://10.0.0.1/r1' } }))[0],
+    ).toBe(200);
+    expect((await register(4))[0]).toBe(200);
+  });
+
+  it('history tasks: up to the limit pending; one more is refused', async () => {
+    const history = (i: number) =>
+      post('/support/history', {
+        start: 0,
+        end: 9_999_990,
+        callback: { on_height_update: `http://10.0.0.1/h${i}` },
+      });
+    for (const i of [1, 2]) expect((await history(i))[0]).toBe(200);
+    const [status, body] = await history(3);
+    expect([status, body.code]).toEqual([429, SUPPORT_ERROR]);
+    expect(body.message).toMatch(/2 history tasks are pending, the limit/);
+    expect(await count('chain_client_history_tasks')).toBe(2);
+  });
+});
