@@ -94,6 +94,9 @@ export const AGENT_ERRORS = {
     meaning:
       "the bid's complaint failed, and this DID domain's complaints for it were mined and failed agent.maxPaidFailures times (gas paid each time): the Agent does not send it again",
   },
+  REQUEST_MALFORMED: { code: 41020, status: 400, meaning: 'the request is not valid HTTP' },
+  REQUEST_TIMEOUT: { code: 41021, status: 408, meaning: 'the request was not sent whole within 15 s' },
+  HEADERS_TOO_LARGE: { code: 41022, status: 431, meaning: 'the request line or its headers are too large' },
 } as const;
 
 export type AgentErrorName = keyof typeof AGENT_ERRORS;

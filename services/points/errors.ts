@@ -58,6 +58,9 @@ export const POINTS_ERRORS = {
     status: 416,
     meaning: "a dashboard file's Range lies outside the file",
   },
+  REQUEST_MALFORMED: { code: 32015, status: 400, meaning: 'the request is not valid HTTP' },
+  REQUEST_TIMEOUT: { code: 32016, status: 408, meaning: 'the request was not sent whole within 15 s' },
+  HEADERS_TOO_LARGE: { code: 32017, status: 431, meaning: 'the request line or its headers are too large' },
 } as const;
 
 export type PointsErrorName = keyof typeof POINTS_ERRORS;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { POINTS_ERRORS } from './errors.js';
 import type { PointConfig } from '../../shared/config/index.js';
 import { createPool } from '../../shared/db/pool.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
@@ -130,7 +131,14 @@ export async function startPoints(
         queries,
       });
     },
-    { ownErrorVocabulary: true },
+    {
+      ownErrorVocabulary: true,
+      clientErrorCodes: {
+        malformed: POINTS_ERRORS.REQUEST_MALFORMED.code,
+        timeout: POINTS_ERRORS.REQUEST_TIMEOUT.code,
+        tooLarge: POINTS_ERRORS.HEADERS_TOO_LARGE.code,
+      },
+    },
   );
   const address = http.app.server.address();
   return {

@@ -8,6 +8,8 @@ import { startRpcProxy } from '../../test/support/rpc-proxy.js';
 import { waitFor } from '../../test/support/wait.js';
 import { relayMigrationSets } from './migrations.js';
 import { behalfBody, relayTestConfig, startTestRelay } from './test-harness.js';
+import { RELAY_ERRORS } from './errors.js';
+import { rawAnswer } from '../../test/support/raw-http.js';
 
 type Relay = Awaited<ReturnType<typeof startTestRelay>>;
 const GENUINE = 'genuine-client-key-0123456789';
@@ -60,6 +62,23 @@ describe('relay behalf routes under abuse', () => {
   afterAll(async () => {
     await devnet?.stop();
     await db?.drop();
+  });
+
+  it("what Node's parser refuses before any route answers in the relay's vocabulary", async () => {
+    const r = await start({});
+    const malformed = await rawAnswer(r.port, 'GE(T / HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect([malformed.status, malformed.body]).toEqual([
+      400,
+      { code: RELAY_ERRORS.REQUEST_MALFORMED.code, message: 'the request is not valid HTTP' },
+    ]);
+    const long = await rawAnswer(
+      r.port,
+      `GET ${new URL(r.base).pathname}/status?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    );
+    expect([long.status, (long.body as { code: number }).code]).toEqual([
+      431,
+      RELAY_ERRORS.HEADERS_TOO_LARGE.code,
+    ]);
   });
 
   it('restrictReads: /metrics is refused without the key, however its path is spelled', async () => {

@@ -119,6 +119,9 @@ export const RELAY_ERRORS = {
     meaning:
       'register_relay: the chain client (relay.chainClientRegisterUrl) did not take the callback URLs; they are stored and handed to it again every relay.reregisterSeconds, retry',
   },
+  REQUEST_MALFORMED: { code: 30226, status: 400, meaning: 'the request is not valid HTTP' },
+  REQUEST_TIMEOUT: { code: 30227, status: 408, meaning: 'the request was not sent whole within 15 s' },
+  HEADERS_TOO_LARGE: { code: 30228, status: 431, meaning: 'the request line or its headers are too large' },
 } as const;
 
 export type RelayErrorName = keyof typeof RELAY_ERRORS;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { RELAY_ERRORS } from './errors.js';
 import { Contract, Wallet } from 'ethers';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { RelayConfig } from '../../shared/config/index.js';
@@ -169,7 +170,15 @@ export async function startRelay(
         }),
         log,
       }),
-    { ownErrorVocabulary: true, healthChecks: { sender: () => senderHealth(submitter.state) } },
+    {
+      ownErrorVocabulary: true,
+      healthChecks: { sender: () => senderHealth(submitter.state) },
+      clientErrorCodes: {
+        malformed: RELAY_ERRORS.REQUEST_MALFORMED.code,
+        timeout: RELAY_ERRORS.REQUEST_TIMEOUT.code,
+        tooLarge: RELAY_ERRORS.HEADERS_TOO_LARGE.code,
+      },
+    },
   );
   submitter.start();
   forwarder?.start();

@@ -11,7 +11,10 @@ export async function startHttpService(
   name: string,
   port: number,
   register: (app: FastifyInstance) => void | Promise<void> = () => undefined,
-  options: Pick<HttpServerOptions, 'healthChecks' | 'ownErrorVocabulary' | 'redact' | 'maxParamLength'> = {},
+  options: Pick<
+    HttpServerOptions,
+    'healthChecks' | 'ownErrorVocabulary' | 'redact' | 'maxParamLength' | 'clientErrorCodes'
+  > = {},
 ): Promise<RunningService & { app: FastifyInstance }> {
   const app = createHttpServer({
     service: name,
@@ -25,6 +28,7 @@ export async function startHttpService(
     ownErrorVocabulary: options.ownErrorVocabulary,
     redact: options.redact,
     maxParamLength: options.maxParamLength,
+    clientErrorCodes: options.clientErrorCodes,
     // Test harnesses start services with a partial context.
     trustProxy: context.config?.http?.trustProxy,
   });

@@ -4,6 +4,7 @@ import { createLogger } from '../logging/logger.js';
 import type { Pool } from '../db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import net, { type AddressInfo } from 'node:net';
+import { rawAnswer } from '../../test/support/raw-http.js';
 import { createHttpServer, DEFAULT_BODY_LIMIT, REQUEST_TIMEOUT_MS, type HealthCheck } from './http.js';
 
 describe('GET /health with checks contributed by a service', () => {
@@ -199,6 +200,41 @@ describe('limits every HTTP service starts with', () => {
     const { app } = await listening();
     try {
       expect(app.server.requestTimeout).toBe(REQUEST_TIMEOUT_MS);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/** What Node's HTTP parser refuses before any route: `{code, message}` too, with the service's own codes. */
+describe("answers to requests Node's parser refuses", () => {
+  let db: TestDatabase;
+  beforeAll(async () => void (db = await createTestDatabase()));
+  afterAll(async () => db?.drop());
+
+  it.each([
+    ['default codes', undefined, [400, 431]],
+    ['a service vocabulary', { malformed: 30226, timeout: 30227, tooLarge: 30228 }, [30226, 30228]],
+  ] as const)('a malformed request line and headers too large (%s)', async (_, codes, expected) => {
+    const app = createHttpServer({
+      service: 't',
+      log: createLogger({ level: 'silent' }),
+      metrics: new Registry(),
+      db: db.pool,
+      clientErrorCodes: codes,
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as AddressInfo).port;
+    try {
+      const malformed = await rawAnswer(port, 'GE(T / HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(malformed.status).toBe(400);
+      expect(malformed.body).toEqual({ code: expected[0], message: 'the request is not valid HTTP' });
+      const long = await rawAnswer(port, `GET /health?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(long.status).toBe(431);
+      expect(long.body).toEqual({
+        code: expected[1],
+        message: 'the request line or its headers are too large',
+      });
     } finally {
       await app.close();
     }

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -20,6 +22,11 @@ export interface HttpServerOptions {
   bodyLimit?: number;
   /** Time a client has to send a whole request (default REQUEST_TIMEOUT_MS). */
   requestTimeoutMs?: number;
+  /**
+   * The service's registered codes for what Node's HTTP parser refuses before any route (a malformed request,
+   * one not sent whole in time, a request line or headers too large); default: the HTTP status, as 404.
+   */
+  clientErrorCodes?: ClientErrorCodes;
   /** Checks a service adds to GET /health beside the database check, by name (see HealthCheck). */
   healthChecks?: Readonly<Record<string, HealthCheck>>;
   /**
@@ -135,6 +142,33 @@ function redactingRequestLog(log: Logger, redact: (text: string) => string): Log
   );
 }
 
+export interface ClientErrorCodes {
+  malformed: number;
+  timeout: number;
+  tooLarge: number;
+}
+
+/**
+ * What Node's HTTP parser refuses before any route or hook runs answers `{code, message}` too (fastify's own
+ * answer is `{error, message, statusCode}`), then the socket closes.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, codes?: ClientErrorCodes): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, codes?.tooLarge ?? 431, 'the request line or its headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, codes?.timeout ?? 408, 'the request was not sent whole in time']
+        : [400, codes?.malformed ?? 400, 'the request is not valid HTTP'];
+  const body = JSON.stringify({ code, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
 /** Largest body a route takes unless it says otherwise (its `bodyLimit` route option). */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 /** Time a client has to send a whole request; after it the socket is closed (408). */
@@ -162,6 +196,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // and it looks for requests over their time at this interval (its default, 30 s, would triple the bound).
     http: { requestTimeout, connectionsCheckingInterval: Math.min(5_000, Math.ceil(requestTimeout / 3)) },
     frameworkErrors: routerRefusals(() => app),
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, options.clientErrorCodes),
     ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
     // Only the listed hops: `true` would let any client name its own address in X-Forwarded-For.
     trustProxy: options.trustProxy?.length ? [...options.trustProxy] : false,
