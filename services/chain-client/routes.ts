@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { urlOrigin } from '../../shared/config/redact.js';
@@ -59,6 +61,29 @@ export interface SupportRoutesOptions {
   allowIps?: readonly string[];
   /** Most registrations and pending history tasks an instance keeps (defaults below). */
   limits?: { registrations: number; historyTasks: number };
+  /** The addresses a callback host name resolves to (default: the system resolver). */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+const systemResolve = async (host: string) =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+/**
+ * The first callback URL whose host resolves to a link-local address (`169-254-169-254.nip.io`,
+ * `metadata.google.internal`): the literal check cannot see them. A name that does not resolve now is let
+ * through (it may later); a name that changes its answer after this check is not caught (DNS rebinding).
+ */
+async function linkLocalByName(
+  callback: Record<string, string>,
+  resolve: (host: string) => Promise<string[]>,
+): Promise<string | undefined> {
+  for (const u of Object.values(callback)) {
+    const host = new URL(u).hostname;
+    if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) continue;
+    const addresses = await resolve(host).catch(() => []);
+    if (addresses.some(linkLocal)) return u;
+  }
+  return undefined;
 }
 
 /**
@@ -108,9 +133,16 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     merge: r.merge,
   });
 
+  const resolve = options.resolve ?? systemResolve;
   const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
     const registration = registrationOf(kind, request);
     if (typeof registration === 'string') return refuse(reply, registration);
+    const metadata = await linkLocalByName(registration.callback, resolve);
+    if (metadata !== undefined)
+      return refuse(
+        reply,
+        `invalid callback: ${urlOrigin(metadata)} resolves to a link-local address (a metadata service)`,
+      );
     const outcome = await store.register(
       kind,
       registration.callback,
@@ -153,6 +185,12 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     if (start.data > end.data) return refuse(reply, `start (${start.data}) is after end (${end.data})`);
     const callback = callbackSchema(kind).safeParse(body.callback);
     if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
+    const metadata = await linkLocalByName(callback.data, resolve);
+    if (metadata !== undefined)
+      return refuse(
+        reply,
+        `invalid callback: ${urlOrigin(metadata)} resolves to a link-local address (a metadata service)`,
+      );
     let confirmed: number;
     try {
       confirmed = await follower.confirmedHead();

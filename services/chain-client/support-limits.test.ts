@@ -69,4 +69,44 @@ describe('chain client support routes: what an instance keeps at most', () => {
     expect(body.message).toMatch(/2 history tasks are pending, the limit/);
     expect(await count('chain_client_history_tasks')).toBe(2);
   });
+
+  it('refuses a callback host name that resolves to a link-local (metadata) address', async () => {
+    const guarded = Fastify();
+    const names: Record<string, string[]> = {
+      '169-254-169-254.nip.io': ['169.254.169.254'],
+      'metadata.google.internal': ['169.254.169.254'],
+      'v6.example': ['fe80::1'],
+      'connector.example': ['10.0.0.7'],
+    };
+    registerSupportRoutes(guarded, {
+      store: new ChainClientStore(db.pool, '9007'),
+      follower: { confirmedHead: async () => 100, wake: () => undefined } as unknown as Follower,
+      log: createLogger({ level: 'silent' }),
+      resolve: async (host) => names[host] ?? Promise.reject(new Error('ENOTFOUND')),
+    });
+    try {
+      const post = async (url: string, payload: object) => {
+        const answer = await guarded.inject({ method: 'POST', url, payload });
+        return [answer.statusCode, answer.json()] as const;
+      };
+      for (const host of ['169-254-169-254.nip.io', 'metadata.google.internal', 'v6.example']) {
+        const callback = { on_height_update: `http://${host}/latest/meta-data` };
+        for (const [route, body] of [
+          ['/support/register', { callback }],
+          ['/support/history', { start: 1, end: 5, callback }],
+        ] as const) {
+          const [status, answer] = await post(route, body);
+          expect([host, route, status, answer.code]).toEqual([host, route, 400, SUPPORT_ERROR]);
+          expect(answer.message).toMatch(/resolves to a link-local address/);
+        }
+      }
+      // A private address (the Connector's), and a name that does not resolve now, are taken.
+      for (const host of ['connector.example', 'not-yet.example'])
+        expect(
+          (await post('/support/register', { callback: { on_height_update: `http://${host}/h` } }))[0],
+        ).toBe(200);
+    } finally {
+      await guarded.close();
+    }
+  });
 });
