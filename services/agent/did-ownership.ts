@@ -6,7 +6,7 @@
  */
 import { Contract, getAddress, ZeroAddress } from 'ethers';
 import { z } from 'zod';
-import { didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
+import { didNamesInclude, didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
 import type { RpcPool } from '../../shared/sender/index.js';
 
 export type Ownership = { owns: true } | { owns: false; detail: string };
@@ -36,7 +36,7 @@ export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000): DidOwne
         if (!answer.success) throw new Error('DID support answered an unexpected body');
         return answer.data.data.map((d) => d.name);
       });
-      if (names.includes(domain)) return { owns: true };
+      if (didNamesInclude(names, domain)) return { owns: true };
       return {
         owns: false,
         detail:

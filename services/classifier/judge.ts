@@ -12,6 +12,7 @@
  * with a TransferOut is still judged on the chain (otherwise anyone could shield a cheat by filing a bogus
  * complaint first, since the contract takes one complaint per bid).
  */
+import { didNamesInclude } from '../../shared/otmoic/did-lookup.js';
 import {
   AgreementFieldError,
   agreementOfComplaint,
@@ -151,7 +152,7 @@ function remembered<E extends object>(read: (event: E) => SignedAgreement, event
 /** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
 function lpSignerOf(agreement: SignedAgreement, evmChainId: number, j: Judging, at: number): string | null {
   for (const candidate of candidateSigners(agreement, agreement.lpSign, evmChainId)) {
-    if (j.didNames(candidate, at).includes(agreement.lpId)) return candidate;
+    if (didNamesInclude(j.didNames(candidate, at), agreement.lpId)) return candidate;
   }
   return null;
 }
@@ -209,11 +210,11 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
     });
   }
   const complainant = event.complainant;
-  if (complainant === agreement.lpId || j.didNames(lpSigner, at).includes(complainant))
+  if (complainant === agreement.lpId || didNamesInclude(j.didNames(lpSigner, at), complainant))
     return reading({ agreement, valid: true, party: 'lp' });
   if (
     /^0x[0-9a-fA-F]{40}$/.test(agreement.requestor) &&
-    j.didNames(agreement.requestor, at).includes(complainant)
+    didNamesInclude(j.didNames(agreement.requestor, at), complainant)
   )
     return reading({ agreement, valid: true, party: 'user' });
   return reading({
@@ -575,7 +576,7 @@ class TransferOutDecision {
 
   /** An address of the LP: its signer, or one whose DID names include its id. */
   private isLp(address: string, at: number): boolean {
-    return lower(address) === this.lp || this.j.didNames(address, at).includes(this.out.lpId);
+    return lower(address) === this.lp || didNamesInclude(this.j.didNames(address, at), this.out.lpId);
   }
 
   /** An address that acts for the LP: the sender of its answer, or one of its own. */

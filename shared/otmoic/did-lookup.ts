@@ -27,3 +27,16 @@ export async function didNamesUnderAnyForm(
   }
   return [];
 }
+
+/**
+ * Whether the DID name `name` (as the DID support service gives it) is `domain`. The real SDK submits a
+ * complaint's domain as `name.replace('@', '.')` (the Terminus domain the Reputation contract checks), and an
+ * LP id may be written either way: a name matches as it is, or with its first `@` read as `.`.
+ */
+export function didNameIs(name: string, domain: string): boolean {
+  return name === domain || name.replace('@', '.') === domain;
+}
+
+/** Whether one of `names` is `domain` (didNameIs). */
+export const didNamesInclude = (names: readonly string[], domain: string): boolean =>
+  names.some((name) => didNameIs(name, domain));

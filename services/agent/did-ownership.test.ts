@@ -1,0 +1,33 @@
+/**
+ * The real SDK submits `name.replace('@', '.')` of the first DID name the DID support service gives for the
+ * complainant: a service answering `alice@olares.com` made every SDK complaint "not the owner" (403).
+ */
+import Fastify from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { didSupportOwnership } from './did-ownership.js';
+
+const SIGNER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+
+describe('DID ownership through the DID support service', () => {
+  const app = Fastify();
+  let url: string;
+  beforeAll(async () => {
+    app.get('/find/owner/:address', async (request) =>
+      (request.params as { address: string }).address === SIGNER
+        ? { code: 0, data: [{ name: 'alice@olares.com' }] }
+        : { code: 0, data: [] },
+    );
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(() => app.close());
+
+  it("owns the domain the SDK submits for a name user@domain, and the name as it is; nobody else's", async () => {
+    const ownership = didSupportOwnership(url);
+    expect(await ownership.check('alice.olares.com', SIGNER)).toEqual({ owns: true });
+    expect(await ownership.check('alice@olares.com', SIGNER)).toEqual({ owns: true });
+    expect(await ownership.check('bob.olares.com', SIGNER)).toEqual({
+      owns: false,
+      detail: 'it owns alice@olares.com',
+    });
+  });
+});
