@@ -1,6 +1,6 @@
 import type { ChainClientConfig } from '../../shared/config/index.js';
 import { CALLBACK_KEYS } from '../../shared/otmoic/abi.js';
-import { postSupport, registerCallbacks } from '../../shared/otmoic/support-register.js';
+import { ALREADY_REGISTERED, postSupport, registerCallbacks } from '../../shared/otmoic/support-register.js';
 import type { Stream } from './heights.js';
 
 /** The support routes of a chain client for a stream: reputation paths are the swap paths + "_reputation". */
@@ -32,7 +32,11 @@ export function historyCallback(merge: boolean, stream: Stream, callbackUrl: str
   return Object.fromEntries([...keys, 'on_height_update'].map((key) => [key, callbackUrl]));
 }
 
-/** Asks for blocks start…end; resolves when the chain client accepted the task (code 200). */
+/**
+ * Asks for blocks start…end; resolves when the chain client accepted the task (code 200), or has it already:
+ * the original keys its tasks by callback and range, and answers the same request again 30209 "callbackUrl is
+ * already registered" (the task runs; a retry of ours must not count as a refusal).
+ */
 export async function requestHistory(
   client: ChainClientConfig,
   stream: Stream,
@@ -47,5 +51,6 @@ export async function requestHistory(
     callback: historyCallback(merge, stream, callbackUrl),
     merge,
   });
-  if (result.code !== 200) throw new Error(`history refused: ${result.code} ${result.message ?? ''}`);
+  if (result.code === 200 || ALREADY_REGISTERED.test(result.message ?? '')) return;
+  throw new Error(`history refused: ${result.code} ${result.message ?? ''}`);
 }

@@ -6,7 +6,8 @@
 import { z } from 'zod';
 
 const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
-const ALREADY_REGISTERED = /already registered/i;
+/** The original's answer to a registration (or history request) it holds already. */
+export const ALREADY_REGISTERED = /already registered/i;
 
 /**
  * POSTs JSON to a support route and parses its `{code, message}` answer (10 s at most). Its errors never
