@@ -134,15 +134,16 @@ async function lookup(subject, kind) {
   try {
     const isUser = kind ? kind === 'user' : /^0x[0-9a-fA-F]{40}$/.test(subject);
     const key = isUser ? `address=${encodeURIComponent(subject)}` : `lp_id=${encodeURIComponent(subject)}`;
-    const [point, records] = await Promise.all([
+    // Everything first, then shown at once: the summary never stands above the previous subject's records.
+    // The history is one request: the score as of each deduction's time, computed by Points.
+    const [point, records, history] = await Promise.all([
       getJson(isUser ? `/user-point?${key}` : `/lp-point?${key}`),
       getJson(isUser ? `/user-deduction-records?${key}&limit=100` : `/lp-deduction-records?${key}&limit=100`),
+      getJson(`/dashboard/score-history?${key}`),
     ]);
     document.getElementById('summary').textContent =
       `${isUser ? 'User' : 'LP'} ${subject}: score ${point.score} (basis ${point.basis.points}: ${point.basis.reason}; ` +
       `${point.deductions ? point.deductions.violations : records.records.length} violations in the window)`;
-    // One request: the score as of each deduction's time, computed by Points (not one request per time).
-    const history = await getJson(`/dashboard/score-history?${key}`);
     const points = [
       ...history.points.map((h) => ({ x: time(h.at), y: h.score_tenths / 10 })),
       { x: 'now', y: point.score_tenths / 10 },
