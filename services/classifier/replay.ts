@@ -8,7 +8,7 @@ import type { ChainClientConfig } from '../../shared/config/index.js';
 import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
-import { REPLAY_ATTEMPTS, ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
@@ -131,24 +131,28 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
         'earliest',
         REPLAY_BATCH,
         (handler) =>
-          cut.handler(handler, async (message, err, why) => {
-            if (why === 'malformed') poison++;
-            else {
-              failed++;
-              options.log.error(
-                {
-                  topic: message.topic,
-                  partition: message.partition,
-                  offset: String(message.offset),
-                  err: err.message,
-                },
-                'replay: a message kept failing and is not applied',
-              );
-            }
-            // What the live classifier's dead letter did: the chain event holds its chain's clock.
-            await engine.deadLettered(message, err.message);
-          }),
-        REPLAY_ATTEMPTS,
+          cut.handler(
+            handler,
+            async (message, err, why) => {
+              if (why === 'malformed') poison++;
+              else {
+                failed++;
+                options.log.error(
+                  {
+                    topic: message.topic,
+                    partition: message.partition,
+                    offset: String(message.offset),
+                    err: err.message,
+                  },
+                  'replay: a message kept failing and is not applied',
+                );
+              }
+              // What the live classifier's dead letter did: the chain event holds its chain's clock.
+              await engine.deadLettered(message, err.message);
+            },
+            options.bus.maxAttempts,
+          ),
+        options.bus.maxAttempts,
       );
     const subscription = await subscribe();
     try {

@@ -9,7 +9,7 @@ import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
-import { REPLAY_ATTEMPTS, ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -82,20 +82,24 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         startFrom: 'earliest',
         maxBatch: REPLAY_BATCH,
         valuesOnly: POINTS_VALUES_ONLY,
-        maxAttempts: REPLAY_ATTEMPTS,
-        batchHandler: cut.handler(handle, (message, err, why) => {
-          if (why === 'malformed') return void poison++;
-          failed++;
-          context.log.error(
-            {
-              topic: message.topic,
-              partition: message.partition,
-              offset: String(message.offset),
-              err: err.message,
-            },
-            'replay: a message kept failing and is not applied',
-          );
-        }),
+        maxAttempts: context.bus.maxAttempts,
+        batchHandler: cut.handler(
+          handle,
+          (message, err, why) => {
+            if (why === 'malformed') return void poison++;
+            failed++;
+            context.log.error(
+              {
+                topic: message.topic,
+                partition: message.partition,
+                offset: String(message.offset),
+                err: err.message,
+              },
+              'replay: a message kept failing and is not applied',
+            );
+          },
+          context.bus.maxAttempts,
+        ),
       });
     const subscription = await subscribe();
     const timeoutMs = context.timeoutMs ?? 10 * 60_000;

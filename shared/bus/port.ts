@@ -180,6 +180,8 @@ export interface PublishOptions {
 
 export interface EventBus {
   readonly kind: 'postgres' | 'kafka';
+  /** Attempts before a failing message goes to the dead-letter topic, unless a subscription says otherwise. */
+  readonly maxAttempts: number;
   /** Creates the topics and their dead-letter topics if missing. */
   ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
   publish(topic: string, messages: readonly OutgoingMessage[], options?: PublishOptions): Promise<void>;

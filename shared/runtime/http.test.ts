@@ -196,6 +196,34 @@ describe('limits every HTTP service starts with', () => {
     }
   });
 
+  it('closes the socket of a timed-out request whose client keeps its own side open; a stop is not held', async () => {
+    const { app, port } = await listening({ requestTimeoutMs: 500 });
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    socket.on('error', () => undefined);
+    let answer = '';
+    const ended = new Promise<void>((resolve) => {
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('end', () => resolve());
+    });
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      'POST /small HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a',
+    );
+    try {
+      await ended;
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(answer).toContain('"code":408');
+      const stopped = await Promise.race([
+        app.close().then(() => 'stopped'),
+        new Promise((resolve) => setTimeout(() => resolve('still held after 5 s'), 5_000)),
+      ]);
+      expect(stopped).toBe('stopped');
+    } finally {
+      socket.destroy();
+      await app.close();
+    }
+  });
+
   it('bounds every request by default', async () => {
     const { app } = await listening();
     try {

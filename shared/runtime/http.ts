@@ -153,7 +153,9 @@ export interface ClientErrorCodes {
  * answer is `{error, message, statusCode}`), then the socket closes.
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, codes?: ClientErrorCodes): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+  // An answer already under way on the socket is not interrupted by another (as Node's own handler).
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }
@@ -164,9 +166,12 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, codes?: C
         ? [408, codes?.timeout ?? 408, 'the request was not sent whole in time']
         : [400, codes?.malformed ?? 400, 'the request is not valid HTTP'];
   const body = JSON.stringify({ code, message });
-  socket.end(
+  socket.write(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+  // Destroyed, not ended: a client that keeps its own side open (the slow one timed out here) would keep the
+  // socket, and a graceful stop waiting for it, for ever.
+  socket.destroy();
 }
 
 /** Largest body a route takes unless it says otherwise (its `bodyLimit` route option). */

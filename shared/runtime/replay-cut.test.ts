@@ -6,7 +6,7 @@ import { KafkaBus } from '../bus/kafka/kafka-bus.js';
 import type { EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import { createLogger } from '../logging/logger.js';
-import { REPLAY_ATTEMPTS, ReplayCut, settleAtLiveCut } from './replay-cut.js';
+import { ReplayCut, settleAtLiveCut } from './replay-cut.js';
 import { PoisonMessageError } from '../bus/errors.js';
 import { waitFor } from '../../test/support/wait.js';
 
@@ -175,7 +175,7 @@ describe("a replay's handler and a message that keeps failing", () => {
     await db?.drop();
   });
 
-  it('passes over a malformed one at once and another after REPLAY_ATTEMPTS, applying the rest; no dead letter', async () => {
+  it('passes over a malformed one at once and another at its last attempt, applying the rest; no dead letter', async () => {
     const topic = `cut.failing.${randomBytes(4).toString('hex')}`;
     await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
     await bus.publish(
@@ -188,7 +188,7 @@ describe("a replay's handler and a message that keeps failing", () => {
     const sub = await bus.subscribe({
       group: `replay-${randomBytes(4).toString('hex')}`,
       topics: [topic],
-      maxAttempts: REPLAY_ATTEMPTS,
+      maxAttempts: bus.maxAttempts,
       batchHandler: new ReplayCut().handler(
         async (messages) => {
           for (const m of messages) attempts.set(m.value, (attempts.get(m.value) ?? 0) + 1);
@@ -197,6 +197,7 @@ describe("a replay's handler and a message that keeps failing", () => {
           applied.push(...messages.map((m) => m.value));
         },
         (message, err, why) => void skipped.push([message.value, `${why}: ${err.message}`]),
+        bus.maxAttempts,
       ),
     });
     try {
@@ -209,10 +210,44 @@ describe("a replay's handler and a message that keeps failing", () => {
       ['malformed', 'malformed: not JSON'],
       ['failing', 'failed: database refused it'],
     ]);
-    // The whole batch once, then alone: the malformed one once, the failing one REPLAY_ATTEMPTS times.
+    // The whole batch once, then alone: the malformed one once, the failing one at each of the bus's attempts.
     expect(attempts.get('malformed')).toBe(2);
-    expect(attempts.get('failing')).toBe(1 + REPLAY_ATTEMPTS);
+    expect(attempts.get('failing')).toBe(1 + bus.maxAttempts);
     const dead = await db.pool.query(`SELECT 1 FROM bus_messages WHERE topic = $1`, [`${topic}.dlq`]);
     expect(dead.rowCount).toBe(0);
+  });
+
+  it('gives a transient failure the chances the live consumer gets: applied at its fourth attempt', async () => {
+    const topic = `cut.flaky.${randomBytes(4).toString('hex')}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    await bus.publish(
+      topic,
+      ['1', 'flaky', '3'].map((value) => ({ key: 'k', value })),
+    );
+    const applied: string[] = [];
+    const skipped: string[] = [];
+    let alone = 0;
+    const sub = await bus.subscribe({
+      group: `replay-${randomBytes(4).toString('hex')}`,
+      topics: [topic],
+      maxAttempts: bus.maxAttempts,
+      batchHandler: new ReplayCut().handler(
+        async (messages) => {
+          const flaky = messages.some((m) => m.value === 'flaky');
+          // A database blip: the batch fails, then the message alone fails three times.
+          if (flaky && (messages.length > 1 || ++alone <= 3)) throw new Error('connection terminated');
+          applied.push(...messages.map((m) => m.value));
+        },
+        (message) => void skipped.push(message.value),
+        bus.maxAttempts,
+      ),
+    });
+    try {
+      await waitFor(() => applied.includes('3'), 'the last applied');
+    } finally {
+      await sub.stop();
+    }
+    expect(bus.maxAttempts).toBe(5);
+    expect({ applied, skipped }).toEqual({ applied: ['1', 'flaky', '3'], skipped: [] });
   });
 });

@@ -54,13 +54,14 @@ export class ReplayCut {
    * again one message at a time; a message that still fails is passed over and told to `onSkipped`, never
    * dead-lettered: the live consumer dead-lettered it already (`npm run dead-letters` would count and re-send
    * a second copy), or, new in this build, the replay says so. A malformed one at once; one that fails
-   * otherwise after REPLAY_ATTEMPTS (subscribe with maxAttempts REPLAY_ATTEMPTS, so that the bus never moves
-   * it first). `onSkipped` also does what the live consumer's dead-lettering did beside moving it (the
-   * Classifier's hold on its chain clock).
+   * otherwise at its last attempt: `attempts`, the subscription's maxAttempts (the bus's, as live: a replay
+   * gives a transient failure the same chances), so that the bus never moves it first. `onSkipped` also does
+   * what the live consumer's dead-lettering did beside moving it (the Classifier's hold on its chain clock).
    */
   handler(
     handle: BatchHandler,
     onSkipped: (message: BusMessage, err: Error, why: 'malformed' | 'failed') => void | Promise<void>,
+    attempts: number,
   ): BatchHandler {
     return async (messages, context) => {
       const taken = this.filter(messages);
@@ -70,15 +71,12 @@ export class ReplayCut {
       } catch (err) {
         if (taken.length > 1) throw err;
         if (err instanceof PoisonMessageError) return onSkipped(taken[0]!, err, 'malformed');
-        if (context.attempt < REPLAY_ATTEMPTS || context.signal.aborted) throw err;
+        if (context.attempt < attempts || context.signal.aborted) throw err;
         await onSkipped(taken[0]!, err instanceof Error ? err : new Error(String(err)), 'failed');
       }
     };
   }
 }
-
-/** Attempts a replay gives a message that keeps failing before it passes it over (ReplayCut.handler). */
-export const REPLAY_ATTEMPTS = 3;
 
 export interface LiveCutOptions {
   pool: Pool;
