@@ -266,14 +266,17 @@ describe('our EVM chain client on the devnet', () => {
 
       // A task stored while no instance runs (a restart in the middle of one) is taken up by the next one.
       await client.stop();
-      await store.addHistoryTask({
-        lane: 'history:restart-test',
-        kind: 'swap',
-        callback: { on_height_update: recorder.url('/778/restarted') },
-        merge: true,
-        start: 101,
-        end,
-      }, 100);
+      await store.addHistoryTask(
+        {
+          lane: 'history:restart-test',
+          kind: 'swap',
+          callback: { on_height_update: recorder.url('/778/restarted') },
+          merge: true,
+          start: 101,
+          end,
+        },
+        100,
+      );
       client = await startChainClient({ db: db.pool, log, metrics }, config);
       await waitFor(() => heightsOf('/778/restarted').includes(end), 'the stored task done', 20_000);
       expect(heightsOf('/778/restarted')).toEqual(everyChunk.filter((h) => h > 100));

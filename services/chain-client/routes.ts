@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { urlOrigin } from '../../shared/config/redact.js';
 import { accessGuard } from '../../shared/runtime/access.js';
+import { withDeadline } from '../../shared/runtime/deadline.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { RegistrationKind } from './delivery-plan.js';
 import type { Follower } from './follower.js';
@@ -65,6 +66,9 @@ export interface SupportRoutesOptions {
   resolve?: (host: string) => Promise<string[]>;
 }
 
+/** How long a callback host name may take to resolve; after that it is taken as not resolving now. */
+export const RESOLVE_TIMEOUT_MS = 2_000;
+
 const systemResolve = async (host: string) =>
   (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
@@ -80,7 +84,10 @@ async function linkLocalByName(
   for (const u of Object.values(callback)) {
     const host = new URL(u).hostname;
     if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) continue;
-    const addresses = await resolve(host).catch(() => []);
+    // Bounded: a slow resolver must not hold the answer past its caller's own timeout.
+    const addresses = await withDeadline(resolve(host), RESOLVE_TIMEOUT_MS, () => new Error('slow')).catch(
+      () => [],
+    );
     if (addresses.some(linkLocal)) return u;
   }
   return undefined;

@@ -9,7 +9,7 @@ import { createLogger } from '../../shared/logging/logger.js';
 import { databaseForSuite } from '../../test/support/database.js';
 import type { Follower } from './follower.js';
 import { chainClientMigrations } from './migrations.js';
-import { registerSupportRoutes, SUPPORT_ERROR } from './routes.js';
+import { registerSupportRoutes, RESOLVE_TIMEOUT_MS, SUPPORT_ERROR } from './routes.js';
 import { ChainClientStore } from './store.js';
 
 describe('chain client support routes: what an instance keeps at most', () => {
@@ -82,7 +82,10 @@ describe('chain client support routes: what an instance keeps at most', () => {
       store: new ChainClientStore(db.pool, '9007'),
       follower: { confirmedHead: async () => 100, wake: () => undefined } as unknown as Follower,
       log: createLogger({ level: 'silent' }),
-      resolve: async (host) => names[host] ?? Promise.reject(new Error('ENOTFOUND')),
+      resolve: async (host) =>
+        host === 'hung.example'
+          ? new Promise<string[]>(() => undefined) // a resolver that never answers
+          : (names[host] ?? Promise.reject(new Error('ENOTFOUND'))),
     });
     try {
       const post = async (url: string, payload: object) => {
@@ -105,6 +108,13 @@ describe('chain client support routes: what an instance keeps at most', () => {
         expect(
           (await post('/support/register', { callback: { on_height_update: `http://${host}/h` } }))[0],
         ).toBe(200);
+      // A resolver that never answers holds the answer RESOLVE_TIMEOUT_MS at most.
+      const started = Date.now();
+      const hung = await post('/support/register', {
+        callback: { on_height_update: 'http://hung.example/h' },
+      });
+      expect(hung[0]).toBe(200);
+      expect(Date.now() - started).toBeLessThan(RESOLVE_TIMEOUT_MS + 1_000);
     } finally {
       await guarded.close();
     }
