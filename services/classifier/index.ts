@@ -39,11 +39,8 @@ export function subscribeEngine(
   startFrom: 'earliest' | 'latest' = 'earliest',
   maxBatch = CLASSIFIER_BATCH,
   wrap: (handler: BatchHandler) => BatchHandler = (handler) => handler,
-  /** Attempts before the bus dead-letters a message (a replay passes over one before: REPLAY_ATTEMPTS). */
-  maxAttempts?: number,
 ): Promise<Subscription> {
   return bus.subscribe({
-    maxAttempts,
     group,
     topics: CLASSIFIER_TOPICS,
     startFrom,

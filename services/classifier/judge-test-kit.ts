@@ -83,6 +83,7 @@ export const HONEST_SWAP: TimelineSpec = {
 /** What engine.handleBatch needs beside its inputs, in a test: the first attempt, never aborted. */
 export const batchContext = () => ({
   attempt: 1,
+  lastAttempt: false,
   signal: new AbortController().signal,
   commitIn: async () => undefined,
 });

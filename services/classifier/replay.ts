@@ -121,38 +121,10 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     clock.mark('setup');
     // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
     const cut = new ReplayCut();
-    let poison = 0;
-    let failed = 0;
     const subscribe = () =>
-      subscribeEngine(
-        options.bus,
-        engine,
-        group,
-        'earliest',
-        REPLAY_BATCH,
-        (handler) =>
-          cut.handler(
-            handler,
-            async (message, err, why) => {
-              if (why === 'malformed') poison++;
-              else {
-                failed++;
-                options.log.error(
-                  {
-                    topic: message.topic,
-                    partition: message.partition,
-                    offset: String(message.offset),
-                    err: err.message,
-                  },
-                  'replay: a message kept failing and is not applied',
-                );
-              }
-              // What the live classifier's dead letter did: the chain event holds its chain's clock.
-              await engine.deadLettered(message, err.message);
-            },
-            options.bus.maxAttempts,
-          ),
-        options.bus.maxAttempts,
+      subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (handler) =>
+        // What the live classifier's dead letter did: a chain event passed over holds its chain's clock.
+        cut.handler(handler, options.log, (message, err) => engine.deadLettered(message, err.message)),
       );
     const subscription = await subscribe();
     try {
@@ -222,8 +194,8 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       seconds: (performance.now() - started) / 1_000,
       phases: clock.seconds,
       messages: total,
-      malformed: poison,
-      notApplied: failed,
+      malformed: cut.skipped.malformed,
+      notApplied: cut.skipped.failed,
       verdicts,
       violations,
       identical: verdicts.identical && violations.identical,

@@ -54,7 +54,6 @@ export function goldenEventBody(type: string, block: number, logIndex = 0): Even
 export function plainPort(bus: EventBus): EventBus {
   return {
     kind: bus.kind,
-    maxAttempts: bus.maxAttempts,
     ensureTopics: (s) => bus.ensureTopics(s),
     publish: (t, m, o) => bus.publish(t, m, o),
     subscribe: (o) => bus.subscribe(o),

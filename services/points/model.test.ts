@@ -359,6 +359,7 @@ describe('points against a naive reference model', () => {
     });
     const context: HandlerContext = {
       attempt: 1,
+      lastAttempt: false,
       signal: new AbortController().signal,
       commitIn: async () => undefined,
     };
@@ -446,6 +447,7 @@ describe('every LP tier boundary, on both sides, through the real projection', (
     });
     const context: HandlerContext = {
       attempt: 1,
+      lastAttempt: false,
       signal: new AbortController().signal,
       commitIn: async () => undefined,
     };

@@ -59,8 +59,6 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
   const clock = new PhaseClock();
 
   await context.db.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
-  let poison = 0;
-  let failed = 0;
   try {
     await context.db.query(projectionTablesSql(schema));
     // Rebuilt to be compared and dropped: not worth the write-ahead log.
@@ -82,24 +80,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         startFrom: 'earliest',
         maxBatch: REPLAY_BATCH,
         valuesOnly: POINTS_VALUES_ONLY,
-        maxAttempts: context.bus.maxAttempts,
-        batchHandler: cut.handler(
-          handle,
-          (message, err, why) => {
-            if (why === 'malformed') return void poison++;
-            failed++;
-            context.log.error(
-              {
-                topic: message.topic,
-                partition: message.partition,
-                offset: String(message.offset),
-                err: err.message,
-              },
-              'replay: a message kept failing and is not applied',
-            );
-          },
-          context.bus.maxAttempts,
-        ),
+        batchHandler: cut.handler(handle, context.log),
       });
     const subscription = await subscribe();
     const timeoutMs = context.timeoutMs ?? 10 * 60_000;
@@ -119,6 +100,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
     clock.mark('consume');
 
     lines.push(`points: rebuilt ${POINTS_TOPICS.join(', ')} from the beginning into schema ${schema}`);
+    const { malformed: poison, failed } = cut.skipped;
     if (poison > 0)
       lines.push(`  ${poison} malformed message(s) skipped (as the live consumer dead-lettered them)`);
     if (failed > 0)

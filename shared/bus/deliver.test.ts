@@ -95,3 +95,33 @@ describe('dead letters', () => {
     expect(dead[0]!.headers).not.toHaveProperty('x-dlq-value-escaped');
   });
 });
+
+describe('HandlerContext.lastAttempt', () => {
+  it('is true only on the attempt after which a failure is dead-lettered, never for a batch tried whole', async () => {
+    const d = delivery({ handled: () => undefined, failed: () => undefined, deadLettered: () => undefined });
+    const seen: Array<[string, number, boolean]> = [];
+    const attempts = new Map<bigint, number>();
+    const options: DeliveryOptions = {
+      ...d.options,
+      maxAttempts: 2,
+      recordAttempt: async (offset) => {
+        attempts.set(offset, (attempts.get(offset) ?? 0) + 1);
+        return attempts.get(offset)!;
+      },
+      handle: async (batch, context) => {
+        seen.push([batch.map((m) => m.value).join(','), context.attempt, context.lastAttempt]);
+        throw new Error('fails');
+      },
+    };
+    const result = await deliverBatch([message(0), message(1)], 0n, options);
+    expect(result.next).toBe(2n);
+    // The batch whole, then each message alone, twice: the second is its last.
+    expect(seen).toEqual([
+      ['0,1', 1, false],
+      ['0', 1, false],
+      ['0', 2, true],
+      ['1', 1, false],
+      ['1', 2, true],
+    ]);
+  });
+});

@@ -196,6 +196,7 @@ async function handleAndCommit(
   let committedByHandler = false;
   await options.handle(messages, {
     attempt,
+    lastAttempt: messages.length === 1 && attempt >= options.maxAttempts,
     signal: options.signal,
     commitIn: async (tx) => {
       await options.commit(from, next, tx);

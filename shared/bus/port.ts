@@ -37,6 +37,11 @@ export interface BusMessage {
 export interface HandlerContext {
   /** 1 on the first delivery attempt in this process. */
   attempt: number;
+  /**
+   * A failure now moves the message to the dead-letter topic (its last attempt; never for a batch tried
+   * whole, which is delivered again message by message when it fails).
+   */
+  lastAttempt: boolean;
   /** Aborted when the subscription is stopping; long handlers should give up at a safe point. */
   signal: AbortSignal;
   /**
@@ -180,8 +185,6 @@ export interface PublishOptions {
 
 export interface EventBus {
   readonly kind: 'postgres' | 'kafka';
-  /** Attempts before a failing message goes to the dead-letter topic, unless a subscription says otherwise. */
-  readonly maxAttempts: number;
   /** Creates the topics and their dead-letter topics if missing. */
   ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
   publish(topic: string, messages: readonly OutgoingMessage[], options?: PublishOptions): Promise<void>;

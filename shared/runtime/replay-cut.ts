@@ -12,6 +12,7 @@ import { PoisonMessageError } from '../bus/errors.js';
 import type { BatchHandler, BusMessage, EventBus } from '../bus/port.js';
 import { loadPositions } from '../bus/positions.js';
 import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import type { Logger } from '../logging/logger.js';
 
 /** Next offset per `topic/partition` (as loadPositions keys them). */
 export type Positions = Map<string, bigint>;
@@ -49,19 +50,22 @@ export class ReplayCut {
     this.cut = cut;
   }
 
+  /** Messages passed over by `handler`: malformed ones, and ones that kept failing otherwise. */
+  readonly skipped = { malformed: 0, failed: 0 };
+
   /**
    * A replay's batch handler: `handle` on the messages the cut lets through. A batch that fails is delivered
-   * again one message at a time; a message that still fails is passed over and told to `onSkipped`, never
-   * dead-lettered: the live consumer dead-lettered it already (`npm run dead-letters` would count and re-send
-   * a second copy), or, new in this build, the replay says so. A malformed one at once; one that fails
-   * otherwise at its last attempt: `attempts`, the subscription's maxAttempts (the bus's, as live: a replay
-   * gives a transient failure the same chances), so that the bus never moves it first. `onSkipped` also does
-   * what the live consumer's dead-lettering did beside moving it (the Classifier's hold on its chain clock).
+   * again one message at a time; a message that still fails is passed over, counted in `skipped` and told to
+   * `onSkipped`, never dead-lettered: the live consumer dead-lettered it already (`npm run dead-letters` would
+   * count and re-send a second copy), or, new in this build, the replay says so (logged). A malformed one at
+   * once; one that fails otherwise at its last attempt (the bus's attempts, as live: a replay gives a
+   * transient failure the same chances). `onSkipped` does what the live consumer's dead-lettering did beside
+   * moving it (the Classifier's hold on its chain clock).
    */
   handler(
     handle: BatchHandler,
-    onSkipped: (message: BusMessage, err: Error, why: 'malformed' | 'failed') => void | Promise<void>,
-    attempts: number,
+    log: Logger,
+    onSkipped: (message: BusMessage, err: Error) => void | Promise<void> = () => undefined,
   ): BatchHandler {
     return async (messages, context) => {
       const taken = this.filter(messages);
@@ -70,9 +74,24 @@ export class ReplayCut {
         await handle(taken, context);
       } catch (err) {
         if (taken.length > 1) throw err;
-        if (err instanceof PoisonMessageError) return onSkipped(taken[0]!, err, 'malformed');
-        if (context.attempt < attempts || context.signal.aborted) throw err;
-        await onSkipped(taken[0]!, err instanceof Error ? err : new Error(String(err)), 'failed');
+        const message = taken[0]!;
+        if (err instanceof PoisonMessageError) {
+          this.skipped.malformed++;
+          return onSkipped(message, err);
+        }
+        if (!context.lastAttempt || context.signal.aborted) throw err;
+        const error = err instanceof Error ? err : new Error(String(err));
+        this.skipped.failed++;
+        log.error(
+          {
+            topic: message.topic,
+            partition: message.partition,
+            offset: String(message.offset),
+            err: error.message,
+          },
+          'replay: a message kept failing and is not applied',
+        );
+        await onSkipped(message, error);
       }
     };
   }

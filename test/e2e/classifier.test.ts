@@ -332,7 +332,12 @@ describe('classifier end to end on the devnet', () => {
         },
         log: ctx.log,
       });
-      const context = { attempt: 1, signal: new AbortController().signal, commitIn: async () => undefined };
+      const context = {
+        attempt: 1,
+        lastAttempt: false,
+        signal: new AbortController().signal,
+        commitIn: async () => undefined,
+      };
       const inputs: ClassifierInput[] = [];
       for (const chainId of [DST.system, SRC.system]) {
         const { events: e, heights: h } = ofChain(chainId);

@@ -78,9 +78,6 @@ export interface KafkaBusOptions {
  */
 export class KafkaBus implements EventBus {
   readonly kind = 'kafka' as const;
-  get maxAttempts(): number {
-    return this.options.maxAttempts ?? 5;
-  }
   readonly kafka: Kafka;
   private producer: Producer;
   /** The current producer's connect; cleared when the producer is replaced (see send). */
@@ -358,7 +355,7 @@ export class KafkaBus implements EventBus {
     }
     const subscription = new KafkaSubscription(this, {
       ...options,
-      maxAttempts: options.maxAttempts ?? this.maxAttempts,
+      maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
       log: this.log.child({ group: options.group }),
       positionCheckMs: this.options.positionCheckMs ?? 500,
       metadataMaxAgeMs: this.options.metadataMaxAgeMs,

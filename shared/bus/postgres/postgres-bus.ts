@@ -43,9 +43,6 @@ export interface PostgresBusOptions {
  */
 export class PostgresBus implements EventBus {
   readonly kind = 'postgres' as const;
-  get maxAttempts(): number {
-    return this.options.maxAttempts ?? 5;
-  }
   private readonly partitions = new Map<string, number>();
   private readonly subscriptions = new Set<PostgresSubscription>();
 
@@ -233,7 +230,7 @@ export class PostgresBus implements EventBus {
     for (const topic of options.topics) await this.ensureDeadLetterTopic(topic);
     const subscription = new PostgresSubscription(this, {
       ...options,
-      maxAttempts: options.maxAttempts ?? this.maxAttempts,
+      maxAttempts: options.maxAttempts ?? this.options.maxAttempts ?? 5,
       startFrom: options.startFrom ?? 'earliest',
       pool: this.options.pool,
       connectionString: this.options.connectionString,
