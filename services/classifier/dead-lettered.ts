@@ -12,6 +12,10 @@ import { chainEvents, decode, envelopeShape } from '../../topics/index.js';
 import type { WatchedChain } from './engine.js';
 import type { MissingEvent, Stream } from './working-set.js';
 
+/**
+ * Ids are stored with U+0000 written as the six characters \u0000: the insert would fail, and with it the dead
+ * letter, for ever (a producer outside this system may send one).
+ */
 export function missingOf(
   message: BusMessage,
   chains: ReadonlyMap<string, Pick<WatchedChain, 'reputation'>>,
@@ -25,8 +29,6 @@ export function missingOf(
   } catch (err) {
     if (!(err instanceof PoisonMessageError)) throw err;
   }
-  // Ids are stored with U+0000 written as the six characters \u0000: the insert would fail, and with it the
-  // dead letter, for ever (a producer outside this system may send one).
   // It does not decode: its block and kind are unknown, so it holds every stream of the chain its key names
   // from the start, under its envelope id or, without one, a digest of its value (a redrive brings the same).
   const chain = chains.get(message.key);

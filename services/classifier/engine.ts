@@ -135,7 +135,6 @@ export class ClassifierEngine {
       );
       const handled = new Set<string>();
       for (const id of w.releasedMissing) {
-        w.applyRelease(id);
         this.o.log.warn(
           { event: id },
           'a dead-lettered chain event was released by the operator: its chain clock passes it',

@@ -206,8 +206,6 @@ export class WorkingSet {
   private readonly missing = new Map<string, MissingEvent[]>();
   /** Missing events applied in this transaction: their rows are deleted. */
   private readonly arrived: string[] = [];
-  /** Releases by the operator the engine applied in this transaction: their rows become tombstones. */
-  private readonly releasesApplied: string[] = [];
   /** Event ids handled before this transaction, among those the batch's heights wait for. */
   private readonly handledBefore = new Set<string>();
   readonly verdicts: SwapVerdict[] = [];
@@ -393,7 +391,7 @@ export class WorkingSet {
 
   /**
    * Missing events the operator released and the engine has not let go yet, read with the table: they hold
-   * nothing now, and the heights held for them are released (applyRelease).
+   * nothing now, the heights held for them are released, and their rows become tombstones (write).
    */
   readonly releasedMissing: string[] = [];
 
@@ -404,9 +402,8 @@ export class WorkingSet {
       event_id: string;
       block_number: string;
       released: boolean;
-      release_applied: boolean;
     }>(
-      `SELECT chain_id, stream, event_id, block_number, released, release_applied FROM ${this.tables.missingEvents}
+      `SELECT chain_id, stream, event_id, block_number, released FROM ${this.tables.missingEvents}
         WHERE NOT release_applied`,
     );
     for (const r of rows) {
@@ -419,11 +416,6 @@ export class WorkingSet {
         });
       else if (!this.releasedMissing.includes(r.event_id)) this.releasedMissing.push(r.event_id);
     }
-  }
-
-  /** The operator's release of `eventId` is applied in this transaction (its row stays, as a tombstone). */
-  applyRelease(eventId: string): void {
-    this.releasesApplied.push(eventId);
   }
 
   /** A dead-lettered event of the stream (resident: told by the bus; live: read from the table). */
@@ -445,13 +437,14 @@ export class WorkingSet {
 
   /** `eventId` was applied: it holds no clock any more. False if it was not missing. */
   missingArrived(eventId: string): boolean {
+    // Called for every event applied: no list is copied for the many that are not missing.
     let found = false;
     for (const [key, list] of this.missing) {
-      const rest = list.filter((m) => m.eventId !== eventId);
-      if (rest.length === list.length) continue;
+      const at = list.findIndex((m) => m.eventId === eventId);
+      if (at < 0) continue;
       found = true;
-      if (rest.length > 0) this.missing.set(key, rest);
-      else this.missing.delete(key);
+      list.splice(at, 1); // at most once a stream (addMissing)
+      if (list.length === 0) this.missing.delete(key);
     }
     if (found && !this.resident) this.arrived.push(eventId);
     return found;
@@ -745,10 +738,11 @@ export class WorkingSet {
       await tx.query(`DELETE FROM ${t.missingEvents} WHERE event_id = ANY($1) AND NOT released`, [
         this.arrived,
       ]);
-    if (this.releasesApplied.length > 0)
+    // The engine lets every release it read go in the same transaction (handleBatch).
+    if (this.releasedMissing.length > 0)
       await tx.query(
         `UPDATE ${t.missingEvents} SET release_applied = true WHERE event_id = ANY($1) AND released`,
-        [this.releasesApplied],
+        [this.releasedMissing],
       );
     if (this.newHeld.size > 0) {
       const h = [...this.newHeld];

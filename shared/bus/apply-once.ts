@@ -99,12 +99,3 @@ export async function recordProcessed(
   );
   return new Set(rows.map((r) => r.event_id));
 }
-
-/** Whether `eventId` was recorded for `consumer` (its effects applied). */
-export async function isProcessed(tx: PoolClient, consumer: string, eventId: string): Promise<boolean> {
-  const { rowCount } = await tx.query(
-    'SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2',
-    [consumer, eventId],
-  );
-  return rowCount === 1;
-}
