@@ -43,13 +43,13 @@ export const POINTS_VALUES_ONLY: ValuesOnly = {
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored';
 
+/** `\u0000`, or a surrogate's escape (`\ud800`…`\udfff`, either case): see withoutNul. */
+const MAY_NEED_REWRITE = /\\u(0000|[dD][89abcdefABCDEF])/;
+
 /**
  * The event id and effects of one message (null: a chain event passed over unread, it has none), or a
  * PoisonMessageError for one that can never be handled.
  */
-/** `\u0000`, or a surrogate's escape (`\ud800`…`\udfff`, either case): see withoutNul. */
-const MAY_NEED_REWRITE = /\\u(0000|[dD][89abcdefABCDEF])/;
-
 export function effectsOfMessage(message: BusMessage): { id: string; effects: Effect[] } | null {
   const decoded = decodeEffects(message);
   // JSON spells U+0000 only as \u0000, and a lone surrogate only as an escape (a bus value is UTF-8 text): a

@@ -162,8 +162,9 @@ const KEPT_PREFIX_BYTES = 900;
  * show that form; a query by the full id finds it (queries.ts applies the same).
  */
 export function storedLpId(lpId: string): string {
+  // Every LP row of every message passes here: the common short id is measured, not copied.
+  if (Buffer.byteLength(lpId, 'utf8') <= MAX_STORED_LP_ID_BYTES) return lpId;
   const bytes = Buffer.from(lpId, 'utf8');
-  if (bytes.length <= MAX_STORED_LP_ID_BYTES) return lpId;
   let end = KEPT_PREFIX_BYTES;
   while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // not inside a character
   const digest = createHash('sha256').update(bytes).digest('hex');

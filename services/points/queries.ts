@@ -119,19 +119,19 @@ export class PointsQueries {
    * the rate limit).
    */
   async scoreHistory(party: 'user' | 'lp', subject: string, limit = 100) {
-    if (party === 'lp') subject = storedLpId(subject);
-    const { records } = await this.deductionRecords(party, subject, { limit });
+    // As the records name it (an LP id in its stored form: storedLpId).
+    const { subject: named, records } = await this.deductionRecords(party, subject, { limit });
     const times = [...new Set(records.map((r) => r.block_time))].sort((a, b) => a - b);
     const points = [];
     // One after another: each is a read of facts the cache mostly holds, and this is an operator's page.
     for (const at of times) {
       const answer =
         party === 'lp'
-          ? await this.lpPoint({ lp_id: subject, at })
-          : await this.userPoint({ address: subject, at });
+          ? await this.lpPoint({ lp_id: named.id, at })
+          : await this.userPoint({ address: named.id, at });
       points.push({ at, score_tenths: answer.score_tenths });
     }
-    return { subject: { kind: party, id: subject }, points };
+    return { subject: named, points };
   }
 
   /** As of `at` (like every query, DESIGN §6): complaints filed and a verdict reached by then. */
