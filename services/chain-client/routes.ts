@@ -32,8 +32,10 @@ const CALLBACK_KEYS = {
  * there would have the chain client post to them forever. Private and loopback hosts stay allowed (the
  * Connector is one); `chainClient.allowIps` says who may register.
  */
+/** A URL's hostname without the brackets of an IPv6 literal. */
+const bareHost = (host: string) => host.replace(/^\[|\]$/g, '');
 const linkLocal = (host: string) => {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  const h = bareHost(host).toLowerCase();
   return (
     /^169\.254\./.test(h) ||
     /^fe[89ab][0-9a-f]:/.test(h) ||
@@ -73,7 +75,7 @@ const systemResolve = async (host: string) =>
   (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /**
- * The first callback URL whose host resolves to a link-local address (`169-254-169-254.nip.io`,
+ * The refusal of a callback whose host name resolves to a link-local address (`169-254-169-254.nip.io`,
  * `metadata.google.internal`): the literal check cannot see them. A name that does not resolve now is let
  * through (it may later); a name that changes its answer after this check is not caught (DNS rebinding).
  */
@@ -83,12 +85,13 @@ async function linkLocalByName(
 ): Promise<string | undefined> {
   for (const u of Object.values(callback)) {
     const host = new URL(u).hostname;
-    if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) continue;
+    if (isIP(bareHost(host)) !== 0) continue;
     // Bounded: a slow resolver must not hold the answer past its caller's own timeout.
     const addresses = await withDeadline(resolve(host), RESOLVE_TIMEOUT_MS, () => new Error('slow')).catch(
       () => [],
     );
-    if (addresses.some(linkLocal)) return u;
+    if (addresses.some(linkLocal))
+      return `invalid callback: ${urlOrigin(u)} resolves to a link-local address (a metadata service)`;
   }
   return undefined;
 }
@@ -145,11 +148,7 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     const registration = registrationOf(kind, request);
     if (typeof registration === 'string') return refuse(reply, registration);
     const metadata = await linkLocalByName(registration.callback, resolve);
-    if (metadata !== undefined)
-      return refuse(
-        reply,
-        `invalid callback: ${urlOrigin(metadata)} resolves to a link-local address (a metadata service)`,
-      );
+    if (metadata !== undefined) return refuse(reply, metadata);
     const outcome = await store.register(
       kind,
       registration.callback,
@@ -193,11 +192,7 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     const callback = callbackSchema(kind).safeParse(body.callback);
     if (!callback.success) return refuse(reply, `invalid callback: ${z.prettifyError(callback.error)}`);
     const metadata = await linkLocalByName(callback.data, resolve);
-    if (metadata !== undefined)
-      return refuse(
-        reply,
-        `invalid callback: ${urlOrigin(metadata)} resolves to a link-local address (a metadata service)`,
-      );
+    if (metadata !== undefined) return refuse(reply, metadata);
     let confirmed: number;
     try {
       confirmed = await follower.confirmedHead();
