@@ -339,11 +339,12 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     return { code: 200, message: 'register succeed' };
   });
 
+  const shown = (row: CommandRow) => publicCommand(row, store.windowOf(row.action, row.command.call), scrub);
   app.get(`${prefix}/behalf/commands/:id`, readGuard, async (request) => {
     const id = (request.params as { id: string }).id;
     const row = /^[0-9a-f]{64}$/.test(id) ? await readCommand(store, id) : undefined;
     if (row === undefined) throw new RelayError('COMMAND_NOT_FOUND', 'no command with this id');
-    return { code: 200, command: publicCommand(row, store.windowOf(row.action, row.command.call), scrub) };
+    return { code: 200, command: shown(row) };
   });
 
   app.get(`${prefix}/behalf/commands`, readGuard, async (request) => {
@@ -356,10 +357,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     } catch {
       throw new RelayError('STORE_UNAVAILABLE', 'the command store is unavailable; try again');
     }
-    return {
-      code: 200,
-      commands: rows.map((row) => publicCommand(row, store.windowOf(row.action, row.command.call), scrub)),
-    };
+    return { code: 200, commands: rows.map(shown) };
   });
 
   app.get(`${prefix}/status`, readGuard, async () =>

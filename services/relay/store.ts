@@ -88,9 +88,8 @@ function insertParams(
   command: RelayCommand,
   metadata: Record<string, string>,
   status: CommandStatus,
-  relayWallet: string,
+  window: CallWindow,
 ) {
-  const window = callWindow(command.action, command.call, relayWallet);
   return [
     command.commandId,
     command.systemChainId,
@@ -144,7 +143,7 @@ export class CommandStore extends JobTable {
     return withTransaction(this.pool, async (tx) => {
       const inserted = await tx.query(
         `${INSERT} ON CONFLICT (id) DO NOTHING`,
-        insertParams(command, metadata, 'accepted', this.relayWallet),
+        insertParams(command, metadata, 'accepted', this.windowOf(command.action, command.call)),
       );
       if (inserted.rowCount === 1) {
         const message = envelope(relayCommands, command, {
@@ -236,7 +235,7 @@ export class CommandStore extends JobTable {
     await tx.query(
       `${INSERT} ON CONFLICT (id) DO UPDATE SET status = 'scheduled', updated_at = now()
        WHERE relay_commands.status = 'accepted'`,
-      insertParams(command, {}, 'scheduled', this.relayWallet),
+      insertParams(command, {}, 'scheduled', this.windowOf(command.action, command.call)),
     );
   }
 

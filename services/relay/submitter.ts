@@ -17,7 +17,7 @@ import { callDataOf } from './call-data.js';
 import { GAS_LEVEL_PERCENT, GAS_LEVELS, type GasLevel } from './gas-price.js';
 import { contractRevertOf } from './revert-reason.js';
 import type { CommandRow, CommandStore } from './store.js';
-import { callWindow, describeWindow } from './windows.js';
+import { describeWindow, type CallWindow } from './windows.js';
 
 export interface RelaySenderOptions {
   pool: Pool;
@@ -45,8 +45,8 @@ export function strategyOf(gasPrice: string): FeeStrategy {
     : { weiPerGas: BigInt(gasPrice) };
 }
 
-export function jobOf(row: CommandRow, contractAddr: string, relayWallet: string): SenderJob {
-  const window = callWindow(row.action, row.command.call, relayWallet);
+/** `window`: when this relay may make the call (CommandStore.windowOf). */
+export function jobOf(row: CommandRow, contractAddr: string, window: CallWindow): SenderJob {
   return {
     id: row.id,
     // 'accepted' rows are not open; the sender only sees scheduled ones and later.
@@ -70,7 +70,7 @@ export function createRelaySender(options: RelaySenderOptions): Sender {
     async open() {
       const rows = await store.open(systemChainId);
       for (const row of rows) actions.set(row.id, row.action);
-      return rows.map((row) => jobOf(row, contractAddr, options.wallet.address));
+      return rows.map((row) => jobOf(row, contractAddr, store.windowOf(row.action, row.command.call)));
     },
     signFirst: (id, wallet, sign) => store.signFirst(id, wallet, sign),
     addAttempt: (id, known, attempt, reason) => store.addAttempt(id, known, attempt, reason),
