@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AGENT_ERRORS } from './errors.js';
+import { clientErrorCodesOf } from '../../shared/runtime/http.js';
 import { Wallet } from 'ethers';
 import type { EventBus, Subscription } from '../../shared/bus/port.js';
 import { parseComplaint, recoverComplainant } from '../../shared/chain/index.js';
@@ -178,11 +179,7 @@ export async function startAgent(
     // Refusals carry the Agent's 41xxx codes (errors.ts), 404 included.
     {
       ownErrorVocabulary: true,
-      clientErrorCodes: {
-        malformed: AGENT_ERRORS.REQUEST_MALFORMED.code,
-        timeout: AGENT_ERRORS.REQUEST_TIMEOUT.code,
-        tooLarge: AGENT_ERRORS.HEADERS_TOO_LARGE.code,
-      },
+      clientErrorCodes: clientErrorCodesOf(AGENT_ERRORS),
       healthChecks: {
         sender: () =>
           senderHealth(

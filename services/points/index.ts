@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { POINTS_ERRORS } from './errors.js';
+import { clientErrorCodesOf } from '../../shared/runtime/http.js';
 import type { PointConfig } from '../../shared/config/index.js';
 import { createPool } from '../../shared/db/pool.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
@@ -133,11 +134,7 @@ export async function startPoints(
     },
     {
       ownErrorVocabulary: true,
-      clientErrorCodes: {
-        malformed: POINTS_ERRORS.REQUEST_MALFORMED.code,
-        timeout: POINTS_ERRORS.REQUEST_TIMEOUT.code,
-        tooLarge: POINTS_ERRORS.HEADERS_TOO_LARGE.code,
-      },
+      clientErrorCodes: clientErrorCodesOf(POINTS_ERRORS),
     },
   );
   const address = http.app.server.address();

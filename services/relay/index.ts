@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { RELAY_ERRORS } from './errors.js';
+import { clientErrorCodesOf } from '../../shared/runtime/http.js';
 import { Contract, Wallet } from 'ethers';
 import type { EventBus } from '../../shared/bus/port.js';
 import type { RelayConfig } from '../../shared/config/index.js';
@@ -173,11 +174,7 @@ export async function startRelay(
     {
       ownErrorVocabulary: true,
       healthChecks: { sender: () => senderHealth(submitter.state) },
-      clientErrorCodes: {
-        malformed: RELAY_ERRORS.REQUEST_MALFORMED.code,
-        timeout: RELAY_ERRORS.REQUEST_TIMEOUT.code,
-        tooLarge: RELAY_ERRORS.HEADERS_TOO_LARGE.code,
-      },
+      clientErrorCodes: clientErrorCodesOf(RELAY_ERRORS),
     },
   );
   submitter.start();

@@ -148,6 +148,19 @@ export interface ClientErrorCodes {
   tooLarge: number;
 }
 
+/** A service's ClientErrorCodes from the three entries of its error registry. */
+export function clientErrorCodesOf(registry: {
+  REQUEST_MALFORMED: { code: number };
+  REQUEST_TIMEOUT: { code: number };
+  HEADERS_TOO_LARGE: { code: number };
+}): ClientErrorCodes {
+  return {
+    malformed: registry.REQUEST_MALFORMED.code,
+    timeout: registry.REQUEST_TIMEOUT.code,
+    tooLarge: registry.HEADERS_TOO_LARGE.code,
+  };
+}
+
 /**
  * What Node's HTTP parser refuses before any route or hook runs answers `{code, message}` too (fastify's own
  * answer is `{error, message, statusCode}`), then the socket closes.
