@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logging/logger.js';
 import { databaseForSuite } from '../../test/support/database.js';
 import { HttpDidSource } from './did-source.js';
+import { releaseMissingEvent } from './holds.js';
+import { classifierMetrics } from './metrics.js';
+import { Registry } from 'prom-client';
 import { askPendingDidsEvery, classifierHealth, DID_FAILING_DEGRADED_SECONDS } from './health.js';
 import { syntheticEngine } from './judge-test-kit.js';
 import { classifierMigrations } from './migrations.js';
@@ -27,6 +30,14 @@ describe('classifier health', () => {
        VALUES ('614', 'swap', 'e-1', 0, 'x'), ('614', 'reputation', 'e-1', 0, 'x'), ('9006', 'swap', 'e-2', 7, 'y')`,
     );
     expect(await check()).toEqual({ status: 'degraded', deadLetteredEvents: { '614': 1, '9006': 1 } });
+    // Released by the operator: its row stays as a tombstone, and holds nothing (neither here nor in the gauge).
+    expect(await releaseMissingEvent(db.pool, tables, 'e-2')).toBe(1);
+    expect(await check()).toEqual({ status: 'degraded', deadLetteredEvents: { '614': 1 } });
+    const registry = new Registry();
+    classifierMetrics(registry, db.pool, tables);
+    const gauge = await registry.getSingleMetricAsString('classifier_dead_lettered_events');
+    expect(gauge).toContain('classifier_dead_lettered_events{chain="614",stream="swap"} 1');
+    expect(gauge).not.toContain('chain="9006"');
     await db.pool.query(`DELETE FROM ${tables.missingEvents}`);
     expect((await check()).status).toBe('ok');
   });

@@ -22,7 +22,9 @@ export function classifierHealth(
   return async () => {
     const [held, unwatched] = await Promise.all([
       db.query<{ chain_id: string; n: string }>(
-        `SELECT chain_id, count(DISTINCT event_id) AS n FROM ${tables.missingEvents} GROUP BY chain_id ORDER BY chain_id`,
+        // Released ones stay as tombstones, holding nothing.
+        `SELECT chain_id, count(DISTINCT event_id) AS n FROM ${tables.missingEvents} WHERE NOT released
+          GROUP BY chain_id ORDER BY chain_id`,
       ),
       // A chain taken out of chainClients moves no clock: the swaps waiting for it would wait for ever. Not
       // decided for the operator (a configuration slip would decide them for good): said here.

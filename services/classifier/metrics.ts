@@ -88,7 +88,8 @@ export function classifierMetrics(
     async collect() {
       const rows = await rowsOrNothing(
         pool.query<{ chain_id: string; stream: string; n: string }>(
-          `SELECT chain_id, stream, count(*) AS n FROM ${tables.missingEvents} GROUP BY chain_id, stream`,
+          `SELECT chain_id, stream, count(*) AS n FROM ${tables.missingEvents} WHERE NOT released
+            GROUP BY chain_id, stream`,
         ),
       );
       if (!rows) return;
