@@ -64,39 +64,35 @@ export function classifierMetrics(
       if (rows) this.set(Number(rows[0]?.age ?? 0));
     },
   });
-  new Gauge({
-    name: 'classifier_held_heights',
-    help: 'Heights waiting for an event: the last of their chunk, or one of their stream that was dead-lettered (classifier_dead_lettered_events); one that stays holds its chain clock',
-    labelNames: ['chain', 'stream'],
-    registers: [registry],
-    async collect() {
-      const rows = await rowsOrNothing(
-        pool.query<{ chain_id: string; stream: string; n: string }>(
-          `SELECT chain_id, stream, count(*) AS n FROM ${tables.pendingHeights} GROUP BY chain_id, stream`,
-        ),
-      );
-      if (!rows) return;
-      this.reset();
-      for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
-    },
-  });
-  new Gauge({
-    name: 'classifier_dead_lettered_events',
-    help: 'Chain events dead-lettered and not applied yet, by chain stream: each holds its clock (its swaps wait) until redriven and applied, or released (npm run classifier-holds)',
-    labelNames: ['chain', 'stream'],
-    registers: [registry],
-    async collect() {
-      const rows = await rowsOrNothing(
-        pool.query<{ chain_id: string; stream: string; n: string }>(
-          `SELECT chain_id, stream, count(*) AS n FROM ${tables.missingEvents} WHERE NOT released
-            GROUP BY chain_id, stream`,
-        ),
-      );
-      if (!rows) return;
-      this.reset();
-      for (const r of rows) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
-    },
-  });
+  /** A gauge of a table's rows by chain stream, read at scrape time. */
+  const rowsByStream = (name: string, help: string, rows: string) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['chain', 'stream'],
+      registers: [registry],
+      async collect() {
+        const counts = await rowsOrNothing(
+          pool.query<{ chain_id: string; stream: string; n: string }>(
+            `SELECT chain_id, stream, count(*) AS n FROM ${rows} GROUP BY chain_id, stream`,
+          ),
+        );
+        if (!counts) return;
+        this.reset();
+        for (const r of counts) this.set({ chain: r.chain_id, stream: r.stream }, Number(r.n));
+      },
+    });
+  rowsByStream(
+    'classifier_held_heights',
+    'Heights waiting for an event: the last of their chunk, or one of their stream that was dead-lettered (classifier_dead_lettered_events); one that stays holds its chain clock',
+    tables.pendingHeights,
+  );
+  // Released ones stay as tombstones, holding nothing.
+  rowsByStream(
+    'classifier_dead_lettered_events',
+    'Chain events dead-lettered and not applied yet, by chain stream: each holds its clock (its swaps wait) until redriven and applied, or released (npm run classifier-holds)',
+    `${tables.missingEvents} WHERE NOT released`,
+  );
   const clock = new Gauge({
     name: 'classifier_chain_clock_seconds',
     help: "Each chain stream's clock: the newest block time up to which every event was handled",
