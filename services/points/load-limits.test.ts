@@ -175,6 +175,21 @@ describe('point.rateLimit behind a reverse proxy (http.trustProxy)', () => {
     }
   });
 
+  it('an IPv6 client has one budget for its /64: a new address of the same /64 is not a new budget', async () => {
+    const { points, asks } = await behind(['127.0.0.1']);
+    try {
+      expect([
+        await asks('2001:db8:1:2::1'),
+        await asks('2001:db8:1:2:ffff::2'),
+        await asks('2001:0db8:0001:0002:abcd:1:2:3'),
+      ]).toEqual([200, 200, 429]);
+      // Another /64 has its own.
+      expect(await asks('2001:db8:1:3::1')).toBe(200);
+    } finally {
+      await points.close();
+    }
+  });
+
   it('a client that is not a trusted proxy cannot name another address to escape its budget', async () => {
     const { points, asks } = await behind(['10.9.9.9']);
     try {

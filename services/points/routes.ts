@@ -3,6 +3,7 @@
  * answer JSON. Every refusal is `{code, message}` with the HTTP status of errors.ts, 404 included.
  */
 import rateLimit from '@fastify/rate-limit';
+import { rateLimitSubject } from '../../shared/runtime/access.js';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
 import { POINTS_ERRORS, PointsError, type PointsErrorName } from './errors.js';
@@ -117,6 +118,7 @@ export async function registerPointsRateLimit(
     global: true,
     max: limit.max,
     timeWindow: limit.windowMs,
+    keyGenerator: (request) => rateLimitSubject(request.ip),
     errorResponseBuilder: (_request, context) =>
       new PointsError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(context.ttl / 1000)} s`),
   });

@@ -29,6 +29,39 @@ export function isIpOrCidr(entry: string): boolean {
   return Number(parts[1]) <= (family === 6 ? 128 : 32);
 }
 
+/**
+ * Whom a rate limit counts for a client address: an IPv4 address as it is (an IPv4-mapped IPv6 address as its
+ * IPv4 one), an IPv6 address by its /64. A single IPv6 host is commonly given a whole /64, so keyed on the full
+ * address one client had 2^64 fresh budgets; zone ids (`fe80::1%eth0`) are left out.
+ */
+export function rateLimitSubject(ip: string): string {
+  const address = ip.split('%')[0]!;
+  const mapped = address.toLowerCase().startsWith('::ffff:') ? address.slice(7) : undefined;
+  if (mapped !== undefined && isIP(mapped) === 4) return mapped;
+  if (isIP(address) !== 6) return address;
+  return `${ipv6Groups(address).slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address, as lower-case hex without leading zeros. */
+function ipv6Groups(address: string): string[] {
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
+  const part = (text: string | undefined): string[] => {
+    if (!text) return [];
+    const groups = text.split(':');
+    const last = groups[groups.length - 1]!;
+    if (last.includes('.')) {
+      // An embedded IPv4 tail (::ffff:1.2.3.4, 64:ff9b::1.2.3.4) is two groups.
+      const [a, b, c, d] = last.split('.').map(Number) as [number, number, number, number];
+      groups.splice(-1, 1, ((a << 8) | b).toString(16), ((c << 8) | d).toString(16));
+    }
+    return groups.map((g) => parseInt(g, 16).toString(16));
+  };
+  const front = part(head);
+  const back = part(tail);
+  const zeros = tail === undefined ? [] : Array<string>(8 - front.length - back.length).fill('0');
+  return [...front, ...zeros, ...back];
+}
+
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 export function accessGuard(
@@ -73,10 +106,11 @@ export function accessGuard(
       if (keys.length > 0 && keyIndex(headerKey) < 0)
         throw options.refuse('UNAUTHORIZED', ACCESS_MESSAGES.UNAUTHORIZED);
     },
-    // Rate limits count per valid key (a shared NAT does not starve a keyed client), else per IP.
+    // Rate limits count per valid key (a shared NAT does not starve a keyed client), else per IP (an IPv6
+    // client per /64).
     clientKey(ip, headerKey) {
       const index = keyIndex(headerKey);
-      return index >= 0 ? `key:${index}` : `ip:${ip}`;
+      return index >= 0 ? `key:${index}` : `ip:${rateLimitSubject(ip)}`;
     },
   };
 }
