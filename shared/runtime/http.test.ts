@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../logging/logger.js';
@@ -69,18 +70,72 @@ describe('GET /health with checks contributed by a service', () => {
     });
     expect(thrown.status).toBe(503);
     expect(thrown.body.status).toBe('unavailable');
-    expect(thrown.body.checks.broken).toMatchObject({ ok: false, status: 'unavailable', error: 'boom' });
+    expect(thrown.body.checks.broken).toMatchObject({
+      ok: false,
+      status: 'unavailable',
+      error: "failed; the service's log has the details",
+    });
     expect(thrown.body.checks.streams.status).toBe('degraded');
 
-    const failingPool = { query: () => Promise.reject(new Error('connection refused')) } as unknown as Pool;
+    const failingPool = {
+      query: () =>
+        Promise.reject(
+          Object.assign(new Error('connect ECONNREFUSED 10.20.30.40:5432'), { code: 'ECONNREFUSED' }),
+        ),
+    } as unknown as Pool;
     const noDb = await health({ streams: () => ({ status: 'degraded' }) }, failingPool);
     expect(noDb.status).toBe(503);
     expect(noDb.body).toMatchObject({
       code: 503,
       message: 'unavailable: database, streams',
       status: 'unavailable',
-      checks: { database: { ok: false, error: 'connection refused' }, streams: { status: 'degraded' } },
+      checks: {
+        database: { ok: false, error: "failed (ECONNREFUSED); the service's log has the details" },
+        streams: { status: 'degraded' },
+      },
     });
+  });
+
+  it("shows a failing check's code, never the driver's text (hosts, users), which goes to the log once", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const pool = {
+      query: () =>
+        Promise.reject(
+          Object.assign(new Error('password authentication failed for user "points_ro" at db.internal'), {
+            code: '28P01',
+          }),
+        ),
+    } as unknown as Pool;
+    const app = createHttpServer({
+      service: 't',
+      log,
+      metrics: new Registry(),
+      db: pool,
+      healthChecks: {
+        thrower: () => {
+          throw new Error('getaddrinfo ENOTFOUND broker.internal');
+        },
+      },
+    });
+    try {
+      const answers = [await app.inject({ url: '/health' }), await app.inject({ url: '/health' })];
+      for (const answer of answers) {
+        expect(answer.body).not.toMatch(/internal|points_ro/);
+        expect(answer.json().checks).toMatchObject({
+          database: { error: "failed (28P01); the service's log has the details" },
+          thrower: { error: "failed; the service's log has the details" },
+        });
+      }
+      // Logged with its text, once for the two probes.
+      const logged = lines.map((line) => JSON.parse(line) as { check?: string; err?: string });
+      expect(logged.filter((line) => line.check === 'database').map((line) => line.err)).toEqual([
+        'password authentication failed for user "points_ro" at db.internal',
+      ]);
+      expect(logged.filter((line) => line.check === 'thrower')).toHaveLength(1);
+    } finally {
+      await app.close();
+    }
   });
 });
 

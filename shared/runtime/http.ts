@@ -113,12 +113,48 @@ export type HealthCheck = () => HealthCheckResult | Promise<HealthCheckResult>;
 const HEALTH_CHECK_TIMEOUT_MS = 2_000;
 const SEVERITY = { ok: 0, degraded: 1, unavailable: 2 } as const;
 
+class HealthCheckTimeout extends Error {}
+
 function withTimeout<T>(work: () => T | Promise<T>, what: string): Promise<T> {
   return withDeadline(
     Promise.resolve().then(work),
     HEALTH_CHECK_TIMEOUT_MS,
-    () => new Error(`${what} timed out`),
+    () => new HealthCheckTimeout(`${what} timed out`),
   );
+}
+
+/** How often a check that keeps failing with the same error is logged again (/health is probed every few s). */
+const HEALTH_FAILURE_LOG_MS = 60_000;
+
+/**
+ * What /health shows of a check's thrown error. /health is public (Points), and a driver's message names
+ * hosts, ports, users and databases ("getaddrinfo ENOTFOUND db.internal", "password authentication failed
+ * for user ..."): it shows only the error's code, and the message goes to the log (redacted, see
+ * healthFailureLog).
+ */
+export function shownHealthError(err: unknown): string {
+  if (err instanceof HealthCheckTimeout) return err.message;
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown };
+  // A driver's code (ECONNREFUSED, a SQLSTATE), else the error's class (KafkaJSConnectionError).
+  const kind = [code, name].find(
+    (k): k is string => typeof k === 'string' && k !== 'Error' && /^[A-Za-z0-9_]{1,60}$/.test(k),
+  );
+  return kind
+    ? `failed (${kind}); the service's log has the details`
+    : "failed; the service's log has the details";
+}
+
+/** Logs a failing check's error: at once when it changes, else at most once a HEALTH_FAILURE_LOG_MS. */
+function healthFailureLog(log: Logger, redact: (text: string) => string) {
+  const last = new Map<string, { message: string; at: number }>();
+  return (check: string, err: unknown): void => {
+    const message = redact(err instanceof Error ? err.message : String(err));
+    const before = last.get(check);
+    const now = Date.now();
+    if (before && before.message === message && now - before.at < HEALTH_FAILURE_LOG_MS) return;
+    last.set(check, { message, at: now });
+    log.warn({ check, err: message }, 'health check failed');
+  };
 }
 
 /**
@@ -244,6 +280,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     );
   }
 
+  const logHealthFailure = healthFailureLog(options.log, redact);
   app.get('/health', async (_request, reply) => {
     const started = Date.now();
     const checks: Record<string, Record<string, unknown>> = {};
@@ -252,17 +289,18 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       await withTimeout(() => options.db.query('SELECT 1'), 'database check');
       checks.database = { ok: true, ms: Date.now() - started };
     } catch (err) {
-      checks.database = { ok: false, error: (err as Error).message };
+      logHealthFailure('database', err);
+      checks.database = { ok: false, error: shownHealthError(err) };
       status = 'unavailable';
     }
     // Contributed checks run side by side; one failing never hides the others.
     const extra = Object.entries(options.healthChecks ?? {});
     const results = await Promise.all(
       extra.map(([name, check]) =>
-        withTimeout(check, `${name} check`).catch((err): HealthCheckResult => ({
-          status: 'unavailable',
-          error: (err as Error).message,
-        })),
+        withTimeout(check, `${name} check`).catch((err): HealthCheckResult => {
+          logHealthFailure(name, err);
+          return { status: 'unavailable', error: shownHealthError(err) };
+        }),
       ),
     );
     extra.forEach(([name], i) => {

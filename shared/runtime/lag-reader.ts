@@ -1,7 +1,7 @@
 import type { EventBus, PartitionLag } from '../bus/port.js';
 import type { Logger } from '../logging/logger.js';
 import { withDeadline } from './deadline.js';
-import type { HealthCheckResult } from './http.js';
+import { shownHealthError, type HealthCheckResult } from './http.js';
 import { singleFlight } from './single-flight.js';
 
 /** A read this recent is served as is. */
@@ -101,10 +101,13 @@ export class LagReader {
       if (this.failure !== undefined) this.log.info('consumer lag is read again: the event bus answers');
       this.failure = undefined;
     } catch (err) {
-      const message = (err as Error).message;
       if (this.failure === undefined)
-        this.log.warn({ err: message }, 'could not read consumer lag: the last figures are kept');
-      this.failure = message;
+        this.log.warn(
+          { err: (err as Error).message },
+          'could not read consumer lag: the last figures are kept',
+        );
+      // Shown on the public /health: the code only, not the driver's text (hosts, users).
+      this.failure = shownHealthError(err);
     } finally {
       this.readingSince = undefined;
     }
