@@ -53,6 +53,7 @@ export async function run(): Promise<BenchSection[]> {
   // The accept path never waits for the sender (it runs in its own loop): with the store answering at once
   // the behalf route costs parsing, transferId and command id, nothing more.
   const store = {
+    find: async () => undefined,
     get: async () => undefined,
     accept: async (parsed: { command: { commandId: string } }) => ({
       id: parsed.command.commandId,
@@ -64,7 +65,12 @@ export async function run(): Promise<BenchSection[]> {
   await registerRelayRoutes(app, {
     systemChainId: '9006',
     chainId: 97,
-    commandContext: { systemChainId: '9006', chainId: 97, senderWallets: {} },
+    commandContext: {
+      systemChainId: '9006',
+      chainId: 97,
+      contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+      senderWallets: {},
+    },
     store,
     readFee: async () => 30n,
     status: () => ({}),

@@ -112,6 +112,8 @@ export interface CommandContext {
   systemChainId: string;
   /** EVM chain id: part of the transferId. */
   chainId: number;
+  /** The swap contract: part of the command id (command-id.ts). */
+  contractAddr: string;
   senderWallets: Readonly<Record<string, string>>;
   maxGasPriceWei?: bigint;
 }
@@ -222,7 +224,7 @@ export function parseCommandBody(
     const value = fields[name];
     if (value !== undefined) metadata[name] = value;
   }
-  return { command: { commandId: commandIdOf(withoutId, context.chainId), ...withoutId }, metadata };
+  return { command: { commandId: commandIdOf(withoutId, context), ...withoutId }, metadata };
 }
 
 /**

@@ -10,13 +10,21 @@ import type { RelayCommand } from '../../topics/relay.commands.js';
  * lock (sender, receiver, token, amounts, hashlock, times, EVM chain, direction), and a confirm's preimage is
  * fixed by the hashlock. The gas strategy is not part of it: a repeat with another strategy updates the
  * pending command instead of making a second one (which could send a second transaction).
+ *
+ * v3 adds the contract: the transferId does not hash it, so one lock's terms on two contracts of a chain gave
+ * one id. Commands stored under older ids (v1, v2) are found by (deployment, action, transferId), never by
+ * this id alone (CommandStore.find): a retry after an upgrade answers the stored command.
  */
-export function commandIdOf(command: Omit<RelayCommand, 'commandId'>, chainId: number): string {
+export function commandIdOf(
+  command: Omit<RelayCommand, 'commandId'>,
+  deployment: { chainId: number; contractAddr: string },
+): string {
   const canonical = [
-    'relay-command/v2',
+    'relay-command/v3',
     command.action,
     command.systemChainId,
-    String(chainId),
+    String(deployment.chainId),
+    deployment.contractAddr.toLowerCase(),
     command.transferId.toLowerCase(),
     command.transactionType,
   ];

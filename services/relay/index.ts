@@ -62,12 +62,23 @@ export async function startRelay(
     scrub,
   });
   const wallet = new Wallet(config.priv);
-  const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`, wallet.address);
+  const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`, wallet.address, {
+    systemChainId: config.systemChainId,
+    chainId: config.chainId,
+    contractAddr: config.contractAddr,
+  });
+  // Before anything reads or sends: refuses another deployment's systemChainId, adopts older commands.
+  const claimed = await store.claimDeployment();
+  if (claimed.adopted > 0 || claimed.windowsUpdated > 0)
+    log.info(
+      { ...claimed, contract: config.contractAddr },
+      'commands stored by an earlier version: adopted by this deployment, windows recomputed',
+    );
   let sender: Sender | undefined;
   const metrics = relayMetrics(context.metrics, {
     balanceWei: () => sender?.state.balanceWei,
     oldestUnconfirmedSinceMs: () => sender?.state.oldestUnconfirmedSinceMs,
-    jobCounts: () => store.jobCounts(config.systemChainId),
+    jobCounts: () => store.jobCounts(),
     statuses: COMMAND_STATUSES,
     // Not `scheduled`: a command waits there for its window (a refund for its timelock), for hours if need be.
     waitingStatuses: ['accepted'],
@@ -80,7 +91,6 @@ export async function startRelay(
     wallet,
     contractAddr: config.contractAddr,
     chainId: config.chainId,
-    systemChainId: config.systemChainId,
     pollIntervalMs,
     caps: { maxFeePerGas: maxGasPriceWei, maxGasLimit: BigInt(config.maxGasLimit) },
     confirmations: config.confirmations,
@@ -157,6 +167,7 @@ export async function startRelay(
         commandContext: {
           systemChainId: config.systemChainId,
           chainId: config.chainId,
+          contractAddr: config.contractAddr,
           senderWallets: config.senderWallets,
           maxGasPriceWei,
         },

@@ -103,6 +103,24 @@ export const relayMigrations: MigrationSet = {
         ALTER TABLE relay_registrations ADD COLUMN forwarded jsonb;
       `,
     },
+    {
+      version: 6,
+      name: 'the deployment (EVM chain and contract) that owns the commands of a system chain id',
+      sql: `
+        -- One deployment per system chain id in a database: a relay for another contract or EVM chain under the
+        -- same systemChainId is refused at start (CommandStore.claimDeployment), since each would otherwise send
+        -- the other's commands to its own contract. contract_addr is lowercase.
+        CREATE TABLE relay_deployments (
+          system_chain_id text PRIMARY KEY,
+          chain_id bigint NOT NULL,
+          contract_addr text NOT NULL,
+          claimed_at timestamptz NOT NULL DEFAULT now()
+        );
+        -- Each command's deployment. NULL: stored before this migration; the deployment that claims its
+        -- system chain id adopts it at start.
+        ALTER TABLE relay_commands ADD COLUMN chain_id bigint, ADD COLUMN contract_addr text;
+      `,
+    },
   ],
 };
 

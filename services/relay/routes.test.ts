@@ -18,6 +18,8 @@ const OTHER_KEY = '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a3
  */
 describe('relay routes: golden vectors and documented errors', () => {
   let db: TestDatabase;
+  /** The chain-56 relay's own: one deployment per systemChainId in a database. */
+  let db56: TestDatabase;
   let devnet: Devnet;
   const relays = new Map<number, Relay>();
   let unreachable: Relay;
@@ -31,11 +33,12 @@ describe('relay routes: golden vectors and documented errors', () => {
     });
     return { status: response.statusCode, body: response.json() as Record<string, any> };
   };
-  const commandCount = async () =>
-    Number((await db.pool.query('SELECT count(*) AS n FROM relay_commands')).rows[0].n);
+  const commandCount = async (of = db) =>
+    Number((await of.pool.query('SELECT count(*) AS n FROM relay_commands')).rows[0].n);
 
   beforeAll(async () => {
-    [db, devnet] = await Promise.all([
+    [db, db56, devnet] = await Promise.all([
+      createTestDatabase(relayMigrationSets),
       createTestDatabase(relayMigrationSets),
       startDevnet({ chains: [{ chainId: 97 }] }),
     ]);
@@ -44,7 +47,7 @@ describe('relay routes: golden vectors and documented errors', () => {
       97,
       await startTestRelay(db, relayTestConfig({ rpc: chain.rpcUrl, contractAddr: chain.contracts.otmoic })),
     );
-    relays.set(56, await startTestRelay(db, relayTestConfig({ chainId: 56, systemChainId: '9006' })));
+    relays.set(56, await startTestRelay(db56, relayTestConfig({ chainId: 56, systemChainId: '9006' })));
     // Another wallet: relays sharing chain and wallet take turns (one sender per nonce sequence).
     unreachable = await startTestRelay(
       db,
@@ -55,6 +58,7 @@ describe('relay routes: golden vectors and documented errors', () => {
     for (const r of [...relays.values(), unreachable]) await r?.close();
     await devnet?.stop();
     await db?.drop();
+    await db56?.drop();
   });
 
   describe('get_hashlock', () => {
@@ -288,14 +292,14 @@ describe('relay routes: golden vectors and documented errors', () => {
       // client's scheduled command to relay.maxGasPriceWei. On the relay whose chain is unreachable the command
       // stays pending (scheduled).
       const a = await inject('/behalf/confirm_out', { ...base, gas: { gas_price: 'SAFELOW' } }, 56);
-      const before = await commandCount();
+      const before = await commandCount(db56);
       for (const gas_price of ['FAST', '200000000000']) {
         const b = await inject('/behalf/confirm_out', { ...base, gas: { gas_price } }, 56);
         expect(b.body.command_id).toBe(a.body.command_id);
         expect(b.body.status).toMatch(/^(accepted|scheduled)$/);
       }
-      expect(await commandCount()).toBe(before);
-      const stored = await db.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
+      expect(await commandCount(db56)).toBe(before);
+      const stored = await db56.pool.query('SELECT command FROM relay_commands WHERE id = $1', [
         a.body.command_id,
       ]);
       expect(stored.rows[0].command.gasPrice).toBe('SAFELOW');

@@ -267,7 +267,8 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
 
   const behalf = (action: RelayAction) => async (request: { body: unknown }) => {
     const parsed = await parse(action, request.body);
-    const known = await readCommand(store, parsed.command.commandId);
+    // By (action, transferId): a command stored under an older id scheme is the same command.
+    const known = await readStore(() => store.find(parsed.command));
     // A failed command past its paid failures is refused before any chain read, as the store would refuse to
     // re-open it (it decides again under the row's lock); any other known command answers its status.
     if (known?.status === 'failed') refuseExhausted(action, known.id, paidFailures(known));
@@ -342,7 +343,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
   const shown = (row: CommandRow) => publicCommand(row, store.windowOf(row.action, row.command.call), scrub);
   app.get(`${prefix}/behalf/commands/:id`, readGuard, async (request) => {
     const id = (request.params as { id: string }).id;
-    const row = /^[0-9a-f]{64}$/.test(id) ? await readCommand(store, id) : undefined;
+    const row = /^[0-9a-f]{64}$/.test(id) ? await readStore(() => store.get(id)) : undefined;
     if (row === undefined) throw new RelayError('COMMAND_NOT_FOUND', 'no command with this id');
     return { code: 200, command: shown(row) };
   });
@@ -353,7 +354,7 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
       throw new RelayError('INVALID_BODY', 'transfer_id (query) must be 32 bytes of 0x-prefixed hex');
     let rows: CommandRow[];
     try {
-      rows = await store.byTransfer(options.systemChainId, transferId);
+      rows = await store.byTransfer(transferId);
     } catch {
       throw new RelayError('STORE_UNAVAILABLE', 'the command store is unavailable; try again');
     }
@@ -401,9 +402,9 @@ function commandOf(action: RelayAction, body: unknown): Record<string, unknown> 
   return undefined;
 }
 
-async function readCommand(store: CommandStore, id: string): Promise<CommandRow | undefined> {
+async function readStore(read: () => Promise<CommandRow | undefined>): Promise<CommandRow | undefined> {
   try {
-    return await store.get(id);
+    return await read();
   } catch {
     throw new RelayError('STORE_UNAVAILABLE', 'the command store is unavailable; try again');
   }

@@ -385,7 +385,7 @@ describe('relay sender on the devnet', () => {
     // Operator signals.
     const metrics = await r.metrics.metrics();
     expect(metrics).toMatch(/relay_wallet_balance_wei \d/);
-    const counts = (await r.store.jobCounts('9006')).byStatus;
+    const counts = (await r.store.jobCounts()).byStatus;
     expect(counts['confirmed']).toBeGreaterThanOrEqual(2);
     expect(metrics).toContain(`relay_commands{status="confirmed"} ${counts['confirmed']}`);
     expect(metrics).toMatch(/relay_oldest_unconfirmed_seconds 0/);
@@ -673,7 +673,7 @@ describe('relay sender on the devnet', () => {
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(ids.size).toBe(1);
     const [id] = [...ids] as [string];
-    expect((await r.store.byTransfer('9006', locked.out.transferId)).length).toBe(1);
+    expect((await r.store.byTransfer(locked.out.transferId)).length).toBe(1);
     await moveTo(T + 3 * E + 2 * Tol);
     await until(id, 'confirmed');
     expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);

@@ -26,7 +26,6 @@ export interface RelaySenderOptions {
   wallet: Wallet;
   contractAddr: string;
   chainId: number;
-  systemChainId: string;
   pollIntervalMs: number;
   caps: SenderCaps;
   confirmations: number;
@@ -64,11 +63,11 @@ export function jobOf(row: CommandRow, contractAddr: string, window: CallWindow)
 }
 
 export function createRelaySender(options: RelaySenderOptions): Sender {
-  const { store, systemChainId, contractAddr } = options;
+  const { store, contractAddr } = options;
   const actions = new Map<string, CommandRow['action']>();
   const jobs: SenderStore = {
     async open() {
-      const rows = await store.open(systemChainId);
+      const rows = await store.open();
       for (const row of rows) actions.set(row.id, row.action);
       return rows.map((row) => jobOf(row, contractAddr, store.windowOf(row.action, row.command.call)));
     },

@@ -58,7 +58,10 @@ export async function startTestRelay(
   });
   await bus.ensureTopics([topicSpec(relayCommands, 4)]);
   const metrics = new Registry();
-  const relay = await startRelay({ db: db.pool, bus, log, metrics }, config);
+  const relay = await startRelay({ db: db.pool, bus, log, metrics }, config).catch(async (error: unknown) => {
+    await bus.close();
+    throw error;
+  });
   const base = `http://127.0.0.1:${relay.port}/evm-client-${config.systemChainId}/relay`;
   return {
     ...relay,

@@ -124,10 +124,10 @@ export class JobTable {
   ) {}
 
   /**
-   * Jobs by status and their failures so far (the sender's /metrics gauges). `only`: the owner's rows of one
-   * column value (a relay's deployment); its column is an identifier of the owner's code, never input.
+   * Jobs by status and their failures so far (the sender's /metrics gauges). `only`: the owner's rows (a
+   * relay's deployment); `where` is SQL of the owner's code, never input, with `params` as $1, $2, ….
    */
-  async countJobs(only?: { column: string; value: unknown }): Promise<JobCounts> {
+  async countJobs(only?: { where: string; params: readonly unknown[] }): Promise<JobCounts> {
     const { rows } = await this.pool.query<{
       status: string;
       n: string;
@@ -136,8 +136,8 @@ export class JobTable {
     }>(
       `SELECT status, count(*) AS n, sum(failures) AS failures,
               greatest(0, extract(epoch FROM clock_timestamp() - min(updated_at))) AS oldest
-         FROM ${this.table} ${only ? `WHERE ${only.column} = $1` : ''} GROUP BY status`,
-      only ? [only.value] : [],
+         FROM ${this.table} ${only ? `WHERE ${only.where}` : ''} GROUP BY status`,
+      only ? [...only.params] : [],
     );
     return {
       byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])),
