@@ -33,7 +33,7 @@ export const relayService: ServiceDefinition = {
   migrations: relayMigrationSets,
   async start(context) {
     const relay = await startRelay(context, context.config.relay!);
-    context.trackConsumerGroup(relayConsumerGroup(context.config.relay!.systemChainId), [relayCommands.name]);
+    context.trackConsumerGroup(relayConsumerGroup(context.config.relay!), [relayCommands.name]);
     return relay;
   },
 };
@@ -133,7 +133,7 @@ export async function startRelay(
     bus: context.bus,
     pool: context.db,
     store,
-    systemChainId: config.systemChainId,
+    deployment: config,
     onScheduled: () => submitter.wake(),
   });
   const http = await startHttpService(
