@@ -21,7 +21,7 @@ import type { TopicBatch } from '../publish-many.js';
 import { packTexts, unpackedText } from '../../db/packed-texts.js';
 import { Statement } from '../../db/statement.js';
 import { BUS_CHANNEL } from './channel.js';
-import { PostgresSubscription } from './postgres-subscription.js';
+import { FETCH_BYTES, PostgresSubscription } from './postgres-subscription.js';
 
 export interface PostgresBusOptions {
   pool: pg.Pool;
@@ -33,6 +33,8 @@ export interface PostgresBusOptions {
   idlePollMs?: number;
   /** How often members heartbeat and rebalance partitions. */
   rebalanceMs?: number;
+  /** Most bytes of keys and values a consumer reads of a partition at once. Default FETCH_BYTES. */
+  fetchBytes?: number;
   /** Told of every subscription's deliveries (metrics). */
   observer?: DeliveryObserver;
 }
@@ -46,7 +48,11 @@ export class PostgresBus implements EventBus {
   private readonly partitions = new Map<string, number>();
   private readonly subscriptions = new Set<PostgresSubscription>();
 
-  constructor(private readonly options: PostgresBusOptions) {}
+  constructor(private readonly options: PostgresBusOptions) {
+    const { fetchBytes } = options;
+    if (fetchBytes !== undefined && (!Number.isSafeInteger(fetchBytes) || fetchBytes < 1))
+      throw new Error(`PostgresBus: fetchBytes must be a positive integer, not ${fetchBytes}`);
+  }
 
   async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
     const all = specs.flatMap((s) => [s, { ...s, name: deadLetterTopic(s.name), retentionMs: null }]);
@@ -237,6 +243,7 @@ export class PostgresBus implements EventBus {
       log: this.options.log.child({ group: options.group }),
       idlePollMs: this.options.idlePollMs ?? 5_000,
       rebalanceMs: this.options.rebalanceMs ?? 1_000,
+      fetchBytes: this.options.fetchBytes ?? FETCH_BYTES,
       observer: this.options.observer,
       onStopped: (s) => this.subscriptions.delete(s),
     });
