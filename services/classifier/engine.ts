@@ -31,6 +31,7 @@ import {
 import type { DidNames } from './did-source.js';
 import {
   addFact,
+  confirmsAnAnswer,
   displacesOut,
   emptyFacts,
   executesItsBid,
@@ -410,8 +411,8 @@ export class ClassifierEngine {
             // The LP may have answered this lock instead: its TransferIn and the events naming it join the swap
             // (the judge reads them only to see that the LP answered the agreement; judge.ts, cases 3 and 4).
             w.link([event.transferId], event.bidId);
-            const joined = this.adopt(w, existing.facts, event.transferId);
-            return joined === existing.facts ? null : { facts: joined, decided: existing.decided };
+            const { facts: joined, adopted } = this.adopt(w, existing.facts, event.transferId);
+            return adopted ? { facts: joined, decided: existing.decided } : null;
           }
           this.ignoreOut(w, current, 'copy', `a later lock of the agreement of swap ${event.transferId}`);
           w.link([current.transferId], event.bidId);
@@ -419,13 +420,15 @@ export class ClassifierEngine {
         const swap: Loaded = existing
           ? { facts: existing.facts, decided: existing.decided }
           : { facts: emptyFacts(event.bidId), decided: false };
-        swap.facts = this.adopt(w, addFact(swap.facts, event), event.transferId);
+        swap.facts = this.adopt(w, addFact(swap.facts, event), event.transferId).facts;
         return swap;
       }
       case 'TransferIn': {
         const swap = join(w.swapByOut(event.srcTransferId), event);
         if (swap === null) return w.addOrphan(id, event.srcTransferId, event);
-        swap.facts = this.adopt(w, swap.facts, event.transferId);
+        // Linked even when the facts do not keep it: what names it joins the swap as before.
+        w.link([event.transferId], swap.facts.bidId);
+        swap.facts = this.adopt(w, swap.facts, event.transferId).facts;
         return swap;
       }
       case 'ConfirmOut':
@@ -434,7 +437,12 @@ export class ClassifierEngine {
       case 'ConfirmIn':
       case 'RefundIn': {
         const bid = w.linkedBid(event.transferId);
-        return bid === undefined ? w.addOrphan(id, event.transferId, event) : join(w.swap(bid), event);
+        if (bid === undefined) return w.addOrphan(id, event.transferId, event);
+        const swap = w.swap(bid);
+        // Its TransferIn joined before (that linked it): unless that one can be the LP's answer, these never
+        // matter (a griefer confirms or refunds its own), and are not kept. The swap is judged all the same.
+        if (swap && !confirmsAnAnswer(swap.facts, event)) return { facts: swap.facts, decided: swap.decided };
+        return join(swap, event);
       }
       case 'Complaint': {
         const existing = w.swap(event.bidId);
@@ -469,15 +477,20 @@ export class ClassifierEngine {
 
   /**
    * Events that named a transfer of this swap before it was known join it, transitively (a TransferIn brings
-   * its ConfirmIn / RefundIn); every TransferIn of the swap is linked for the ones still to come.
+   * its ConfirmIn / RefundIn); every TransferIn that joins is linked for the ones still to come. `adopted`:
+   * some event joined (the facts may keep none of them).
    */
-  private adopt(w: WorkingSet, facts: SwapFacts, ref: string): SwapFacts {
+  private adopt(w: WorkingSet, facts: SwapFacts, ref: string): { facts: SwapFacts; adopted: boolean } {
     let joined = facts;
+    let adopted = false;
     const refs = [ref];
     const links: string[] = [];
-    for (const e of facts.ins) if (e.transferId === ref) links.push(ref);
     while (refs.length > 0) {
       for (const event of w.adoptOrphans(refs.pop()!)) {
+        adopted = true;
+        // After the TransferIn they name (adopted through it), as in route.
+        if ((event.kind === 'ConfirmIn' || event.kind === 'RefundIn') && !confirmsAnAnswer(joined, event))
+          continue;
         joined = addFact(joined, event);
         if (event.kind === 'TransferIn') {
           links.push(event.transferId);
@@ -486,7 +499,7 @@ export class ClassifierEngine {
       }
     }
     w.link(links, facts.bidId);
-    return joined;
+    return { facts: joined, adopted };
   }
 
   /** Judges a pending swap again (its chain's clock moved, or a DID answer came). */

@@ -4,6 +4,7 @@
  */
 import { transferOutBid } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent } from '../../topics/index.js';
+import { differsButHashlock, mismatchesOf, windowsOf } from './lock-terms.js';
 
 export type EventOf<K extends ChainEvent['kind']> = Extract<ChainEvent, { kind: K }>;
 export type TransferOut = EventOf<'TransferOut'>;
@@ -23,10 +24,10 @@ export interface SwapFacts {
   bidId: string;
   out: TransferOut | null;
   /**
-   * TransferIns whose srcTransferId is the TransferOut's transferId (any sender, any chain), or that of a later
-   * lock of the same agreement it displaced (not read by the decision).
+   * TransferIns whose srcTransferId is the TransferOut's transferId (any sender), or that of another lock of the
+   * same agreement, that can still matter to the decision (withTransferIn).
    */
-  ins: TransferIn[];
+  ins: readonly TransferIn[];
   /** ConfirmOut / RefundOut of the TransferOut, ConfirmIn / RefundIn of any of `ins`. */
   confirmOuts: EventOf<'ConfirmOut'>[];
   refundOuts: EventOf<'RefundOut'>[];
@@ -96,8 +97,10 @@ export function addFact(facts: SwapFacts, event: ChainEvent): SwapFacts {
       return executesItsBid(event).executes && event.bidId === facts.bidId && displacesOut(facts, event)
         ? { ...facts, out: event }
         : facts;
-    case 'TransferIn':
-      return { ...facts, ins: add(facts.ins, event) };
+    case 'TransferIn': {
+      const ins = withTransferIn(facts.ins, facts.out, event);
+      return ins === facts.ins ? facts : { ...facts, ins };
+    }
     case 'ConfirmOut':
       return { ...facts, confirmOuts: add(facts.confirmOuts, event) };
     case 'RefundOut':
@@ -110,6 +113,156 @@ export function addFact(facts: SwapFacts, event: ChainEvent): SwapFacts {
       return { ...facts, complaints: add(facts.complaints, event) };
   }
 }
+
+/**
+ * `ins` (canonical order) with `event` added, unless it cannot matter to the decision; `ins` itself when
+ * nothing changes. Anyone can call transferIn naming any transfer, as often as they like: kept whole, a
+ * griefer's TransferIns were scanned at every judgement of the swap, and read and written by every live batch
+ * that touched it, so the work grew with the square of their number. What the decision reads of them (judge.ts,
+ * cases 3 and 4):
+ * - only those on the destination chain by T+2E (the same for every lock of the agreement);
+ * - per named transfer and sender (whose DID names are asked at the first of its TransferIns asked about): the
+ *   first, the first that matches the lock but for its hashlock, and the first that matches it whole.
+ * So a TransferIn is dropped when an earlier one of the same sender naming the same transfer answers every
+ * question it could, whatever comes later (covers), and drops the later ones it covers. Before the swap's
+ * TransferOut is known nothing can be told, and every one is kept.
+ */
+export function withTransferIn(
+  ins: readonly TransferIn[],
+  out: TransferOut | null,
+  event: TransferIn,
+): readonly TransferIn[] {
+  if (
+    out !== null &&
+    (event.chainId !== out.dstChainId || event.blockTimestamp > windowsOf(out).transferInEnd)
+  )
+    return ins;
+  const index = indexOf(ins);
+  const position = positionKey(event);
+  if (index.positions.has(position)) return ins;
+  const key = groupKey(event);
+  const group = index.groups.get(key) ?? [];
+  const dropped: TransferIn[] = [];
+  if (out !== null) {
+    for (const e of group) {
+      const order = byChainPosition(e, event);
+      if (order < 0 && covers(out, e, event)) return ins;
+      if (order > 0 && covers(out, event, e)) dropped.push(e);
+    }
+  }
+  const kept = dropped.length > 0 ? ins.filter((e) => !dropped.includes(e)) : ins;
+  // In canonical order, which they mostly come in: the place is looked for from the end.
+  let at = kept.length;
+  while (at > 0 && byChainPosition(kept[at - 1]!, event) > 0) at--;
+  const next = kept.slice(0, at);
+  next.push(event);
+  for (let i = at; i < kept.length; i++) next.push(kept[i]!);
+  // The index goes to the new array (a caller keeps only the facts it gets back; the old one, if used again,
+  // is indexed anew).
+  for (const e of dropped) index.positions.delete(positionKey(e));
+  index.positions.add(position);
+  index.groups.set(key, [...group.filter((e) => !dropped.includes(e)), event]);
+  if (index.answers !== undefined && index.answers.out === out) {
+    const answers = index.answers.list.filter((e) => !dropped.includes(e));
+    if (answersTo(out, event)) {
+      let place = answers.length;
+      while (place > 0 && byChainPosition(answers[place - 1]!, event) > 0) place--;
+      answers.splice(place, 0, event);
+    }
+    index.answers.list = answers;
+  } else index.answers = undefined;
+  indexes.delete(ins);
+  indexes.set(next, index);
+  return next;
+}
+
+/**
+ * The TransferIns of `ins` that name `out` on its destination chain by T+2E and match it whole, in canonical
+ * order: those the LP's answer is looked for among at every judgement.
+ */
+export function answersOf(ins: readonly TransferIn[], out: TransferOut): readonly TransferIn[] {
+  const index = indexOf(ins);
+  if (index.answers?.out !== out) index.answers = { out, list: ins.filter((e) => answersTo(out, e)) };
+  return index.answers.list;
+}
+
+/**
+ * Whether a ConfirmIn / RefundIn names one of answersOf (or the TransferOut is not known): the decision reads
+ * the confirms and refunds of the LP's answer only. The others can never matter to a caller that adds them
+ * only after the TransferIn they name, and a TransferIn only once the lock it names is the swap's or never will
+ * be (the engine: they join a swap through it, and one naming a lock not known yet waits as an orphan).
+ */
+export function confirmsAnAnswer(
+  facts: SwapFacts,
+  event: EventOf<'ConfirmIn'> | EventOf<'RefundIn'>,
+): boolean {
+  return (
+    facts.out === null ||
+    answersOf(facts.ins, facts.out).some(
+      (e) => e.transferId === event.transferId && e.chainId === event.chainId,
+    )
+  );
+}
+
+const answersTo = (out: TransferOut, e: TransferIn) =>
+  e.srcTransferId === out.transferId &&
+  e.chainId === out.dstChainId &&
+  e.blockTimestamp <= windowsOf(out).transferInEnd &&
+  mismatchesOf(out, e).length === 0;
+
+/**
+ * A kept TransferIns array's events by position (duplicates), by sender group (what a new one is compared
+ * with), and those that match the lock, so that neither adding one nor judging looks at all of them.
+ */
+interface InsIndex {
+  positions: Set<string>;
+  groups: Map<string, TransferIn[]>;
+  /** answersOf, for the lock it was taken for. */
+  answers?: { out: TransferOut; list: TransferIn[] };
+}
+const indexes = new WeakMap<readonly TransferIn[], InsIndex>();
+const positionKey = (e: ChainEvent) => `${e.chainId}\n${e.txHash}\n${e.logIndex}`;
+/** The named transfer, the chain, and the sender as its DID names are asked for (lower-case). */
+const groupKey = (e: TransferIn) => `${e.srcTransferId}\n${e.chainId}\n${e.sender.toLowerCase()}`;
+
+function indexOf(ins: readonly TransferIn[]): InsIndex {
+  let index = indexes.get(ins);
+  if (!index) {
+    index = { positions: new Set(), groups: new Map() };
+    for (const e of ins) {
+      index.positions.add(positionKey(e));
+      const key = groupKey(e);
+      const group = index.groups.get(key);
+      if (group) group.push(e);
+      else index.groups.set(key, [e]);
+    }
+    indexes.set(ins, index);
+  }
+  return index;
+}
+
+/**
+ * Whether `earlier` (the same sender's, naming the same transfer) answers every question of the decision that
+ * `later` could, now and after any event to come. Naming the swap's lock: it matches the lock as well (whole,
+ * but for the hashlock, or not), the lock's terms being fixed; an earlier lock of the agreement that comes
+ * later makes it another lock's, which the next case covers. Naming another transfer, the decision asks only
+ * whether it matches the agreement but for the hashlock (the LP answered another lock), unless that transfer
+ * is a lock still to come that takes the swap (an earlier copy): then with the same hashlock. The locks of one
+ * agreement carry the same terms but for the hashlock (they hash to one bid, as the chain gives them).
+ */
+function covers(out: TransferOut, earlier: TransferIn, later: TransferIn): boolean {
+  const a = mismatchesOf(out, earlier);
+  const b = mismatchesOf(out, later);
+  if (later.srcTransferId === out.transferId) return matchRank(a) >= matchRank(b);
+  return (
+    !differsButHashlock(b) ||
+    (differsButHashlock(a) && earlier.hashlock.toLowerCase() === later.hashlock.toLowerCase())
+  );
+}
+
+/** 2: matches the lock whole, 1: but for the hashlock, 0: not. */
+const matchRank = (differences: readonly string[]) =>
+  differences.length === 0 ? 2 : differsButHashlock(differences) ? 1 : 0;
 
 /**
  * What the decision may know besides the swap's own events. Every answer is a function of the input topics

@@ -22,7 +22,9 @@ import {
 import type { SignedAgreement } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent, SwapTransaction, SwapVerdict } from '../../topics/index.js';
 import { candidateSigners, userConsents } from './consent.js';
+import { answersOf } from './facts.js';
 import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait } from './facts.js';
+import { differsButHashlock, mismatchesOf, seconds, windowsOf } from './lock-terms.js';
 
 export type Judgement =
   { status: 'pending'; wait: Wait; reason: string } | { status: 'decided'; verdict: SwapVerdict };
@@ -35,8 +37,6 @@ class Waiting {
   ) {}
 }
 
-const MAX_TIME = Number.MAX_SAFE_INTEGER;
-
 /**
  * How long after an invalid complaint (unreadable, naming chains not watched, or not proving its party) a
  * TransferOut with its bid is still awaited on every watched chain before the complaint alone decides the
@@ -48,8 +48,6 @@ const MAX_TIME = Number.MAX_SAFE_INTEGER;
  * this time of the complaint (its T+E; a day is far above any real swap's window).
  */
 export const INVALID_COMPLAINT_HOLD_SECONDS = 86_400;
-/** Window arithmetic is done in bigint (uint64 on chain); block times are safe integers. */
-const seconds = (value: bigint): number => (value > BigInt(MAX_TIME) ? MAX_TIME : Number(value));
 const lower = (s: string) => s.toLowerCase();
 
 interface ComplaintReading {
@@ -347,79 +345,6 @@ function tx(
   return { step, chainId: e.chainId, txHash: e.txHash, blockTime: e.blockTimestamp };
 }
 
-/** What transferInMismatches names a different hashlock (an answer to another lock differs only so). */
-const HASHLOCK = 'hashlock';
-
-/** Where a TransferIn differs from the TransferOut it answers (case 4), in words. */
-export function transferInMismatches(out: TransferOut, tin: TransferIn): string[] {
-  const d: string[] = [];
-  check(d, 'token amount', out.amountDst, tin.tokenAmount);
-  check(d, 'native amount', out.nativeAmountDst, tin.ethAmount);
-  check(d, 'token', BigInt(out.tokenDst) >> 160n === 0n ? asAddress(out.tokenDst) : out.tokenDst, tin.token);
-  check(
-    d,
-    'receiver',
-    BigInt(out.dstAddress) >> 160n === 0n ? asAddress(out.dstAddress) : out.dstAddress,
-    tin.receiver,
-  );
-  check(d, HASHLOCK, out.hashlock, tin.hashlock);
-  check(d, 'agreement time', out.agreementReachedTime, tin.agreementReachedTime);
-  check(d, 'expected step time', out.expectedSingleStepTime, tin.expectedSingleStepTime);
-  check(d, 'tolerant step time', out.tolerantSingleStepTime, tin.tolerantSingleStepTime);
-  check(d, 'earliest refund time', out.earliestRefundTime, tin.earliestRefundTime);
-  check(d, 'source chain', out.chainId, tin.srcChainId);
-  return d;
-}
-
-/** The windows of a TransferOut's agreement (block times), remembered per event object like its agreement. */
-interface Windows {
-  transferInEnd: number;
-  userConfirmEnd: number;
-  /** Anyone else may confirm out from T+3E+2Tol (the relay, for the user). */
-  thirdPartyConfirmOutStart: number;
-  lpConfirmEnd: number;
-  thirdPartyConfirmInEnd: number;
-}
-const windows = new WeakMap<TransferOut, Windows>();
-function windowsOf(out: TransferOut): Windows {
-  let w = windows.get(out);
-  if (!w) {
-    const T = BigInt(out.agreementReachedTime);
-    const E = BigInt(out.expectedSingleStepTime);
-    const Tol = BigInt(out.tolerantSingleStepTime);
-    w = {
-      transferInEnd: seconds(T + 2n * E),
-      userConfirmEnd: seconds(T + 3n * E),
-      thirdPartyConfirmOutStart: seconds(T + 3n * E + 2n * Tol),
-      lpConfirmEnd: seconds(T + 3n * E + Tol),
-      thirdPartyConfirmInEnd: seconds(T + 3n * E + 2n * Tol),
-    };
-    windows.set(out, w);
-  }
-  return w;
-}
-
-/**
- * transferInMismatches, remembered per TransferIn event object (with the TransferOut it was compared to): a
- * swap is judged again at each event and clock move, and the comparison parses and lower-cases every term.
- */
-const mismatches = new WeakMap<TransferIn, { out: TransferOut; differences: string[] }>();
-function mismatchesOf(out: TransferOut, tin: TransferIn): string[] {
-  const known = mismatches.get(tin);
-  if (known?.out === out) return known.differences;
-  const differences = transferInMismatches(out, tin);
-  mismatches.set(tin, { out, differences });
-  return differences;
-}
-
-function check(differences: string[], what: string, expected: string, actual: string): void {
-  if (lower(expected) !== lower(actual)) differences.push(`${what} ${actual} ≠ agreed ${expected}`);
-}
-
-function asAddress(uint: string): string {
-  return '0x' + BigInt(uint).toString(16).padStart(40, '0');
-}
-
 type Outcome = Pick<
   SwapVerdict,
   'outcome' | 'case' | 'party' | 'subject' | 'rule' | 'blockTime' | 'decidedOn'
@@ -448,7 +373,6 @@ class TransferOutDecision {
    * The facts of this TransferOut: the lists may also hold events of another lock of the same agreement
    * that was the swap until this earlier one came (facts.ts), which are not this swap's.
    */
-  private readonly ins: TransferIn[];
   private readonly confirmOuts: SwapFacts['confirmOuts'];
   private readonly refundOuts: SwapFacts['refundOuts'];
 
@@ -465,9 +389,6 @@ class TransferOutDecision {
       list.every((e) => e.transferId === out.transferId)
         ? list
         : list.filter((e) => e.transferId === out.transferId);
-    this.ins = facts.ins.every((e) => e.srcTransferId === out.transferId)
-      ? facts.ins
-      : facts.ins.filter((e) => e.srcTransferId === out.transferId);
     this.confirmOuts = ofOut(facts.confirmOuts);
     this.refundOuts = ofOut(facts.refundOuts);
   }
@@ -646,12 +567,14 @@ class TransferOutDecision {
     // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
     // Only the answers by T+2E: a TransferIn whose own differing times let the contract take it later is no
     // answer by then (case 3 at T+2E), which the verdict must not learn or not depending on when the
-    // destination clock was seen.
-    const onDst = this.ins.filter((e) => e.chainId === D && e.blockTimestamp <= transferInEnd);
-    this.tin =
-      onDst.find((e) => mismatchesOf(out, e).length === 0 && this.isLp(e.sender, e.blockTimestamp)) ?? null;
+    // destination clock was seen. The ones that match the lock are kept apart (answersOf): while the swap
+    // waits, a griefer's others are not looked at again at each judgement.
+    this.tin = answersOf(facts.ins, out).find((e) => this.isLp(e.sender, e.blockTimestamp)) ?? null;
     if (this.tin === null) {
       j.clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
+      const onDst = facts.ins.filter(
+        (e) => e.srcTransferId === out.transferId && e.chainId === D && e.blockTimestamp <= transferInEnd,
+      );
       // Every TransferIn up to T+2E is seen now, and each sender looked up decides between 3, 4 and an answer:
       // their answers are recorded whatever the verdict's time (case 4's is the first TransferIn's), so a
       // replay decides on the same ones.
@@ -663,7 +586,7 @@ class TransferOutDecision {
           e.srcTransferId !== out.transferId &&
           e.chainId === D &&
           e.blockTimestamp <= transferInEnd &&
-          mismatchesOf(out, e).every((m) => m.startsWith(`${HASHLOCK} `)) &&
+          differsButHashlock(mismatchesOf(out, e)) &&
           this.isLp(e.sender, DECISIVE),
       );
       if (otherLock)
