@@ -69,7 +69,7 @@ export async function run(): Promise<BenchSection[]> {
       log,
     });
     const judged = await time(async () => {
-      const subscription = await subscribeEngine(bus, engine, 'classifier');
+      const subscription = await subscribeEngine(bus, engine, { group: 'classifier' });
       const decided = async () =>
         Number(
           (

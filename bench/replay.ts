@@ -66,7 +66,7 @@ export async function run() {
         bus,
         log,
       });
-      const classifier = await subscribeEngine(bus, engine, 'classifier');
+      const classifier = await subscribeEngine(bus, engine, { group: 'classifier' });
       const points = await subscribePoints({ bus, pool, store: new PointsStore(pool) });
       const bar = progressBar('live run');
       const decided = async () =>

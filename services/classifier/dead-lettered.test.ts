@@ -286,18 +286,15 @@ describe('classifier on the bus: a poison event in the middle of a chunk', () =>
     const { engine, tables } = await syntheticEngine(db.pool, 'dead_bus', undefined, { bus });
     let poisoned = true;
     const transferInId = chainEventId(transferIn);
-    const subscription = await subscribeEngine(
-      bus,
-      engine,
-      'dead_bus',
-      'earliest',
-      500,
-      (handler) => async (messages, context) => {
+    const subscription = await subscribeEngine(bus, engine, {
+      group: 'dead_bus',
+      maxBatch: 500,
+      wrap: (handler) => async (messages, context) => {
         if (poisoned && messages.some((m) => m.value.includes(transferInId)))
           throw new PoisonMessageError('cannot apply this TransferIn');
         return handler(messages, context);
       },
-    );
+    });
     subscriptions.push(subscription);
     const publish = (inputs: ClassifierInput[]) =>
       bus.publish(

@@ -35,11 +35,9 @@ export function watchedChains(clients: readonly ChainClientConfig[]): Map<string
 export function subscribeEngine(
   bus: EventBus,
   engine: ClassifierEngine,
-  group: string,
-  startFrom: 'earliest' | 'latest' = 'earliest',
-  maxBatch = CLASSIFIER_BATCH,
-  wrap: (handler: BatchHandler) => BatchHandler = (handler) => handler,
+  options: EngineSubscription,
 ): Promise<Subscription> {
+  const { group, startFrom = 'earliest', maxBatch = CLASSIFIER_BATCH, wrap = (handler) => handler } = options;
   return bus.subscribe({
     group,
     topics: CLASSIFIER_TOPICS,
@@ -49,6 +47,17 @@ export function subscribeEngine(
     // A chain event never applied must hold its chain's clock (dead-lettered.ts).
     onDeadLetter: (message, reason, tx) => engine.deadLettered(message, reason, tx),
   });
+}
+
+/** How subscribeEngine subscribes: the consumer group, and what a replay or a test changes. */
+export interface EngineSubscription {
+  group: string;
+  /** Where a group without a committed position starts. Default 'earliest'. */
+  startFrom?: 'earliest' | 'latest';
+  /** Largest batch per transaction. Default CLASSIFIER_BATCH. */
+  maxBatch?: number;
+  /** Wraps the batch handler (a replay's cut, a test's poison). */
+  wrap?: (handler: BatchHandler) => BatchHandler;
 }
 
 /** How often the DID names pending swaps wait for are asked again (health.ts askPendingDidsEvery). */
@@ -151,7 +160,7 @@ export const classifierService: ServiceDefinition = {
         ),
       },
     });
-    const subscription = await subscribeEngine(context.bus, engine, CLASSIFIER_GROUP);
+    const subscription = await subscribeEngine(context.bus, engine, { group: CLASSIFIER_GROUP });
     context.trackConsumerGroup(CLASSIFIER_GROUP, CLASSIFIER_TOPICS);
     await engine.requestPendingDids();
     const asking = askPendingDidsEvery(

@@ -122,10 +122,13 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
     const cut = new ReplayCut();
     const subscribe = () =>
-      subscribeEngine(options.bus, engine, group, 'earliest', REPLAY_BATCH, (handler) =>
+      subscribeEngine(options.bus, engine, {
+        group,
+        maxBatch: REPLAY_BATCH,
         // What the live classifier's dead letter did: a chain event passed over holds its chain's clock.
-        cut.handler(handler, options.log, (message, err) => engine.deadLettered(message, err.message)),
-      );
+        wrap: (handler) =>
+          cut.handler(handler, options.log, (message, err) => engine.deadLettered(message, err.message)),
+      });
     const subscription = await subscribe();
     try {
       // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:

@@ -115,7 +115,7 @@ export async function startPipeline(
       log: ctx.log,
     });
     stops.push(() => classifier.did.stop());
-    const subscription = await subscribeEngine(ctx.bus, classifier.engine, 'classifier');
+    const subscription = await subscribeEngine(ctx.bus, classifier.engine, { group: 'classifier' });
     stops.push(() => subscription.stop());
     return {
       devnet,
