@@ -6,17 +6,16 @@
 import { listMissingEvents, releaseMissingEvent } from '../services/classifier/holds.js';
 import { classifierTables } from '../services/classifier/tables.js';
 import { operatorInfrastructure } from './operator.js';
+import { commandLine, usageError } from './command-line.js';
 
 const usage = 'usage: npm run classifier-holds [-- release <event id>]';
-const [command, ...rest] = process.argv.slice(2);
+const [command, ...rest] = commandLine(usage, { allowPositionals: true }).positionals;
 if (!(
   command === undefined ||
   (command === 'list' && rest.length === 0) ||
   (command === 'release' && rest.length === 1)
-)) {
-  console.error(usage);
-  process.exit(2);
-}
+))
+  usageError(usage);
 
 const { infra } = await operatorInfrastructure('classifier-holds');
 const tables = classifierTables();

@@ -6,22 +6,21 @@ import { deadLetterCounts, redriveDeadLetters, type RedriveReport } from '../sha
 import { operatorInfrastructure } from './operator.js';
 import { allTopics } from '../topics/index.js';
 import { progressBar } from './progress.js';
+import { commandLine, usageError } from './command-line.js';
 
 // Every topic of the services, and their dead-letter topics (whose own dead letters go one level down).
 const topics = allTopics.flatMap((t) => [t.name, `${t.name}.dlq`]);
 const usage = `usage: npm run dead-letters [-- redrive <topic> …]   (topics: ${topics.join(', ')})`;
 
-const [command, ...named] = process.argv.slice(2);
+const [command, ...named] = commandLine(usage, { allowPositionals: true }).positionals;
 const unknown = named.filter((n) => !topics.includes(n));
+if (unknown.length > 0) usageError(usage, `unknown topic ${unknown.join(', ')}`);
 if (
   (command !== undefined && command !== 'list' && command !== 'redrive') ||
   (command === 'redrive' && named.length === 0) ||
-  (command !== 'redrive' && named.length > 0) ||
-  unknown.length > 0
-) {
-  console.error(unknown.length > 0 ? `unknown topic ${unknown.join(', ')}\n${usage}` : usage);
-  process.exit(2);
-}
+  (command !== 'redrive' && named.length > 0)
+)
+  usageError(usage);
 
 const { infra } = await operatorInfrastructure('dead-letters');
 try {

@@ -1,20 +1,22 @@
 // `npm run devnet -- --chains 97,11155420 [--host 127.0.0.1]`
 // Starts a local devnet, prints one line of JSON (RPC URLs, contract addresses, accounts) on stdout and
 // "devnet ready in N ms" on stderr, then runs until SIGINT/SIGTERM and stops every chain before exiting.
-import { parseArgs } from 'node:util';
 import { startDevnet } from '../shared/devnet/devnet.js';
+import { commandLine, usageError } from './command-line.js';
 
 const DEFAULT_CHAINS = '97,11155420';
+
+const usage = `usage: npm run devnet [-- --chains ${DEFAULT_CHAINS}] [--host 127.0.0.1]`;
 
 function parseChainIds(text: string): number[] {
   const ids = text.split(',').map((part) => Number(part.trim()));
   for (const id of ids) {
-    if (!Number.isSafeInteger(id) || id <= 0) throw new Error(`--chains: not a chain id list: "${text}"`);
+    if (!Number.isSafeInteger(id) || id <= 0) usageError(usage, `--chains: not a chain id list: "${text}"`);
   }
   return ids;
 }
 
-const { values } = parseArgs({
+const { values } = commandLine(usage, {
   options: {
     chains: { type: 'string', default: DEFAULT_CHAINS },
     host: { type: 'string', default: '127.0.0.1' },

@@ -6,17 +6,19 @@
 import { operatorInfrastructure } from './operator.js';
 import { progressBar } from './progress.js';
 import { replayers } from './replayers.js';
+import { commandLine, usageError } from './command-line.js';
 
-const args = process.argv.slice(2);
-const keep = args.includes('--keep');
-const named = args.filter((a) => !a.startsWith('--'));
+const usage = `usage: npm run replay [-- <${Object.keys(replayers).join('|')}> …] [--keep]
+  with no name, the whole pipeline in its order; --keep keeps the rebuilt tables`;
+const { values, positionals: named } = commandLine(usage, {
+  options: { keep: { type: 'boolean', default: false } },
+  allowPositionals: true,
+});
+const keep = values.keep;
 // No name: the whole pipeline, in its order (classifier, then points).
 const names = named.length > 0 ? named : Object.keys(replayers);
 const unknown = names.filter((n) => !(n in replayers));
-if (unknown.length > 0) {
-  console.error(`usage: npm run replay [-- <${Object.keys(replayers).join('|')}> …] [--keep]`);
-  process.exit(2);
-}
+if (unknown.length > 0) usageError(usage, `no replayer named ${unknown.join(', ')}`);
 
 const { config, log, infra } = await operatorInfrastructure('replay', {
   require: names.flatMap((n) => replayers[n]!.sections),

@@ -4,11 +4,17 @@
 // `npm start -- --demo` also plays the demo's traffic (bin/demo.ts) once everything is up.
 import { services } from '../services/index.js';
 import { runServices } from '../shared/runtime/runner.js';
+import { commandLine } from './command-line.js';
 
-const args = process.argv.slice(2);
-const demo = args.includes('--demo');
-await runServices(services, { names: args.filter((a) => a !== '--demo') });
-if (demo) {
+const usage = `usage: npm start [-- <service> …] [--demo]
+  with no service, every service whose configuration sections are present
+  (services: ${services.map((s) => s.name).join(', ')}); --demo also plays the demo's traffic`;
+const { values, positionals } = commandLine(usage, {
+  options: { demo: { type: 'boolean', default: false } },
+  allowPositionals: true,
+});
+await runServices(services, { names: positionals });
+if (values.demo) {
   const { startDemoInProcess } = await import('../shared/demo/in-process.js');
   await startDemoInProcess();
 }
