@@ -410,17 +410,17 @@ export class ClassifierEngine {
             this.ignoreOut(w, event, 'copy', `a later lock of the agreement of swap ${current.transferId}`);
             // The LP may have answered this lock instead: its TransferIn and the events naming it join the swap
             // (the judge reads them only to see that the LP answered the agreement; judge.ts, cases 3 and 4).
-            w.link([event.transferId], event.bidId);
-            const { facts: joined, adopted } = this.adopt(w, existing.facts, event.transferId);
+            w.link([event.transferId], event.bidId, true);
+            const { facts: joined, adopted } = this.adopt(w, existing.facts, event.transferId, 'lock');
             return adopted ? { facts: joined, decided: existing.decided } : null;
           }
           this.ignoreOut(w, current, 'copy', `a later lock of the agreement of swap ${event.transferId}`);
-          w.link([current.transferId], event.bidId);
+          w.link([current.transferId], event.bidId, true);
         }
         const swap: Loaded = existing
           ? { facts: existing.facts, decided: existing.decided }
           : { facts: emptyFacts(event.bidId), decided: false };
-        swap.facts = this.adopt(w, addFact(swap.facts, event), event.transferId).facts;
+        swap.facts = this.adopt(w, addFact(swap.facts, event), event.transferId, 'lock').facts;
         return swap;
       }
       case 'TransferIn': {
@@ -428,7 +428,7 @@ export class ClassifierEngine {
         if (swap === null) return w.addOrphan(id, event.srcTransferId, event);
         // Linked even when the facts do not keep it: what names it joins the swap as before.
         w.link([event.transferId], swap.facts.bidId);
-        swap.facts = this.adopt(w, swap.facts, event.transferId).facts;
+        swap.facts = this.adopt(w, swap.facts, event.transferId, 'transfer in').facts;
         return swap;
       }
       case 'ConfirmOut':
@@ -477,24 +477,34 @@ export class ClassifierEngine {
 
   /**
    * Events that named a transfer of this swap before it was known join it, transitively (a TransferIn brings
-   * its ConfirmIn / RefundIn); every TransferIn that joins is linked for the ones still to come. `adopted`:
-   * some event joined (the facts may keep none of them).
+   * its ConfirmIn / RefundIn); every TransferIn that joins is linked for the ones still to come. `ref` is a
+   * lock of the agreement (the swap's, or another: a TransferIn, ConfirmOut or RefundOut naming it joins) or
+   * a TransferIn (only a ConfirmIn or RefundIn naming it joins: a TransferIn naming a TransferIn answers no
+   * lock, as in route). `adopted`: some event joined (the facts may keep none of them).
    */
-  private adopt(w: WorkingSet, facts: SwapFacts, ref: string): { facts: SwapFacts; adopted: boolean } {
+  private adopt(
+    w: WorkingSet,
+    facts: SwapFacts,
+    ref: string,
+    kind: 'lock' | 'transfer in',
+  ): { facts: SwapFacts; adopted: boolean } {
     let joined = facts;
     let adopted = false;
-    const refs = [ref];
+    const refs: Array<[string, 'lock' | 'transfer in']> = [[ref, kind]];
     const links: string[] = [];
     while (refs.length > 0) {
-      for (const event of w.adoptOrphans(refs.pop()!)) {
+      const [named, namedKind] = refs.pop()!;
+      for (const event of w.adoptOrphans(named)) {
+        const confirmsIn = event.kind === 'ConfirmIn' || event.kind === 'RefundIn';
+        // Taken out of the orphans all the same: nothing else can name what it names.
+        if (namedKind === 'transfer in' && !confirmsIn) continue;
         adopted = true;
         // After the TransferIn they name (adopted through it), as in route.
-        if ((event.kind === 'ConfirmIn' || event.kind === 'RefundIn') && !confirmsAnAnswer(joined, event))
-          continue;
+        if (confirmsIn && !confirmsAnAnswer(joined, event)) continue;
         joined = addFact(joined, event);
         if (event.kind === 'TransferIn') {
           links.push(event.transferId);
-          refs.push(event.transferId);
+          refs.push([event.transferId, 'transfer in']);
         }
       }
     }

@@ -1,6 +1,12 @@
 import type { MigrationSet } from '../../shared/db/migrate.js';
 import { SIGNER_MEMO } from './signer-memo.js';
-import { classifierTables, ignoredOutsDdl, missingEventsDdl, swapProjectionDdl } from './tables.js';
+import {
+  classifierTables,
+  ignoredOutsDdl,
+  lockLinksDdl,
+  missingEventsDdl,
+  swapProjectionDdl,
+} from './tables.js';
 
 export const classifierMigrations: MigrationSet = {
   namespace: 'classifier',
@@ -28,6 +34,11 @@ export const classifierMigrations: MigrationSet = {
       version: 4,
       name: 'dead-lettered chain events',
       sql: missingEventsDdl(classifierTables()),
+    },
+    {
+      version: 5,
+      name: 'links to another lock of the agreement told apart from links to TransferIns',
+      sql: lockLinksDdl(classifierTables()),
     },
   ],
 };

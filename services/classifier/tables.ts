@@ -33,7 +33,7 @@ export function classifierTables(schema = 'public'): ClassifierTables {
 
 /** Every table of the projection (a replay's fresh schema, a test's). */
 export function classifierDdl(t: ClassifierTables): string {
-  return swapProjectionDdl(t) + ignoredOutsDdl(t) + missingEventsDdl(t);
+  return swapProjectionDdl(t) + ignoredOutsDdl(t) + missingEventsDdl(t) + lockLinksDdl(t);
 }
 
 /** The tables of the first migration (its text is checksummed: never edit it, add a migration). */
@@ -139,5 +139,20 @@ export function missingEventsDdl(t: ClassifierTables): string {
       dead_lettered_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (chain_id, stream, event_id)
     );
+  `;
+}
+
+/**
+ * Which links are another lock of the swap's agreement (a later TransferOut of the same agreement by the user,
+ * engine.ts): a TransferIn naming one joins the swap, as one naming the swap's own lock. The other links are
+ * TransferIns' transfer ids, which only their ConfirmIn / RefundIn may name: a TransferIn naming a TransferIn
+ * answers no lock. Links written before this column were of either kind; the locks among them are the 'copy'
+ * TransferOuts recorded in ignoredOuts.
+ */
+export function lockLinksDdl(t: ClassifierTables): string {
+  return `
+    ALTER TABLE ${t.inLinks} ADD COLUMN lock boolean NOT NULL DEFAULT false;
+    UPDATE ${t.inLinks} l SET lock = true
+      FROM ${t.ignoredOuts} o WHERE o.reason = 'copy' AND o.transfer_id = l.in_transfer_id;
   `;
 }

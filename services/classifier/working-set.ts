@@ -194,7 +194,9 @@ export class WorkingSet {
   private readonly byOut = new Map<string, string>();
   private readonly orphans = new Map<string, Orphan[]>();
   private readonly inLinks = new Map<string, string>();
-  private readonly newLinks: Array<[string, string]> = [];
+  /** The links that are another lock of the swap's agreement (the others are TransferIns'). */
+  private readonly lockLinks = new Set<string>();
+  private readonly newLinks: Array<[id: string, bid: string, lock: boolean]> = [];
   readonly clocks = new Map<string, number>();
   private readonly clockHeights = new Map<string, number>();
   private readonly dirtyClocks = new Set<string>();
@@ -259,12 +261,13 @@ export class WorkingSet {
     // The links of TransferIns (their ConfirmIn / RefundIn name them), and of a swap's other locks of its
     // agreement (a TransferIn or ConfirmOut may name one: the engine's route).
     if (plan.inTransferIds.size > 0 || plan.outTransferIds.size > 0) {
-      const { rows } = await tx.query<{ in_transfer_id: string; bid_id: string }>(
-        `SELECT in_transfer_id, bid_id FROM ${tables.inLinks} WHERE in_transfer_id = ANY($1)`,
+      const { rows } = await tx.query<{ in_transfer_id: string; bid_id: string; lock: boolean }>(
+        `SELECT in_transfer_id, bid_id, lock FROM ${tables.inLinks} WHERE in_transfer_id = ANY($1)`,
         [[...plan.inTransferIds, ...plan.outTransferIds]],
       );
       for (const r of rows) {
         w.inLinks.set(r.in_transfer_id, r.bid_id);
+        if (r.lock) w.lockLinks.add(r.in_transfer_id);
         plan.bids.add(r.bid_id);
       }
     }
@@ -512,9 +515,14 @@ export class WorkingSet {
     return this.swaps.get(bid);
   }
 
-  /** The swap whose TransferOut, or another lock of its agreement (linked), has this transfer id. */
+  /**
+   * The swap whose TransferOut, or another lock of its agreement (linked as a lock), has this transfer id; never
+   * through a TransferIn's link: what names a TransferIn is no event of a lock.
+   */
   swapByOut(outTransferId: string): StoredSwap | undefined {
-    const bid = this.byOut.get(outTransferId) ?? this.inLinks.get(outTransferId);
+    const bid =
+      this.byOut.get(outTransferId) ??
+      (this.lockLinks.has(outTransferId) ? this.inLinks.get(outTransferId) : undefined);
     return bid === undefined ? undefined : this.swaps.get(bid);
   }
 
@@ -530,11 +538,13 @@ export class WorkingSet {
     return this.inLinks.get(inTransferId);
   }
 
-  link(inTransferIds: readonly string[], bid: string): void {
-    for (const id of inTransferIds) {
+  /** Links transfer ids to a swap: TransferIns' (for their ConfirmIn / RefundIn), or with `lock` other locks'. */
+  link(transferIds: readonly string[], bid: string, lock = false): void {
+    for (const id of transferIds) {
       if (this.inLinks.has(id)) continue;
       this.inLinks.set(id, bid);
-      this.newLinks.push([id, bid]);
+      if (lock) this.lockLinks.add(id);
+      this.newLinks.push([id, bid, lock]);
     }
   }
 
@@ -711,9 +721,10 @@ export class WorkingSet {
     }
     if (this.newLinks.length > 0) {
       await tx.query(
-        `INSERT INTO ${t.inLinks} (in_transfer_id, bid_id) SELECT * FROM unnest($1::text[], $2::text[])
+        `INSERT INTO ${t.inLinks} (in_transfer_id, bid_id, lock)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[])
          ON CONFLICT DO NOTHING`,
-        [this.newLinks.map(([i]) => i), this.newLinks.map(([, b]) => b)],
+        [this.newLinks.map(([i]) => i), this.newLinks.map(([, b]) => b), this.newLinks.map(([, , l]) => l)],
       );
     }
     if (this.dirtyClocks.size > 0) {
