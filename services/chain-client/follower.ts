@@ -99,6 +99,8 @@ export class Follower {
         const replayed = await this.historyStep();
         if (!advanced && !replayed) await this.wakeSignal.sleep(pollIntervalMs, this.stopController.signal);
       } catch (err) {
+        // stop() fails the reads in flight: the step was stopped, it did not fail.
+        if (this.stopController.signal.aborted) break;
         this.lastError = (err as Error).message;
         log.warn({ err: this.lastError }, 'chain follower step failed; retrying');
         await sleep(pollIntervalMs, this.stopController.signal);

@@ -206,6 +206,24 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
     await rpc.close();
   }, 30_000);
 
+  it('stopping while a step waits on the node logs no failure: the step was stopped, it did not fail', async () => {
+    let hang = false;
+    const rpc = await fakeNode('/', () => (hang ? 'hang' : undefined));
+    const client = await start(rpc.url);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      hang = true;
+      // A step of the follower (polling every 100 ms) is now waiting on the node.
+      await new Promise((r) => setTimeout(r, 300));
+      lines.length = 0;
+      await client.stop();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(lines.filter((l) => l.includes('"level":40') || l.includes('"level":50'))).toEqual([]);
+    } finally {
+      await rpc.close();
+    }
+  }, 30_000);
+
   it("a callback URL holding the Connector's token is logged by its origin only", async () => {
     const rpc = await fakeNode();
     lines.length = 0;
