@@ -72,3 +72,50 @@ describe('chain client store: unregister against a follower step', () => {
     expect(await pending()).toEqual(['history:x']);
   });
 });
+
+/**
+ * A register of a callback already registered, raced by its unregister between the register's two statements
+ * (its INSERT met the row; the row was gone when it looked for it): it was answered "full" (429, "holds its
+ * limit") though the instance held one registration of ten.
+ */
+describe('chain client store: register raced by an unregister', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([chainClientMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('registers the callback again instead of answering "full"', async () => {
+    let raced = false;
+    // The pool as the store sees it: the unregister lands right after the register's first statement.
+    const racing = new Proxy(db.pool, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<typeof target.query>) => {
+          const result = await (target.query as (...a: unknown[]) => Promise<unknown>)(...args);
+          if (!raced && String(args[0]).includes('INSERT INTO chain_client_registrations')) {
+            raced = true;
+            expect(await new ChainClientStore(db.pool, '78').unregister('swap', CALLBACK, true)).toBe(true);
+          }
+          return result;
+        };
+      },
+    });
+    const store = new ChainClientStore(racing, '78');
+    expect(await new ChainClientStore(db.pool, '78').register('swap', CALLBACK, true, 10)).toBe('created');
+    expect(await store.register('swap', CALLBACK, true, 10)).toBe('created');
+    expect(raced).toBe(true);
+    expect((await store.registrations()).length).toBe(1);
+  });
+
+  it('still answers "exists" and "full" when nothing races', async () => {
+    const store = new ChainClientStore(db.pool, '79');
+    expect(await store.register('swap', CALLBACK, true, 1)).toBe('created');
+    expect(await store.register('swap', CALLBACK, true, 1)).toBe('exists');
+    expect(await store.register('swap', { on_height_update: 'http://127.0.0.1:9/other' }, true, 1)).toBe(
+      'full',
+    );
+  });
+});

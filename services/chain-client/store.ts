@@ -37,18 +37,26 @@ export class ChainClientStore {
     limit: number,
   ): Promise<'created' | 'exists' | 'full'> {
     const values = [this.instance, kind, JSON.stringify(callback), merge];
-    const result = await this.pool.query(
-      `INSERT INTO chain_client_registrations (instance, kind, callback, merge)
-       SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM chain_client_registrations WHERE instance = $1) < $5
-       ON CONFLICT DO NOTHING`,
-      [...values, limit],
-    );
-    if (result.rowCount === 1) return 'created';
-    const { rowCount } = await this.pool.query(
-      `SELECT 1 FROM chain_client_registrations WHERE instance = $1 AND kind = $2 AND callback = $3 AND merge = $4`,
-      values,
-    );
-    return rowCount === 1 ? 'exists' : 'full';
+    // Two statements: an unregister of the same callback may land between them. The INSERT then met the row
+    // and the second finds neither it nor a full instance: the register is tried again (once the unregister
+    // committed, its INSERT goes in), instead of answering "full".
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.pool.query(
+        `INSERT INTO chain_client_registrations (instance, kind, callback, merge)
+         SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM chain_client_registrations WHERE instance = $1) < $5
+         ON CONFLICT DO NOTHING`,
+        [...values, limit],
+      );
+      if (result.rowCount === 1) return 'created';
+      const { rows } = await this.pool.query<{ registered: boolean; held: string }>(
+        `SELECT EXISTS (SELECT 1 FROM chain_client_registrations
+                         WHERE instance = $1 AND kind = $2 AND callback = $3 AND merge = $4) AS registered,
+                (SELECT count(*) FROM chain_client_registrations WHERE instance = $1) AS held`,
+        values,
+      );
+      if (rows[0]!.registered) return 'exists';
+      if (Number(rows[0]!.held) >= limit || attempt === 3) return 'full';
+    }
   }
 
   /**
