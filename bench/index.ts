@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { commandLine, usageError } from '../bin/command-line.js';
 import { describeMachine, suiteMarkdown, writeReport, type BenchSuite } from './report.js';
 
 // `npm run bench -- <name> [<name> …]`: runs the named benchmarks (all when none is named) and writes their
@@ -13,13 +14,11 @@ const suites: Record<string, () => Promise<BenchSuite>> = {
   replay: () => import('./replay.js'),
 };
 
-const asked = process.argv.slice(2);
+const usage = `usage: npm run bench [-- <suite> …]   (suites: ${Object.keys(suites).join(', ')}; none: all)`;
+const asked = commandLine(usage, { allowPositionals: true }).positionals;
 const names = asked.length > 0 ? asked : Object.keys(suites);
 const unknown = names.filter((n) => !suites[n]);
-if (unknown.length > 0) {
-  console.error(`unknown benchmark "${unknown[0]}" (known: ${Object.keys(suites).join(', ')})`);
-  process.exit(2);
-}
+if (unknown.length > 0) usageError(usage, `unknown benchmark "${unknown[0]}"`);
 const report = process.env.BENCH_REPORT ?? path.resolve(import.meta.dirname, '../docs/benchmarks.md');
 const results = new Map<string, string>();
 for (const name of names) {

@@ -68,6 +68,12 @@ describe('operator commands: --help and refused arguments', () => {
       problem: 'unknown topic chain.event',
     },
     {
+      entry: 'bench/index.ts',
+      usage: 'usage: npm run bench',
+      wrong: ['bsu'],
+      problem: 'unknown benchmark "bsu"',
+    },
+    {
       entry: 'bin/classifier-holds.ts',
       usage: 'usage: npm run classifier-holds',
       wrong: ['--all'],
