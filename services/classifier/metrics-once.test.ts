@@ -59,3 +59,29 @@ describe('classifier metrics of a batch that rolled back', () => {
     expect(await counted()).toBe(1);
   });
 });
+
+describe('classifier_orphan_events', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([classifierMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('counts the events waiting for their swap, and none once it came', async () => {
+    const schema = 'metrics_orphans';
+    const registry = new Registry();
+    const { engine } = await syntheticEngine(db.pool, schema, undefined, {
+      metrics: classifierMetrics(registry, db.pool, classifierTables(schema)),
+    });
+    const t = buildTimeline(HONEST_SWAP);
+    const orphans = async () =>
+      (await registry.getSingleMetric('classifier_orphan_events')!.get()).values[0]!.value;
+    // The destination chain first: its TransferIn and ConfirmIn wait for the TransferOut.
+    await engine.handleBatch(t.streams[DST.chainId]!.map(event), batchContext());
+    expect(await orphans()).toBe(t.streams[DST.chainId]!.length);
+    await engine.handleBatch(t.streams[SRC.chainId]!.map(event), batchContext());
+    expect(await orphans()).toBe(0);
+  });
+});

@@ -52,6 +52,17 @@ export function classifierMetrics(
     },
   });
   new Gauge({
+    name: 'classifier_orphan_events',
+    help: 'Chain events whose swap is not known (yet): the other chain not read yet, a chain not followed, or events naming no lock (they stay)',
+    registers: [registry],
+    async collect() {
+      const rows = await rowsOrNothing(
+        pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${tables.orphans}`),
+      );
+      if (rows) this.set(Number(rows[0]!.n));
+    },
+  });
+  new Gauge({
     name: 'classifier_oldest_pending_age_seconds',
     help: 'Wall-clock seconds since the oldest pending swap was first seen',
     registers: [registry],
