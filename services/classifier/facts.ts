@@ -4,7 +4,7 @@
  */
 import { transferOutBid } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent } from '../../topics/index.js';
-import { differsButHashlock, mismatchesOf, windowsOf } from './lock-terms.js';
+import { differsButHashlock, inAnswerWindow, mismatchesOf } from './lock-terms.js';
 
 export type EventOf<K extends ChainEvent['kind']> = Extract<ChainEvent, { kind: K }>;
 export type TransferOut = EventOf<'TransferOut'>;
@@ -132,11 +132,7 @@ export function withTransferIn(
   out: TransferOut | null,
   event: TransferIn,
 ): readonly TransferIn[] {
-  if (
-    out !== null &&
-    (event.chainId !== out.dstChainId || event.blockTimestamp > windowsOf(out).transferInEnd)
-  )
-    return ins;
+  if (out !== null && !inAnswerWindow(out, event)) return ins;
   const index = indexOf(ins);
   const position = positionKey(event);
   if (index.positions.has(position)) return ins;
@@ -205,10 +201,7 @@ export function confirmsAnAnswer(
 }
 
 const answersTo = (out: TransferOut, e: TransferIn) =>
-  e.srcTransferId === out.transferId &&
-  e.chainId === out.dstChainId &&
-  e.blockTimestamp <= windowsOf(out).transferInEnd &&
-  mismatchesOf(out, e).length === 0;
+  e.srcTransferId === out.transferId && inAnswerWindow(out, e) && mismatchesOf(out, e).length === 0;
 
 /**
  * A kept TransferIns array's events by position (duplicates), by sender group (what a new one is compared

@@ -24,7 +24,7 @@ import type { ChainEvent, SwapTransaction, SwapVerdict } from '../../topics/inde
 import { candidateSigners, userConsents } from './consent.js';
 import { answersOf } from './facts.js';
 import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait } from './facts.js';
-import { differsButHashlock, mismatchesOf, seconds, windowsOf } from './lock-terms.js';
+import { differsButHashlock, inAnswerWindow, mismatchesOf, seconds, windowsOf } from './lock-terms.js';
 
 export type Judgement =
   { status: 'pending'; wait: Wait; reason: string } | { status: 'decided'; verdict: SwapVerdict };
@@ -572,9 +572,7 @@ class TransferOutDecision {
     this.tin = answersOf(facts.ins, out).find((e) => this.isLp(e.sender, e.blockTimestamp)) ?? null;
     if (this.tin === null) {
       j.clock(D, transferInEnd + 1, 'the LP may transfer in until T+2E');
-      const onDst = facts.ins.filter(
-        (e) => e.srcTransferId === out.transferId && e.chainId === D && e.blockTimestamp <= transferInEnd,
-      );
+      const onDst = facts.ins.filter((e) => e.srcTransferId === out.transferId && inAnswerWindow(out, e));
       // Every TransferIn up to T+2E is seen now, and each sender looked up decides between 3, 4 and an answer:
       // their answers are recorded whatever the verdict's time (case 4's is the first TransferIn's), so a
       // replay decides on the same ones.
@@ -584,8 +582,7 @@ class TransferOutDecision {
       const otherLock = facts.ins.find(
         (e) =>
           e.srcTransferId !== out.transferId &&
-          e.chainId === D &&
-          e.blockTimestamp <= transferInEnd &&
+          inAnswerWindow(out, e) &&
           differsButHashlock(mismatchesOf(out, e)) &&
           this.isLp(e.sender, DECISIVE),
       );

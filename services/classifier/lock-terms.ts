@@ -38,6 +38,13 @@ export function windowsOf(out: TransferOut): Windows {
   return w;
 }
 
+/**
+ * Whether a TransferIn can be an answer to `out` at all, whatever it names and whatever its terms: on the lock's
+ * destination chain, by T+2E (the same for every lock of the agreement).
+ */
+export const inAnswerWindow = (out: TransferOut, tin: TransferIn): boolean =>
+  tin.chainId === out.dstChainId && tin.blockTimestamp <= windowsOf(out).transferInEnd;
+
 /** What transferInMismatches names a different hashlock (an answer to another lock differs only so). */
 const HASHLOCK = 'hashlock';
 /** The differences (transferInMismatches) are none, or the hashlock only: it matches another lock of the agreement. */
