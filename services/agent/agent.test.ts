@@ -166,6 +166,22 @@ describe('Agent complaint intake and submission on the devnet', () => {
     expect((await submitComplaintLogs(chain)).filter((l) => l.bidId === bid)).toHaveLength(1);
   }, 60_000);
 
+  it('takes either party: the user (its address in any case), the LP under its id (as it is or as the SDK writes a@b), or the key owning the LP id under another domain', async () => {
+    await registerDids(chain, { 'lp-of-6.devnet': stranger.address, 'lp.at.devnet': stranger.address });
+    const accepted = async (complaint: SdkComplaint, signer: Wallet, domain: string) => {
+      const answer = await agent.post('/submit-complaint', await body(complaint, signer, domain));
+      expect(answer.body).toMatchObject({ code: 0, message: 'complaint accepted', domain });
+      return answer.body.bid_id as string;
+    };
+    const bids = [
+      await accepted(sampleComplaint({ requestor: complainant.address.toLowerCase() }), complainant, DOMAIN),
+      await accepted(sampleComplaint({ lpId: 'stranger-6.devnet' }), stranger, 'stranger-6.devnet'),
+      await accepted(sampleComplaint({ lpId: 'lp@at.devnet' }), stranger, 'lp.at.devnet'),
+      await accepted(sampleComplaint({ lpId: 'lp-of-6.devnet' }), stranger, 'stranger-6.devnet'),
+    ];
+    for (const bid of bids) expect(await settled(bid)).toMatchObject({ status: 'confirmed' });
+  }, 60_000);
+
   describe('refusals store and send nothing', () => {
     const refuse = async (
       payload: unknown,
@@ -207,6 +223,29 @@ describe('Agent complaint intake and submission on the devnet', () => {
       );
       const badV = `${sdk.params[1].slice(0, 130)}1d`;
       await refuse({ params: [sdk.params[0], badV, DOMAIN] }, 'INVALID_SIGNATURE', /v must be/);
+    });
+
+    it("a complaint from neither party: not the requestor's, not the LP id, not by the LP id's owner", async () => {
+      // A stranger's own DID, and the user's DID on a swap of another user: valid signatures of domain owners,
+      // which the contract would take and the Classifier would judge invalid (case 0).
+      await refuse(
+        await body(sampleComplaint(), stranger, 'stranger-6.devnet'),
+        'NOT_A_PARTY',
+        new RegExp(`neither the swap's user nor its LP: the signer ${stranger.address} is not the requestor`),
+      );
+      await registerDids(chain, { 'lp-of-6.devnet': stranger.address });
+      await refuse(
+        await body(
+          sampleComplaint({ requestor: stranger.address, lpId: 'lp-of-6.devnet' }),
+          complainant,
+          DOMAIN,
+        ),
+        'NOT_A_PARTY',
+        /the domain "complainant-5.devnet" is not the LP id "lp-of-6.devnet", whose DID the signer does not own/,
+      );
+      expect(await agent.metrics.metrics()).toMatch(
+        /agent_complaint_refusals_total\{reason="NOT_A_PARTY"\} [1-9]/,
+      );
     });
 
     it('a signer who owns another domain, and a domain nobody owns', async () => {
@@ -282,7 +321,13 @@ describe('Agent complaint intake and submission on the devnet', () => {
     const longest = Object.fromEntries(
       Object.entries(COMPLAINT_MEMBER_MAX_LENGTH).map(([member, max]) => [member, 'x'.repeat(max)]),
     );
-    const answer = await agent.post('/submit-complaint', await body(sampleComplaint(longest)));
+    // The requestor is no address at its bound, so the complainant is the LP, under its id (the longest).
+    const lpId = longest['lpId']!;
+    await registerDids(chain, { [lpId]: complainant.address });
+    const answer = await agent.post(
+      '/submit-complaint',
+      await body(sampleComplaint(longest), complainant, lpId),
+    );
     expect(answer.body).toMatchObject({ code: 0 });
     const done = await settled(answer.body.bid_id);
     expect(done.status).toBe('confirmed');
@@ -408,11 +453,12 @@ describe('Agent complaint intake and submission on the devnet', () => {
   }, 60_000);
 
   it('a failed complaint from another signer does not lock the bid: the genuine complaint replaces it and goes on chain', async () => {
-    // The auditor's case: a squatter rebuilds the swap's complaint from public data, signs it with a DID it
-    // owns, and gives the DID away once the Agent accepted it: the estimate reverts InvalidSigner.
+    // The auditor's case: one party (here the LP, under its id) signs the swap's complaint and gives the DID
+    // away once the Agent accepted it: the estimate reverts InvalidSigner. (A stranger is refused at once:
+    // "a complaint from neither party".)
     const squatterDomain = 'squatter-6.devnet';
     await registerDids(chain, { [squatterDomain]: stranger.address });
-    const complaint = sampleComplaint();
+    const complaint = sampleComplaint({ lpId: squatterDomain });
     const squatted = await body(complaint, stranger, squatterDomain);
     const genuine = await body(complaint);
     const before = await counts();
@@ -508,7 +554,8 @@ describe('Agent complaint intake and submission on the devnet', () => {
       });
       await chain.provider.send('evm_mine', []);
     };
-    const complaint = sampleComplaint();
+    // The user complains under its DID; the LP (stranger-6.devnet) complains last.
+    const complaint = sampleComplaint({ lpId: 'stranger-6.devnet' });
     const sdk = await body(complaint, complainant, domain);
     const before = await chain.provider.getTransactionCount(agentAddress, 'latest');
     let bid = '';
@@ -555,8 +602,8 @@ describe('Agent complaint intake and submission on the devnet', () => {
     expect(await agent.metrics.metrics()).toMatch(
       /agent_complaint_refusals_total\{reason="COMPLAINT_FAILED_ON_CHAIN"\} 2/,
     );
-    // Another complainant's domain is not charged with those failures: its complaint replaces the failed one
-    // and goes on chain.
+    // The other party's domain is not charged with those failures: its complaint replaces the failed one and
+    // goes on chain.
     const other = await agent.post('/submit-complaint', await body(complaint, stranger, 'stranger-6.devnet'));
     expect(other.body).toMatchObject({ code: 0, paid_failures: 0, domain: 'stranger-6.devnet' });
     expect(await settled(bid)).toMatchObject({ status: 'confirmed', paid_failures: 0 });
@@ -734,7 +781,7 @@ describe('Agent complaint intake and submission on the devnet', () => {
         rpc: chain.rpcUrl,
         contractAddr: chain.contracts.reputation,
         domainRateLimit: { max: 2, windowMs: 60_000 },
-        rateLimit: { max: 12, windowMs: 60_000 },
+        rateLimit: { max: 14, windowMs: 60_000 },
       }),
     );
     try {
@@ -747,14 +794,20 @@ describe('Agent complaint intake and submission on the devnet', () => {
         expect((await limited.post('/submit-complaint', await body(sampleComplaint()))).body.code).toBe(0);
       const third = await limited.post('/submit-complaint', await body(sampleComplaint()));
       expect(third).toMatchObject({ status: 429, body: { code: AGENT_ERRORS.DOMAIN_RATE_LIMITED.code } });
-      // Another domain still has its budget.
+      // Another domain (the LP's) still has its budget; a stranger's complaint uses none of it.
+      const ofLp = () => sampleComplaint({ lpId: 'stranger-6.devnet' });
+      const notParty = await limited.post(
+        '/submit-complaint',
+        await body(sampleComplaint(), stranger, 'stranger-6.devnet'),
+      );
+      expect(notParty.body.code).toBe(AGENT_ERRORS.NOT_A_PARTY.code);
       expect(
-        (
-          await limited.post(
-            '/submit-complaint',
-            await body(sampleComplaint(), stranger, 'stranger-6.devnet'),
-          )
-        ).body.code,
+        (await limited.post('/submit-complaint', await body(ofLp(), stranger, 'stranger-6.devnet'))).body
+          .code,
+      ).toBe(0);
+      expect(
+        (await limited.post('/submit-complaint', await body(ofLp(), stranger, 'stranger-6.devnet'))).body
+          .code,
       ).toBe(0);
       const answers = [];
       for (let i = 0; i < 8; i++) answers.push(await limited.get('/complaint-status?bid=12'));

@@ -97,6 +97,12 @@ export const AGENT_ERRORS = {
   REQUEST_MALFORMED: { code: 41020, status: 400, meaning: 'the request is not valid HTTP' },
   REQUEST_TIMEOUT: { code: 41021, status: 408, meaning: 'the request was not sent whole within 15 s' },
   HEADERS_TOO_LARGE: { code: 41022, status: 431, meaning: 'the request line or its headers are too large' },
+  NOT_A_PARTY: {
+    code: 41023,
+    status: 403,
+    meaning:
+      "the complainant is neither the swap's user (the signer is not the complaint's requestor) nor its LP (the domain is not the LP id, and the signer does not own the LP id's DID): such a complaint is judged invalid (case 0) and would take the bid's one place on chain, so the Agent does not pay for it",
+  },
 } as const;
 
 export type AgentErrorName = keyof typeof AGENT_ERRORS;

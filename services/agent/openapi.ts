@@ -183,8 +183,9 @@ export function agentOpenApiDocument() {
             ),
             '401': refusal('no valid API key in x-api-key (agent.apiKeys is set)', 'UNAUTHORIZED'),
             '403': refusal(
-              'the signer does not own the DID domain, or the client IP is not in agent.allowIps',
+              'the signer does not own the DID domain, the complainant is not a party of the swap, or the client IP is not in agent.allowIps',
               'NOT_DOMAIN_OWNER',
+              'NOT_A_PARTY',
               'FORBIDDEN',
             ),
             '409': refusal(

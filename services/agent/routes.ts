@@ -6,6 +6,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
+import { complainantParty } from './complainant-party.js';
 import { parseComplaintBody, type ParsedComplaint } from './complaint-body.js';
 import type { DidOwnership } from './did-ownership.js';
 import { AGENT_ERRORS, AgentError, isAgentError, type AgentErrorName } from './errors.js';
@@ -116,7 +117,10 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     }
   };
 
-  /** Everything that can be known without gas: the signer owns the domain, the bid has no complaint. */
+  /**
+   * Everything that can be known without gas: the signer owns the domain, the complainant is a party of the
+   * swap, the bid has no complaint.
+   */
   const checkBeforeGas = async (
     request: FastifyRequest,
     parsed: ParsedComplaint,
@@ -138,6 +142,25 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
         `the signature recovers ${parsed.signer}, which does not own the DID domain ${JSON.stringify(parsed.domain)} (${ownership.detail}); the signature, the domain or the complaint is not the one signed`,
       );
     }
+    // Before the domain's budget is counted: a stranger's complaint is refused whatever its rate.
+    let party;
+    try {
+      party = await complainantParty(parsed, chain.did);
+    } catch (error) {
+      log.warn(
+        { err: scrub((error as Error).message).slice(0, 300), source: chain.did.source },
+        'DID read failed',
+      );
+      throw new AgentError(
+        'DID_UNAVAILABLE',
+        `the owner of the LP id ${JSON.stringify(parsed.complaint.lpId)} could not be read; retry`,
+      );
+    }
+    if (party === null)
+      throw new AgentError(
+        'NOT_A_PARTY',
+        `the complainant is neither the swap's user nor its LP: the signer ${parsed.signer} is not the requestor ${parsed.complaint.requestor}, and the domain ${JSON.stringify(parsed.domain)} is not the LP id ${JSON.stringify(parsed.complaint.lpId)}, whose DID the signer does not own; such a complaint is judged invalid (case 0), so the Agent does not pay for it`,
+      );
     const limit = await domainLimit(request);
     if (!limit.isAllowed && limit.isExceeded)
       throw new AgentError(

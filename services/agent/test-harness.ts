@@ -109,6 +109,11 @@ export interface SdkComplaint {
 }
 
 let counter = 0;
+/**
+ * The user of the sample complaints: the devnet's account 5, the complainant of the Agent's tests (the Agent
+ * takes a complaint only from the swap's user or LP).
+ */
+export const SAMPLE_REQUESTOR = '0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc';
 /** A distinct complaint (its agreementReachedTime and amounts make a new bid each call). */
 export function sampleComplaint(overrides: Partial<SdkComplaint> = {}): SdkComplaint {
   counter += 1;
@@ -116,7 +121,7 @@ export function sampleComplaint(overrides: Partial<SdkComplaint> = {}): SdkCompl
   return {
     srcChainId: 9006,
     // As the SDK sends them: toHexAddress(address), the EVM address itself.
-    srcAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    srcAddress: SAMPLE_REQUESTOR,
     srcToken: '0x0000000000000000000000000000000000000000',
     dstChainId: 614,
     dstAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
@@ -124,7 +129,7 @@ export function sampleComplaint(overrides: Partial<SdkComplaint> = {}): SdkCompl
     srcAmount: `${1000 + counter}`,
     dstAmount: '990',
     dstNativeAmount: '0',
-    requestor: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    requestor: SAMPLE_REQUESTOR,
     lpId: 'lp-3c44cddd',
     expectedSingleStepTime: 60,
     tolerantSingleStepTime: 120,
