@@ -3,7 +3,9 @@
  * block time, with or without since=: its cost must not grow with the whole verdict history.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queryable } from '../../shared/db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { verdictSeries } from './dashboard-data.js';
 import { pointsMigrations } from './migrations.js';
 import { SECONDS_PER_DAY } from './scoring.js';
 import { pointTestConfig, startTestPoints } from './test-harness.js';
@@ -53,5 +55,45 @@ describe('the dashboard verdicts within the look-back window', () => {
       total: 0,
       buckets: [],
     });
+  });
+});
+
+describe('the dashboard verdicts under a concurrent write', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    await db.pool.query(
+      `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+       SELECT 'v' || g, 'normal', $1 - g * 3600, '{"case": null}', 'e' || g FROM generate_series(0, 9) g`,
+      [NEWEST],
+    );
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('series add up to the total when a verdict older than the first is stored between its statements', async () => {
+    // Verdicts are not stored in block-time order (each swap is decided on its own chain's clock): one older
+    // than the window's first verdict may commit after the bounds were read, before the counts.
+    let statements = 0;
+    const racing = {
+      query: (async (...args: unknown[]) => {
+        const result = await (db.pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+        if (++statements === 2)
+          await db.pool.query(
+            `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+             VALUES ('late', 'violation', $1, '{"case": 5}', 'late')`,
+            [NEWEST - 10 * SECONDS_PER_DAY],
+          );
+        return result;
+      }) as Queryable['query'],
+    } as Queryable;
+    const series = await verdictSeries(racing, { windowDays: WINDOW_DAYS });
+    const summed = Object.values(series.series)
+      .flat()
+      .reduce((a, b) => a + (b ?? 0), 0);
+    expect(statements).toBe(3);
+    expect(series.total).toBe(10);
+    expect(summed).toBe(series.total);
   });
 });

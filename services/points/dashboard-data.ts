@@ -60,13 +60,14 @@ export async function verdictSeries(
   const hi = Number(bounds[0]!.hi);
   const width = Math.max(MIN_BUCKET_SECONDS, Math.ceil((hi - lo + 1) / BUCKETS));
   const first = lo - (lo % width);
-  // Bounded above by hi too: a verdict stored since the bounds were read would fall past the last bucket.
+  // Bounded by lo and hi: a verdict stored since the bounds were read (verdicts are not stored in block-time
+  // order) would fall before the first bucket or past the last one, counted in the total and in no series.
   const { rows } = await db.query<{ bucket: string; kind: string; n: number }>(
     `SELECT (block_time - $3) / $4 AS bucket,
             CASE WHEN verdict->>'case' IS NOT NULL THEN 'case ' || (verdict->>'case') ELSE outcome END AS kind,
             count(*)::int AS n
-       FROM points_verdicts WHERE block_time > $1 AND block_time <= $2 GROUP BY 1, 2`,
-    [after, hi, first, width],
+       FROM points_verdicts WHERE block_time >= $1 AND block_time <= $2 GROUP BY 1, 2`,
+    [lo, hi, first, width],
   );
   const count = Math.floor((hi - first) / width) + 1;
   const buckets = Array.from({ length: count }, (_, i) => first + i * width);

@@ -97,6 +97,20 @@ export const pointsMigrations: MigrationSet = {
       name: 'indexes by block time for the ranking and the dashboard',
       sql: readIndexesSql(LIVE_SCHEMA),
     },
+    {
+      version: 3,
+      name: 'LP ids in their DID domain form, response times counted up to 2^32 s',
+      // What projection.ts now writes (storedLpId; lpSwapOf, MAX_COUNTED_RESPONSE_SECONDS = 2^32), so a replay is identical to the rows kept. An id
+      // stored shortened (`…#sha256:` of the whole id, over 1,000 bytes) cannot be recomputed without the whole
+      // id and is left as it is.
+      sql: `
+        UPDATE points_deductions SET subject = overlay(subject PLACING '.' FROM strpos(subject, '@') FOR 1)
+          WHERE party = 'lp' AND strpos(subject, '@') > 0 AND strpos(subject, '…#sha256:') = 0;
+        UPDATE points_lp_swaps SET lp_id = overlay(lp_id PLACING '.' FROM strpos(lp_id, '@') FOR 1)
+          WHERE strpos(lp_id, '@') > 0 AND strpos(lp_id, '…#sha256:') = 0;
+        UPDATE points_lp_swaps SET response_time_seconds = 4294967296 WHERE response_time_seconds > 4294967296;
+      `,
+    },
   ],
 };
 

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mapStrings, nulAsText, wellFormed } from '../../shared/db/nul.js';
+import { didDomainOf } from '../../shared/otmoic/did-lookup.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
 import type { Violation } from '../../topics/violations.js';
@@ -86,6 +87,14 @@ export function violationEffects(eventId: string, v: Violation): Effect[] {
 }
 
 /**
+ * Largest response time counted for a swap (2^32 s, 136 years): the topic takes any safe integer, and the sums
+ * of an LP's response times (SQL and the score cache) must stay exact, so that one LP's absurd figures (a
+ * chain client's broken timestamps) cannot fail the ranking of every LP. Up to 2^21 swaps at the bound sum
+ * below 2^53. Real response times are seconds to hours.
+ */
+export const MAX_COUNTED_RESPONSE_SECONDS = 2 ** 32;
+
+/**
  * Which swaps count for an LP's tier: normal swaps, and swaps the LP itself broke. A swap the user broke (or
  * an unknown one, or an invalid complaint) says nothing about the LP, so it is in neither the count nor the
  * success rate: otherwise any user could lower an LP's rate by abandoning swaps.
@@ -100,7 +109,10 @@ export function lpSwapOf(v: SwapVerdict): LpSwapRow | null {
     lpId: v.lpId,
     blockTime: v.blockTime,
     normal,
-    responseTimeSeconds: normal ? v.responseTimeSeconds : null,
+    responseTimeSeconds:
+      normal && v.responseTimeSeconds !== null
+        ? Math.min(v.responseTimeSeconds, MAX_COUNTED_RESPONSE_SECONDS)
+        : null,
   };
 }
 
@@ -157,11 +169,14 @@ export const MAX_STORED_LP_ID_BYTES = 1_000;
 const KEPT_PREFIX_BYTES = 900;
 
 /**
- * How an LP id is stored and looked up: as it is up to MAX_STORED_LP_ID_BYTES, else its first 900 bytes (whole
+ * How an LP id is stored and looked up: in its DID domain form (`acme@lp` → `acme.lp`: the Classifier takes an
+ * LP's consent under either spelling of its DID name, so an LP could otherwise keep its violations under one
+ * and quote under the other), as it is up to MAX_STORED_LP_ID_BYTES, else its first 900 bytes (whole
  * characters), `…#sha256:` and the SHA-256 of the whole id, so that distinct ids stay distinct. The answers
- * show that form; a query by the full id finds it (queries.ts applies the same).
+ * show that form; a query by the full id, under either spelling, finds it (queries.ts applies the same).
  */
-export function storedLpId(lpId: string): string {
+export function storedLpId(written: string): string {
+  const lpId = didDomainOf(written);
   // Every LP row of every message passes here: the common short id is measured, not copied.
   if (Buffer.byteLength(lpId, 'utf8') <= MAX_STORED_LP_ID_BYTES) return lpId;
   const bytes = Buffer.from(lpId, 'utf8');

@@ -34,7 +34,16 @@ export async function didNamesUnderAnyForm(
  * LP id may be written either way: a name matches as it is, or with its first `@` read as `.`.
  */
 export function didNameIs(name: string, domain: string): boolean {
-  return name === domain || name.replace('@', '.') === domain;
+  return name === domain || didDomainOf(name) === domain;
+}
+
+/**
+ * The domain form of a DID name: its first `@` read as `.` (`alice@olares.com` → `alice.olares.com`), as the SDK
+ * and the Reputation contract write it. The one form of the two spellings didNameIs takes for one name, so
+ * whatever keys a party by its name (Points, an LP id) counts both spellings as one.
+ */
+export function didDomainOf(name: string): string {
+  return name.replace('@', '.');
 }
 
 /** Whether one of `names` is `domain` (didNameIs). */
