@@ -61,6 +61,12 @@ export const connectorService: ServiceDefinition = {
         labelNames: ['chain', 'stream'] as const,
         registers: [context.metrics],
       }),
+      foreign: new Counter({
+        name: 'connector_foreign_events_total',
+        help: "Logs of contracts that are not the chain's configured ones, left out of the bodies posted (the original chain client reads logs without an address filter)",
+        labelNames: ['chain'] as const,
+        registers: [context.metrics],
+      }),
     };
     const registrations = new Counter({
       name: 'connector_registrations_total',
@@ -200,9 +206,12 @@ export const connectorService: ServiceDefinition = {
       let failing = false; // log changes of state, not every retry (the counter has every attempt)
       while (!stopController.signal.aborted) {
         try {
-          ingestor.liveStarting(client.chainId, stream);
+          const pending = ingestor.liveStarting(client.chainId, stream);
           const outcome = await scrubbed(() => register(client, stream, callbackFor(client.chainId, stream)));
-          if (outcome === 'already registered') ingestor.liveContinues(client.chainId, stream);
+          // Not while an earlier registration's first chunk is awaited: its answer may have been lost, or it was
+          // answered "registered", and then "already registered" is about that one, whose live delivery
+          // started after the chain client's head.
+          if (outcome === 'already registered' && !pending) ingestor.liveContinues(client.chainId, stream);
           registrations.inc({ chain: client.chainId, stream, outcome });
           log[failing ? 'info' : 'debug'](
             { chain: client.chainId, stream, outcome },

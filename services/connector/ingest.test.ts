@@ -405,19 +405,6 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
 
   const refused: Array<[string, () => unknown, RegExp, number?]> = [
     [
-      'a foreign contract',
-      () => ({
-        type: 'update_height',
-        height: 15,
-        data: [
-          originalBody(transferOutVector, 12, 0, {
-            event: { ...originalBody(transferOutVector, 12).event, address: '0x' + '12'.repeat(20) },
-          }),
-        ],
-      }),
-      /not a configured contract/,
-    ],
-    [
       'another chain',
       () => ({
         type: 'update_height',
@@ -743,11 +730,11 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     const reply = await post('/callback/1/swap', { type: 'update_height', height: 5 });
     expect(reply.statusCode).toBe(404);
     const metrics = await connector.registry.getSingleMetricAsString('connector_rejected_bodies_total');
-    expect(metrics).toMatch(/reason="foreign_contract"} [1-9]/);
+    expect(metrics).toMatch(/reason="wrong_chain"} [1-9]/);
     expect(metrics).toMatch(/reason="unknown_chain"} [1-9]/);
     // A chain from the path is a label only when it is configured: a client cannot add series at will.
     expect(metrics).not.toMatch(/chain="1"/);
-    expect(metrics).toMatch(/chain="9006",reason="foreign_contract"} [1-9]/);
+    expect(metrics).toMatch(/chain="9006",reason="wrong_chain"} [1-9]/);
   });
 });
 

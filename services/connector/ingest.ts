@@ -36,6 +36,8 @@ export interface IngestMetrics {
   blockTimeUnread: Counter<'chain' | 'stream'>;
   /** Single events posted after their blocks were processed without them, published late. */
   late: Counter<'chain' | 'stream'>;
+  /** Logs of contracts that are not the chain's configured ones, left out of the bodies posted. */
+  foreign: Counter<'chain'>;
 }
 
 export interface IngestOptions {
@@ -109,6 +111,9 @@ interface LateWrite {
   message: OutgoingMessage;
 }
 
+/** Distinct foreign contracts logged per chain (each once); the counter goes on counting past it. */
+const FOREIGN_CONTRACTS_LOGGED = 20;
+
 /** The height did not move: roll the transaction back. */
 class NotMoved extends Error {}
 
@@ -119,6 +124,7 @@ export const INGEST_OUTCOMES = [
   'gap: backfill requested',
   'held until its height update',
   'published late',
+  'skipped: not a configured contract',
 ] as const;
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number];
 
@@ -169,6 +175,9 @@ export class Ingestor {
    */
   private readonly blockTimeFailing = new Map<string, { failures: number; retryAt: number }>();
 
+  /** Per chain, the foreign contracts already logged (FOREIGN_CONTRACTS_LOGGED at most). */
+  private readonly foreignLogged = new Map<string, Set<string>>();
+
   constructor(private readonly options: IngestOptions) {}
 
   chain(chainId: string): ChainContracts | undefined {
@@ -215,7 +224,7 @@ export class Ingestor {
   ): { bodies: EventBody[]; events: ChainEvent[] } {
     const seen = new Map<string, EventBody>();
     const unique: EventBody[] = [];
-    for (const body of bodies) {
+    for (const body of this.ofConfiguredContracts(chainId, bodies)) {
       const key = `${body.event.transactionHash.toLowerCase()}:${Number(body.event.logIndex)}`;
       const first = seen.get(key);
       if (first === undefined) {
@@ -240,16 +249,52 @@ export class Ingestor {
   }
 
   /**
+   * The bodies whose log is of one of the chain's configured contracts. The original chain client reads logs
+   * without an address filter (spec/otmoic.md §4), so its chunks also carry the Otmoic-shaped logs of any other
+   * contract on the chain (an older deployment, a copycat anyone can deploy): refusing the chunk for them
+   * refused our own events with it, and its history too (the same log again), so anyone could stall a stream.
+   * They are left out, counted (connector_foreign_events_total) and logged once per contract: a configured
+   * address that is wrong shows there.
+   */
+  private ofConfiguredContracts(chainId: string, bodies: readonly EventBody[]): readonly EventBody[] {
+    const chain = this.options.chains.get(chainId)!;
+    const ours = (address: string) =>
+      address === chain.swap.toLowerCase() ||
+      (chain.reputation !== undefined && address === chain.reputation.toLowerCase());
+    if (bodies.every((body) => ours(body.event.address.toLowerCase()))) return bodies;
+    return bodies.filter((body) => {
+      const address = body.event.address.toLowerCase();
+      if (ours(address)) return true;
+      this.options.metrics.foreign.inc({ chain: chainId });
+      let logged = this.foreignLogged.get(chainId);
+      if (logged === undefined) this.foreignLogged.set(chainId, (logged = new Set()));
+      if (!logged.has(address) && logged.size < FOREIGN_CONTRACTS_LOGGED) {
+        logged.add(address);
+        this.options.log.warn(
+          { chain: chainId, contract: address, swapContract: chain.swap, tx: body.event.transactionHash },
+          'logs of a contract that is not configured for this chain are left out (logged once per contract)',
+        );
+      }
+      return false;
+    });
+  }
+
+  /**
    * A registration is about to be sent to a chain client. If the chain client takes it as new (it restarted
    * and forgot its registrations, or this is the first), its live delivery starts at the block after its
    * head: the first chunk it posts may cover fewer than its 5 blocks, and the blocks before it are in no
    * chunk, yet a chunk says only its height. So the next posted chunk is not trusted to cover its blocks: its
    * range is asked for again through history (the usual gap path; duplicates change nothing). Marked before
    * the request, since a chunk may arrive before its answer; `liveContinues` takes the mark back when the
-   * chain client says the registration was already there.
+   * chain client says the registration was already there. Returns whether the mark was there already: an
+   * earlier registration the chain client may have taken as new (answered "registered", or its answer lost)
+   * and no chunk since, in which case "already registered" may be about that registration and proves nothing.
    */
-  liveStarting(chainId: string, stream: Stream): void {
-    this.liveStart.add(`${chainId}/${stream}`);
+  liveStarting(chainId: string, stream: Stream): boolean {
+    const key = `${chainId}/${stream}`;
+    const pending = this.liveStart.has(key);
+    this.liveStart.add(key);
+    return pending;
   }
 
   /** The chain client kept its registration: its live chunks go on from where they were. */
@@ -296,6 +341,7 @@ export class Ingestor {
    */
   singleEvent(chainId: string, stream: Stream, body: EventBody): Promise<IngestOutcome> {
     const [event] = this.postedEvents(chainId, stream, [body]).events;
+    if (event === undefined) return Promise.resolve('skipped: not a configured contract');
     // Encoded now, not only when its chunk comes: a held row that could not be published would fail every
     // chunk of its blocks, and the stream would never move again.
     this.publishable(event!, chainId);

@@ -105,6 +105,12 @@ function ingestMetrics(registry: Registry) {
       labelNames: ['chain', 'stream'],
       registers: [registry],
     }),
+    foreign: new Counter({
+      name: 'connector_foreign_events_total',
+      help: 'foreign contract logs left out',
+      labelNames: ['chain'],
+      registers: [registry],
+    }),
   };
 }
 
