@@ -9,6 +9,7 @@ function countingRpc() {
     getBlockNumber: async () => 200_015,
     getLogs: async () => {
       calls.getLogs += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1)); // a node takes a moment to answer
       return [];
     },
   };
@@ -39,5 +40,20 @@ describe('relay chain view: the sender of a transferIn', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_100));
     await view.transferInSender(transferId);
     expect(calls.getLogs).toBe(123);
+  });
+
+  it('identical look-ups sent at once share one scan of the look-back, not one each', async () => {
+    const { rpc, calls } = countingRpc();
+    const view = chainView({
+      rpc,
+      contractAddr: '0x' + '11'.repeat(20),
+      lookbackBlocks: 200_000,
+      cacheMs: 1_000,
+    });
+    const transferId = '0x' + 'ab'.repeat(32);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => view.transferInSender(transferId)));
+    expect(answers.every((a) => a === undefined)).toBe(true);
+    // One scan: 41 eth_getLogs of 5,000 blocks (it was 410).
+    expect(calls.getLogs).toBe(41);
   });
 });

@@ -43,6 +43,8 @@ export function chainView(options: {
   const senders = new Map<string, string>();
   /** transferId → when its miss is forgotten (ms). */
   const misses = new Map<string, number>();
+  /** transferId → its scan under way: identical requests sent at once share it instead of scanning each. */
+  const scanning = new Map<string, Promise<string | undefined>>();
   const topic = swapInterface.getEvent('LogNewTransferIn')!.topicHash;
   return {
     chainTime() {
@@ -73,26 +75,35 @@ export function chainView(options: {
       const missed = misses.get(key);
       if (missed !== undefined && missed > Date.now()) return undefined;
       misses.delete(key);
-      const head = await rpc.read((p) => p.getBlockNumber());
-      const floor = Math.max(0, head - options.lookbackBlocks);
-      for (let to = head; to >= floor; to -= LOG_CHUNK) {
-        const from = Math.max(floor, to - LOG_CHUNK + 1);
-        const logs: Log[] = await rpc.read((p) =>
-          p.getLogs({ address: contractAddr, topics: [topic], fromBlock: from, toBlock: to }),
-        );
-        for (const log of logs) {
-          const parsed = swapInterface.parseLog(log);
-          if (parsed !== null && (parsed.args[0] as string).toLowerCase() === key) {
-            const sender = parsed.args[1] as string;
-            if (senders.size >= SENDER_MEMO_SIZE) senders.delete(senders.keys().next().value!);
-            senders.set(key, sender);
-            return sender;
-          }
-        }
-      }
-      if (misses.size >= SENDER_MEMO_SIZE) misses.delete(misses.keys().next().value!);
-      misses.set(key, Date.now() + (options.missTtlMs ?? SENDER_MISS_TTL_MS));
-      return undefined;
+      const under = scanning.get(key);
+      if (under !== undefined) return under;
+      const scan = scanForSender(key).finally(() => scanning.delete(key));
+      scanning.set(key, scan);
+      return scan;
     },
   };
+
+  /** Looks back lookbackBlocks for the LogNewTransferIn of `key`; remembers what it found, or that it found none. */
+  async function scanForSender(key: string): Promise<string | undefined> {
+    const head = await rpc.read((p) => p.getBlockNumber());
+    const floor = Math.max(0, head - options.lookbackBlocks);
+    for (let to = head; to >= floor; to -= LOG_CHUNK) {
+      const from = Math.max(floor, to - LOG_CHUNK + 1);
+      const logs: Log[] = await rpc.read((p) =>
+        p.getLogs({ address: contractAddr, topics: [topic], fromBlock: from, toBlock: to }),
+      );
+      for (const log of logs) {
+        const parsed = swapInterface.parseLog(log);
+        if (parsed !== null && (parsed.args[0] as string).toLowerCase() === key) {
+          const sender = parsed.args[1] as string;
+          if (senders.size >= SENDER_MEMO_SIZE) senders.delete(senders.keys().next().value!);
+          senders.set(key, sender);
+          return sender;
+        }
+      }
+    }
+    if (misses.size >= SENDER_MEMO_SIZE) misses.delete(misses.keys().next().value!);
+    misses.set(key, Date.now() + (options.missTtlMs ?? SENDER_MISS_TTL_MS));
+    return undefined;
+  }
 }

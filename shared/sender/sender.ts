@@ -93,6 +93,8 @@ interface Head {
 }
 
 const CANCEL_GAS = 21_000n;
+/** Within a pass, the head is read again before a job once it is older than this. */
+const HEAD_MAX_AGE_MS = 1_000;
 /**
  * Blocks the wallet's mined count must stay past a job's nonce, with none of the job's receipts found, before
  * the job is failed as "nonce used by another transaction": behind a load balancer, the count may come from a
@@ -206,12 +208,19 @@ export class Sender {
     // Standby: another process sends, and tells.
     if (!(await this.holdWalletLock())) return this.standDown();
     if (!(await this.checkChain())) return;
-    const head = await this.head();
+    let head = await this.head();
+    let headReadAt = Date.now();
     const jobs = await this.options.store.open();
     await this.observeWallet(jobs, head);
     for (const job of jobs) {
       if (this.stopped) return;
       try {
+        // Windows are judged on the chain's time: after the jobs before this one (up to 100), the pass's head
+        // may be old (a speed-up signed where a closing window wants the nonce freed).
+        if (Date.now() - headReadAt > HEAD_MAX_AGE_MS) {
+          head = await this.head();
+          headReadAt = Date.now();
+        }
         if (job.status === 'scheduled') await this.send(job, head);
         else await this.follow(job, head);
       } catch (error) {
@@ -353,27 +362,37 @@ export class Sender {
     return job.window.end !== null && head.timestamp >= job.window.end - this.options.windowMarginSeconds;
   }
 
-  private async send(job: SenderJob, head: Head): Promise<void> {
-    const { rpc, wallet, store, log, caps } = this.options;
+  /** Fails `job` (missed) when `head` is past its window's end or inside the margin before it; says whether. */
+  private async missed(job: SenderJob, head: Head): Promise<boolean> {
     const now = head.timestamp;
     // Missed for want of funds: the reason says so (the operator's fix is a top-up, not the RPC or the fee).
     const unfunded = this.unfundedTold.has(job.id)
       ? "; it was waiting for funds: the wallet's balance could not pay it at the market's fee"
       : '';
     if (job.window.end !== null && now >= job.window.end) {
-      return this.fail(
+      await this.fail(
         job,
         `window closed: ${job.windowText}; the chain is at block time ${now}${unfunded}`,
         'missed',
       );
+      return true;
     }
     if (this.closing(job, head)) {
-      return this.fail(
+      await this.fail(
         job,
         `window closing: ${job.windowText}, less than the ${this.options.windowMarginSeconds} s safety margin away; the chain is at block time ${now}${unfunded}`,
         'missed',
       );
+      return true;
     }
+    return false;
+  }
+
+  private async send(job: SenderJob, passHead: Head): Promise<void> {
+    const { rpc, wallet, store, log, caps } = this.options;
+    let head = passHead;
+    const now = head.timestamp;
+    if (await this.missed(job, head)) return;
     if (now + 1 < job.window.start) return; // not yet: the next block could still be before the window
 
     // Estimated within the cap: a call that needs more fails here, and a gas-burning callee cannot make the
@@ -434,6 +453,13 @@ export class Sender {
       );
     }
     const chainLatest = await rpc.read((p) => p.getTransactionCount(wallet.address, 'latest'));
+    // The pass's head may be seconds old by now (a slow estimate, an endpoint timing out before its fallback,
+    // the jobs before this one): a call signed inside the margin is mined after the window, reverts, and the
+    // wallet pays. So the chain is asked again just before signing.
+    if (job.window.end !== null) {
+      head = await this.head();
+      if (await this.missed(job, head)) return;
+    }
     const signed = await store.signFirst(
       job.id,
       { chainId: this.options.chainId, address: wallet.address, chainLatest },
