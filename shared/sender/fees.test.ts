@@ -32,6 +32,30 @@ describe('sender fees', () => {
     ).toEqual({ type: 2, maxFeePerGas: 50n, maxPriorityFeePerGas: 2n });
   });
 
+  it("a wei amount is a ceiling on a legacy chain too: at most the node's price + 25 %, or less when asked", () => {
+    const gwei = 10n ** 9n;
+    const market = { baseFeePerGas: null, priorityFeePerGas: gwei, gasPrice: gwei };
+    // Asked at the relay's maxGasPriceWei (200 gwei) on a chain at 1 gwei: paid as FAST, not 200 times over.
+    expect(initialFee(market, { weiPerGas: 200n * gwei }, 200n * gwei)).toEqual({
+      type: 0,
+      gasPrice: (gwei * 125n) / 100n,
+    });
+    expect(initialFee(market, { weiPerGas: gwei / 2n }, 200n * gwei)).toEqual({
+      type: 0,
+      gasPrice: gwei / 2n,
+    });
+    // Never above what was asked, the node's price + 25 %, or the cap (a fee is at least 1 wei).
+    fc.assert(
+      fc.property(wei, wei, wei, (asked, price, cap) => {
+        const legacy = { baseFeePerGas: null, priorityFeePerGas: price, gasPrice: price };
+        const fee = initialFee(legacy, { weiPerGas: asked }, cap);
+        if (fee.type !== 0) throw new Error('a legacy chain takes a gas price');
+        for (const bound of [asked, (price * 125n) / 100n, cap])
+          expect(fee.gasPrice).toBeLessThanOrEqual(bound > 1n ? bound : 1n);
+      }),
+    );
+  });
+
   it('a fee capped to what a budget pays over a gas limit never costs more than the budget, nor offers more than asked', () => {
     const fee = fc.oneof(
       fc.tuple(wei, wei).map(([a, b]): Fee => ({

@@ -29,10 +29,22 @@ const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 const min = (a: bigint, b: bigint) => (a < b ? a : b);
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
+/**
+ * On a legacy chain, a wei amount is paid up to this percent of the node's gas price (the relay's FAST level).
+ * On an EIP-1559 chain a wei amount is a maxFeePerGas, a ceiling: the block's base fee and the market's tip are
+ * paid. On a legacy chain the gas price is paid whole, so a client's amount, at most relay.maxGasPriceWei (200
+ * gwei by default, some 100 times BSC's price), let anyone who posts a swap's command first (its terms are public)
+ * make the wallet pay that for it. A ceiling there too.
+ */
+export const LEGACY_WEI_CEILING_PERCENT = 125n;
+
 /** The fee of a first transaction: the market scaled by the strategy, never above `cap`. */
 export function initialFee(market: Market, strategy: FeeStrategy, cap: bigint): Fee {
   if (market.baseFeePerGas === null) {
-    const price = 'weiPerGas' in strategy ? strategy.weiPerGas : (market.gasPrice * strategy.percent) / 100n;
+    const price =
+      'weiPerGas' in strategy
+        ? min(strategy.weiPerGas, (market.gasPrice * LEGACY_WEI_CEILING_PERCENT) / 100n)
+        : (market.gasPrice * strategy.percent) / 100n;
     return { type: 0, gasPrice: min(max(price, 1n), cap) };
   }
   if ('weiPerGas' in strategy) {
