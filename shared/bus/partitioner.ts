@@ -1,4 +1,4 @@
-import { mapStrings, nulAsText } from '../db/nul.js';
+import { mapStrings, nulAsText, wellFormed } from '../db/nul.js';
 
 /** Stable key → partition (FNV-1a 32-bit): the same key always lands in the same partition. */
 export function partitionFor(key: string, partitions: number): number {
@@ -22,7 +22,9 @@ export function storableKey(key: string): string {
 
 /**
  * A message's headers as the buses store them (jsonb on the postgres log and in the Kafka outbox), and as
- * Kafka's direct send writes them so both ways agree: U+0000 in a name or value becomes `\u0000`, as in keys.
+ * Kafka's direct send writes them so both ways agree: U+0000 in a name or value becomes `\u0000`, as in keys,
+ * and a lone UTF-16 surrogate (jsonb refuses it too: a cut through a surrogate pair, or a JSON `"\ud800"` a
+ * message carried) becomes U+FFFD.
  * A dead letter's error header quotes whatever failed, strings from a chain included; a header jsonb cannot
  * hold failed the dead-lettering, so the message was retried to the attempts bound and dead-lettered with
  * its real error lost.
@@ -32,7 +34,12 @@ export function storableHeaders(
 ): Record<string, string> {
   if (headers === undefined) return {};
   for (const name in headers)
-    if (name.includes('\u0000') || headers[name]!.includes('\u0000'))
-      return mapStrings({ ...headers }, nulAsText);
+    if (!storable(name) || !storable(headers[name]!))
+      return mapStrings({ ...headers }, (text) => nulAsText(wellFormed(text)));
   return headers as Record<string, string>;
+}
+
+/** Whether jsonb can hold `text` as it is. */
+function storable(text: string): boolean {
+  return !text.includes('\u0000') && text.isWellFormed();
 }

@@ -160,11 +160,14 @@ export class PostgresBus implements EventBus {
     const keys: string[] = [];
     const values: string[] = [];
     const headers: Array<Record<string, string>> = [];
+    // Index of each message within its partition: its offset is the partition's next offset plus this. Per
+    // topic across the batches: a topic may come in two of them (two would otherwise share offsets).
+    const nextByTopic = new Map<string, Map<number, number>>();
     for (const { topic, messages } of batches) {
       if (messages.length === 0) continue;
       const count = await this.partitionCount(topic, options.client);
-      // Index of each message within its partition: its offset is the partition's next offset plus this.
-      const next = new Map<number, number>();
+      let next = nextByTopic.get(topic);
+      if (next === undefined) nextByTopic.set(topic, (next = new Map()));
       for (const m of messages) {
         const key = storableKey(m.key);
         const partition = partitionFor(key, count);

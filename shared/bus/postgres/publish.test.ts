@@ -8,6 +8,7 @@ describe('postgres log publish', () => {
   const ctx = usePostgresBus([
     { name: 'a', partitions: 4, retentionMs: null },
     { name: 'b', partitions: 3, retentionMs: null },
+    { name: 'c', partitions: 1, retentionMs: null },
   ]);
 
   it('stores a key with U+0000 (free text, e.g. a violation’s party:subject) with it as the six characters \\u0000', async () => {
@@ -115,5 +116,18 @@ describe('postgres log publish', () => {
     ).rejects.toThrow(/does not exist/);
     const after = await ctx.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM bus_messages');
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+  });
+
+  it("publishMany with two batches of one topic publishes both (as the port's per-topic fallback does)", async () => {
+    await expect(
+      ctx.bus.publishMany([
+        { topic: 'c', messages: [{ key: 'k', value: 'a' }] },
+        { topic: 'c', messages: [{ key: 'k', value: 'b' }] },
+      ]),
+    ).resolves.toBeUndefined();
+    const { rows } = await ctx.db.pool.query<{ value: string }>(
+      `SELECT value FROM bus_messages WHERE topic = 'c' ORDER BY "offset"`,
+    );
+    expect(rows.map((r) => r.value)).toEqual(['a', 'b']);
   });
 });
