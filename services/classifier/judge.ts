@@ -171,16 +171,22 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
     agreement = remembered(agreementOfComplaint, event.complaint);
   } catch (err) {
     if (!(err instanceof AgreementFieldError)) throw err;
-    // A destination chain this deployment does not watch may be a non-EVM one (Solana's 32-byte addresses):
-    // its address or token is no EVM address, which says nothing against the complaint. Unknown, not case 0.
-    const raw = event.complaint['dstChainId'];
-    const dst = typeof raw === 'string' && /^\d{1,20}$/.test(raw) ? BigInt(raw).toString() : undefined;
-    if (
-      (err.field === 'dstAddress' || err.field === 'dstToken') &&
-      dst !== undefined &&
-      env.evmChainId(dst) === undefined
-    )
-      return reading({ unjudgeable: `the complaint's chain ${dst} is not watched by this deployment` });
+    // A chain this deployment does not watch may be a non-EVM one (Solana's 32-byte addresses): its address or
+    // token is no EVM address, which says nothing against the complaint. Unknown, not case 0; on either side.
+    const unwatched = (side: 'src' | 'dst') => {
+      const raw = event.complaint[`${side}ChainId`];
+      const chain = typeof raw === 'string' && /^\d{1,20}$/.test(raw) ? BigInt(raw).toString() : undefined;
+      return (err.field === `${side}Address` || err.field === `${side}Token`) &&
+        chain !== undefined &&
+        env.evmChainId(chain) === undefined
+        ? chain
+        : undefined;
+    };
+    const notWatched = unwatched('src') ?? unwatched('dst');
+    if (notWatched !== undefined)
+      return reading({
+        unjudgeable: `the complaint's chain ${notWatched} is not watched by this deployment`,
+      });
     return reading({ invalidReason: `case 0: the complaint's ${err.message}` });
   }
   const src = agreement.srcChainId.toString();
@@ -505,6 +511,35 @@ class TransferOutDecision {
     return lower(address) === lower(this.tin!.sender) || this.isLp(address, at);
   }
 
+  /**
+   * The LP's answer that was confirmed in first, with that ConfirmIn; else `first` (the LP's first answer) and
+   * none. The contract lets several TransferIns name one lock: an LP that answered from two of its wallets and
+   * confirmed in the second answered in full (it was case 6 on the LP), and a user who confirms in the second
+   * without confirming out is the known cheat (case 7). Another answer's sender is asked about only when that
+   * answer was confirmed in. One sender's later answers are not answers: a transfer's id hashes its sender and
+   * terms, so the contract takes one sender's answer on the lock's terms once (the facts keep the first of each
+   * sender's, facts.ts `covers`).
+   */
+  private confirmedAnswer(first: TransferIn): {
+    answer: TransferIn;
+    confirmIn: SwapFacts['confirmIns'][number] | undefined;
+  } {
+    const { facts, out, D } = this;
+    for (const confirmIn of facts.confirmIns) {
+      if (confirmIn.chainId !== D) continue;
+      if (confirmIn.transferId === first.transferId) return { answer: first, confirmIn };
+      const answers = answersOf(facts.ins, out);
+      const other = answers.find((e) => e.transferId === confirmIn.transferId);
+      if (
+        other !== undefined &&
+        answers.find((e) => lower(e.sender) === lower(other.sender)) === other &&
+        this.isLp(other.sender, other.blockTimestamp)
+      )
+        return { answer: other, confirmIn };
+    }
+    return { answer: first, confirmIn: undefined };
+  }
+
   decide(): SwapVerdict {
     const { facts, out, j, S, D, user } = this;
     let agreement: SignedAgreement;
@@ -611,9 +646,11 @@ class TransferOutDecision {
         D,
       );
     }
-    const answer = this.tin;
+    // The LP's first answer times its response; the swap goes on with the answer confirmed in first.
+    const firstAnswer = this.tin;
+    const { answer, confirmIn } = this.confirmedAnswer(firstAnswer);
+    this.tin = answer;
     const confirmOut = this.confirmOuts[0];
-    const confirmIn = facts.confirmIns.find((e) => e.transferId === answer.transferId && e.chainId === D);
 
     // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
     // Whether the user confirmed out first is settled before the ConfirmIn's sender is asked about: the answer
@@ -694,7 +731,7 @@ class TransferOutDecision {
         rule: 'normal: TransferOut, TransferIn, ConfirmOut by the user and ConfirmIn by the LP, each in its window',
         blockTime: confirmIn.blockTimestamp,
         decidedOn: D,
-        responseTimeSeconds: Math.max(0, answer.blockTimestamp - out.blockTimestamp),
+        responseTimeSeconds: Math.max(0, firstAnswer.blockTimestamp - out.blockTimestamp),
       });
     }
     return this.unknown(
