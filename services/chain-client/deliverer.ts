@@ -150,7 +150,8 @@ export class Deliverer {
         // a registered URL could send the chain client's posts anywhere. The same redirect comes every time.
         redirect: 'manual',
       });
-      await response.arrayBuffer().catch(() => undefined);
+      // Not read: the status is the answer, and a receiver streaming a huge body would fill the memory.
+      await response.body?.cancel().catch(() => undefined);
       if (!response.ok) {
         error = `HTTP ${response.status}`;
         refused =
@@ -160,7 +161,9 @@ export class Deliverer {
           response.status !== 429;
       }
     } catch (err) {
-      error = (err as Error).message;
+      // fetch's errors may quote the URL, whose path, query or user:password can be a receiver's secret: the
+      // log and last_error name its origin only, as everything else here does.
+      error = withoutUrl((err as Error).message, row.url);
     }
     if (error === undefined) {
       await pool.query(
@@ -194,4 +197,12 @@ export class Deliverer {
       'callback delivery failed',
     );
   }
+}
+
+/** `text` with `url` (as given, or as the URL parser writes it) replaced by its origin. */
+function withoutUrl(text: string, url: string): string {
+  const origin = urlOrigin(url);
+  const href = URL.parse(url)?.href;
+  const out = text.replaceAll(url, origin);
+  return href === undefined ? out : out.replaceAll(href, origin);
 }

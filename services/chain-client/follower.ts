@@ -13,12 +13,10 @@ import {
 } from './delivery-plan.js';
 import type { ChainClientStore } from './store.js';
 
-/** Blocks read per eth_getLogs call (a multiple of the chunk size). */
+/** Most blocks read per eth_getLogs call (a multiple of the chunk size). */
 const MAX_RANGE = 100;
-
-/** The last block of the range read from `from`: a chunk end at most MAX_RANGE on, never past `last`. */
-const rangeEnd = (from: number, last: number) =>
-  Math.min(last, Math.floor((from + MAX_RANGE) / CHUNK_BLOCKS) * CHUNK_BLOCKS);
+/** Reads that worked in a row before a narrowed range is doubled again. */
+const WIDEN_AFTER = 10;
 
 export interface FollowerOptions {
   reader: ChainReader;
@@ -52,7 +50,42 @@ export class Follower {
   private startedAt = performance.now();
   private lastError: string | undefined;
 
+  /**
+   * Blocks read per eth_getLogs call now. Providers cap the range (some at a few dozen blocks or fewer), and a
+   * fixed one failed for good on such a node: the follower and every history task retried the same range for
+   * ever. Halved after a failed read (down to one chunk), doubled again after WIDEN_AFTER reads that worked.
+   */
+  private span = MAX_RANGE;
+  private readsInRow = 0;
+
   constructor(private readonly options: FollowerOptions) {}
+
+  /** The last block of the range read from `from`: a chunk end at most `span` on, never past `last`. */
+  private rangeEnd(from: number, last: number): number {
+    return Math.min(last, Math.max(from, Math.floor((from + this.span) / CHUNK_BLOCKS) * CHUNK_BLOCKS));
+  }
+
+  /** The logs of [from, to]; a failure narrows the range of the next reads. */
+  private async logs(from: number, to: number) {
+    try {
+      const logs = await this.options.reader.logs(from, to);
+      if (this.span < MAX_RANGE && ++this.readsInRow >= WIDEN_AFTER) {
+        this.span = Math.min(MAX_RANGE, this.span * 2);
+        this.readsInRow = 0;
+      }
+      return logs;
+    } catch (err) {
+      this.readsInRow = 0;
+      if (this.span > CHUNK_BLOCKS && !this.stopController.signal.aborted) {
+        this.span = Math.max(CHUNK_BLOCKS, Math.floor(this.span / 2));
+        this.options.log.info(
+          { from, to, blocks: this.span },
+          'reading the logs of a range failed; reading fewer blocks at a time (a node may cap the range)',
+        );
+      }
+      throw err;
+    }
+  }
 
   start(): void {
     this.startedAt = performance.now();
@@ -118,7 +151,7 @@ export class Follower {
     // Only whole chunks: the highest chunk end not above the confirmed head.
     const lastWhole = Math.floor(confirmed / CHUNK_BLOCKS) * CHUNK_BLOCKS;
     if (lastWhole < from) return false;
-    const to = rangeEnd(from, lastWhole);
+    const to = this.rangeEnd(from, lastWhole);
     const deliveries = await this.plan(from, to, await store.registrations());
     await store.commitRange(last, to, deliveries);
     this.options.onHeight?.(to);
@@ -130,7 +163,7 @@ export class Follower {
   async plan(from: number, to: number, registrations: readonly Registration[]): Promise<PlannedDelivery[]> {
     const { reader, contracts, systemChainId } = this.options;
     if (registrations.length === 0) return [];
-    const events = await buildEventBodies(reader, await reader.logs(from, to), contracts, systemChainId);
+    const events = await buildEventBodies(reader, await this.logs(from, to), contracts, systemChainId);
     const chunks = chunksOf(from, to, events);
     return chunks.flatMap((chunk) => registrations.flatMap((r) => planChunk(r, chunk)));
   }
@@ -144,7 +177,7 @@ export class Follower {
     let moved = false;
     for (const task of await store.historyTasks()) {
       if (this.stopController.signal.aborted) break;
-      const to = rangeEnd(task.next, task.end);
+      const to = this.rangeEnd(task.next, task.end);
       try {
         const deliveries = await this.plan(task.next, to, [task.registration]);
         await store.commitHistoryRange(task, to + 1, deliveries);

@@ -43,9 +43,23 @@ const linkLocal = (host: string) => {
     /^::ffff:a9fe:/.test(h)
   );
 };
+/**
+ * Longest callback URL: a registration's callback is a key of a unique index (a btree row holds 2,704 bytes),
+ * and a longer one failed the insert (500). Room for a path or query token of any size a receiver uses.
+ */
+export const MAX_CALLBACK_URL_LENGTH = 1_000;
 const url = z
-  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
-  .refine((u) => !linkLocal(new URL(u).hostname), 'must not be a link-local address (a metadata service)');
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL', abort: true })
+  .max(MAX_CALLBACK_URL_LENGTH, `must be at most ${MAX_CALLBACK_URL_LENGTH} characters`)
+  // fetch refuses a URL holding credentials: such a callback was taken and never delivered to.
+  .refine((u) => {
+    const parsed = URL.parse(u);
+    return parsed !== null && parsed.username === '' && parsed.password === '';
+  }, 'must not hold user:password@ (put a token in its path or query)')
+  .refine(
+    (u) => !linkLocal(URL.parse(u)?.hostname ?? ''),
+    'must not be a link-local address (a metadata service)',
+  );
 const callbackSchema = (kind: RegistrationKind) =>
   z
     .record(z.string(), url)
@@ -204,7 +218,9 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     }
     if (end.data > confirmed)
       return refuse(reply, `end (${end.data}) is beyond the confirmed head (${confirmed})`);
-    const merge = body.merge === true;
+    const mergeField = z.boolean().optional().safeParse(body.merge);
+    if (!mergeField.success) return refuse(reply, 'merge must be a boolean');
+    const merge = mergeField.data === true;
     // Stored before the answer: the follower queues it range by range, and resumes it after an error or a
     // restart (Follower.historyStep).
     const added = await store.addHistoryTask(
