@@ -473,6 +473,9 @@ describe('relay routes: golden vectors and documented errors', () => {
         {},
         { relay_server_url: 'http://x' },
         { relay_server_url: { on_transfer_out: 'ftp://x' } },
+        // What the chain client refuses: a URL with user:password@, one over 1,000 characters.
+        { relay_server_url: { on_transfer_out: 'http://user:secret@relay.example/out' } },
+        { relay_server_url: { on_transfer_out: `http://relay.example/out?t=${'a'.repeat(1_000)}` } },
       ]) {
         expect(await inject('/register_relay', bad)).toEqual({ status: 400, body: vector.response_missing });
       }

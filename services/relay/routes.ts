@@ -379,13 +379,21 @@ const CALLBACKS = [
 ] as const;
 
 /** The callback URLs of a register_relay body: an object of http(s) URLs (at least one known callback). */
+/** Longest register_relay callback URL: the chain client's own bound. */
+const MAX_CALLBACK_URL_LENGTH = 1_000;
+
 function registrationUrls(value: unknown): Record<string, string> | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
   const urls: Record<string, string> = {};
   for (const name of CALLBACKS) {
     const url = (value as Record<string, unknown>)[name];
     if (url === undefined) continue;
-    if (typeof url !== 'string' || url.length > 2_000 || !/^https?:\/\/[^\s]+$/.test(url)) return undefined;
+    // What the chain client takes (services/chain-client/routes.ts): refused there, a registration would be
+    // answered "the chain client did not take it, retry" for ever.
+    if (typeof url !== 'string' || url.length > MAX_CALLBACK_URL_LENGTH || !/^https?:\/\/[^\s]+$/.test(url))
+      return undefined;
+    const parsed = URL.parse(url);
+    if (parsed === null || parsed.username !== '' || parsed.password !== '') return undefined;
     urls[name] = url;
   }
   return Object.keys(urls).length > 0 ? urls : undefined;
