@@ -413,7 +413,7 @@ export function openApiDocument(systemChainId: string) {
                     'on_confirm_in',
                     'on_refunded_out',
                     'on_refunded_in',
-                  ].map((name) => [name, { type: 'string', format: 'uri' }]),
+                  ].map((name) => [name, { type: 'string', format: 'uri', maxLength: 1_000 }]),
                 ),
               },
             },
