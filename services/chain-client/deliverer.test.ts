@@ -152,7 +152,11 @@ describe('chain client: who may register, and where posts may go', () => {
   it('a link-local callback (a cloud metadata service) is refused', async () => {
     const client = await start(['127.0.0.1', '::1']);
     try {
-      for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/x']) {
+      for (const url of [
+        'http://169.254.169.254/latest/meta-data/',
+        'http://[fe80::1]/x',
+        'http://[fd00:ec2::254]/latest/meta-data/',
+      ]) {
         const answer = await register(client.port, url);
         expect(answer.status, url).toBe(400);
         expect(answer.body.message).toMatch(/link-local/);

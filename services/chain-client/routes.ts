@@ -40,7 +40,9 @@ const linkLocal = (host: string) => {
     /^169\.254\./.test(h) ||
     /^fe[89ab][0-9a-f]:/.test(h) ||
     /^::ffff:169\.254\./.test(h) ||
-    /^::ffff:a9fe:/.test(h)
+    /^::ffff:a9fe:/.test(h) ||
+    // AWS's instance metadata service over IPv6 (a unique local address, not link-local).
+    /^fd00:ec2:(0:){0,5}:?254$/.test(h)
   );
 };
 /**

@@ -281,7 +281,10 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
         maxPaidFailures: options.maxPaidFailures,
       });
     } catch (error) {
-      log.error({ err: (error as Error).message.slice(0, 300), action }, 'storing a relay command failed');
+      log.error(
+        { err: scrub((error as Error).message).slice(0, 300), action },
+        'storing a relay command failed',
+      );
       throw new RelayError(
         'STORE_UNAVAILABLE',
         'the command could not be stored; nothing was accepted, send it again',
@@ -310,7 +313,10 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     try {
       await store.register(options.systemChainId, parsedUrls);
     } catch (error) {
-      log.error({ err: (error as Error).message.slice(0, 300) }, 'storing a relay registration failed');
+      log.error(
+        { err: scrub((error as Error).message).slice(0, 300) },
+        'storing a relay registration failed',
+      );
       throw new RelayError('STORE_UNAVAILABLE', 'the registration could not be stored; send it again');
     }
     if (options.forwardRegistration === undefined) {
