@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run dead-letters`: every topic's dead letters and how many were not re-sent yet.
 // `npm run dead-letters -- redrive <topic> …`: re-sends a topic's dead letters not re-sent before (after the
-// cause of their failure is fixed); see shared/bus/redrive.ts. Shares the database of a running `npm start`.
+// cause of their failure is fixed); see shared/bus/redrive.ts. Exits 1 when any was refused or failed (moved on
+// to <topic>.dlq.dlq). Shares the database of a running `npm start`.
 import { deadLetterCounts, redriveDeadLetters, type RedriveReport } from '../shared/bus/redrive.js';
 import { operatorInfrastructure } from './operator.js';
 import { allTopics } from '../topics/index.js';
@@ -38,6 +39,14 @@ try {
       );
     }
     console.log(JSON.stringify(reports, null, 2));
+    // A script or runbook step takes the exit code, not the report: dead letters not sent home are a failure.
+    const notSent = reports.reduce((n, r) => n + r.refused + r.failed, 0);
+    if (notSent > 0) {
+      console.error(
+        `${notSent} dead letter(s) were not re-sent (refused or failed): they are in <topic>.dlq.dlq (see the report)`,
+      );
+      process.exitCode = 1;
+    }
   } else {
     const counts = await Promise.all(topics.map((topic) => deadLetterCounts(infra.bus, topic)));
     console.log(

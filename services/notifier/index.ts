@@ -51,6 +51,8 @@ export interface NotifierOptions {
   keepDeliveredDays?: number;
   /** How often delivered rows are pruned (default hourly; first at start). */
   pruneIntervalMs?: number;
+  /** `notifier.timeoutSeconds`: a post unanswered this long failed (default 30 s). */
+  timeoutSeconds?: number;
 }
 
 export async function startNotifier(
@@ -66,6 +68,7 @@ export async function startNotifier(
     baseBackoffMs: options.baseBackoffMs,
     maxBackoffMs: options.maxBackoffMs,
     pollMs: options.pollMs,
+    timeoutMs: (options.timeoutSeconds ?? 30) * 1_000,
     onOutcome: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   const subscription = await subscribeNotifier({
@@ -167,7 +170,7 @@ export const notifierService: ServiceDefinition = {
   migrations: [notifierMigrations],
   async start(context) {
     context.trackConsumerGroup(NOTIFIER_GROUP, NOTIFIER_TOPICS);
-    const { port, keepDeliveredDays } = context.config.notifier;
-    return startNotifier(context, { url: context.config.n8nUrl!, port, keepDeliveredDays });
+    const { port, keepDeliveredDays, timeoutSeconds } = context.config.notifier;
+    return startNotifier(context, { url: context.config.n8nUrl!, port, keepDeliveredDays, timeoutSeconds });
   },
 };

@@ -124,6 +124,10 @@ export class OutboxSender {
   /** Posts every due row, oldest first; each row is locked while it is posted (several processes may run). */
   private async sendDue(): Promise<void> {
     const { pool, log } = this.options;
+    // A row that fails after another was taken in this pass is refused by a receiver that is up (its workflow
+    // fails on that payload): it waits out its own back-off, and the others go on. Taken for an outage, it ended
+    // every pass, and each later delivery ("reachable again") sent it once more: one delivery per poll.
+    let deliveredThisPass = false;
     while (!this.stopped) {
       const client = await pool.connect();
       try {
@@ -166,6 +170,7 @@ export class OutboxSender {
             log.info({ id: row.id }, 'n8n receiver reachable again');
           }
           this.downSince = undefined;
+          deliveredThisPass = true;
           continue;
         }
         const backoff = Math.min(
@@ -179,6 +184,13 @@ export class OutboxSender {
         );
         await client.query('COMMIT');
         this.options.onOutcome?.('failed');
+        if (deliveredThisPass) {
+          log.warn(
+            { id: row.id, attempts: row.attempts + 1, err: error },
+            'n8n receiver refused a notification',
+          );
+          continue;
+        }
         // Once per outage, not per row and attempt.
         if (this.downSince === undefined) {
           this.downSince = Date.now();
@@ -205,7 +217,7 @@ export class OutboxSender {
           ...(this.webhook.authorization ? { authorization: this.webhook.authorization } : {}),
         },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
         // Followed, a 301/302 turns the POST into a GET without the body whose 2xx would count as delivered
         // (and would take the credentials elsewhere): a redirect is a failure, n8nUrl must be the final URL.
         redirect: 'manual',

@@ -119,11 +119,15 @@ describe('configuration', () => {
   });
 
   it('reads notifier.port (none by default: no HTTP) and refuses one that is not a port or a stray key', () => {
-    expect(load('').notifier).toEqual({ keepDeliveredDays: 90 });
-    expect(load('[notifier]\nport = 9105\nkeepDeliveredDays = 7').notifier).toEqual({
+    expect(load('').notifier).toEqual({ keepDeliveredDays: 90, timeoutSeconds: 30 });
+    expect(load('[notifier]\nport = 9105\nkeepDeliveredDays = 7\ntimeoutSeconds = 60').notifier).toEqual({
       port: 9105,
       keepDeliveredDays: 7,
+      timeoutSeconds: 60,
     });
+    expect(issuesOf(() => load('[notifier]\ntimeoutSeconds = 0'))).toEqual([
+      { key: 'notifier.timeoutSeconds', problem: expect.any(String) },
+    ]);
     expect(issuesOf(() => load('[notifier]\nkeepDeliveredDays = 0'))).toEqual([
       { key: 'notifier.keepDeliveredDays', problem: expect.any(String) },
     ]);

@@ -400,6 +400,12 @@ export const notifierSection = z.strictObject({
    * that its id was told: the same id (a violation re-read by a rewound notifier group) is not sent again.
    */
   keepDeliveredDays: z.number().int().min(1).max(36_500).default(90),
+  /**
+   * How long a post to n8nUrl may take before it counts as failed and is sent again. n8n answering "when the
+   * last node finishes" often takes longer than a few seconds: a receiver that took the post after the bound
+   * was sent it again for ever.
+   */
+  timeoutSeconds: z.number().int().min(1).max(600).default(30),
 });
 
 export const logSection = z.strictObject({
