@@ -98,6 +98,40 @@ describe('npm run dead-letters', () => {
       expect(output).toMatch(/usage: npm run dead-letters/);
     }
   });
+
+  it('exits 1 when a dead letter could not be re-sent (failed), as a runbook step takes the exit code', async () => {
+    expect((await run()).code).toBe(0); // creates the topics
+    const bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
+    try {
+      await bus.publish('chain.events.dlq', [
+        {
+          key: '9006',
+          value: '{"id":"9006:0xabc:0"}',
+          headers: { [DLQ_HEADERS.topic]: 'chain.events', [DLQ_HEADERS.error]: 'a bug' },
+        },
+      ]);
+    } finally {
+      await bus.close();
+    }
+    // The database refuses the re-publish (an outage of that table, as in the conformance test).
+    await db.pool.query(`CREATE OR REPLACE FUNCTION redrive_refused() RETURNS trigger AS $$
+      BEGIN IF NEW.topic = 'chain.events' THEN RAISE EXCEPTION 'outage (test)'; END IF; RETURN NEW; END $$
+      LANGUAGE plpgsql`);
+    await db.pool.query(
+      `CREATE TRIGGER redrive_refused BEFORE INSERT ON bus_messages FOR EACH ROW EXECUTE FUNCTION redrive_refused()`,
+    );
+    try {
+      const result = await run('redrive', 'chain.events');
+      expect(result.output).toMatch(/"failed": 1/);
+      expect(result.code, result.output).toBe(1);
+    } finally {
+      await db.pool.query('DROP TRIGGER redrive_refused ON bus_messages');
+    }
+  }, 120_000);
 });
 
 /**
