@@ -657,10 +657,20 @@ export class Ingestor {
     return Number(row.moved) === 1 ? lastEventId : false;
   }
 
-  /** Any bus and archive: height, archive and both topics in one transaction (on Kafka, the outbox). */
+  /**
+   * Any bus and archive: height, archive and both topics in one transaction (on Kafka, the outbox). MongoDB
+   * shares no transaction: its documents are written once the transaction committed, as a late event's are,
+   * so that "archived means published" (lateEvent) holds. Written before, a transaction that then failed (a
+   * database blip, a kill before COMMIT) left them archived and unpublished, and once the stream passed their
+   * block without them (history without merge), a post of such an event was answered "already processed" and
+   * it was lost for good. A failure between the two leaves the documents out of the archive (logged); a later
+   * post of such an event publishes it again, and consumers drop the duplicate by its id.
+   */
   private async writeInTransaction(chunk: ChunkWrite): Promise<string | null | false> {
+    const shared = this.options.archive.kind === 'postgres';
+    let written: string | null | false;
     try {
-      return await withTransaction(this.options.pool, async (tx) => {
+      written = await withTransaction(this.options.pool, async (tx) => {
         const advanced = await this.options.heights.advance(
           tx,
           chunk.chainId,
@@ -672,7 +682,7 @@ export class Ingestor {
           this.options.chunkCommit === 'async',
         );
         if (!advanced) throw new NotMoved();
-        await this.options.archive.putMany('chain-events', chunk.documents, { tx });
+        if (shared) await this.options.archive.putMany('chain-events', chunk.documents, { tx });
         // Both topics in one statement (postgres log) or one outbox write (Kafka).
         await publishMany(this.options.bus, this.batches(chunk, advanced.lastEventId), { tx });
         return advanced.lastEventId;
@@ -681,6 +691,24 @@ export class Ingestor {
       if (err instanceof NotMoved) return false;
       throw err;
     }
+    if (!shared && chunk.documents.length > 0) {
+      try {
+        await this.options.archive.putMany('chain-events', chunk.documents);
+      } catch (err) {
+        // Published already: the chunk is done; only the raw copies are missing.
+        this.options.log.error(
+          {
+            chain: chunk.chainId,
+            stream: chunk.stream,
+            height: chunk.height,
+            events: chunk.documents.map((d) => d.id),
+            err: (err as Error).message.slice(0, 300),
+          },
+          'chunk published, but its documents could not be archived (MongoDB)',
+        );
+      }
+    }
+    return written;
   }
 
   /**
