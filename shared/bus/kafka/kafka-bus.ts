@@ -115,7 +115,13 @@ export class KafkaBus implements EventBus {
       missingTopicGraceMs: options.missingTopicGraceMs,
       missingTopics: async (topics) => {
         const existing = new Set(await this.retrying((admin) => admin.listTopics()));
-        return topics.filter((t) => !existing.has(t) && deadLetterSource(t) === undefined);
+        // A dead-letter topic is created again from its source topic when missing; with the source gone too
+        // (an operator deleted both), it cannot be, and its row must be set aside, or it holds every later row.
+        return topics.filter((t) => {
+          if (existing.has(t)) return false;
+          const source = deadLetterSource(t);
+          return source === undefined || !existing.has(source);
+        });
       },
       refused: (topic) => options.observer?.outboxRefused?.(topic),
     });

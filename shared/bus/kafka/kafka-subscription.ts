@@ -258,7 +258,10 @@ export class KafkaSubscription implements Subscription {
     isRunning,
     isStale,
   }: EachBatchPayload): Promise<void> {
-    if (this.stopping) return;
+    // Stale: a seek (or a rebalance) moved the partition since the batch was fetched, while it waited for a
+    // worker; its high watermark may then be below the new position, which read as "past the end of the log"
+    // and moved the group back to the log's start. The fetch from the new position brings what comes next.
+    if (this.stopping || isStale()) return;
     const { topic, partition } = batch;
     const key = `${topic}/${partition}`;
     const ref: PartitionRef = { group: this.group, topic, partition };
