@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { envSchema, urlHost, type Env } from './env.js';
 import {
+  httpUrl,
   archiveSection,
   busSection,
   configFileSchema,
@@ -111,6 +112,12 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
       continue;
     }
     assignSection(config, name, parsed.data);
+  }
+  // agent.didSupportUrl defaults to point.didSupportUrl, also for the Agent started alone (`npm run start-agent`
+  // loads [agent] only): it asked the contract instead, or refused to start with didSource = "didSupport".
+  if (config.agent && config.agent.didSupportUrl === undefined && config.point === undefined) {
+    const pointUrl = httpUrl.safeParse((doc.point as { didSupportUrl?: unknown } | undefined)?.didSupportUrl);
+    if (pointUrl.success) config.agent = { ...config.agent, didSupportUrl: pointUrl.data };
   }
 
   const database = parseOwn(databaseSection, doc.database, 'database', issues);

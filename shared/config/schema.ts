@@ -5,7 +5,7 @@ import { isIpOrCidr } from '../runtime/access.js';
 // so a file holding just `[point]` can start Points alone.
 
 const port = z.number().int().min(1).max(65_535);
-const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 /** n8nUrl: user and password in it are sent as Basic authorization, so they must percent-decode (and the user hold no ':'). */
 const webhookUrl = httpUrl.refine((url) => basicCredentialsValid(url), {
   error: "credentials in it must be percent-encoded, the user name without ':'",
