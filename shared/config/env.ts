@@ -3,9 +3,11 @@ import { z } from 'zod';
 // Environment variables of the specification (DB*, MONGO_*) plus ours (DATABASE_URL, KAFKA_BROKERS, CONFIG_PATH).
 // Empty strings count as unset, as docker-compose and shells often pass them.
 const optionalText = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
+// Decimal digits only: Number() also reads 0x1538, 1e3 and 0b1, which are no ports as written.
 const optionalPort = z.preprocess(
-  (v) => (v === '' || v === undefined ? undefined : Number(v)),
-  z.number().int().min(1).max(65_535).optional(),
+  (v) =>
+    v === '' || v === undefined ? undefined : typeof v === 'string' && /^\d{1,5}$/.test(v) ? Number(v) : v,
+  z.number({ error: 'must be a port (1 to 65535, decimal digits)' }).int().min(1).max(65_535).optional(),
 );
 
 /**

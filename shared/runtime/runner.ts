@@ -47,6 +47,8 @@ export async function runServices(
   let infra: Infrastructure | undefined;
   const running: Array<{ name: string; service: RunningService }> = [];
   let stopping: Promise<void> | undefined;
+  /** A service or the infrastructure failed to stop: the process does not exit 0 (work may be unfinished). */
+  let stopFailed = false;
   let startup: Promise<void> | undefined;
 
   const stop = (reason: string) => {
@@ -60,11 +62,15 @@ export async function runServices(
         process.exit(1);
       }, SHUTDOWN_DEADLINE_MS);
       for (const { name, service } of running.reverse()) {
-        await service
-          .stop()
-          .catch((err) => log.error({ service: name, err: (err as Error).message }, 'stop failed'));
+        await service.stop().catch((err) => {
+          stopFailed = true;
+          log.error({ service: name, err: (err as Error).message }, 'stop failed');
+        });
       }
-      await infra?.close();
+      await infra?.close().catch((err) => {
+        stopFailed = true;
+        log.error({ err: (err as Error).message }, 'closing the database and the bus failed');
+      });
       clearTimeout(deadline);
       log.info('stopped');
     })();
@@ -80,7 +86,7 @@ export async function runServices(
         process.exit(1);
       }
       firstSignalAt = Date.now();
-      void stop(signal).then(() => process.exit(0));
+      void stop(signal).then(() => process.exit(stopFailed ? 1 : 0));
     });
   }
 
