@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, {
   type FastifyBaseLogger,
@@ -254,8 +254,34 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
     // Only the listed hops: `true` would let any client name its own address in X-Forwarded-For.
     trustProxy: options.trustProxy?.length ? [...options.trustProxy] : false,
+    // Answered below in the {code, message} vocabulary: fastify's own 503 body has no `code`.
+    return503OnClosing: false,
   });
   parseJsonBodiesFast(app);
+
+  // During a graceful stop, a request on a connection still open (keep-alive, a request in flight) is answered
+  // 503 {code, message} and its connection closed; fastify's own answer was {error, message, statusCode}.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    return reply
+      .code(503)
+      .header('connection', 'close')
+      .send({ code: 503, message: 'the service is stopping; retry' });
+  });
+  // An Expect header other than 100-continue: Node answered 417 with an empty body.
+  app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify({ code: 417, message: 'only Expect: 100-continue is supported' });
+    response.writeHead(417, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    response.end(body);
+  });
 
   // Every error answers {code, message} with a matching HTTP status. Client errors (bad JSON, too large) keep
   // fastify's status and message; anything unexpected is a 500 that says nothing internal and is logged.
