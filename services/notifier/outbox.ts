@@ -69,6 +69,8 @@ export async function lastToldDeadLetters(
 
 /** Notifications of a state whose id ends with its total (watch.ts): `<kind>:<what>:<total>`. */
 const STATE_KINDS = ['submission_failed', 'message_dead_lettered'];
+/** Refusals one after another, after a delivery in the same pass, that count as an outage (see sendDue). */
+const REFUSED_IN_A_ROW = 3;
 
 export interface OutboxSenderOptions {
   pool: Pool;
@@ -124,10 +126,13 @@ export class OutboxSender {
   /** Posts every due row, oldest first; each row is locked while it is posted (several processes may run). */
   private async sendDue(): Promise<void> {
     const { pool, log } = this.options;
-    // A row that fails after another was taken in this pass is refused by a receiver that is up (its workflow
-    // fails on that payload): it waits out its own back-off, and the others go on. Taken for an outage, it ended
-    // every pass, and each later delivery ("reachable again") sent it once more: one delivery per poll.
+    // A row the receiver answers with an error after another was taken in this pass is refused by a receiver
+    // that is up (its workflow fails on that payload): it waits out its own back-off, and the others go on.
+    // Taken for an outage, it ended every pass, and each later delivery ("reachable again") sent it once more:
+    // one delivery per poll. No answer at all (a timeout, a refused connection), or REFUSED_IN_A_ROW refusals
+    // one after another, is an outage still: the pass ends, rather than trying every row against it.
     let deliveredThisPass = false;
+    let refusedInRow = 0;
     while (!this.stopped) {
       const client = await pool.connect();
       try {
@@ -171,6 +176,7 @@ export class OutboxSender {
           }
           this.downSince = undefined;
           deliveredThisPass = true;
+          refusedInRow = 0;
           continue;
         }
         const backoff = Math.min(
@@ -184,7 +190,7 @@ export class OutboxSender {
         );
         await client.query('COMMIT');
         this.options.onOutcome?.('failed');
-        if (deliveredThisPass) {
+        if (deliveredThisPass && error.startsWith('HTTP ') && ++refusedInRow < REFUSED_IN_A_ROW) {
           log.warn(
             { id: row.id, attempts: row.attempts + 1, err: error },
             'n8n receiver refused a notification',

@@ -76,3 +76,53 @@ describe('one notification the receiver keeps refusing', () => {
     });
   }, 60_000);
 });
+
+/**
+ * The receiver takes one notification, then fails every other (its workflow broke): that is an outage, not a
+ * refusal of each row. The pass ends after a few, rather than posting every due row against it.
+ */
+describe('a receiver that fails after one delivery', () => {
+  let db: TestDatabase;
+  let receiver: Server;
+  let sender: OutboxSender | undefined;
+  const seen: string[] = [];
+  const logs: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase([notifierMigrations]);
+    const port = await freePort();
+    receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (c) => (body += c));
+      request.on('end', () => {
+        seen.push((JSON.parse(body) as { id: string }).id);
+        response.writeHead(seen.length === 1 ? 200 : 500).end('');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
+    for (let i = 0; i < 12; i++)
+      await enqueue(db.pool, { id: `c-${String(i).padStart(2, '0')}`, kind: 'violation', payload: {} });
+    sender = new OutboxSender({
+      pool: db.pool,
+      url: `http://127.0.0.1:${port}/webhook`,
+      log: pino({ level: 'info' }, { write: (line: string) => void logs.push(line) }),
+      baseBackoffMs: 60_000,
+      maxBackoffMs: 300_000,
+      pollMs: 60_000, // one pass in this test
+    });
+  });
+  afterAll(async () => {
+    await sender?.stop();
+    await new Promise((resolve) => receiver?.close(resolve));
+    await db?.drop();
+  });
+
+  it('ends the pass as an outage after 3 refusals in a row, the other rows untried', async () => {
+    sender!.start();
+    await waitFor(() => logs.some((l) => l.includes('n8n receiver failing')), 'the outage told', 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen).toHaveLength(4); // one delivered, three refused
+    expect(logs.filter((l) => l.includes('n8n receiver failing'))).toHaveLength(1);
+    expect(logs.filter((l) => l.includes('refused a notification'))).toHaveLength(2);
+  }, 30_000);
+});
