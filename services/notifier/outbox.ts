@@ -70,7 +70,9 @@ export async function lastToldDeadLetters(
 /** Notifications of a state whose id ends with its total (watch.ts): `<kind>:<what>:<total>`. */
 const STATE_KINDS = ['submission_failed', 'message_dead_lettered'];
 /** Refusals one after another, after a delivery in the same pass, that count as an outage (see sendDue). */
-const REFUSED_IN_A_ROW = 3;
+const REFUSED_IN_A_ROW = 2;
+/** Answers that say the receiver is away, not that it refuses the payload (a proxy in front of it, a limit). */
+const AWAY = /^HTTP (429|502|503|504)\b/;
 
 export interface OutboxSenderOptions {
   pool: Pool;
@@ -129,8 +131,9 @@ export class OutboxSender {
     // A row the receiver answers with an error after another was taken in this pass is refused by a receiver
     // that is up (its workflow fails on that payload): it waits out its own back-off, and the others go on.
     // Taken for an outage, it ended every pass, and each later delivery ("reachable again") sent it once more:
-    // one delivery per poll. No answer at all (a timeout, a refused connection), or REFUSED_IN_A_ROW refusals
-    // one after another, is an outage still: the pass ends, rather than trying every row against it.
+    // one delivery per poll. No answer at all (a timeout, a refused connection), an answer that says it is away
+    // (429, 502, 503, 504), or REFUSED_IN_A_ROW refusals one after another, is an outage still: the pass ends,
+    // rather than trying every row against it.
     let deliveredThisPass = false;
     let refusedInRow = 0;
     while (!this.stopped) {
@@ -190,7 +193,12 @@ export class OutboxSender {
         );
         await client.query('COMMIT');
         this.options.onOutcome?.('failed');
-        if (deliveredThisPass && error.startsWith('HTTP ') && ++refusedInRow < REFUSED_IN_A_ROW) {
+        if (
+          deliveredThisPass &&
+          error.startsWith('HTTP ') &&
+          !AWAY.test(error) &&
+          ++refusedInRow < REFUSED_IN_A_ROW
+        ) {
           log.warn(
             { id: row.id, attempts: row.attempts + 1, err: error },
             'n8n receiver refused a notification',
