@@ -104,11 +104,11 @@ export const pointsMigrations: MigrationSet = {
       // stored shortened (`…#sha256:` of the whole id, over 1,000 bytes) cannot be recomputed without the whole
       // id and is left as it is.
       sql: `
-        UPDATE points_deductions SET subject = overlay(subject PLACING '.' FROM strpos(subject, '@') FOR 1)
+        UPDATE ${quoteIdentifier(LIVE_SCHEMA)}.points_deductions SET subject = overlay(subject PLACING '.' FROM strpos(subject, '@') FOR 1)
           WHERE party = 'lp' AND strpos(subject, '@') > 0 AND strpos(subject, '…#sha256:') = 0;
-        UPDATE points_lp_swaps SET lp_id = overlay(lp_id PLACING '.' FROM strpos(lp_id, '@') FOR 1)
+        UPDATE ${quoteIdentifier(LIVE_SCHEMA)}.points_lp_swaps SET lp_id = overlay(lp_id PLACING '.' FROM strpos(lp_id, '@') FOR 1)
           WHERE strpos(lp_id, '@') > 0 AND strpos(lp_id, '…#sha256:') = 0;
-        UPDATE points_lp_swaps SET response_time_seconds = 4294967296 WHERE response_time_seconds > 4294967296;
+        UPDATE ${quoteIdentifier(LIVE_SCHEMA)}.points_lp_swaps SET response_time_seconds = 4294967296 WHERE response_time_seconds > 4294967296;
       `,
     },
   ],
