@@ -29,8 +29,9 @@ export async function runServices(
   let log = createLogger({ name: 'otmoic' });
   let config: AppConfig;
   let chosen: ServiceDefinition[];
+  let incomplete: IncompleteService[];
   try {
-    ({ config, chosen } = selectAndLoad(available, options));
+    ({ config, chosen, incomplete } = selectAndLoad(available, options));
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     for (const line of err.lines()) process.stderr.write(line + '\n');
@@ -38,6 +39,11 @@ export async function runServices(
   }
   log = createLogger({ name: 'otmoic', level: config.log.level });
   log.info({ services: chosen.map((s) => s.name), config: config.source }, 'starting');
+  for (const { service, missing } of incomplete)
+    log.warn(
+      { service, missing, config: config.source },
+      `${service} is not started: its section is in the file, but not ${missing.map((m) => `[${m}]`).join(', ')}`,
+    );
   if (config.unknownKeys.length > 0)
     log.warn(
       { keys: config.unknownKeys, config: config.source },
@@ -133,7 +139,7 @@ export async function runServices(
 function selectAndLoad(
   available: readonly ServiceDefinition[],
   options: RunOptions,
-): { config: AppConfig; chosen: ServiceDefinition[] } {
+): { config: AppConfig; chosen: ServiceDefinition[]; incomplete: IncompleteService[] } {
   const load = (require: readonly SectionName[]) =>
     loadConfig({ require, env: options.env, root: options.root });
   if (options.names.length > 0) {
@@ -147,11 +153,11 @@ function selectAndLoad(
       ]);
     }
     const chosen = available.filter((s) => options.names.includes(s.name));
-    return { config: load(chosen.flatMap((s) => s.sections)), chosen };
+    return { config: load(chosen.flatMap((s) => s.sections)), chosen, incomplete: [] };
   }
   // No names: every service whose sections are all in the file.
   const present = load([]).present;
-  const chosen = available.filter((s) => s.sections.every((section) => present.has(section)));
+  const { chosen, incomplete } = servicesToStart(available, present);
   if (chosen.length === 0) {
     throw new ConfigError(load([]).source, [
       {
@@ -160,7 +166,29 @@ function selectAndLoad(
       },
     ]);
   }
-  return { config: load(chosen.flatMap((s) => s.sections)), chosen };
+  return { config: load(chosen.flatMap((s) => s.sections)), chosen, incomplete };
+}
+
+/** A service whose own section is in the file, not started because others of its sections are not. */
+export interface IncompleteService {
+  service: string;
+  missing: SectionName[];
+}
+
+/**
+ * Without names, the services whose sections are all present are started. One whose own section (its first)
+ * is there but not all the others (`[connector]` without `[rpc-urls]`) was skipped without a word: it is
+ * named, with what it misses, so the operator sees why it does not run.
+ */
+export function servicesToStart(
+  available: readonly ServiceDefinition[],
+  present: ReadonlySet<string>,
+): { chosen: ServiceDefinition[]; incomplete: IncompleteService[] } {
+  const chosen = available.filter((s) => s.sections.every((section) => present.has(section)));
+  const incomplete = available
+    .filter((s) => !chosen.includes(s) && present.has(s.sections[0]!))
+    .map((s) => ({ service: s.name, missing: s.sections.filter((section) => !present.has(section)) }));
+  return { chosen, incomplete };
 }
 
 export type { Logger };
