@@ -23,7 +23,7 @@ import { chunkEnd } from '../chain-client/delivery-plan.js';
 import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
 import { addAdvance, addLastEvent, chunkStart, type HeightStore, type Stream } from './heights.js';
 import { withDeadline } from '../../shared/runtime/deadline.js';
-import { RejectedEvent, normalizeEvent, type ChainContracts } from './normalize.js';
+import { RejectedEvent, configuredContract, normalizeEvent, type ChainContracts } from './normalize.js';
 import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
 
 export interface IngestMetrics {
@@ -258,13 +258,11 @@ export class Ingestor {
    */
   private ofConfiguredContracts(chainId: string, bodies: readonly EventBody[]): readonly EventBody[] {
     const chain = this.options.chains.get(chainId)!;
-    const ours = (address: string) =>
-      address === chain.swap.toLowerCase() ||
-      (chain.reputation !== undefined && address === chain.reputation.toLowerCase());
-    if (bodies.every((body) => ours(body.event.address.toLowerCase()))) return bodies;
+    const ours = (body: EventBody) => configuredContract(chain, body.event.address) !== undefined;
+    if (bodies.every(ours)) return bodies;
     return bodies.filter((body) => {
+      if (ours(body)) return true;
       const address = body.event.address.toLowerCase();
-      if (ours(address)) return true;
       this.options.metrics.foreign.inc({ chain: chainId });
       let logged = this.foreignLogged.get(chainId);
       if (logged === undefined) this.foreignLogged.set(chainId, (logged = new Set()));

@@ -12,6 +12,17 @@ export interface ChainContracts {
   reputation?: string;
 }
 
+/** Which of the chain's configured contracts `address` (any letter case) is, if any. */
+export function configuredContract(
+  chain: ChainContracts,
+  address: string,
+): 'swap' | 'reputation' | undefined {
+  const a = address.toLowerCase();
+  if (a === chain.swap.toLowerCase()) return 'swap';
+  if (chain.reputation !== undefined && a === chain.reputation.toLowerCase()) return 'reputation';
+  return undefined;
+}
+
 /** Why a body was refused; each is counted on /metrics. */
 export type RejectReason =
   | 'foreign_contract'
@@ -78,7 +89,6 @@ const times = (a: Record<string, unknown>) => ({
  * chain it was posted for, and its `type` must match what the log is.
  */
 export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEvent {
-  const address = body.event.address.toLowerCase();
   if (body.chain_id !== chain.systemChainId) {
     throw new RejectedEvent(
       'wrong_chain',
@@ -92,9 +102,9 @@ export function normalizeEvent(body: EventBody, chain: ChainContracts): ChainEve
       `the log ${body.event.transactionHash}:${Number(body.event.logIndex)} is marked removed (taken back by a reorg): not an event`,
     );
   }
-  const isSwap = address === chain.swap.toLowerCase();
-  const isReputation = chain.reputation !== undefined && address === chain.reputation.toLowerCase();
-  if (!isSwap && !isReputation) {
+  const contract = configuredContract(chain, body.event.address);
+  const isSwap = contract === 'swap';
+  if (contract === undefined) {
     throw new RejectedEvent(
       'foreign_contract',
       `event from ${body.event.address}, not a configured contract of chain ${chain.systemChainId}`,
