@@ -3,7 +3,7 @@
  * consumer.ts applies the rows they return exactly once.
  */
 import { createHash } from 'node:crypto';
-import { mapStrings, nulAsText, wellFormed } from '../../shared/db/nul.js';
+import { jsonbStorable } from '../../shared/db/nul.js';
 import { didDomainOf } from '../../shared/otmoic/did-lookup.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
@@ -157,7 +157,7 @@ export function chainEventEffects(eventId: string, e: ChainEvent): Effect[] {
  * replacement character, so the message is kept rather than dead-lettered.
  */
 export function withoutNul<T>(value: T): T {
-  return mapStrings(value, (text) => nulAsText(wellFormed(text)));
+  return jsonbStorable(value);
 }
 
 /**

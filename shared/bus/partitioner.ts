@@ -1,4 +1,4 @@
-import { mapStrings, nulAsText, wellFormed } from '../db/nul.js';
+import { jsonbCanHold, jsonbStorable, nulAsText } from '../db/nul.js';
 
 /** Stable key → partition (FNV-1a 32-bit): the same key always lands in the same partition. */
 export function partitionFor(key: string, partitions: number): number {
@@ -34,12 +34,6 @@ export function storableHeaders(
 ): Record<string, string> {
   if (headers === undefined) return {};
   for (const name in headers)
-    if (!storable(name) || !storable(headers[name]!))
-      return mapStrings({ ...headers }, (text) => nulAsText(wellFormed(text)));
+    if (!jsonbCanHold(name) || !jsonbCanHold(headers[name]!)) return jsonbStorable({ ...headers });
   return headers as Record<string, string>;
-}
-
-/** Whether jsonb can hold `text` as it is. */
-function storable(text: string): boolean {
-  return !text.includes('\u0000') && text.isWellFormed();
 }

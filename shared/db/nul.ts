@@ -34,3 +34,16 @@ export function mapStrings<T>(value: T, f: (text: string) => string): T {
   }
   return value;
 }
+
+/** Whether jsonb can hold `text` as it is: no U+0000, no lone UTF-16 surrogate. */
+export function jsonbCanHold(text: string): boolean {
+  return !text.includes('\u0000') && text.isWellFormed();
+}
+
+/**
+ * `value` (plain JSON data) as jsonb can hold it, in every string and member name: U+0000 as the six characters
+ * `\u0000` (nulAsText), a lone surrogate as U+FFFD (wellFormed).
+ */
+export function jsonbStorable<T>(value: T): T {
+  return mapStrings(value, (text) => nulAsText(wellFormed(text)));
+}
