@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { urlOrigin } from '../../shared/config/redact.js';
+import { MAX_CALLBACK_URL_LENGTH, holdsCredentials } from '../../shared/otmoic/support-register.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { withDeadline } from '../../shared/runtime/deadline.js';
 import type { Logger } from '../../shared/logging/logger.js';
@@ -45,19 +46,14 @@ const linkLocal = (host: string) => {
     /^fd00:ec2:(0:){0,5}:?254$/.test(h)
   );
 };
-/**
- * Longest callback URL: a registration's callback is a key of a unique index (a btree row holds 2,704 bytes),
- * and a longer one failed the insert (500). Room for a path or query token of any size a receiver uses.
- */
-export const MAX_CALLBACK_URL_LENGTH = 1_000;
 const url = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL', abort: true })
   .max(MAX_CALLBACK_URL_LENGTH, `must be at most ${MAX_CALLBACK_URL_LENGTH} characters`)
   // fetch refuses a URL holding credentials: such a callback was taken and never delivered to.
-  .refine((u) => {
-    const parsed = URL.parse(u);
-    return parsed !== null && parsed.username === '' && parsed.password === '';
-  }, 'must not hold user:password@ (put a token in its path or query)')
+  .refine(
+    (u) => !holdsCredentials(new URL(u)),
+    'must not hold user:password@ (put a token in its path or query)',
+  )
   .refine(
     (u) => !linkLocal(URL.parse(u)?.hostname ?? ''),
     'must not be a link-local address (a metadata service)',

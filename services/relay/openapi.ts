@@ -5,6 +5,7 @@ import {
   type SwapVariant,
 } from '../../shared/chain/otmoic-swap-eip712.js';
 import { RELAY_ERRORS } from './errors.js';
+import { MAX_CALLBACK_URL_LENGTH } from '../../shared/otmoic/support-register.js';
 import { GAS_LEVELS } from './gas-price.js';
 
 const errorBody = {
@@ -413,7 +414,10 @@ export function openApiDocument(systemChainId: string) {
                     'on_confirm_in',
                     'on_refunded_out',
                     'on_refunded_in',
-                  ].map((name) => [name, { type: 'string', format: 'uri', maxLength: 1_000 }]),
+                  ].map((name) => [
+                    name,
+                    { type: 'string', format: 'uri', maxLength: MAX_CALLBACK_URL_LENGTH },
+                  ]),
                 ),
               },
             },

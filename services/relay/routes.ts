@@ -29,6 +29,7 @@ import { describeWindow, type CallWindow } from './windows.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { requestLine, setNotFoundAnswer } from '../../shared/runtime/http.js';
 import { parseJsonBodiesFast } from '../../shared/runtime/json-body.js';
+import { MAX_CALLBACK_URL_LENGTH, holdsCredentials } from '../../shared/otmoic/support-register.js';
 
 /** Relay bodies are small; a larger one is refused before parsing. */
 export const RELAY_BODY_LIMIT = 64 * 1024;
@@ -385,9 +386,6 @@ const CALLBACKS = [
 ] as const;
 
 /** The callback URLs of a register_relay body: an object of http(s) URLs (at least one known callback). */
-/** Longest register_relay callback URL: the chain client's own bound. */
-const MAX_CALLBACK_URL_LENGTH = 1_000;
-
 function registrationUrls(value: unknown): Record<string, string> | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
   const urls: Record<string, string> = {};
@@ -399,7 +397,7 @@ function registrationUrls(value: unknown): Record<string, string> | undefined {
     if (typeof url !== 'string' || url.length > MAX_CALLBACK_URL_LENGTH || !/^https?:\/\/[^\s]+$/.test(url))
       return undefined;
     const parsed = URL.parse(url);
-    if (parsed === null || parsed.username !== '' || parsed.password !== '') return undefined;
+    if (parsed === null || holdsCredentials(parsed)) return undefined;
     urls[name] = url;
   }
   return Object.keys(urls).length > 0 ? urls : undefined;

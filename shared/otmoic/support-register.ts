@@ -6,6 +6,16 @@
 import { z } from 'zod';
 
 const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
+/**
+ * Longest callback URL the chain client takes: a registration's callback is a key of a unique index (a btree
+ * row holds 2,704 bytes), and a longer one failed the insert (500). Room for a path or query token of any size
+ * a receiver uses. The relay's register_relay takes what the chain client takes.
+ */
+export const MAX_CALLBACK_URL_LENGTH = 1_000;
+
+/** Whether a callback URL holds `user:password@`: fetch refuses to post to it, so the chain client refuses it. */
+export const holdsCredentials = (url: URL): boolean => url.username !== '' || url.password !== '';
+
 /** The original's answer to a registration (or history request) it holds already. */
 export const ALREADY_REGISTERED = /already registered/i;
 
