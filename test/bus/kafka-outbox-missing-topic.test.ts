@@ -16,6 +16,8 @@ if (kafka.skipReason) announceSkip('Kafka outbox: a topic that does not exist', 
  * broker does not create topics on demand) commits an outbox row the broker can never take. It was the oldest
  * row of every relay round, so every later message, of every topic, waited behind it for good; on the postgres
  * log the same publish fails and rolls back. It is set aside in bus_outbox_refused now, and the rest goes on.
+ * A dead-letter topic is created again from its source topic instead; when the source is gone too, that
+ * creation failed for ever, and the dead letter held every later row the same way.
  */
 describe.skipIf(kafka.skipReason)('Kafka outbox: a row for a topic that does not exist', () => {
   let db: TestDatabase;
@@ -73,5 +75,28 @@ describe.skipIf(kafka.skipReason)('Kafka outbox: a row for a topic that does not
         error: `UNKNOWN_TOPIC_OR_PARTITION: topic ${missing} does not exist on the cluster`,
       },
     ]);
+  }, 120_000);
+
+  it('a dead letter whose source topic is gone too is set aside; the messages published after it reach Kafka', async () => {
+    // An operator deleted a topic and its dead-letter topic (to retire or clear them) while a dead letter of it
+    // waited in the outbox (Kafka was away). The dead-letter topic cannot be created again (its source has no
+    // partitions to copy), and dead-letter topics are never set aside: the row stays the oldest for ever.
+    const tag = randomBytes(4).toString('hex');
+    const topic = `outbox-ok2-${tag}`;
+    const gone = `outbox-gone-${tag}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    const seen: string[] = [];
+    subs.push(
+      await bus.subscribe({
+        group: `g2-${tag}`,
+        topics: [topic],
+        handler: async (m) => void seen.push(m.value),
+      }),
+    );
+    await withTransaction(db.pool, (tx) =>
+      bus.publish(`${gone}.dlq`, [{ key: 'k', value: 'dead letter of a deleted topic' }], { tx }),
+    );
+    await withTransaction(db.pool, (tx) => bus.publish(topic, [{ key: 'k', value: 'after' }], { tx }));
+    await waitFor(() => seen.includes('after'), 'the message published after it', 60_000);
   }, 120_000);
 });
