@@ -18,8 +18,9 @@ const SECRET = 'k3y-0f-the-rpc-provider-5f1d0c9a7e';
 
 /**
  * The hardened sender on the devnet, through the relay: speed-up at the same nonce, a nonce freed when the
- * node refuses a transaction for good, gas caps against a gas-burning receiver, one transaction for many
- * concurrent commands of one transfer, the LP's sender read from the chain, and no RPC secret anywhere.
+ * node refuses a transaction for good or when a stuck call would revert now (never sped up to pay for a
+ * revert), gas caps against a gas-burning receiver, one transaction for many concurrent commands of one
+ * transfer, the LP's sender read from the chain, and no RPC secret anywhere.
  */
 describe('relay sender on the devnet', () => {
   let db: TestDatabase;
@@ -792,5 +793,152 @@ describe('relay sender on the devnet', () => {
     expect(await chain.provider.getTransactionCount(address)).toBe(nonce + 1);
     expect(await statusOf(locked.in.transferId)).toBe(1n);
     expect(await r.metrics.metrics()).toContain('relay_windows_missed_total{action="confirm_in"} 1');
+  });
+
+  /**
+   * A confirm_in of a fresh wallet (10 ETH), sent and unmined (automine off), and `pricedOut`: mines a block whose
+   * base fee is twice the max fee of the command's latest transaction, so that it stays in the pool.
+   */
+  const stuckConfirmIn = async (overrides: Partial<RelayConfig> = {}, log?: pino.Logger) => {
+    const wallet = await poorWallet(10n ** 19n);
+    const r = await start(0, { priv: wallet.privateKey, bumpAfterBlocks: 1, ...overrides }, log);
+    const sent = await sentConfirmIn(r);
+    const pricedOut = async () => {
+      const latest = (await command(sent.id)).transactions.at(-1).tx_hash as string;
+      const { maxFeePerGas } = (await chain.provider.getTransaction(latest))!;
+      await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(maxFeePerGas! * 2n)]);
+      await chain.mine();
+    };
+    return { ...sent, r, wallet, pricedOut };
+  };
+  /** Someone else confirms the transfer with the relay's own call data, at a fee the next block takes. */
+  const settleFirst = async (call: { to: string | null; data: string; maxFeePerGas: bigint | null }) => {
+    const settle = await chain.wallet(1).sendTransaction({
+      to: call.to!,
+      data: call.data,
+      gasLimit: 300_000n,
+      maxFeePerGas: call.maxFeePerGas! * 8n,
+      maxPriorityFeePerGas: call.maxFeePerGas!,
+    });
+    return settle.hash;
+  };
+  /** Resolves once the command holds `count` transactions and the last is in the pool (or mined). */
+  const replaced = (id: string, count: number) =>
+    waitFor(async () => {
+      const { transactions } = await command(id);
+      return (
+        transactions.length >= count &&
+        (await chain.provider.getTransaction(transactions.at(-1).tx_hash)) !== null
+      );
+    }, `${count} transactions, the last in the pool`);
+  const kinds = (c: { transactions: Array<{ kind: string }> }) => c.transactions.map((t) => t.kind);
+
+  it('a stuck call whose transfer was settled meanwhile is not sped up: its nonce is freed, the command fails with the revert', async () => {
+    const { locked, id, tx: call, wallet, pricedOut } = await stuckConfirmIn();
+    const balance = await chain.provider.getBalance(wallet.address);
+    // The transfer is confirmed by someone else in the next block, which prices the relay's call out.
+    const settle = await settleFirst(call);
+    await pricedOut();
+    expect((await chain.provider.getTransactionReceipt(settle))?.status).toBe(1);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+    expect(await chain.provider.getTransactionReceipt(call.hash)).toBeNull();
+
+    // Stuck for bumpAfterBlocks: the sender replaces it, and the replacement is mined.
+    await replaced(id, 2);
+    await chain.mine();
+    await automine(true);
+    const failed = await waitForFinal(id);
+    // The call would revert: a faster copy of it would only raise what the wallet pays for the revert.
+    expect({ status: failed.status, kinds: kinds(failed) }).toEqual({
+      status: 'failed',
+      kinds: ['call', 'cancel'],
+    });
+    expect(failed.reason).toMatch(
+      /^nonce 0 freed by a 0-value self-transfer: the call would revert now \(InvalidStatus: the transfer is not pending on chain \(never locked with these terms, or already confirmed or refunded\)\); the self-transfer 0x[0-9a-f]{64} used the nonce$/,
+    );
+    const cancel = (await chain.provider.getTransaction(failed.tx_hash))!;
+    expect([cancel.to, cancel.value, cancel.nonce]).toEqual([wallet.address, 0n, 0]);
+    const receipt = (await chain.provider.getTransactionReceipt(failed.tx_hash))!;
+    expect(receipt.gasUsed).toBe(21_000n);
+    expect(balance - (await chain.provider.getBalance(wallet.address))).toBe(
+      receipt.gasUsed * receipt.gasPrice,
+    );
+    expect(await chain.provider.getTransactionCount(wallet.address)).toBe(1);
+  });
+
+  it('a stuck call whose simulation fails for the endpoint (a rate limit) is sped up as before, never cancelled', async () => {
+    proxy = await startRpcProxy(chain.rpcUrl, `/v3/${SECRET}`);
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const { locked, id, tx: call, pricedOut } = await stuckConfirmIn({ rpc: proxy.url }, log);
+    // From now on every eth_call (the simulation) is refused by the endpoint: it says nothing of the call.
+    let simulations = 0;
+    proxy.fail = (method) => {
+      if (method !== 'eth_call') return undefined;
+      simulations++;
+      return { code: -32005, message: `project ID request rate exceeded (${SECRET})` };
+    };
+    await pricedOut();
+    await replaced(id, 2);
+    await chain.mine();
+    await automine(true);
+    const done = await waitForFinal(id);
+    expect({ status: done.status, kinds: kinds(done) }).toEqual({
+      status: 'confirmed',
+      kinds: ['call', 'call'],
+    });
+    const mined = (await chain.provider.getTransaction(done.tx_hash))!;
+    expect(mined.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(call.maxFeePerGas! * 110n);
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+    expect(simulations).toBeGreaterThan(0);
+    expect(lines.some((l) => l.includes('sped up as before'))).toBe(true);
+    for (const l of lines) expect(l).not.toContain(SECRET);
+  });
+
+  it('a simulation that flips between revert and success never makes the wallet pay for the call again once it is cancelled', async () => {
+    proxy = await startRpcProxy(chain.rpcUrl, '/v3/flip-key');
+    const { id, wallet, pricedOut } = await stuckConfirmIn({
+      rpc: proxy.url,
+      maxGasPriceWei: '10000000000000',
+    });
+    // Each simulation answers the opposite of the last: success first, then the contract's InvalidStatus revert.
+    const revert = {
+      code: 3,
+      message: 'execution reverted',
+      data: swapInterface.encodeErrorResult('InvalidStatus', []),
+    };
+    let simulations = 0;
+    proxy.fail = (method) => (method === 'eth_call' && simulations++ % 2 === 1 ? revert : undefined);
+    // Blocks the wallet's transactions cannot enter (the cap is high enough for every replacement): each one is
+    // stuck again, one replacement per block.
+    await pricedOut();
+    await replaced(id, 2);
+    expect(kinds(await command(id))).toEqual(['call', 'call']); // success: sped up as before
+    for (let count = 3; count <= 5; count++) {
+      await pricedOut();
+      await replaced(id, count);
+    }
+    const cancelling = await command(id);
+    expect(cancelling.status).toBe('cancelling');
+    expect(kinds(cancelling)).toEqual(['call', 'call', 'cancel', 'cancel', 'cancel']);
+    // The market comes back: the last self-transfer is mined, the call never.
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(1_000_000_000n)]);
+    await chain.mine();
+    await automine(true);
+    const failed = await waitForFinal(id);
+    expect(failed.status).toBe('failed');
+    expect(failed.reason).toMatch(
+      /^nonce 0 freed by a 0-value self-transfer: the call would revert now \(InvalidStatus/,
+    );
+    const receipt = (await chain.provider.getTransactionReceipt(failed.tx_hash))!;
+    expect([receipt.to, receipt.gasUsed]).toEqual([wallet.address, 21_000n]);
   });
 });

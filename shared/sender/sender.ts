@@ -11,7 +11,9 @@
  * 4. the stored transaction is broadcast to every RPC endpoint until its receipt is `confirmations` blocks
  *    deep (re-checked against the block at its height: a reorged receipt is followed again);
  * 5. a transaction unmined after `bumpAfterBlocks` blocks is replaced at the same nonce with ≥ +10 % on
- *    both fee fields (never above `maxFeePerGas`), unless it waits behind an earlier unmined nonce; when its window is about to close, or the node refused it
+ *    both fee fields (never above `maxFeePerGas`), unless it waits behind an earlier unmined nonce; a call is
+ *    first replayed on the latest block (eth_call), and one that would revert now (someone else settled it
+ *    meanwhile) is not sped up. Then, or when its window is about to close, or the node refused it
  *    `maxRefusals` times, the nonce is freed by a 0-value self-transfer: every transaction of a job shares
  *    one nonce, so at most one of them is ever mined, and later jobs never wait behind a dead nonce.
  * After a restart the stored attempts are asked for first (receipts, the nonce already used); nothing that
@@ -686,29 +688,24 @@ export class Sender {
       unfunded = true;
     }
     if (isCall && (closing || refused || unfunded)) {
-      const cancelCap = this.feeCap(this.balanceCap(job, CANCEL_GAS, 0n));
-      const fee = bumpedFee(previous, fresh, cancelCap);
-      // A call the node refused, or could not be paid, may never have reached a pool: then the market's fee
-      // does; otherwise it must be outbid.
-      const cancelFee = fee ?? ((refused || unfunded) && feePerGas(fresh) <= cancelCap ? fresh : undefined);
-      if (cancelFee === undefined) {
-        await this.options.store.note(
-          job.id,
-          'cannot outbid the pending call within maxFeePerGas and the wallet balance; waiting',
-        );
-        return undefined;
-      }
       const why = closing
         ? `window closing: ${job.windowText}; the chain is at block time ${head.timestamp}`
         : refused
           ? `the node refused the transaction ${job.refusals} times`
           : `the wallet's balance no longer pays the call at the market's fee of ${feePerGas(fresh)} wei per gas`;
-      return {
-        attempt: await this.sign('cancel', job, job.nonce!, cancelFee, CANCEL_GAS, head),
-        reason: `nonce ${job.nonce} freed by a 0-value self-transfer: ${why}`,
-      };
+      // A call the node refused, or could not be paid, may never have reached a pool: then the market's fee
+      // does; otherwise it must be outbid.
+      return this.freeNonce(job, previous, fresh, head, why, refused || unfunded);
     }
     if (!stuck) return undefined;
+    // Someone else may have settled the transfer meanwhile: a faster copy of a call that reverts now would only
+    // pay more for the revert (up to the cap). Once a cancel is signed the job's later attempts are cancels, so
+    // a simulation that flips between revert and success cannot make the wallet pay for the call again.
+    if (isCall) {
+      const revert = await this.revertsNow(job, gasLimit, head);
+      if (revert !== undefined)
+        return this.freeNonce(job, previous, fresh, head, `the call would revert now (${revert})`, false);
+    }
     const fee = bumpedFee(previous, fresh, cap);
     if (fee === undefined) return undefined; // at the cap (or the balance) already: keep broadcasting it
     // Signed under a higher gas cap than the one configured now (lowered since, and restarted): a faster copy
@@ -721,6 +718,58 @@ export class Sender {
       return undefined;
     }
     return { attempt: await this.sign(latest.kind, job, job.nonce!, fee, gasLimit, head) };
+  }
+
+  /**
+   * A 0-value self-transfer at the job's nonce outbidding `previous` within maxFeePerGas and the balance, or at
+   * the market's fee when the call may never have reached a pool (`unpooled`); undefined (noted: waiting) when
+   * neither fits.
+   */
+  private async freeNonce(
+    job: SenderJob,
+    previous: Fee,
+    fresh: Fee,
+    head: Head,
+    why: string,
+    unpooled: boolean,
+  ): Promise<{ attempt: SignedAttempt; reason: string } | undefined> {
+    const cancelCap = this.feeCap(this.balanceCap(job, CANCEL_GAS, 0n));
+    const fee = bumpedFee(previous, fresh, cancelCap);
+    const cancelFee = fee ?? (unpooled && feePerGas(fresh) <= cancelCap ? fresh : undefined);
+    if (cancelFee === undefined) {
+      await this.options.store.note(
+        job.id,
+        'cannot outbid the pending call within maxFeePerGas and the wallet balance; waiting',
+      );
+      return undefined;
+    }
+    return {
+      attempt: await this.sign('cancel', job, job.nonce!, cancelFee, CANCEL_GAS, head),
+      reason: `nonce ${job.nonce} freed by a 0-value self-transfer: ${why}`,
+    };
+  }
+
+  /**
+   * Why a stuck call would revert on the chain's latest state, or undefined when it would succeed or the chain
+   * did not say. eth_call at 'latest', not eth_estimateGas: a node estimates on its pending block, which may
+   * hold this very call (then it "reverts" on its own effect). Only a revert the contract names
+   * (`decodeRevert`) or the node states (`callFails`) counts; an endpoint's failure (timeout, refused
+   * connection, 5xx, rate limit) says nothing of the call, which is then sped up as before.
+   */
+  private async revertsNow(job: SenderJob, gasLimit: bigint, head: Head): Promise<string | undefined> {
+    const { rpc, wallet, decodeRevert, notYet } = this.options;
+    const { to, data, value } = job.call;
+    try {
+      await rpc.read((p) => p.call({ from: wallet.address, to, data, value, gasLimit, blockTag: 'latest' }));
+      return undefined;
+    } catch (error) {
+      const original = (error as { original?: unknown }).original ?? error;
+      const revert = decodeRevert?.(original);
+      if (revert !== undefined) return notYet?.(revert.name, head.timestamp, job) ? undefined : revert.reason;
+      if (callFails(original)) return 'a revert without a reason the contract names, or out of gas';
+      this.problem('could not simulate a stuck call; it is sped up as before', error, { job: job.id });
+      return undefined;
+    }
   }
 
   private async onReceipt(
