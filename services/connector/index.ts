@@ -9,7 +9,7 @@ import { HeightStore, STREAMS, type Stream } from './heights.js';
 import { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
 import type { ChainContracts } from './normalize.js';
-import { countRejections, HISTORY_QUERY, registerCallbackRoutes } from './routes.js';
+import { countRejections, historyQuery, registerCallbackRoutes } from './routes.js';
 import { RpcReader } from './rpc-reader.js';
 
 /**
@@ -158,8 +158,9 @@ export const connectorService: ServiceDefinition = {
           requestHistory(
             byChain.get(chainId)!,
             stream,
-            // Marked, so a history chunk is never taken for the first live chunk after a registration.
-            `${callbackFor(chainId, stream)}?${HISTORY_QUERY}`,
+            // Marked, so a history chunk is never taken for the first live chunk after a registration, and
+            // with its first block, so a first chunk starting mid-chunk is not taken for all of its 5 blocks.
+            `${callbackFor(chainId, stream)}?${historyQuery(start)}`,
             start,
             end,
           ),

@@ -9,7 +9,9 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import type { HeightStore } from './heights.js';
 import { connectorMigrations } from './migrations.js';
 import { RpcAnswerError } from './rpc-reader.js';
-import { swapInterface } from '../../shared/otmoic/abi.js';
+import { CALLBACK_KEYS, swapInterface } from '../../shared/otmoic/abi.js';
+import { chunksOf, planChunk } from '../chain-client/delivery-plan.js';
+import type { EventBody as ChainClientBody } from '../chain-client/event-body.js';
 import {
   clearConnectorTables,
   startTestConnector,
@@ -362,6 +364,9 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     const refused = await post('/callback/9006/swap?source=live', live);
     expect(refused.statusCode).toBe(400);
     expect(refused.json().message).toMatch(/source may only be "history"/);
+    const badFrom = await post('/callback/9006/swap?source=history&from=-3', live);
+    expect(badFrom.statusCode).toBe(400);
+    expect(badFrom.json().message).toMatch(/from must be a block number/);
     expect(await heights.get('9006', 'swap')).toBe(15);
   });
 
@@ -401,6 +406,138 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect((await published()).map((e) => e.payload.blockNumber)).toEqual([12, 14, 17]);
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
     expect(rows[0].n).toBe(0);
+  });
+
+  describe('chunk boundaries: every event once, whatever chunks a chain client posts', () => {
+    // Our chain client splits a history range start…end into chunks ending at multiples of 5, its first from
+    // `start` (mid-chunk) and its last at `end` (a non-multiple of 5). The original aligns a history's start
+    // down to a multiple of 5 and posts buckets of 5 ending at multiples of 5 (heights rounded up); it never
+    // posts its last bucket (spec/otmoic.md §4; chainclient-evm ApiSupport.watchHeight).
+    const HISTORY_URL = '/callback/9006/swap?source=history';
+    const historyCallbacks = Object.fromEntries(
+      [...Object.values(CALLBACK_KEYS), 'on_height_update'].map((key) => [key, HISTORY_URL]),
+    );
+    type Body = ReturnType<typeof originalBody>;
+    /** One event per listed block (log index = position, so two in one block are two logs). */
+    const eventsAt = (...blocks: number[]): Body[] =>
+      blocks.map((b, i) => originalBody(i % 2 ? confirmOutVector : transferOutVector, b, i));
+    const inRange = (events: Body[], from: number, to: number) =>
+      events.filter((e) => Number(e.event.blockNumber) >= from && Number(e.event.blockNumber) <= to);
+    /** What our chain client posts for a history request start…end (its own planning code). */
+    const ourHistory = (url: string, start: number, end: number, events: Body[], merge: boolean) =>
+      chunksOf(start, end, inRange(events, start, end) as unknown as ChainClientBody[]).flatMap((chunk) =>
+        planChunk(
+          {
+            lane: 'history:test',
+            kind: 'swap',
+            callback: Object.fromEntries(Object.keys(historyCallbacks).map((k) => [k, url])),
+            merge,
+          },
+          chunk,
+        ).map((d) => ({ url: d.url, body: JSON.parse(d.body) as unknown })),
+      );
+    /** The original's merged bucket of `height` (a multiple of 5): the events of its 5 blocks. */
+    const bucket = (height: number, events: Body[]) => ({
+      type: 'update_height',
+      height,
+      data: inRange(events, height - 4, height),
+    });
+    const postAll = async (posts: Array<{ url: string; body: unknown }>) => {
+      const outcomes: string[] = [];
+      for (const { url, body } of posts) {
+        const reply = await post(url, body);
+        expect(reply.statusCode, reply.body).toBe(200);
+        outcomes.push(reply.json().message);
+      }
+      return outcomes;
+    };
+    const heightsPublished = async () =>
+      (
+        await db.pool.query<{ value: string }>(
+          `SELECT value FROM bus_messages WHERE topic = 'chain.heights' ORDER BY "offset"`,
+        )
+      ).rows.map((r) => JSON.parse(r.value).payload.height as number);
+    /** Every event published exactly once, in block order; nothing held; nothing asked again. */
+    const expectEachOnce = async (events: Body[], height: number) => {
+      const ids = (await published()).map((e) => e.id);
+      expect(ids).toEqual(events.map((e) => `9006:${e.event.transactionHash}:${Number(e.event.logIndex)}`));
+      expect(await heights.get('9006', 'swap')).toBe(height);
+      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+      expect(rows[0].n).toBe(0);
+      expect(backfills).toEqual([]);
+    };
+
+    for (const merge of [true, false])
+      it(`history ranges starting and ending mid-chunk (ours, ${merge ? 'merged' : 'one by one'}), then live and the original's history over them`, async () => {
+        const events = eventsAt(11, 13, 16, 21, 26, 27, 28, 30, 30);
+        // Two history ranges: [11, 12] leaves the stored height at 12; [13, 27] starts and ends mid-chunk.
+        await postAll(ourHistory(HISTORY_URL, 11, 12, events, merge));
+        expect(await heights.get('9006', 'swap')).toBe(12);
+        await postAll(ourHistory(HISTORY_URL, 13, 27, events, merge));
+        expect(await heights.get('9006', 'swap')).toBe(27);
+        // The live chunk of 26…30 overlaps the history's last chunk: only 28 and 30 are new.
+        expect(await postAll([{ url: '/callback/9006/swap', body: bucket(30, events) }])).toEqual([
+          'processed',
+        ]);
+        // The original's history over it all (aligned down to 10, buckets 15…30 and no last one), and a
+        // retried single post of the overlapped block: nothing again.
+        const replay = [15, 20, 25, 30].map((h) => ({ url: HISTORY_URL, body: bucket(h, events) }));
+        expect(await postAll(replay)).toEqual(Array(4).fill('already processed'));
+        expect(await postAll([{ url: HISTORY_URL, body: events[5] }])).toEqual(['already processed']);
+        await expectEachOnce(events, 30);
+        expect(await heightsPublished()).toEqual([12, 15, 20, 25, 27, 30]);
+      });
+
+    it('a history chunk ending mid-chunk that arrives after the live chunk over its blocks changes nothing', async () => {
+      const events = eventsAt(13, 16, 22, 26, 27, 29);
+      const history = ourHistory(HISTORY_URL, 11, 27, events, false);
+      // The history's lane is slower than the live one: its last chunk [26, 27] comes after live 30.
+      const tail = history.findIndex(
+        (p) => (p.body as { event?: { blockNumber: string } }).event?.blockNumber === '0x1a',
+      );
+      expect(await postAll(history.slice(0, tail))).toContain('processed');
+      expect(await heights.get('9006', 'swap')).toBe(25);
+      expect(await postAll([{ url: '/callback/9006/swap', body: bucket(30, events) }])).toEqual([
+        'processed',
+      ]);
+      expect(await postAll(history.slice(tail))).toEqual(Array(3).fill('already processed'));
+      await expectEachOnce(events, 30);
+    });
+
+    it('held single events of a range ending mid-chunk wait for the next chunk, never beyond it', async () => {
+      const events = eventsAt(12, 14, 17, 19);
+      // History without merge of [11, 17], its posts of 17 in before its height of 15 (a chain client's
+      // deliveries may overlap); the live chunk 20 then takes the rest.
+      const history = ourHistory(HISTORY_URL, 11, 17, events, false);
+      await postAll([history[3]!, ...history]);
+      expect(await heights.get('9006', 'swap')).toBe(17);
+      expect((await published()).map((e) => e.payload.blockNumber)).toEqual([12, 14, 17]);
+      expect(await postAll([{ url: '/callback/9006/swap', body: bucket(20, events) }])).toEqual([
+        'processed',
+      ]);
+      await expectEachOnce(events, 20);
+    });
+
+    it('a history chunk starting mid-chunk above the stored height (its blocks before were lost in a crash) opens a gap', async () => {
+      const events = eventsAt(11, 14, 18);
+      // Blocks 11 and 12 came as a history chunk of [11, 12], committed without a flush (chunkCommit async);
+      // the next request asked for 13…20 from the height 12.
+      await postAll(ourHistory(HISTORY_URL, 11, 12, events, true));
+      const request = `${HISTORY_URL}&from=13`;
+      // The server crashed: the write of [11, 12] is lost, the height is 10 again.
+      await db.pool.query(`UPDATE connector_heights SET height = 10, last_event_id = NULL`);
+      await db.pool.query(`DELETE FROM bus_messages; DELETE FROM archive_documents`);
+      // The request's first chunk covers 13…15 only: taken as 11…15 it skipped block 11 for good.
+      const first = ourHistory(request, 13, 20, events, true);
+      expect(await postAll(first.slice(0, 1))).toEqual(['gap: backfill requested']);
+      expect(backfills).toEqual([['9006', 10, 15]]);
+      expect(await heights.get('9006', 'swap')).toBe(10);
+      backfills.length = 0;
+      // The gap's history, and the rest of the request, then take every block once.
+      await postAll(ourHistory(`${HISTORY_URL}&from=11`, 11, 15, events, true));
+      expect(await postAll(first.slice(1))).toEqual(['processed']);
+      await expectEachOnce(events, 20);
+    });
   });
 
   const refused: Array<[string, () => unknown, RegExp, number?]> = [

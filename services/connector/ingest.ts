@@ -300,12 +300,15 @@ export class Ingestor {
     this.liveStart.delete(`${chainId}/${stream}`);
   }
 
-  /** `history`: posted to the callback URL of a history request (its range is ours, never partial). */
+  /**
+   * `history`: posted to the callback URL of a history request (its range is ours, never partial at its end);
+   * `from`: that request's first block, where its first chunk may start (mid-chunk).
+   */
   heightUpdate(
     chainId: string,
     stream: Stream,
     body: HeightUpdate,
-    { history = false } = {},
+    { history = false, from }: { history?: boolean; from?: number } = {},
   ): Promise<IngestOutcome> {
     const { bodies, events } = this.postedEvents(chainId, stream, body.data ?? []);
     for (const e of events) {
@@ -321,7 +324,13 @@ export class Ingestor {
       const key = `${chainId}/${stream}`;
       const partialStart = !history && this.liveStart.delete(key);
       try {
-        return await this.processChunk(chainId, stream, body.height, bodies, events, { partialStart });
+        // A history chunk covers no block before its request's first one (the original's may: it aligns its
+        // start down to a chunk boundary, and is then only asked again).
+        const first = Math.max(chunkStart(body.height), from ?? 0);
+        return await this.processChunk(chainId, stream, body.height, bodies, events, {
+          partialStart,
+          first,
+        });
       } catch (err) {
         // Not taken (a database error, a refusal): its retry, or the next chunk, is still the first of the
         // live delivery, and taken whole it would skip the blocks before the chain client's head.
@@ -456,20 +465,22 @@ export class Ingestor {
         if (!parsed.success) throw new RpcAnswerError(`an event body built from RPC answers is invalid`);
         return parsed.data;
       });
-    const chunks: Array<{ height: number; bodies: EventBody[]; events: ChainEvent[] }> = [];
+    const chunks: Array<{ first: number; height: number; bodies: EventBody[]; events: ChainEvent[] }> = [];
     for (let start = from; start <= to;) {
       const end = Math.min(chunkEnd(start), to);
       const chunk = bodies.filter((b) => {
         const n = Number(b.event.blockNumber);
         return n >= start && n <= end;
       });
-      chunks.push({ height: end, bodies: chunk, events: this.normalizeAll(chainId, chunk) });
+      chunks.push({ first: start, height: end, bodies: chunk, events: this.normalizeAll(chainId, chunk) });
       start = end + 1;
     }
     return this.serialized(chainId, stream, async () => {
       for (const chunk of chunks) {
         // 'already processed': history or live chunks got there meanwhile (overlaps are skipped by block).
-        const outcome = await this.processChunk(chainId, stream, chunk.height, chunk.bodies, chunk.events);
+        const outcome = await this.processChunk(chainId, stream, chunk.height, chunk.bodies, chunk.events, {
+          first: chunk.first,
+        });
         if (outcome !== 'processed' && outcome !== 'already processed')
           throw new HeightConflictError(chainId, stream);
       }
@@ -495,19 +506,21 @@ export class Ingestor {
     height: number,
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
-    /** The first chunk of a live delivery that (re)started: it may not cover the start of its blocks. */
-    { partialStart = false } = {},
+    {
+      /** The first chunk of a live delivery that (re)started: it may not cover the start of its blocks. */
+      partialStart = false,
+      /**
+       * The first block the chunk covers: the start of its 5 unless it is the first of a history or RPC range
+       * that starts mid-chunk. Taken for all 5, such a chunk moved the height past blocks nobody sent (a
+       * stored height gone back in a crash, below the range's start).
+       */
+      first = chunkStart(height),
+    } = {},
   ): Promise<IngestOutcome> {
     const { heights, metrics } = this.options;
     const key = `${chainId}/${stream}`;
     const known = this.known.get(key);
-    if (
-      !partialStart &&
-      known &&
-      height > known.height &&
-      chunkStart(height) <= known.height + 1 &&
-      this.oneStatement()
-    ) {
+    if (!partialStart && known && height > known.height && first <= known.height + 1 && this.oneStatement()) {
       const state = { height: known.height, lastEventId: known.lastEventId, pending: [] };
       if (await this.writeChunk(chainId, stream, height, bodies, events, state, true)) return 'processed';
     }
@@ -531,7 +544,7 @@ export class Ingestor {
         `: blocks ${state.height + 1} to ${reach} are requested first`,
       );
     }
-    if (chunkStart(height) > state.height + 1) {
+    if (first > state.height + 1) {
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }

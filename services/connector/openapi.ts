@@ -70,6 +70,14 @@ export function connectorOpenApi(
                 'history: the callback URL of a history request the Connector made (its chunks cover the range it asked for); absent on the registered live URLs',
               schema: { type: 'string', enum: ['history'] },
             },
+            {
+              name: 'from',
+              in: 'query',
+              required: false,
+              description:
+                'with source=history: the first block of the history request; its first chunk may start there, mid-chunk, so a chunk is taken as covering its blocks from here at most',
+              schema: { type: 'string', pattern: '^\\d{1,15}$' },
+            },
           ],
           requestBody: {
             required: true,
@@ -85,7 +93,7 @@ export function connectorOpenApi(
               }),
             },
             '400': error(
-              'the body is not JSON, or not a valid update_height or event body, or its height or block is more than connector.maxBlocksAhead above the stored height, or source is not history (nothing changed)',
+              'the body is not JSON, or not a valid update_height or event body, or its height or block is more than connector.maxBlocksAhead above the stored height, or source is not history, or from is not a block number (nothing changed)',
             ),
             ...(access.allowIps
               ? { '403': error("the client's IP is not in connector.allowIps (nothing changed)") }

@@ -31,19 +31,25 @@ export interface CallbackAccess {
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
- * The query the Connector adds to the callback URL of its history requests: a chunk posted there is history,
- * whose range the Connector chose, never the first chunk of a live delivery that restarted
- * (Ingestor.liveStarting).
+ * The query the Connector adds to the callback URL of its history request for blocks `start`…: a chunk posted
+ * there is history, whose range the Connector chose, never the first chunk of a live delivery that restarted
+ * (Ingestor.liveStarting). `from` is the request's first block: a history's first chunk may start there, in
+ * the middle of its 5 blocks (our chain client's does), and a chunk says only its height.
  */
-export const HISTORY_QUERY = 'source=history';
+export const historyQuery = (start: number): string => `source=history&from=${start}`;
 const querySchema = z.looseObject({
   source: z
     .literal('history', { error: 'source may only be "history" (the history callback URLs)' })
     .optional(),
+  from: z
+    .string()
+    .regex(/^\d{1,15}$/, 'from must be a block number (the first block of a history request)')
+    .transform(Number)
+    .optional(),
 });
 
 /**
- * POST {callback path}[/:token]/:chainId/:stream[?source=history] — what chain clients call. `stream` is
+ * POST {callback path}[/:token]/:chainId/:stream[?source=history&from=N] — what chain clients call. `stream` is
  * `swap` (Otmoic events) or `reputation` (complaint events); `source=history` marks the URLs of our history
  * requests. Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies `{code, message}`: 200
  * once the body is safely published (or known), 400 for a body that is refused whole, 503 when the chain
@@ -113,6 +119,7 @@ export function registerCallbackRoutes(
           'height' in parsed.data && parsed.data.type === 'update_height'
             ? await ingestor.heightUpdate(chainId, stream as Stream, parsed.data, {
                 history: query.data.source === 'history',
+                from: query.data.source === 'history' ? query.data.from : undefined,
               })
             : await ingestor.singleEvent(
                 chainId,
