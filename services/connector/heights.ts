@@ -27,7 +27,8 @@ export class HeightStore {
 
   /**
    * The stored height and last published event id and, in the same round trip, the held single events of
-   * blocks up to `upTo` (their bodies, in block order) that the chunk ending there may have to take along.
+   * blocks up to `upTo` (their bodies, in block order, those of one block newest first) that the chunk ending
+   * there may have to take along.
    */
   async chunkState(
     chainId: string,
@@ -40,7 +41,7 @@ export class HeightStore {
       pending: unknown[] | null;
     }>(
       `SELECT h.height, h.last_event_id,
-              (SELECT json_agg(p.body ORDER BY p.block_number) FROM connector_pending_events p
+              (SELECT json_agg(p.body ORDER BY p.block_number, p.received_at DESC, p.event_id) FROM connector_pending_events p
                 WHERE p.chain_id = h.chain_id AND p.stream = h.stream AND p.block_number <= $3) AS pending
          FROM connector_heights h WHERE h.chain_id = $1 AND h.stream = $2`,
       [chainId, stream, upTo],

@@ -815,6 +815,46 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect((await post('/callback/9006/swap', chunk(bare))).json().message).toBe('processed');
   });
 
+  it('a held single event of a block the chunk gives another hash or time (a reorg between them) is dropped, counted and logged, never published', async () => {
+    const refusals = async () =>
+      Object.fromEntries(
+        (await connector.registry.getSingleMetric('connector_rejected_bodies_total')!.get()).values.map(
+          (v) => [v.labels.reason, v.value],
+        ),
+      );
+    const before = (await refusals()).held_conflict ?? 0;
+    /** `body` as a chain client saw it in another version of its block (hash 0xcc…, a later time). */
+    const reorged = <T extends ReturnType<typeof originalBody>>(body: T): T => {
+      body.event.blockHash = body.block.hash = '0x' + 'cc'.repeat(32);
+      body.block.timestamp = '0x' + (Number(body.block.timestamp) + 1).toString(16);
+      body.event_raw = JSON.stringify(body.event);
+      return body;
+    };
+    // Posted one by one (history without merge) as the chain was before a reorg of blocks 12 and 13.
+    const gone = originalBody(transferOutVector, 12, 0);
+    const moved = originalBody(confirmOutVector, 13, 1);
+    const kept = originalBody(confirmOutVector, 14, 2);
+    // Block 13 was posted again after the reorg (the later post's version is the chain's).
+    const movedAgain = reorged(originalBody(transferOutVector, 13, 3));
+    for (const body of [gone, moved, kept, movedAgain])
+      expect((await post('/callback/9006/swap', body)).json().message).toBe('held until its height update');
+    // The chunk has block 12 as it is now: another log, another hash and time.
+    const now12 = reorged(originalBody(confirmOutVector, 12, 4));
+    const reply = await post('/callback/9006/swap', { type: 'update_height', height: 15, data: [now12] });
+    expect(reply.json()).toEqual({ code: 200, message: 'processed' });
+    const events = await published();
+    // One version of each block: never an event of a block the chain no longer has beside the block's events.
+    expect(events.map((e) => [e.payload.blockNumber, e.payload.logIndex, e.payload.blockTimestamp])).toEqual([
+      [12, 4, 1_700_000_113],
+      [13, 3, 1_700_000_114],
+      [14, 2, 1_700_000_114],
+    ]);
+    expect((await refusals()).held_conflict).toBe(before + 2);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM connector_pending_events`);
+    expect(rows[0].n).toBe(0);
+    expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
   it('takes addresses in any case: hex from a chain client is not a typed address to checksum', async () => {
     const body = originalBody(transferOutVector, 12);
     // A mixed case that is not the address's checksum (one letter flipped) in the log and the receipt.

@@ -114,6 +114,26 @@ interface LateWrite {
 /** Distinct foreign contracts logged per chain (each once); the counter goes on counting past it. */
 const FOREIGN_CONTRACTS_LOGGED = 20;
 
+/** A body's block as it names it: number, time and (when it says) hash. */
+interface BlockView {
+  number: number;
+  time: number;
+  hash: string | undefined;
+}
+const blockView = (body: EventBody): BlockView => ({
+  number: Number(body.event.blockNumber),
+  time: Number(body.block.timestamp),
+  hash: (body.block.hash ?? body.event.blockHash ?? undefined)?.toLowerCase(),
+});
+/** The same block: same number and time, and the same hash where both name one. */
+const sameBlock = (a: BlockView, b: BlockView): boolean =>
+  a.number === b.number &&
+  a.time === b.time &&
+  (a.hash === undefined || b.hash === undefined || a.hash === b.hash);
+/** The envelope id (chainEventId) of a body's event. */
+const bodyEventId = (chainId: string, body: EventBody): string =>
+  chainEventId({ chainId, txHash: body.event.transactionHash, logIndex: Number(body.event.logIndex) });
+
 /** The height did not move: roll the transaction back. */
 class NotMoved extends Error {}
 
@@ -581,10 +601,10 @@ export class Ingestor {
   ): Promise<boolean> {
     const { metrics, log } = this.options;
     const stored = state.height;
-    // Events posted one by one for this chunk (history without merge) join it, once each.
+    // Events posted one by one for this chunk (history without merge) join it, once each, and only where
+    // they agree with the chunk on their block.
     const held = this.heldEvents(chainId, stream, stored, state.pending);
-    const ids = new Set(events.map((e) => chainEventId(e)));
-    const extra = held.filter((h) => !ids.has(chainEventId(h.event)));
+    const extra = this.joiningHeld(chainId, stream, bodies, held);
     const all = [...bodies, ...extra.map((h) => h.body)];
     const merged = [...events, ...extra.map((h) => h.event)].sort(
       (a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex,
@@ -812,6 +832,41 @@ export class Ingestor {
         );
         return [];
       }
+    });
+  }
+
+  /**
+   * The held events that join a chunk. One the chunk has too is the chunk's. The rest get the check a posted
+   * body's events get as a whole (normalizeAll: one time per block), and the block hash too: a held event
+   * whose block has another hash or time than the chunk's own events give it, or than the held event of that
+   * block posted last (held rows come newest first per block), was seen in a version of its block that a reorg
+   * replaced between the posts. Published beside the block's other version, it was an event that never
+   * happened, at a time the block no longer has; it is dropped with the chunk instead, counted
+   * (reason held_conflict) and logged. The later post is taken as the later view of the chain (a chain client
+   * posts a block again after reading it again; only a retry of an older post, delayed past the newer one,
+   * would mislead it, and the warning names both versions).
+   */
+  private joiningHeld(
+    chainId: string,
+    stream: Stream,
+    bodies: readonly EventBody[],
+    held: ReadonlyArray<{ body: EventBody; event: ChainEvent }>,
+  ): Array<{ body: EventBody; event: ChainEvent }> {
+    const own = new Map(bodies.map((b) => [bodyEventId(chainId, b), blockView(b)]));
+    const blocks = new Map([...own.values()].map((v) => [v.number, v]));
+    return held.filter(({ body, event }) => {
+      const view = blockView(body);
+      const id = chainEventId(event);
+      const ownView = own.get(id);
+      const kept = ownView ?? blocks.get(view.number);
+      if (kept === undefined) blocks.set(view.number, view);
+      if (kept === undefined || sameBlock(view, kept)) return ownView === undefined;
+      this.refused(chainId, 'held_conflict');
+      this.options.log.warn(
+        { chain: chainId, stream, event: id, block: view.number, held: view, kept },
+        'held event dropped: the chunk gives its block another hash or time (a reorg between the posts)',
+      );
+      return false;
     });
   }
 
