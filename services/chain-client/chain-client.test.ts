@@ -43,6 +43,7 @@ describe('our EVM chain client on the devnet', () => {
     startBlock: 0,
     pollIntervalMs: 100,
     deliveryAttempts: 10,
+    historyAttempts: 10,
     keepSettledDays: 7,
     rpcTimeoutMs: 10_000,
     allowIps: [],
@@ -229,6 +230,28 @@ describe('our EVM chain client on the devnet', () => {
     await waitFor(() => recorder.at('/history').some((b) => b.height === last), 'history complete', 20_000);
     const replayed = recorder.at('/history').flatMap((b) => b.data);
     expect(replayed).toEqual(mergedEvents(SRC_SYSTEM).filter((e) => Number(e.event.blockNumber) >= first));
+  });
+
+  it('a history request sent again (its answer was lost) is the same task: every chunk once', async () => {
+    const first = Number(perEvent(SRC_SYSTEM)[0]!.event.blockNumber);
+    const last = maxHeight(SRC_SYSTEM);
+    const request = {
+      start: first,
+      end: last,
+      callback: { on_height_update: recorder.url('/history-again') },
+      merge: true,
+    };
+    const started = { code: 200, message: 'history task started' };
+    expect((await support(SRC_SYSTEM, '/support/history', request)).body).toEqual(started);
+    expect((await support(SRC_SYSTEM, '/support/history', request)).body).toEqual(started);
+    const heights = () => recorder.at('/history-again').map((b) => b.height);
+    await waitFor(() => heights().includes(last), 'history complete', 20_000);
+    // Room for a second task's posts, had one started.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(heights()).toEqual([...new Set(heights())]);
+    expect(recorder.at('/history-again').flatMap((b) => b.data)).toEqual(
+      mergedEvents(SRC_SYSTEM).filter((e) => Number(e.event.blockNumber) >= first),
+    );
   });
 
   it('a history task outlives an RPC error and a restart: every chunk once, in order', async () => {

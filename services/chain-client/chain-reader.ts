@@ -16,26 +16,76 @@ export interface RawLog {
 export type RawReceipt = Record<string, unknown> & { from: string; transactionHash: string };
 export type RawBlock = Record<string, unknown> & { number: string; timestamp: string };
 
+/** The longest wait a Retry-After is granted: a broken or hostile endpoint cannot stall the client longer. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+/**
+ * The endpoint refused for its load (429, or a 429 / 503 with Retry-After), or asked to be left alone for
+ * `retryInMs` more: nothing is sent to it meanwhile. Its state, not the range's: a history task does not count
+ * it as a failed attempt.
+ */
+export class RpcRateLimitedError extends Error {
+  constructor(
+    message: string,
+    readonly retryInMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The wait a Retry-After value asks for (delay-seconds or an HTTP date, RFC 9110 §10.2.3), at most `capMs`;
+ * undefined when it is absent or unreadable.
+ */
+export function retryAfterMs(value: string | undefined, nowMs: number, capMs: number): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  const ms = /^\d+$/.test(text) ? Number(text) * 1_000 : Date.parse(text) - nowMs;
+  return Number.isNaN(ms) ? undefined : Math.min(capMs, Math.max(0, ms));
+}
+
+export interface ChainReaderOptions {
+  /** The longest Retry-After honoured (default MAX_RETRY_AFTER_MS). */
+  maxRetryAfterMs?: number;
+}
+
 /**
  * Reads the chain over JSON-RPC and keeps the node's raw JSON objects, because the chain client's bodies carry
  * them as they are (`event`, `tx`, `block`). Logs are always fetched with an address filter: events with the
  * same signature from a foreign contract never enter. Every error it throws has the RPC URL (an API key)
- * scrubbed out: its texts reach the logs and the unauthenticated /health.
+ * scrubbed out: its texts reach the logs and the unauthenticated /health. A Retry-After of the endpoint (on a
+ * 429 or 503) is honoured: until then nothing is sent to it and every call fails at once (RpcRateLimitedError).
  */
 export class ChainReader {
   readonly provider: JsonRpcProvider;
   private readonly scrub: (text: string) => string;
   /** Aborted by destroy(): requests in flight fail at once, so a stop never waits on a hung node. */
   private readonly destroyed = new AbortController();
+  /** Date.now() before which the endpoint asked not to be called (its Retry-After). */
+  private quietUntil = 0;
+  private readonly maxRetryAfterMs: number;
 
   constructor(
     rpcUrl: string,
     private readonly addresses: readonly string[],
     /** A request unanswered this long fails (chainClient.rpcTimeoutMs; ethers' own default is 300 s). */
     timeoutMs = 10_000,
+    options: ChainReaderOptions = {},
   ) {
+    this.maxRetryAfterMs = options.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
     const request = new FetchRequest(rpcUrl);
     request.timeout = timeoutMs;
+    // Ethers retries a 429 itself up to 12 times, taking Retry-After's seconds as milliseconds: it hammered a
+    // rate-limited provider. The answer is ours to handle (noteAnswer, send).
+    request.retryFunc = async () => false;
+    const getUrl = FetchRequest.createGetUrlFunc();
+    request.getUrlFunc = async (req, signal) => {
+      // Also what ethers sends on its own (its network detection retries every second).
+      if (this.quietMs() > 0) throw new Error('the RPC endpoint asked to be left alone (Retry-After)');
+      const response = await getUrl(req, signal);
+      this.noteAnswer(response.statusCode, response.headers['retry-after']);
+      return response;
+    };
     this.provider = new JsonRpcProvider(request, undefined, { staticNetwork: true, batchMaxCount: 20 });
     this.scrub = secretScrubber([rpcUrl]);
   }
@@ -89,9 +139,27 @@ export class ChainReader {
     this.provider.destroy();
   }
 
+  /** A 429 or 503 with a Retry-After: the endpoint is left alone until then. */
+  private noteAnswer(status: number, retryAfter: string | undefined): void {
+    if (status !== 429 && status !== 503) return;
+    const waitMs = retryAfterMs(retryAfter, Date.now(), this.maxRetryAfterMs);
+    if (waitMs !== undefined) this.quietUntil = Math.max(this.quietUntil, Date.now() + waitMs);
+  }
+
+  /** How long the endpoint asked to be left alone still (0: not). */
+  private quietMs(): number {
+    return Math.max(0, this.quietUntil - Date.now());
+  }
+
   private async send(method: string, params: unknown[]): Promise<unknown> {
     const signal = this.destroyed.signal;
     if (signal.aborted) throw new Error('the chain reader is stopped');
+    const quiet = this.quietMs();
+    if (quiet > 0)
+      throw new RpcRateLimitedError(
+        `the RPC endpoint asked to be left alone (Retry-After): retry in ${Math.ceil(quiet / 1_000)} s`,
+        quiet,
+      );
     let onAbort: (() => void) | undefined;
     const request = this.provider.send(method, params);
     request.catch(() => undefined);
@@ -104,7 +172,15 @@ export class ChainReader {
         }),
       ]);
     } catch (err) {
-      throw new Error(this.scrub((err as Error).message));
+      const message = this.scrub((err as Error).message);
+      const refusedForLoad = (err as { response?: { statusCode?: number } }).response?.statusCode === 429;
+      const quiet = this.quietMs();
+      if (refusedForLoad || quiet > 0)
+        throw new RpcRateLimitedError(
+          `the RPC endpoint refused for its load${quiet > 0 ? `; retry in ${Math.ceil(quiet / 1_000)} s` : ''}: ${message}`,
+          quiet,
+        );
+      throw new Error(message);
     } finally {
       signal.removeEventListener('abort', onAbort!);
     }

@@ -1,8 +1,8 @@
 import type { HealthCheckResult } from '../../shared/runtime/http.js';
 import type { Logger } from '../../shared/logging/logger.js';
-import { sleep } from '../../shared/bus/retry.js';
+import { backoffMs, sleep } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
-import type { ChainReader } from './chain-reader.js';
+import { RpcRateLimitedError, type ChainReader } from './chain-reader.js';
 import { buildEventBodies, type ContractAddresses } from './event-body.js';
 import {
   CHUNK_BLOCKS,
@@ -11,12 +11,17 @@ import {
   type PlannedDelivery,
   type Registration,
 } from './delivery-plan.js';
-import type { ChainClientStore } from './store.js';
+import type { ChainClientStore, HistoryTask } from './store.js';
 
 /** Most blocks read per eth_getLogs call (a multiple of the chunk size). */
 const MAX_RANGE = 100;
 /** Reads that worked in a row before a narrowed range is doubled again. */
 const WIDEN_AFTER = 10;
+/** Wait after a history range failed: 1 s, doubling after each failure in a row, at most 60 s. */
+const HISTORY_RETRY_BASE_MS = 1_000;
+const HISTORY_RETRY_MAX_MS = 60_000;
+/** chainClient.historyAttempts' default: about 4 minutes of failed reads of one range. */
+export const DEFAULT_HISTORY_ATTEMPTS = 10;
 
 export interface FollowerOptions {
   reader: ChainReader;
@@ -26,7 +31,11 @@ export interface FollowerOptions {
   confirmations: number;
   startBlock: number;
   pollIntervalMs: number;
+  /** Failed reads of a history task's range in a row before the task is given up (default 10). */
+  historyAttempts?: number;
   log: Logger;
+  /** A history task's end: all its ranges queued, or given up. */
+  onHistoryOutcome?(outcome: 'queued' | 'failed'): void;
   /** Called after deliveries were queued, so the deliverer wakes. */
   onQueued(): void;
   /** The last block queued for the registrations. */
@@ -135,8 +144,11 @@ export class Follower {
         // stop() fails the reads in flight: the step was stopped, it did not fail.
         if (this.stopController.signal.aborted) break;
         this.lastError = (err as Error).message;
-        log.warn({ err: this.lastError }, 'chain follower step failed; retrying');
-        await sleep(pollIntervalMs, this.stopController.signal);
+        // An endpoint's Retry-After: no step before it, each would fail at once (ChainReader).
+        const waitMs =
+          err instanceof RpcRateLimitedError ? Math.max(pollIntervalMs, err.retryInMs) : pollIntervalMs;
+        log.warn({ err: this.lastError, retryInMs: waitMs }, 'chain follower step failed; retrying');
+        await sleep(waitMs, this.stopController.signal);
       }
     }
   }
@@ -170,7 +182,8 @@ export class Follower {
 
   /**
    * Queues the next range of every history task (each to its own lane), moving each on in the same
-   * transaction; a task that fails (RPC) is tried again on the next pass. Returns whether any moved.
+   * transaction; a task that fails (RPC) is tried again later, and given up after `historyAttempts` failures in
+   * a row (historyFailed). Returns whether any moved.
    */
   async historyStep(): Promise<boolean> {
     const { store, log } = this.options;
@@ -182,15 +195,52 @@ export class Follower {
         const deliveries = await this.plan(task.next, to, [task.registration]);
         await store.commitHistoryRange(task, to + 1, deliveries);
         if (deliveries.length > 0) this.options.onQueued();
-        if (to >= task.end) log.info({ lane: task.registration.lane, end: task.end }, 'history task queued');
+        if (to >= task.end) {
+          log.info({ task: task.id, lane: task.registration.lane, end: task.end }, 'history task queued');
+          this.options.onHistoryOutcome?.('queued');
+        }
         moved = true;
       } catch (err) {
-        log.warn(
-          { err: (err as Error).message, lane: task.registration.lane, next: task.next },
-          'history range failed; retried on the next pass',
-        );
+        if (this.stopController.signal.aborted) break;
+        await this.historyFailed(task, err as Error);
       }
     }
     return moved;
+  }
+
+  /**
+   * A failed read of a task's next range: read again after a back-off, and after `historyAttempts` failures in
+   * a row the task is given up, so a range no node can read (a pruned node's "missing trie node") does not
+   * hold a task slot for ever. The API has no failure message for the receiver: logged with the task's id and
+   * counted (chain_client_history_tasks_total{outcome="failed"}); its posts already queued still go out.
+   */
+  private async historyFailed(task: HistoryTask, err: Error): Promise<void> {
+    const { store, log } = this.options;
+    const about = {
+      task: task.id,
+      lane: task.registration.lane,
+      start: task.start,
+      end: task.end,
+      next: task.next,
+      err: err.message,
+    };
+    // The endpoint's load or Retry-After, not the range: no attempt spent (the follower waits it out).
+    if (err instanceof RpcRateLimitedError) {
+      log.info(about, 'history range not read: the RPC endpoint asked to wait');
+      return;
+    }
+    const attempts = task.failures + 1;
+    if (attempts >= (this.options.historyAttempts ?? DEFAULT_HISTORY_ATTEMPTS)) {
+      await store.dropHistoryTask(task);
+      this.options.onHistoryOutcome?.('failed');
+      log.error(
+        { ...about, attempts },
+        'history task given up: its range could not be read (a pruned node?); the rest of it is not delivered',
+      );
+      return;
+    }
+    const retryInMs = backoffMs(attempts, HISTORY_RETRY_BASE_MS, HISTORY_RETRY_MAX_MS);
+    await store.historyRangeFailed(task, retryInMs, err.message);
+    log.warn({ ...about, attempts, retryInMs }, 'history range failed; read again later');
   }
 }

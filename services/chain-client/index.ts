@@ -41,6 +41,7 @@ interface ChainClientMetrics {
   height: Gauge<'instance'>;
   head: Gauge<'instance'>;
   deliveries: Counter<'instance' | 'outcome'>;
+  historyTasks: Counter<'instance' | 'outcome'>;
 }
 const metricsByRegistry = new WeakMap<Registry, ChainClientMetrics>();
 
@@ -101,6 +102,12 @@ function metricsOf(registry: Registry, pool: Pool): ChainClientMetrics {
         labelNames: ['instance', 'outcome'],
         registers: [registry],
       }),
+      historyTasks: new Counter({
+        name: 'chain_client_history_tasks_total',
+        help: 'History tasks by how they ended: queued (every range read) or failed (a range never read, given up)',
+        labelNames: ['instance', 'outcome'],
+        registers: [registry],
+      }),
     };
     metricsByRegistry.set(registry, metrics);
   }
@@ -109,12 +116,15 @@ function metricsOf(registry: Registry, pool: Pool): ChainClientMetrics {
 
 export async function startChainClient(
   context: Pick<ServiceContext, 'db' | 'log' | 'metrics'>,
-  // rpcTimeoutMs optional for callers that build the entry themselves (tests, the fake chain client).
-  config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps'> &
-    Partial<Pick<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps'>>,
+  // Optional for callers that build the entry themselves (tests, the fake chain client).
+  config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps' | 'historyAttempts'> &
+    Partial<Pick<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps' | 'historyAttempts'>>,
 ): Promise<RunningService & { port: number }> {
   const log = context.log.child({ chainClient: config.systemChainId });
-  const { height, head, deliveries, instances } = metricsOf(context.metrics, context.db as Pool);
+  const { height, head, deliveries, historyTasks, instances } = metricsOf(
+    context.metrics,
+    context.db as Pool,
+  );
   instances.add(config.systemChainId);
   const contracts = { swap: config.contractAddr, reputation: config.reputationContractAddr };
   const reader = new ChainReader(
@@ -139,7 +149,9 @@ export async function startChainClient(
     confirmations: config.confirmations,
     startBlock: config.startBlock,
     pollIntervalMs: config.pollIntervalMs,
+    historyAttempts: config.historyAttempts,
     log,
+    onHistoryOutcome: (outcome) => historyTasks.inc({ instance: config.systemChainId, outcome }),
     onQueued: () => deliverer.wake(),
     onHeight: (h) => height.set({ instance: config.systemChainId }, h),
     onHead: (h) => head.set({ instance: config.systemChainId }, h),

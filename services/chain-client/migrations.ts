@@ -77,5 +77,25 @@ export const chainClientMigrations: MigrationSet = {
         CREATE INDEX chain_client_history_tasks_instance ON chain_client_history_tasks (instance, id);
       `,
     },
+    {
+      version: 4,
+      name: 'a repeated history request is its running task; a range that never reads ends its task',
+      sql: `
+        -- An identical request (kind, callback, merge, start, end) while its task runs is that task: a client
+        -- retrying after a lost answer got every chunk twice. So the range is kept, and a task whose ranges are
+        -- all queued stays ('queued') until its posts are out. Tasks stored before did not keep their start: an
+        -- identical request to one of them starts a new task.
+        ALTER TABLE chain_client_history_tasks ADD COLUMN start_block bigint;
+        UPDATE chain_client_history_tasks SET start_block = next_block;
+        ALTER TABLE chain_client_history_tasks ALTER COLUMN start_block SET NOT NULL;
+        ALTER TABLE chain_client_history_tasks
+          ADD COLUMN state text NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'queued'));
+        -- Failed reads of the task's next range in a row, and when it is read again: after
+        -- chainClient.historyAttempts the task is given up (a pruned node held its slot for ever).
+        ALTER TABLE chain_client_history_tasks ADD COLUMN failures int NOT NULL DEFAULT 0;
+        ALTER TABLE chain_client_history_tasks ADD COLUMN retry_at timestamptz NOT NULL DEFAULT now();
+        ALTER TABLE chain_client_history_tasks ADD COLUMN last_error text;
+      `,
+    },
   ],
 };

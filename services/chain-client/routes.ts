@@ -8,6 +8,7 @@ import { MAX_CALLBACK_URL_LENGTH, holdsCredentials } from '../../shared/otmoic/s
 import { accessGuard } from '../../shared/runtime/access.js';
 import { withDeadline } from '../../shared/runtime/deadline.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { RpcRateLimitedError } from './chain-reader.js';
 import type { RegistrationKind } from './delivery-plan.js';
 import type { Follower } from './follower.js';
 import type { ChainClientStore } from './store.js';
@@ -212,6 +213,9 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
       // The node is down or hung (its errors carry no URL: ChainReader): the caller should retry, not give up.
       log.warn({ err: (err as Error).message }, 'history request: the chain head could not be read');
       reply.code(503);
+      // The endpoint's Retry-After, passed on: asking again sooner would be refused the same way.
+      if (err instanceof RpcRateLimitedError && err.retryInMs > 0)
+        reply.header('retry-after', String(Math.ceil(err.retryInMs / 1_000)));
       return { code: SUPPORT_ERROR, message: 'the chain head could not be read; retry later' };
     }
     if (end.data > confirmed)
@@ -220,7 +224,8 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
     if (!mergeField.success) return refuse(reply, 'merge must be a boolean');
     const merge = mergeField.data === true;
     // Stored before the answer: the follower queues it range by range, and resumes it after an error or a
-    // restart (Follower.historyStep).
+    // restart (Follower.historyStep). The same request while its task runs is that task (a retry after a lost
+    // answer): answered as the first was, nothing started again.
     const added = await store.addHistoryTask(
       {
         lane: `history:${randomUUID()}`,
@@ -232,15 +237,19 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
       },
       limits.historyTasks,
     );
-    if (!added) {
+    if (added.outcome === 'full') {
       reply.code(429);
       return {
         code: SUPPORT_ERROR,
         message: `${limits.historyTasks} history tasks are pending, the limit: retry once one has finished`,
       };
     }
-    follower.wake();
-    log.info({ kind, start: start.data, end: end.data }, 'history task started');
+    const about = { kind, start: start.data, end: end.data, task: added.id };
+    if (added.outcome === 'running') log.info(about, 'history request repeated: its task runs already');
+    else {
+      follower.wake();
+      log.info(about, 'history task started');
+    }
     return { code: 200, message: 'history task started' };
   };
 
@@ -254,6 +263,7 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
 
 interface ReplyLike {
   code(status: number): ReplyLike;
+  header(name: string, value: string): ReplyLike;
 }
 
 function refuse(reply: ReplyLike, message: string) {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { swapInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
+import { ChainReader } from './chain-reader.js';
 import { startChainClient } from './index.js';
 import { chainClientMigrations } from './migrations.js';
 
@@ -29,13 +30,22 @@ async function serve(handle: (body: string, response: http.ServerResponse) => vo
   };
 }
 
+/** An HTTP refusal of a batch: its status, and headers (`retry-after`). */
+type Refusal = { status: number; headers: Record<string, string> };
+
 /**
- * A JSON-RPC node: `fail(calls)` answers a batch with an HTTP status, or never ('hang'). `synced` is the block
- * the node has reached, which may be behind the `head` another node behind the same balancer reported: it
- * knows no block above it, and eth_getLogs answers nothing above it, as such nodes do.
+ * A JSON-RPC node: `fail(calls)` answers a batch with an HTTP status (and headers), or never ('hang').
+ * `synced` is the block the node has reached, which may be behind the `head` another node behind the same
+ * balancer reported: it knows no block above it, and eth_getLogs answers nothing above it, as such nodes do.
+ * `logsError(from, to)`: eth_getLogs of that range answers this JSON-RPC error (a pruned node).
  */
-async function fakeNode(path = '/', fail: (calls: Call[]) => number | 'hang' | void = () => {}) {
-  const state = { head: 100, synced: Infinity, logs: [] as any[] };
+async function fakeNode(path = '/', fail: (calls: Call[]) => number | Refusal | 'hang' | void = () => {}) {
+  const state = {
+    head: 100,
+    synced: Infinity,
+    logs: [] as any[],
+    logsError: (() => undefined) as (from: number, to: number) => string | undefined,
+  };
   const known = (n: number) => n <= state.synced;
   const result = (c: Call) =>
     ({
@@ -57,8 +67,16 @@ async function fakeNode(path = '/', fail: (calls: Call[]) => number | 'hang' | v
     const calls: Call[] = Array.isArray(parsed) ? parsed : [parsed];
     const failure = fail(calls);
     if (failure === 'hang') return;
-    if (failure) return void response.writeHead(failure).end('down');
-    const answers = calls.map((c) => ({ jsonrpc: '2.0', id: c.id, result: result(c) }));
+    if (typeof failure === 'number') return void response.writeHead(failure).end('down');
+    if (failure) return void response.writeHead(failure.status, failure.headers).end('slow down');
+    const answers = calls.map((c) => {
+      const logsError =
+        c.method === 'eth_getLogs' &&
+        state.logsError(Number(c.params[0]?.fromBlock), Number(c.params[0]?.toBlock));
+      return logsError
+        ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: logsError } }
+        : { jsonrpc: '2.0', id: c.id, result: result(c) };
+    });
     response
       .writeHead(200, { 'content-type': 'application/json' })
       .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
@@ -99,9 +117,14 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
   afterAll(async () => {
     await db?.drop();
   });
-  const start = (rpc: string, rpcTimeoutMs = 10_000) =>
+  const start = (
+    rpc: string,
+    rpcTimeoutMs = 10_000,
+    more: { historyAttempts?: number; startBlock?: number } = {},
+    metrics = new Registry(),
+  ) =>
     startChainClient(
-      { db: db.pool, log, metrics: new Registry() },
+      { db: db.pool, log, metrics },
       {
         port: 0,
         rpc,
@@ -113,6 +136,7 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
         deliveryAttempts: 10,
         keepSettledDays: 7,
         rpcTimeoutMs,
+        ...more,
       },
     );
   const post = async (port: number, path: string, body: unknown, signal?: AbortSignal) => {
@@ -264,6 +288,155 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
       await client.stop();
       await rpc.close();
       await callbacks.close();
+    }
+  }, 30_000);
+  it('a history range the node never answers (pruned) ends the task after historyAttempts and frees its slot', async () => {
+    const rpc = await fakeNode();
+    // A pruned node: the state of blocks below 50 is gone, every read of them fails the same way.
+    rpc.state.logsError = (from) => (from < 50 ? 'missing trie node 5c2a… (path ) <nil>' : undefined);
+    let prunedReads = 0;
+    const logsError = rpc.state.logsError;
+    rpc.state.logsError = (from, to) => {
+      const error = logsError(from, to);
+      if (error) prunedReads++;
+      return error;
+    };
+    const callbacks = await receiver();
+    const metrics = new Registry();
+    lines.length = 0;
+    const client = await start(rpc.url, 10_000, { historyAttempts: 3, startBlock: 90 }, metrics);
+    const instance = String(systemChainId);
+    const tasks = async () =>
+      Number(
+        (
+          await db.pool.query('SELECT count(*) AS n FROM chain_client_history_tasks WHERE instance = $1', [
+            instance,
+          ])
+        ).rows[0].n,
+      );
+    try {
+      const pruned = await post(client.port, '/support/history', {
+        start: 0,
+        end: 20,
+        ...merged(callbacks.url),
+      });
+      expect(pruned.code).toBe(200);
+      await waitFor(
+        () => lines.some((l) => l.includes('history task given up')),
+        'the task given up',
+        20_000,
+      );
+      const given = JSON.parse(lines.find((l) => l.includes('history task given up'))!);
+      expect(given).toMatchObject({
+        lane: expect.stringMatching(/^history:/),
+        attempts: 3,
+        start: 0,
+        end: 20,
+      });
+      expect(given.task).toEqual(expect.any(String));
+      expect(given.err).toContain('missing trie node');
+      expect(await tasks()).toBe(0);
+      expect(await metrics.getSingleMetricAsString('chain_client_history_tasks_total')).toContain(
+        `chain_client_history_tasks_total{instance="${instance}",outcome="failed"} 1`,
+      );
+      // Not read again once given up.
+      const reads = prunedReads;
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(prunedReads).toBe(reads);
+      // The slot is free and the client serves the next request.
+      const readable = await post(client.port, '/support/history', {
+        start: 60,
+        end: 80,
+        ...merged(callbacks.url),
+      });
+      expect(readable.code).toBe(200);
+      await waitFor(
+        () => callbacks.bodies.some((b) => b.height === 80),
+        'the readable range delivered',
+        10_000,
+      );
+      expect(callbacks.bodies.map((b) => b.height)).toEqual([60, 65, 70, 75, 80]);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
+    }
+  }, 30_000);
+
+  it("an endpoint's 429 with Retry-After: nothing is sent to it before that time, then reading goes on", async () => {
+    let limit = false;
+    let limitedAt: number | undefined;
+    const times: number[] = [];
+    const rpc = await fakeNode('/', () => {
+      times.push(Date.now());
+      if (!limit) return;
+      limit = false;
+      limitedAt = Date.now();
+      return { status: 429, headers: { 'retry-after': '2' } };
+    });
+    rpc.state.head = 0;
+    const callbacks = await receiver();
+    const client = await start(rpc.url);
+    try {
+      await post(client.port, '/support/register', merged(callbacks.url));
+      await waitFor(() => callbacks.bodies.some((b) => b.height === 0), 'height 0', 10_000);
+      limit = true;
+      await waitFor(() => limitedAt !== undefined, 'the 429', 10_000);
+      rpc.state.head = 10;
+      await waitFor(() => callbacks.bodies.some((b) => b.height === 10), 'height 10 after the wait', 10_000);
+      const next = times.find((t) => t > limitedAt!)!;
+      expect(next - limitedAt!).toBeGreaterThanOrEqual(1_900);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
+    }
+  }, 30_000);
+
+  it('Retry-After as an HTTP date on a 503 is honoured; a huge one is capped, so no endpoint stalls us for long', async () => {
+    let refusal: Refusal | undefined;
+    const times: number[] = [];
+    const rpc = await fakeNode('/', () => {
+      times.push(Date.now());
+      const answer = refusal;
+      refusal = undefined;
+      return answer;
+    });
+    const reader = new ChainReader(rpc.url, [CONTRACT], 10_000, { maxRetryAfterMs: 1_000 });
+    const wide = new ChainReader(rpc.url, [CONTRACT], 10_000);
+    /** Reads the head until it answers; when it did. */
+    const readAgain = async (r: ChainReader) => {
+      const deadline = Date.now() + 8_000;
+      for (;;) {
+        try {
+          await r.head();
+          return Date.now();
+        } catch (err) {
+          if (Date.now() > deadline) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    };
+    try {
+      // 503 "come back at <date>": 2 to 3 s on (the date has whole seconds).
+      refusal = { status: 503, headers: { 'retry-after': new Date(Date.now() + 3_000).toUTCString() } };
+      await expect(wide.head()).rejects.toThrow();
+      const refusedAt = times.at(-1)!;
+      await readAgain(wide);
+      expect(times.at(-1)! - refusedAt).toBeGreaterThanOrEqual(1_900);
+
+      // "Come back in an hour", capped to 1 s here (60 s by default).
+      refusal = { status: 429, headers: { 'retry-after': '3600' } };
+      const asked = Date.now();
+      await expect(reader.head()).rejects.toThrow(/retry/i);
+      const limitedAt = times.at(-1)!;
+      const answeredAt = await readAgain(reader);
+      expect(answeredAt - asked).toBeLessThan(2_500);
+      expect(times.at(-1)! - limitedAt).toBeGreaterThanOrEqual(900);
+    } finally {
+      reader.destroy();
+      wide.destroy();
+      await rpc.close();
     }
   }, 30_000);
 });

@@ -6,9 +6,15 @@ import type { PlannedDelivery, Registration, RegistrationKind } from './delivery
 export interface HistoryTask {
   id: string;
   registration: Registration;
+  start: number;
   next: number;
   end: number;
+  /** Failed reads of the range from `next` in a row. */
+  failures: number;
 }
+
+/** What a history request became: a new task, the same request's task that runs already, or nothing. */
+export type HistoryRequestOutcome = { outcome: 'started' | 'running'; id: string } | { outcome: 'full' };
 
 /** The chain client's persistent state: progress, registrations, history tasks and the delivery outbox. */
 export class ChainClientStore {
@@ -122,26 +128,54 @@ export class ChainClientStore {
   }
 
   /**
-   * A history request, kept until its last range is queued (Follower.historyStep). False when `limit` tasks of
-   * the instance are pending already (each reads its range through the RPC and posts it out).
+   * A history request, kept until its last range is queued (Follower.historyStep) and its posts are out.
+   * 'running' when the same request (kind, callback, merge, start, end) has a task that runs: a client retrying
+   * after a lost answer must not get every chunk twice. 'full' when `limit` tasks of the instance are reading
+   * already (each reads its range through the RPC).
    */
-  async addHistoryTask(task: Registration & { start: number; end: number }, limit: number): Promise<boolean> {
-    const result = await this.pool.query(
-      `INSERT INTO chain_client_history_tasks (instance, lane, kind, callback, merge, next_block, end_block)
-       SELECT $1, $2, $3, $4, $5, $6, $7
-        WHERE (SELECT count(*) FROM chain_client_history_tasks WHERE instance = $1) < $8`,
-      [
+  async addHistoryTask(
+    task: Registration & { start: number; end: number },
+    limit: number,
+  ): Promise<HistoryRequestOutcome> {
+    return withTransaction(this.pool, async (tx) => {
+      // One request of the instance at a time: two identical ones at once must not both start a task.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `otmoic:chain-client-history:${this.instance}`,
+      ]);
+      // Tasks whose ranges are all queued and whose posts are out (delivered or given up) are done.
+      await tx.query(
+        `DELETE FROM chain_client_history_tasks t
+          WHERE t.instance = $1 AND t.state = 'queued'
+            AND NOT EXISTS (SELECT 1 FROM chain_client_deliveries d
+                             WHERE d.instance = $1 AND d.lane = t.lane AND d.status = 'pending')`,
+        [this.instance],
+      );
+      const request = [
         this.instance,
-        task.lane,
         task.kind,
         JSON.stringify(task.callback),
         task.merge,
         task.start,
         task.end,
-        limit,
-      ],
-    );
-    return result.rowCount === 1;
+      ];
+      const same = await tx.query<{ id: string }>(
+        `SELECT id FROM chain_client_history_tasks
+          WHERE instance = $1 AND kind = $2 AND callback = $3::jsonb AND merge = $4 AND start_block = $5
+            AND end_block = $6
+          ORDER BY id LIMIT 1`,
+        request,
+      );
+      if (same.rows[0]) return { outcome: 'running', id: same.rows[0].id };
+      const added = await tx.query<{ id: string }>(
+        `INSERT INTO chain_client_history_tasks
+           (instance, kind, callback, merge, start_block, end_block, next_block, lane)
+         SELECT $1, $2, $3, $4, $5, $6, $5, $7
+          WHERE (SELECT count(*) FROM chain_client_history_tasks WHERE instance = $1 AND state = 'running') < $8
+         RETURNING id`,
+        [...request, task.lane, limit],
+      );
+      return added.rows[0] ? { outcome: 'started', id: added.rows[0].id } : { outcome: 'full' };
+    });
   }
 
   async historyTasks(): Promise<HistoryTask[]> {
@@ -151,24 +185,47 @@ export class ChainClientStore {
       kind: Registration['kind'];
       callback: Record<string, string>;
       merge: boolean;
+      start_block: string;
       next_block: string;
       end_block: string;
+      failures: number;
     }>(
-      `SELECT id, lane, kind, callback, merge, next_block, end_block FROM chain_client_history_tasks
-       WHERE instance = $1 ORDER BY id`,
+      `SELECT id, lane, kind, callback, merge, start_block, next_block, end_block, failures
+         FROM chain_client_history_tasks
+        WHERE instance = $1 AND state = 'running' AND retry_at <= now() ORDER BY id`,
       [this.instance],
     );
     return rows.map((r) => ({
       id: r.id,
       registration: { lane: r.lane, kind: r.kind, callback: r.callback, merge: r.merge },
+      start: Number(r.start_block),
       next: Number(r.next_block),
       end: Number(r.end_block),
+      failures: r.failures,
     }));
   }
 
+  /** A failed read of the task's next range: read again after `retryInMs`. */
+  async historyRangeFailed(task: HistoryTask, retryInMs: number, error: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE chain_client_history_tasks
+          SET failures = failures + 1, last_error = $3, retry_at = now() + make_interval(secs => $4::float8 / 1000)
+        WHERE id = $1 AND next_block = $2`,
+      [task.id, task.next, error, retryInMs],
+    );
+  }
+
+  /** Gives a task up (its range cannot be read): its slot is free, the posts already queued still go out. */
+  async dropHistoryTask(task: HistoryTask): Promise<void> {
+    await this.pool.query('DELETE FROM chain_client_history_tasks WHERE id = $1 AND next_block = $2', [
+      task.id,
+      task.next,
+    ]);
+  }
+
   /**
-   * Queues one range of a history task and moves it on to `next` (removes it past its end), atomically:
-   * a task is never queued twice for a range, whatever fails between.
+   * Queues one range of a history task and moves it on to `next` (past its end: 'queued', kept until its posts
+   * are out, see addHistoryTask), atomically: a task is never queued twice for a range, whatever fails between.
    */
   async commitHistoryRange(
     task: HistoryTask,
@@ -177,16 +234,13 @@ export class ChainClientStore {
   ): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
       await this.queue(tx, deliveries);
-      const moved =
-        next > task.end
-          ? await tx.query('DELETE FROM chain_client_history_tasks WHERE id = $1 AND next_block = $2', [
-              task.id,
-              task.next,
-            ])
-          : await tx.query(
-              'UPDATE chain_client_history_tasks SET next_block = $3 WHERE id = $1 AND next_block = $2',
-              [task.id, task.next, next],
-            );
+      const moved = await tx.query(
+        `UPDATE chain_client_history_tasks
+            SET next_block = $3, failures = 0, last_error = NULL,
+                state = CASE WHEN $3 > end_block THEN 'queued' ELSE 'running' END
+          WHERE id = $1 AND next_block = $2 AND state = 'running'`,
+        [task.id, task.next, next],
+      );
       if (moved.rowCount !== 1) throw new Error(`history task ${task.id} moved by someone else`);
     });
   }

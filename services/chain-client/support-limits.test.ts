@@ -70,6 +70,68 @@ describe('chain client support routes: what an instance keeps at most', () => {
     expect(await count('chain_client_history_tasks')).toBe(2);
   });
 
+  it('an identical history request while the task runs is that task: answered as the first, not started again', async () => {
+    const store = new ChainClientStore(db.pool, '9008');
+    const app = Fastify();
+    registerSupportRoutes(app, {
+      store,
+      follower: { confirmedHead: async () => 1_000, wake: () => undefined } as unknown as Follower,
+      log: createLogger({ level: 'silent' }),
+    });
+    const tasks = async () =>
+      Number(
+        (await db.pool.query(`SELECT count(*) AS n FROM chain_client_history_tasks WHERE instance = '9008'`))
+          .rows[0].n,
+      );
+    try {
+      const history = async (payload: object) => {
+        const answer = await app.inject({ method: 'POST', url: '/support/history', payload });
+        return [answer.statusCode, answer.json()] as const;
+      };
+      const request = {
+        start: 10,
+        end: 20,
+        callback: { on_height_update: 'http://10.0.0.1/h' },
+        merge: true,
+      };
+      const started = [200, { code: 200, message: 'history task started' }];
+      // A client retrying after a lost answer: the same answer, and still one task (one delivery of each chunk).
+      expect(await history(request)).toEqual(started);
+      expect(await history(request)).toEqual(started);
+      expect(await history({ ...request, callback: { on_height_update: 'http://10.0.0.1/h' } })).toEqual(
+        started,
+      );
+      expect(await tasks()).toBe(1);
+      // Its ranges all queued, its posts still going out: the task still runs.
+      const [task] = await store.historyTasks();
+      await store.commitHistoryRange(task!, 21, [
+        { lane: task!.registration.lane, url: 'http://10.0.0.1/h', body: '{}' },
+      ]);
+      expect(await history(request)).toEqual(started);
+      expect(await tasks()).toBe(1);
+      expect(await store.historyTasks()).toEqual([]);
+      // Another range, callback, merge or kind is another task.
+      for (const other of [
+        { ...request, end: 25 },
+        { ...request, start: 11 },
+        { ...request, callback: { on_height_update: 'http://10.0.0.1/other' } },
+        { ...request, merge: false },
+      ])
+        expect(await history(other)).toEqual(started);
+      expect(
+        (await app.inject({ method: 'POST', url: '/support/history_reputation', payload: request }))
+          .statusCode,
+      ).toBe(200);
+      expect(await tasks()).toBe(6);
+      // Once its posts are out, the same request is a new task (a client asking again on purpose).
+      await db.pool.query(`UPDATE chain_client_deliveries SET status = 'delivered' WHERE instance = '9008'`);
+      expect(await history(request)).toEqual(started);
+      expect((await store.historyTasks()).length).toBe(6);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('refuses a callback host name that resolves to a link-local (metadata) address', async () => {
     const guarded = Fastify();
     const names: Record<string, string[]> = {

@@ -233,6 +233,12 @@ export const chainClientInstance = z.strictObject({
    * redeploying in that time loses nothing.
    */
   deliveryAttempts: z.number().int().min(1).max(20).default(11),
+  /**
+   * Failed reads of one range of a history task in a row (1 s apart, doubling up to 60 s) before the task is
+   * given up: the default 10 is about 4 minutes. A range no node can read (a pruned node) held a task slot for
+   * ever. A rate-limited read (429, Retry-After) is not an attempt.
+   */
+  historyAttempts: z.number().int().min(1).max(100).default(10),
   /** Days delivered and given-up posts are kept (for inspection) before they are removed. */
   keepSettledDays: z.number().int().min(1).max(3_650).default(7),
 });
