@@ -94,26 +94,27 @@ export async function startNotifier(
     },
     (dlq) => lastToldDeadLetters(context.db, dlq),
   );
-  // One look at a time: a look still writing has not committed its episodes, and a second one would tell them again.
-  let looking = false;
-  const timer = setInterval(() => {
-    if (looking) return;
-    looking = true;
-    watch
-      .look()
-      .then(async (due) => {
-        try {
-          // Marked as told only once written: a failed write leaves the rest for the next look.
-          for (const d of due) {
-            await enqueue(context.db, d.notification);
-            d.commit();
-          }
-        } finally {
-          if (due.length > 0) sender.wake();
+  // One look at a time: a look still writing has not committed its episodes, and a second one would tell them
+  // again. stop() waits for the one in flight: it writes through the pool its caller closes next.
+  let looking: Promise<void> | undefined;
+  const lookOnce = async () => {
+    try {
+      const due = await watch.look();
+      try {
+        // Marked as told only once written: a failed write leaves the rest for the next look.
+        for (const d of due) {
+          await enqueue(context.db, d.notification);
+          d.commit();
         }
-      })
-      .catch((err: Error) => log.warn({ err: err.message }, 'notifier watch failed'))
-      .finally(() => (looking = false));
+      } finally {
+        if (due.length > 0) sender.wake();
+      }
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'notifier watch failed');
+    }
+  };
+  const timer = setInterval(() => {
+    looking ??= lookOnce().finally(() => (looking = undefined));
   }, options.watchIntervalMs ?? 10_000);
   sender.start();
   // Old delivered rows deleted at start and then hourly, one pass at a time; stop() waits for the one running.
@@ -134,20 +135,34 @@ export async function startNotifier(
   let pruning = pruneOnce?.();
   const pruneTimer =
     pruneOnce && setInterval(() => (pruning = pruneOnce()), options.pruneIntervalMs ?? 3_600_000);
-  const http =
-    options.port === undefined
-      ? undefined
-      : await startHttpService(context, 'notifier', options.port, undefined, {
-          healthChecks: { outbox: outboxHealth(context.db) },
-        });
+  /** Everything started above, stopped; the look and the prune pass in flight finish first. */
+  const stopWork = async () => {
+    clearInterval(timer);
+    clearInterval(pruneTimer);
+    await pruning;
+    await looking;
+    await subscription.stop();
+    await sender.stop();
+  };
+  let http: RunningService | undefined;
+  try {
+    http =
+      options.port === undefined
+        ? undefined
+        : await startHttpService(context, 'notifier', options.port, undefined, {
+            healthChecks: { outbox: outboxHealth(context.db) },
+          });
+  } catch (err) {
+    // A start that fails (the port taken) leaves nothing running behind it.
+    await stopWork().catch((stopErr: unknown) =>
+      log.warn({ err: (stopErr as Error).message }, 'stopping the notifier after a failed start failed'),
+    );
+    throw err;
+  }
   return {
     async stop() {
       await http?.stop();
-      clearInterval(timer);
-      clearInterval(pruneTimer);
-      await pruning;
-      await subscription.stop();
-      await sender.stop();
+      await stopWork();
     },
   };
 }
