@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
 import type { Subscription } from '../../shared/bus/port.js';
 import { withTransaction } from '../../shared/db/pool.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { deleteTopic } from '../support/delete-topic.js';
 import { announceSkip, kafkaForTests } from '../support/external.js';
+import { kafkaProblem, startKafka, type KafkaBroker } from '../support/kafka.js';
 import { waitFor } from '../support/wait.js';
 
 const kafka = kafkaForTests();
@@ -100,3 +103,90 @@ describe.skipIf(kafka.skipReason)('Kafka outbox: a row for a topic that does not
     await waitFor(() => seen.includes('after'), 'the message published after it', 60_000);
   }, 120_000);
 });
+
+/**
+ * A broker configured to create topics on demand (auto.create.topics.enable=true, Kafka's own default) made a
+ * topic for any metadata request of our producer or consumers that named a missing one (kafkajs asks for it
+ * unless told not to): a deleted topic came back with the broker's defaults (1 partition: per-key order across
+ * the old partitions broken), and the outbox row for it was sent instead of set aside. Our clients never ask a
+ * broker to create a topic.
+ */
+describe.skipIf(kafka.skipReason)(
+  'Kafka outbox and consumers on a broker that creates topics on demand',
+  () => {
+    let db: TestDatabase;
+    let broker: KafkaBroker | undefined;
+    let bus: KafkaBus;
+    const refused: string[] = [];
+    const subs: Subscription[] = [];
+    const topicsOnBroker = async () => {
+      const admin = new Kafka({ brokers: broker!.brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        return await admin.listTopics();
+      } finally {
+        await admin.disconnect();
+      }
+    };
+    beforeAll(async () => {
+      db = await createTestDatabase();
+      if (await kafkaProblem()) return;
+      broker = await startKafka({ autoCreateTopics: true }); // its own: ours are configured without it
+      bus = new KafkaBus({
+        brokers: broker.brokers,
+        clientId: 'outbox-auto-create-test',
+        log: createLogger({ level: 'silent' }),
+        pool: db.pool,
+        connectionString: db.url,
+        publishTimeoutMs: 10_000,
+        missingTopicGraceMs: 2_000,
+        metadataMaxAgeMs: 1_000,
+        observer: {
+          handled: () => undefined,
+          failed: () => undefined,
+          deadLettered: () => undefined,
+          outboxRefused: (topic) => void refused.push(topic),
+        },
+      });
+    }, 240_000);
+    afterAll(async () => {
+      await Promise.all(subs.map((s) => s.stop()));
+      await bus?.close();
+      await broker?.close();
+      await db?.drop();
+    }, 120_000);
+
+    it('a row for a missing topic is set aside, and the topic is not created', async () => {
+      if (!broker) return;
+      const tag = randomBytes(4).toString('hex');
+      const topic = `auto-ok-${tag}`;
+      const missing = `auto-missing-${tag}`;
+      await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+      const seen: string[] = [];
+      subs.push(
+        await bus.subscribe({
+          group: `g-${tag}`,
+          topics: [topic],
+          handler: async (m) => void seen.push(m.value),
+        }),
+      );
+      await withTransaction(db.pool, (tx) => bus.publish(missing, [{ key: 'k', value: 'nowhere' }], { tx }));
+      await withTransaction(db.pool, (tx) => bus.publish(topic, [{ key: 'k', value: 'after' }], { tx }));
+      await waitFor(() => seen.includes('after'), 'the message published after it', 60_000);
+      expect(await topicsOnBroker()).not.toContain(missing);
+      expect(refused).toEqual([missing]);
+    }, 120_000);
+
+    it('a topic deleted under a running consumer is not created again by it', async () => {
+      if (!broker) return;
+      const tag = randomBytes(4).toString('hex');
+      const topic = `auto-deleted-${tag}`;
+      await bus.ensureTopics([{ name: topic, partitions: 3, retentionMs: null }]);
+      subs.push(await bus.subscribe({ group: `g-${tag}`, topics: [topic], handler: async () => undefined }));
+      await deleteTopic(broker.brokers, topic);
+      // The consumer refreshes its metadata every second (metadataMaxAgeMs) and at each failed fetch.
+      await new Promise((resolve) => setTimeout(resolve, 8_000));
+      expect(await topicsOnBroker()).not.toContain(topic);
+    }, 120_000);
+  },
+);

@@ -80,6 +80,16 @@ export interface KafkaBrokerOptions {
   dataDir?: string;
   port?: number;
   heapMb?: number;
+  /**
+   * auto.create.topics.enable: off (as our brokers are configured) unless set. On: a broker that creates a
+   * topic any client's metadata request names, with the broker's defaults (num.partitions 1).
+   */
+  autoCreateTopics?: boolean;
+  /**
+   * The port the broker tells clients to connect to (its metadata), when not its own: a proxy in front of it
+   * (kafka-proxy.ts) that every connection of a client then goes through.
+   */
+  advertisedPort?: number;
 }
 
 /** Formats storage if new and starts a single-node KRaft broker on 127.0.0.1; resolves once it answers. */
@@ -100,7 +110,7 @@ export async function startKafka(options: KafkaBrokerOptions = {}): Promise<Kafk
       'node.id=1',
       `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
       `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${options.advertisedPort ?? port}`,
       'controller.listener.names=CONTROLLER',
       'inter.broker.listener.name=PLAINTEXT',
       'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
@@ -112,7 +122,7 @@ export async function startKafka(options: KafkaBrokerOptions = {}): Promise<Kafk
       'transaction.state.log.min.isr=1',
       'group.initial.rebalance.delay.ms=0',
       // Topics are created by the services with their partitions and retention (topics/).
-      'auto.create.topics.enable=false',
+      `auto.create.topics.enable=${options.autoCreateTopics === true}`,
       '',
     ].join('\n'),
   );

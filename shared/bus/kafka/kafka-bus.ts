@@ -131,9 +131,13 @@ export class KafkaBus implements EventBus {
    * Idempotent (a retried send is not written twice), acks from all in-sync replicas, one request in flight.
    * kafkajs retries an idempotent producer for ever by default, which hung a publish to a missing topic (and
    * the caller's transaction with it): here the retries are bounded and send() has a timeout.
+   * Never asks the broker to create a topic it names (kafkajs does by default): a broker that allows it would
+   * make a deleted or unknown topic again with its defaults (its partition count: per-key order broken), and
+   * the outbox would send the row instead of setting it aside.
    */
   private createProducer(): Producer {
     return this.kafka.producer({
+      allowAutoTopicCreation: false,
       idempotent: true,
       maxInFlightRequests: 1,
       createPartitioner: Partitioners.DefaultPartitioner,

@@ -82,6 +82,9 @@ export class KafkaSubscription implements Subscription {
     ({ handle: this.handle, maxBatch: this.maxBatch } = batchHandlerOf(options));
     this.consumer = bus.kafka.consumer({
       groupId: options.group,
+      // A subscribed topic deleted by an operator stays deleted: kafkajs's metadata requests would otherwise
+      // have a broker that allows it create it again with its defaults (KafkaBus.createProducer).
+      allowAutoTopicCreation: false,
       // A member stopped or killed gives its partitions up quickly.
       sessionTimeout: 10_000,
       heartbeatInterval: 1_000,
