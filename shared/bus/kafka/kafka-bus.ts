@@ -25,7 +25,7 @@ import { storableHeaders, storableKey } from '../partitioner.js';
 import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
-import { brokerRefusal, unknownTopic, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
+import { unknownTopic, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
 
 /** A replaced admin is disconnected this long after: past kafkajs's request timeout (30 s) and its retries. */
 const RETIRED_ADMIN_MS = 120_000;
@@ -87,6 +87,8 @@ export class KafkaBus implements EventBus {
   private replacingAdmin: Promise<void> | undefined;
   /** Replaced admins not disconnected yet: calls may still be in flight on them. */
   private readonly retiredAdmins = new Set<Admin>();
+  /** Disconnects of replaced producers still running (retireProducer). */
+  private readonly retiredProducers = new Set<Promise<void>>();
   private readonly outbox: OutboxRelay;
   private connected: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaSubscription>();
@@ -143,6 +145,22 @@ export class KafkaBus implements EventBus {
       createPartitioner: Partitioners.DefaultPartitioner,
       retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
     });
+  }
+
+  /**
+   * Replaces `failed` with a new producer. The old one is disconnected in the background: kafkajs's disconnect
+   * waits for its requests in flight (an unanswered one: until its request timeout), which the next send must
+   * not wait for. close() waits for it.
+   */
+  private retireProducer(failed: Producer): void {
+    this.producer = this.createProducer();
+    this.producerReady = undefined;
+    const disconnected = failed.disconnect().then(
+      () => undefined,
+      () => undefined,
+    );
+    this.retiredProducers.add(disconnected);
+    void disconnected.finally(() => this.retiredProducers.delete(disconnected));
   }
 
   private connectProducer(): Promise<void> {
@@ -323,16 +341,14 @@ export class KafkaBus implements EventBus {
         timeout,
       ]);
     } catch (err) {
-      // A refused request may have been written on its other partitions, while kafkajs takes back the
-      // sequence numbers of all of them: a different batch sent again from there would be out of sequence.
-      // A new producer (a new producer id) starts its sequences afresh; what was written is then sent twice
-      // (at least once, as always: consumers dedupe by envelope id).
-      // And a producer that knew a topic deleted since fails every send (unknownTopic): a new one forgets it.
-      if ((brokerRefusal(err) !== undefined || unknownTopic(err)) && this.producer === producer) {
-        this.producer = this.createProducer();
-        this.producerReady = undefined;
-        await producer.disconnect().catch(() => undefined);
-      }
+      // Whatever failed, what the broker wrote is not known for every partition, and kafkajs's sequence state
+      // may be wrong for it: a request written whose answer was lost (a timeout, a dropped connection) is sent
+      // again with its sequence numbers, or the next batch with later ones, which the broker may take for a
+      // duplicate or refuse as out of order; and a refused request's other partitions may have been written,
+      // while kafkajs takes back the sequence numbers of all of them. A new producer (a new producer id)
+      // starts its sequences afresh; what was written is then sent twice (at least once, as always: consumers
+      // dedupe by envelope id). It also forgets a topic deleted since, which failed every send (unknownTopic).
+      if (this.producer === producer) this.retireProducer(producer);
       // A dead-letter topic deleted by an operator (to clear it) is created again, so the dead letter, and
       // every outbox row after it, goes out at the relay's next try instead of waiting for a restart.
       if (unknownTopic(err)) {
@@ -494,7 +510,12 @@ export class KafkaBus implements EventBus {
       await this.connected.catch(() => undefined);
       const retired = [...this.retiredAdmins].map((a) => a.disconnect().catch(() => undefined));
       this.retiredAdmins.clear();
-      await Promise.all([this.producer.disconnect(), this.admin.disconnect(), ...retired]);
+      await Promise.all([
+        this.producer.disconnect(),
+        this.admin.disconnect(),
+        ...retired,
+        ...this.retiredProducers,
+      ]);
     }
   }
 }

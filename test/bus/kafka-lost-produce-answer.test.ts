@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
+import type { Subscription } from '../../shared/bus/port.js';
+import { withTransaction } from '../../shared/db/pool.js';
+import { createLogger } from '../../shared/logging/logger.js';
+import { freePort } from '../../shared/net/free-port.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { announceSkip, kafkaForTests } from '../support/external.js';
+import { kafkaProblem, startKafka, type KafkaBroker } from '../support/kafka.js';
+import { startKafkaProxy, type KafkaProxy } from '../support/kafka-proxy.js';
+import { waitFor } from '../support/wait.js';
+
+const kafka = kafkaForTests();
+if (kafka.skipReason) announceSkip('Kafka: a produce request whose answer is lost', kafka.skipReason);
+
+/**
+ * A produce request the broker wrote but whose answer never came (a timeout) leaves the idempotent
+ * producer's sequence state unknown: the producer was kept, and the outbox's retry went out on it, queued
+ * behind the unanswered request until kafkajs's request timeout (30 s) and then sent with sequence numbers the
+ * broker may take for a duplicate or out of order. The producer is replaced after such a failure: the retry
+ * goes out at once under a new producer id (what was written may be there twice: consumers dedupe by envelope
+ * id).
+ */
+describe.skipIf(kafka.skipReason)('Kafka: a produce request whose answer is lost', () => {
+  let db: TestDatabase;
+  let broker: KafkaBroker | undefined;
+  let proxy: KafkaProxy;
+  let bus: KafkaBus;
+  const subs: Subscription[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    if (await kafkaProblem()) return;
+    const [port, proxyPort] = [await freePort(), await freePort()];
+    proxy = await startKafkaProxy({ port: proxyPort, target: port });
+    // Its own broker, which sends every client through the proxy.
+    broker = await startKafka({ port, advertisedPort: proxyPort });
+    bus = new KafkaBus({
+      brokers: [`127.0.0.1:${proxyPort}`],
+      clientId: 'lost-produce-answer-test',
+      log: createLogger({ level: 'silent' }),
+      pool: db.pool,
+      connectionString: db.url,
+      publishTimeoutMs: 2_000,
+    });
+  }, 240_000);
+  afterAll(async () => {
+    await Promise.all(subs.map((s) => s.stop()));
+    await bus?.close();
+    await proxy?.close();
+    await broker?.close();
+    await db?.drop();
+  }, 120_000);
+
+  it('the outbox sends again at once on a new producer, and goes on', async () => {
+    if (!broker) return;
+    const tag = randomBytes(4).toString('hex');
+    const topic = `lost-answer-${tag}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    const seen: string[] = [];
+    subs.push(
+      await bus.subscribe({
+        group: `g-${tag}`,
+        topics: [topic],
+        handler: async (m) => void seen.push(m.value),
+      }),
+    );
+    const publish = (value: string) =>
+      withTransaction(db.pool, (tx) => bus.publish(topic, [{ key: 'k', value }], { tx }));
+    await publish('before');
+    await waitFor(() => seen.includes('before'), 'the first message', 30_000);
+
+    proxy.dropProduceAnswers(1);
+    await publish('answer lost');
+    await publish('after');
+    // publishTimeoutMs (2 s), the relay's back-off, a new producer's connect: well within 15 s. Kept, the old
+    // producer's retry waited for its unanswered request first (kafkajs's request timeout, 30 s).
+    await waitFor(() => seen.includes('after'), 'the messages after the lost answer', 15_000);
+    expect(proxy.dropped()).toBe(1);
+    // Written by the unanswered request and sent again: at least once, in order.
+    expect(seen.filter((v) => v === 'answer lost').length).toBeGreaterThanOrEqual(1);
+    expect(seen.indexOf('answer lost')).toBeLessThan(seen.indexOf('after'));
+    expect(await db.pool.query('SELECT 1 FROM bus_outbox')).toMatchObject({ rowCount: 0 });
+  }, 120_000);
+});
