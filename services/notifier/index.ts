@@ -4,7 +4,8 @@
  * dead-letter topics from the bus, posted to
  * `n8nUrl` from an outbox table with retries and back-off (outbox.ts).
  */
-import { deadLetterTopic, type EventBus } from '../../shared/bus/port.js';
+import { type EventBus } from '../../shared/bus/port.js';
+import { redriveGroup } from '../../shared/bus/redrive.js';
 import type { HealthCheck } from '../../shared/runtime/http.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import { singleFlight } from '../../shared/runtime/single-flight.js';
@@ -14,7 +15,14 @@ import { NOTIFIER_GROUP, NOTIFIER_TOPICS, subscribeNotifier } from './consumer.j
 import { notifierMetrics, outboxBacklog } from './metrics.js';
 import { notifierMigrations } from './migrations.js';
 import { enqueue, lastToldDeadLetters, OutboxSender, pruneDelivered } from './outbox.js';
-import { DEFAULT_LIMITS, HealthWatch, type WatchLimits } from './watch.js';
+import {
+  DEFAULT_LIMITS,
+  deadLetterLevels,
+  deadLettersSoFar,
+  HealthWatch,
+  type DeadLetterCount,
+  type WatchLimits,
+} from './watch.js';
 
 /** A consumer group name that never subscribes: its lag on a topic is the topic's whole content. */
 const DEAD_LETTER_WATCH = 'notifier-dead-letter-watch';
@@ -82,7 +90,7 @@ export async function startNotifier(
     context.metrics,
     options.limits ?? DEFAULT_LIMITS,
     async () => {
-      const totals = await deadLetterTotals(context.bus);
+      const totals = await deadLetterCounts(context.bus);
       if (deadLettersFailing) log.info('dead-letter topics are read again');
       deadLettersFailing = false;
       return totals;
@@ -167,16 +175,44 @@ export async function startNotifier(
   };
 }
 
-/** Messages in the dead-letter topic of each topic, summed over partitions. */
-async function deadLetterTotals(bus: EventBus): Promise<Array<{ topic: string; total: number }>> {
+/**
+ * The dead letters of each topic (deadLettersSoFar): the messages in each of its dead-letter topics, then how
+ * many of each level below the first the redrive of the level above took (`redrive:<level above>`'s position).
+ */
+async function deadLetterCounts(bus: EventBus): Promise<DeadLetterCount[]> {
+  const levelsOf = new Map(allTopics.map((t) => [t.name, deadLetterLevels(t.name)]));
   // The lag of a group that never reads is everything the topics hold (dead-letter topics keep everything).
-  const byDeadLetterTopic = new Map(allTopics.map((t) => [deadLetterTopic(t.name), t.name]));
-  const totals = new Map<string, number>();
-  for (const p of await bus.lag(DEAD_LETTER_WATCH, [...byDeadLetterTopic.keys()])) {
-    const topic = byDeadLetterTopic.get(p.topic)!;
-    totals.set(topic, (totals.get(topic) ?? 0) + Number(p.lag));
+  // Read before the redrive positions: see deadLettersSoFar.
+  const totals = await messagesIn(bus, DEAD_LETTER_WATCH, [...levelsOf.values()].flat());
+  const counts: DeadLetterCount[] = [];
+  for (const [topic, levels] of levelsOf) {
+    const held = levels.map((level) => totals.get(level) ?? 0);
+    const redriven = [0];
+    for (let k = 1; k < levels.length; k++) {
+      if (held[k] === 0) {
+        redriven.push(0); // nothing there to have taken (most levels, most of the time)
+        continue;
+      }
+      const left = await messagesIn(bus, redriveGroup(levels[k - 1]!), [levels[k]!]);
+      redriven.push(Math.max(0, held[k]! - (left.get(levels[k]!) ?? 0)));
+    }
+    // Only the topics that have (had) a dead-letter topic, as before levels.
+    if (!totals.has(levels[0]!)) continue;
+    counts.push({
+      topic,
+      total: deadLettersSoFar(held, redriven),
+      levels: Object.fromEntries(levels.map((level, k) => [level, held[k]!])),
+    });
   }
-  return [...totals].map(([topic, total]) => ({ topic, total }));
+  return counts;
+}
+
+/** The lag of `group` on each of `topics`, summed over partitions (topics that do not exist are absent). */
+async function messagesIn(bus: EventBus, group: string, topics: string[]): Promise<Map<string, number>> {
+  const byTopic = new Map<string, number>();
+  for (const p of await bus.lag(group, topics))
+    byTopic.set(p.topic, (byTopic.get(p.topic) ?? 0) + Number(p.lag));
+  return byTopic;
 }
 
 export const notifierService: ServiceDefinition = {

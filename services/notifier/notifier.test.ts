@@ -2,9 +2,11 @@ import { createServer, type Server } from 'node:http';
 import { Gauge, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DLQ_HEADERS, deadLetterTopic } from '../../shared/bus/port.js';
+import { redriveDeadLetters } from '../../shared/bus/redrive.js';
 import { freePort } from '../../shared/net/free-port.js';
 import type { RunningService } from '../../shared/runtime/service.js';
 import { encode, envelope } from '../../topics/envelope.js';
+import { complaintCommands, relayCommands as relayCommandsTopic } from '../../topics/index.js';
 import { swapVerdicts, verdictId } from '../../topics/swap.verdicts.js';
 import { violationId, violations } from '../../topics/violations.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
@@ -186,5 +188,69 @@ describe('n8n notifier outbox', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(received.slice(before).map((r) => r.id)).toEqual([id]);
+  });
+
+  it('tells the dead letters of a redrive (<topic>.dlq.dlq), not those a redrive sends back to <topic>.dlq', async () => {
+    const topic = relayCommandsTopic.name;
+    const [dlq, dlq2, dlq3] = [1, 2, 3].map((n) => topic + '.dlq'.repeat(n)) as [string, string, string];
+    const told = async () =>
+      (
+        await db.pool.query<{ id: string; payload: Record<string, unknown> }>(
+          `SELECT id, payload FROM notifier_outbox WHERE left(id, length($1)) = $1 ORDER BY created_at`,
+          [`message_dead_lettered:${dlq}:`],
+        )
+      ).rows;
+    const ids = async () => (await told()).map((r) => r.id.slice(`message_dead_lettered:${dlq}:`.length));
+    // A dead letter that names another topic as its origin: its redrive refuses it.
+    await ctx.bus.publish(dlq, [
+      { key: 'a', value: '{}', headers: { [DLQ_HEADERS.error]: 'bad', [DLQ_HEADERS.topic]: 'elsewhere' } },
+    ]);
+    await waitFor(async () => (await ids()).includes('1'), 'the dead letter told');
+
+    // `redrive relay.commands`: refused, moved on to relay.commands.dlq.dlq. A dead letter of the redrive, told.
+    const refused = await redriveDeadLetters({ bus: ctx.bus, pool: db.pool, topic, pollMs: 20 });
+    expect(refused).toMatchObject({ redriven: 0, refused: 1 });
+    await waitFor(async () => (await ids()).includes('2'), 'the dead letter of the redrive told', 5_000);
+
+    // `redrive relay.commands.dlq`: sent back to relay.commands.dlq (its total goes up), no new dead letter.
+    const back = await redriveDeadLetters({ bus: ctx.bus, pool: db.pool, topic: dlq, pollMs: 20 });
+    expect(back).toMatchObject({ redriven: 1, refused: 0 });
+    const held = await ctx.bus.lag('nobody', [dlq]);
+    expect(held.reduce((n, p) => n + p.lag, 0n)).toBe(2n);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // ten looks
+    expect(await ids()).toEqual(['1', '2']);
+
+    // A new dead letter after it is told, as the third.
+    await ctx.bus.publish(dlq, [{ key: 'b', value: '{}', headers: { [DLQ_HEADERS.error]: 'bad' } }]);
+    await waitFor(async () => (await ids()).includes('3'), 'the new dead letter told');
+    expect(await ids()).toEqual(['1', '2', '3']);
+    expect((await told()).at(-1)!.payload).toEqual({
+      topic,
+      deadLetterTopic: dlq,
+      total: 3,
+      levels: { [dlq]: 3, [dlq2]: 1, [dlq3]: 0 },
+    });
+  });
+
+  it('a redrive of <topic>.dlq that raises its total is not told as new dead letters', async () => {
+    const topic = complaintCommands.name;
+    const [dlq, dlq2, dlq3] = [1, 2, 3].map((n) => topic + '.dlq'.repeat(n)) as [string, string, string];
+    await ctx.bus.ensureTopics([{ name: dlq, partitions: 4, retentionMs: null }]); // and its .dlq.dlq
+    // What a refusal of `redrive complaint.commands` leaves in complaint.commands.dlq.dlq.
+    await ctx.bus.publish(dlq2, [
+      { key: 'a', value: '{}', headers: { [DLQ_HEADERS.error]: 'refused', [DLQ_HEADERS.topic]: dlq } },
+    ]);
+    const back = await redriveDeadLetters({ bus: ctx.bus, pool: db.pool, topic: dlq, pollMs: 20 });
+    expect(back).toMatchObject({ redriven: 1 });
+    const held = await ctx.bus.lag('nobody', [dlq]);
+    expect(held.reduce((n, p) => n + p.lag, 0n)).toBe(1n); // complaint.commands.dlq holds it now
+    await new Promise((resolve) => setTimeout(resolve, 500)); // ten looks
+    const { rows } = await db.pool.query<{ id: string; payload: unknown }>(
+      `SELECT id, payload FROM notifier_outbox WHERE left(id, length($1)) = $1 ORDER BY created_at`,
+      [`message_dead_lettered:${dlq}:`],
+    );
+    // One dead letter (of the redrive): told once, whichever look saw it; the one sent back is not another.
+    expect(rows.map((r) => r.id)).toEqual([`message_dead_lettered:${dlq}:1`]);
+    expect(rows[0]!.payload).toMatchObject({ total: 1, levels: { [dlq2]: 1, [dlq3]: 0 } });
   });
 });

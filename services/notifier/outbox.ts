@@ -3,6 +3,7 @@
  * and posted to `n8nUrl` until the receiver answers 2xx, with exponential back-off. Nothing is ever dropped:
  * while the receiver is down rows wait; delivery is at least once (the receiver dedupes by `id`).
  */
+import { z } from 'zod';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { toldOf, type ToldDeadLetters } from './watch.js';
@@ -59,13 +60,21 @@ export async function lastToldDeadLetters(
   db: Pick<Pool, 'query'>,
   deadLetterTopicName: string,
 ): Promise<ToldDeadLetters | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM notifier_outbox WHERE kind = 'message_dead_lettered' AND left(id, length($1)) = $1
+  const { rows } = await db.query<{ id: string; levels: unknown }>(
+    `SELECT id, payload->'levels' AS levels FROM notifier_outbox
+      WHERE kind = 'message_dead_lettered' AND left(id, length($1)) = $1
       ORDER BY created_at DESC LIMIT 1`,
     [`message_dead_lettered:${deadLetterTopicName}:`],
   );
-  return rows[0] && toldOf(rows[0].id);
+  const told = rows[0] && toldOf(rows[0].id);
+  if (!told) return undefined;
+  // The levels as told then (notifications before levels have none: the watch then compares totals).
+  const levels = storedLevels.safeParse(rows[0]!.levels);
+  return levels.success ? { ...told, levels: levels.data } : told;
 }
+
+/** `levels` of a stored message_dead_lettered payload: messages per dead-letter topic. */
+const storedLevels = z.record(z.string(), z.number().int().nonnegative());
 
 /** Notifications of a state whose id ends with its total (watch.ts): `<kind>:<what>:<total>`. */
 const STATE_KINDS = ['submission_failed', 'message_dead_lettered'];

@@ -1,7 +1,14 @@
 import { Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { laggingGroup } from './test-harness.js';
-import { DEFAULT_LIMITS, HealthWatch, toldOf, type ToldDeadLetters } from './watch.js';
+import {
+  DEFAULT_LIMITS,
+  deadLettersSoFar,
+  HealthWatch,
+  toldOf,
+  type DeadLetterCount,
+  type ToldDeadLetters,
+} from './watch.js';
 
 /** A look whose notifications all reached the outbox. */
 async function told(watch: HealthWatch, nowMs?: number) {
@@ -143,6 +150,49 @@ describe('HealthWatch: dead-letter topics', () => {
       'message_dead_lettered:swap.verdicts.dlq:2',
     ]);
     expect(await told(watch, 9_000)).toEqual([]);
+  });
+});
+
+describe('HealthWatch: dead letters over every level', () => {
+  it('counts what arrived in each level, not what a redrive sent back up a level', () => {
+    // 2 dead letters; `redrive X` refused 1 (to X.dlq.dlq); `redrive X.dlq` sent it back to X.dlq.
+    expect(deadLettersSoFar([2, 0, 0], [0, 0, 0])).toBe(2);
+    expect(deadLettersSoFar([2, 1, 0], [0, 0, 0])).toBe(3);
+    expect(deadLettersSoFar([3, 1, 0], [0, 1, 0])).toBe(3);
+    // `redrive X.dlq` refused it instead (to X.dlq.dlq.dlq): a dead letter of that redrive.
+    expect(deadLettersSoFar([2, 1, 1], [0, 1, 0])).toBe(4);
+    // A redrive in flight (its position committed, the message not sent back yet) counts less, never more.
+    expect(deadLettersSoFar([2, 1, 0], [0, 1, 0])).toBe(2);
+  });
+
+  it('a total lower than told with no dead-letter topic cleared (a redrive in flight) tells nothing', async () => {
+    const levels = (a: number, b: number) => ({ 'X.dlq': a, 'X.dlq.dlq': b, 'X.dlq.dlq.dlq': 0 });
+    let count: DeadLetterCount = { topic: 'X', total: 3, levels: levels(2, 1) };
+    const watch = new HealthWatch(new Registry(), DEFAULT_LIMITS, async () => [count]);
+    const ids = async () => (await told(watch)).map((n) => n.id);
+    expect(await ids()).toEqual(['message_dead_lettered:X.dlq:3']);
+    count = { topic: 'X', total: 2, levels: levels(2, 1) }; // taken from X.dlq.dlq, not in X.dlq yet
+    expect(await ids()).toEqual([]);
+    count = { topic: 'X', total: 3, levels: levels(3, 1) }; // arrived back in X.dlq
+    expect(await ids()).toEqual([]);
+    count = { topic: 'X', total: 4, levels: levels(4, 1) };
+    expect(await ids()).toEqual(['message_dead_lettered:X.dlq:4']);
+    // X.dlq cleared by an operator: a new epoch.
+    count = { topic: 'X', total: 1, levels: levels(0, 1) };
+    expect(await ids()).toEqual(['message_dead_lettered:X.dlq:1.1']);
+  });
+
+  it('a restarted watch measures a clear from the levels it told last', async () => {
+    const count = { topic: 'X', total: 1, levels: { 'X.dlq': 0, 'X.dlq.dlq': 1 } };
+    const lastTold = async () => ({ epoch: 0, total: 3, levels: { 'X.dlq': 2, 'X.dlq.dlq': 1 } });
+    const restarted = new HealthWatch(
+      new Registry(),
+      DEFAULT_LIMITS,
+      async () => [count],
+      undefined,
+      lastTold,
+    );
+    expect((await told(restarted)).map((n) => n.id)).toEqual(['message_dead_lettered:X.dlq:1.1']);
   });
 });
 

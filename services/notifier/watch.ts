@@ -38,12 +38,63 @@ export interface Due {
 }
 
 /**
- * What was last told of a dead-letter topic: its total, in the topic's `epoch` (how many times its total
- * went down: an operator deleted the topic to clear it, and Kafka counts from 0 again).
+ * What was last told of a topic's dead letters: their total, in the `epoch` (how many times one of its
+ * dead-letter topics was cleared: an operator deleted it, and Kafka counts from 0 again), and the messages in
+ * each of its dead-letter topics then (absent in notifications older than levels).
  */
 export interface ToldDeadLetters {
   epoch: number;
   total: number;
+  levels?: Record<string, number>;
+}
+
+/** A topic's dead letters as the bus shows them (deadLettersSoFar). */
+export interface DeadLetterCount {
+  topic: string;
+  /** Dead letters so far, over every level, without those a redrive sent back up a level. */
+  total: number;
+  /** Messages in each of its dead-letter topics (`<topic>.dlq`, `<topic>.dlq.dlq`, …), by name. */
+  levels?: Record<string, number>;
+}
+
+/** The dead-letter topics of `topic`, level by level: its own, its redrive's, and that one's redrive's. */
+export function deadLetterLevels(topic: string, depth = 3): string[] {
+  const levels = [deadLetterTopic(topic)];
+  while (levels.length < depth) levels.push(deadLetterTopic(levels.at(-1)!));
+  return levels;
+}
+
+/**
+ * A topic's dead letters so far, from the messages in its dead-letter topics (`totals[0]` in `<topic>.dlq`,
+ * `totals[1]` in `<topic>.dlq.dlq`, …) and how many of each level its redrive took (`redriven[k]` of level
+ * k; `npm run dead-letters -- redrive <topic>.dlq` takes level 1's and sends them back to level 0). Each
+ * message that arrived in a level counts, except those a redrive sent back up from the level below: they
+ * were counted when they first arrived. What level k+1's redrive took went back to level k, except what it
+ * moved on to level k+2, counted there as arrived; so it is worked out from the deepest level up.
+ *
+ * Read the totals before the redrive positions: a redrive sends a dead letter back only once its position
+ * is committed, so the sum can come out lower for a moment (a redrive in flight), never higher.
+ */
+export function deadLettersSoFar(totals: readonly number[], redriven: readonly number[]): number {
+  const arrived: number[] = [];
+  for (let k = totals.length - 1; k >= 0; k--) {
+    const sentBack = (redriven[k + 1] ?? 0) - (arrived[k + 2] ?? 0);
+    arrived[k] = totals[k]! - sentBack;
+  }
+  return Math.max(
+    0,
+    arrived.reduce((sum, n) => sum + n, 0),
+  );
+}
+
+/**
+ * Whether a dead-letter topic of the topic was cleared since `told`: one of its levels holds fewer messages
+ * (Kafka counts from 0 again), which nothing else does. Without the levels told (an older notification), a
+ * total lower than told.
+ */
+function cleared(told: ToldDeadLetters, count: DeadLetterCount): boolean {
+  if (!told.levels || !count.levels) return count.total < told.total;
+  return Object.entries(told.levels).some(([name, n]) => (count.levels![name] ?? 0) < n);
 }
 
 /** The id of a dead-letter total: epoch 0 as before epochs existed (`…:<total>`), later `…:<epoch>.<total>`. */
@@ -67,8 +118,8 @@ export class HealthWatch {
   constructor(
     private readonly registry: Registry,
     private readonly limits: WatchLimits = DEFAULT_LIMITS,
-    /** Messages in the dead-letter topic of each topic (none: no dead-letter watch). */
-    private readonly deadLetters: () => Promise<Array<{ topic: string; total: number }>> = async () => [],
+    /** The dead letters of each topic (none: no dead-letter watch). */
+    private readonly deadLetters: () => Promise<DeadLetterCount[]> = async () => [],
     /** The dead-letter read failed: that part of the look is skipped, the rest goes on. */
     private readonly onDeadLettersUnread: (err: Error) => void = () => undefined,
     /** What the newest notification of a dead-letter topic told (kept however old: outbox.ts). */
@@ -150,22 +201,37 @@ export class HealthWatch {
         payload: { group: g.group, lagMessages: g.lag },
       }));
     // Messages no consumer could apply, counted in the dead-letter topics themselves: every process's, kept
-    // across restarts, so the id (the topic's total) is the same whoever looks and a total is told once. A
-    // total lower than the one told means the topic was cleared (deleted and created again: Kafka counts from
-    // 0 again): a new epoch, so its dead letters are told although their totals were told before.
+    // across restarts, so the id (the topic's total) is the same whoever looks and a total is told once. Every
+    // level counts (`<topic>.dlq.dlq` holds the dead letters of a redrive), but not what a redrive sent back
+    // up a level (deadLettersSoFar). A dead-letter topic that holds fewer messages than told was cleared
+    // (deleted and created again: Kafka counts from 0 again): a new epoch, so its dead letters are told
+    // although their totals were told before. A total lower than told with no level cleared is a redrive in
+    // flight: nothing to tell.
     const seeded = await this.seedDeadLetters(deadLetters.map((d) => d.topic));
-    for (const { topic, total } of seeded ? deadLetters : []) {
+    for (const count of seeded ? deadLetters : []) {
+      const { topic, total, levels } = count;
       const dlq = deadLetterTopic(topic);
       const told = this.deadLettered.get(topic)!;
-      if (total === told.total) continue;
-      const now = { epoch: total < told.total ? told.epoch + 1 : told.epoch, total };
-      // A clear (total 0) is told too, with total 0: its row is what tells a restarted watch that the total
-      // went down, so new dead letters that reach the old total again are told, in the new epoch.
+      const clear = cleared(told, count);
+      if (!clear && total <= told.total) {
+        // Levels only went up: a later clear is measured from here.
+        if (levels) this.deadLettered.set(topic, { ...told, levels });
+        continue;
+      }
+      const now = { epoch: clear ? told.epoch + 1 : told.epoch, total, ...(levels && { levels }) };
+      // A clear is told too (often with total 0): its row is what tells a restarted watch that the total went
+      // down, so new dead letters that reach the old total again are told, in the new epoch.
       out.push({
         notification: {
           id: deadLetterNotificationId(dlq, now),
           kind: 'message_dead_lettered',
-          payload: { topic, deadLetterTopic: dlq, total, ...(now.epoch > 0 && { clearedTimes: now.epoch }) },
+          payload: {
+            topic,
+            deadLetterTopic: dlq,
+            total,
+            ...(levels && { levels }),
+            ...(now.epoch > 0 && { clearedTimes: now.epoch }),
+          },
         },
         commit: () => this.deadLettered.set(topic, now),
       });
