@@ -321,7 +321,14 @@ export class KafkaBus implements EventBus {
         timeoutMs,
       );
     });
-    await this.connectProducer();
+    try {
+      // Within the timeout too: a new producer (see below) connects while the broker may be away, and the
+      // timer must not fire later with nothing awaiting it (an unhandled rejection).
+      await Promise.race([this.connectProducer(), timeout]);
+    } catch (err) {
+      clearTimeout(timer);
+      throw err;
+    }
     const producer = this.producer;
     try {
       await Promise.race([
