@@ -7,6 +7,7 @@
 import { Contract, getAddress, ZeroAddress } from 'ethers';
 import { z } from 'zod';
 import { didNamesInclude, didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
+import { outboundSignal } from '../../shared/runtime/deadline.js';
 import type { RpcPool } from '../../shared/sender/index.js';
 
 export type Ownership = { owns: true } | { owns: false; detail: string };
@@ -22,14 +23,15 @@ const findOwnerAnswer = z.object({
   data: z.array(z.object({ name: z.string() })),
 });
 
-export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000): DidOwnership {
+/** `stop` (ServiceContext.stopSignal): a lookup in flight ends when the process stops, not at its timeout. */
+export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000, stop?: AbortSignal): DidOwnership {
   const base = baseUrl.replace(/\/+$/, '');
   return {
     source: 'didSupport',
     async check(domain, signer) {
       const names = await didNamesUnderAnyForm(signer, async (form) => {
         const response = await fetch(`${base}/find/owner/${form}`, {
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: outboundSignal(timeoutMs, stop),
         });
         if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
         const answer = findOwnerAnswer.safeParse(await response.json());

@@ -39,7 +39,7 @@ export const agentService: ServiceDefinition = {
   },
 };
 
-export interface AgentContext extends Pick<ServiceContext, 'log' | 'metrics'> {
+export interface AgentContext extends Pick<ServiceContext, 'log' | 'metrics' | 'stopSignal'> {
   db: Pool;
   bus: EventBus;
 }
@@ -99,7 +99,7 @@ export async function startAgent(
     const did: DidOwnership =
       didChoice.source === 'contract'
         ? contractOwnership(rpc, config.contractAddr)
-        : didSupportOwnership(didChoice.url);
+        : didSupportOwnership(didChoice.url, undefined, context.stopSignal);
     const sender = createAgentSender({
       pool: context.db,
       store,

@@ -77,6 +77,7 @@ export async function startNotifier(
     maxBackoffMs: options.maxBackoffMs,
     pollMs: options.pollMs,
     timeoutMs: (options.timeoutSeconds ?? 30) * 1_000,
+    stopSignal: context.stopSignal,
     onOutcome: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   const subscription = await subscribeNotifier({

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { outboundSignal } from '../../shared/runtime/deadline.js';
 import { toldOf, type ToldDeadLetters } from './watch.js';
 import { webhook, type Webhook } from './webhook.js';
 
@@ -93,6 +94,8 @@ export interface OutboxSenderOptions {
   /** How often due rows are looked for when nothing woke the sender. */
   pollMs?: number;
   timeoutMs?: number;
+  /** The process stops: a post in flight is aborted, and its row stays as it was (no failed attempt). */
+  stopSignal?: AbortSignal;
   onOutcome?: (outcome: 'delivered' | 'failed') => void;
 }
 
@@ -171,6 +174,11 @@ export class OutboxSender {
           created_at: row.created_at,
           ...row.payload,
         });
+        if (error !== undefined && this.options.stopSignal?.aborted) {
+          // Cut off by the stop, not refused by n8n: posted again after the restart.
+          await client.query('ROLLBACK');
+          return;
+        }
         if (error === undefined) {
           await client.query(
             'UPDATE notifier_outbox SET delivered_at = now(), attempts = attempts + 1 WHERE id = $1',
@@ -240,7 +248,7 @@ export class OutboxSender {
           ...(this.webhook.authorization ? { authorization: this.webhook.authorization } : {}),
         },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
+        signal: outboundSignal(this.options.timeoutMs ?? 30_000, this.options.stopSignal),
         // Followed, a 301/302 turns the POST into a GET without the body whose 2xx would count as delivered
         // (and would take the credentials elsewhere): a redirect is a failure, n8nUrl must be the final URL.
         redirect: 'manual',

@@ -38,7 +38,7 @@ export const relayService: ServiceDefinition = {
   },
 };
 
-export interface RelayContext extends Pick<ServiceContext, 'log' | 'metrics'> {
+export interface RelayContext extends Pick<ServiceContext, 'log' | 'metrics' | 'stopSignal'> {
   db: Pool;
   bus: EventBus;
 }
@@ -127,6 +127,7 @@ export async function startRelay(
           },
           intervalMs: config.reregisterSeconds * 1000,
           log,
+          stopSignal: context.stopSignal,
           onOutcome: (outcome) => metrics.registrations.inc({ outcome }),
         });
   const subscription = await subscribeCommands({

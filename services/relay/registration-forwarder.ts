@@ -27,6 +27,8 @@ export interface RegistrationForwarderOptions {
   };
   intervalMs: number;
   log: Logger;
+  /** The process stops: a hand-over in flight is aborted rather than waited for (ServiceContext.stopSignal). */
+  stopSignal?: AbortSignal;
   onOutcome?: (outcome: ForwardOutcome) => void;
 }
 
@@ -47,7 +49,12 @@ export class RegistrationForwarder {
    */
   async forward(callbacks: Record<string, string>): Promise<void> {
     try {
-      const outcome = await registerCallbacks(this.options.registerUrl, callbacks, false);
+      const outcome = await registerCallbacks(
+        this.options.registerUrl,
+        callbacks,
+        false,
+        this.options.stopSignal,
+      );
       this.options.onOutcome?.(outcome === 'registered' ? 'registered' : 'already_registered');
       if (this.failing || outcome === 'registered')
         this.options.log.info(
@@ -79,7 +86,7 @@ export class RegistrationForwarder {
     const unregisterUrl = unregisterUrlOf(this.options.registerUrl);
     if (unregisterUrl === undefined) return true; // not our chain client: nothing to remove it with
     try {
-      const outcome = await unregisterCallbacks(unregisterUrl, previous, false);
+      const outcome = await unregisterCallbacks(unregisterUrl, previous, false, this.options.stopSignal);
       this.options.log.info(
         { callbacks: Object.keys(previous), outcome },
         'previous relay server callbacks removed',

@@ -4,6 +4,7 @@
  * which the original meant as harmless and counts as success here.
  */
 import { z } from 'zod';
+import { outboundSignal } from '../runtime/deadline.js';
 
 const reply = z.looseObject({ code: z.number(), message: z.string().optional() });
 /**
@@ -23,13 +24,18 @@ export const ALREADY_REGISTERED = /already registered/i;
  * POSTs JSON to a support route and parses its `{code, message}` answer (10 s at most). Its errors never
  * quote `url`: a configured chain-client URL may carry a token in its query, and callers pass these errors on
  * (the relay answers register_relay with one). A caller that logs which chain client failed names its origin.
+ * `stop` (ServiceContext.stopSignal) ends it sooner when the process stops.
  */
-export async function postSupport(url: string, body: unknown): Promise<z.infer<typeof reply>> {
+export async function postSupport(
+  url: string,
+  body: unknown,
+  stop?: AbortSignal,
+): Promise<z.infer<typeof reply>> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
+    signal: outboundSignal(10_000, stop),
   });
   const parsed = reply.safeParse(await response.json().catch(() => undefined));
   if (!parsed.success) throw new Error(`HTTP ${response.status} without a {code} body`);
@@ -41,8 +47,9 @@ export async function registerCallbacks(
   url: string,
   callback: Readonly<Record<string, string>>,
   merge: boolean,
+  stop?: AbortSignal,
 ): Promise<'registered' | 'already registered'> {
-  const result = await postSupport(url, { callback, merge });
+  const result = await postSupport(url, { callback, merge }, stop);
   if (result.code === 200) return 'registered';
   if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
   throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
@@ -56,8 +63,9 @@ export async function unregisterCallbacks(
   url: string,
   callback: Readonly<Record<string, string>>,
   merge: boolean,
+  stop?: AbortSignal,
 ): Promise<'unregistered' | 'not registered'> {
-  const result = await postSupport(url, { callback, merge }).catch((error: Error) => {
+  const result = await postSupport(url, { callback, merge }, stop).catch((error: Error) => {
     if (/^HTTP 404 /.test(error.message)) return { code: 404, message: 'no such route' };
     throw error;
   });

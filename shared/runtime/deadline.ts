@@ -16,3 +16,12 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, timeout: () 
     clearTimeout(timer);
   }
 }
+
+/**
+ * The signal of an outbound call: it ends after `timeoutMs`, or when `stop` (ServiceContext.stopSignal) is
+ * aborted, so a stop does not wait for a call that would only time out later.
+ */
+export function outboundSignal(timeoutMs: number, stop?: AbortSignal): AbortSignal {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  return stop ? AbortSignal.any([timeout, stop]) : timeout;
+}

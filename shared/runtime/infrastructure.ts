@@ -15,6 +15,7 @@ import { coreMigrations } from '../db/migrations/core.js';
 import { createPool, type Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import { allTopics, topicSpec } from '../../topics/index.js';
+import { withDeadline } from './deadline.js';
 
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
@@ -23,8 +24,20 @@ export interface Infrastructure {
   dbUrl: string;
   bus: EventBus;
   archive: Archive;
-  /** Closes everything in dependency order: bus, archive, pool, then the embedded server. */
-  close(): Promise<void>;
+  /**
+   * Closes everything in dependency order: bus, archive, pool, then the embedded server. Resolves with what
+   * failed to close (empty: everything closed); it never rejects.
+   */
+  close(options?: CloseOptions): Promise<string[]>;
+}
+
+export interface CloseOptions {
+  /**
+   * Time (epoch ms) by which the bus, the archive and the pool must have closed. What has not is given up
+   * (a stuck holder of a pool client would keep `end()` waiting forever), and the embedded server is stopped
+   * all the same: its fast shutdown ends the connections still open.
+   */
+  by?: number;
 }
 
 /** Database (embedded or external), migrations, event bus and archive, as the configuration says. */
@@ -58,7 +71,11 @@ export async function startInfrastructure(
   }
 
   const db = createPool(dbUrl, { max: config.database.poolSize, log });
-  const closers: Array<() => Promise<void>> = [];
+  // A client held out of the pool when its connection ends (the embedded server stopping under a service
+  // given up at shutdown) has no listener of pg's: its 'error' would end the process before the stop is
+  // done. As in withTransaction, its holder sees the failure at its next query.
+  db.on('connect', (client) => client.on('error', () => undefined));
+  const closers: Array<{ what: string; close: () => Promise<void> }> = [];
   try {
     await migrate(db, [coreMigrations, ...migrations], log);
 
@@ -106,10 +123,10 @@ export async function startInfrastructure(
           .catch((err) => log.warn({ err: (err as Error).message }, 'bus prune failed'));
       }, PRUNE_INTERVAL_MS);
       pruner.unref();
-      closers.push(async () => clearInterval(pruner));
+      closers.push({ what: 'bus pruner', close: async () => clearInterval(pruner) });
       bus = postgresBus;
     }
-    closers.push(() => bus.close());
+    closers.push({ what: 'bus', close: () => bus.close() });
     await bus.ensureTopics(allTopics.map((t) => topicSpec(t, config.bus.partitions)));
 
     let archive: Archive;
@@ -119,7 +136,7 @@ export async function startInfrastructure(
     } else {
       archive = new PostgresArchive(db);
     }
-    closers.push(() => archive.close());
+    closers.push({ what: 'archive', close: () => archive.close() });
     log.info(
       { bus: bus.kind, archive: archive.kind, database: config.database.mode },
       'infrastructure ready',
@@ -130,15 +147,26 @@ export async function startInfrastructure(
       dbUrl,
       bus,
       archive,
-      async close() {
-        for (const close of closers.reverse())
-          await close().catch((err) => log.warn({ err: err.message }, 'close failed'));
-        await db.end().catch(() => undefined);
+      async close({ by } = {}) {
+        const failed: string[] = [];
+        const closeIt = async (what: string, work: Promise<void>) => {
+          const bounded =
+            by === undefined
+              ? work
+              : withDeadline(work, Math.max(0, by - Date.now()), () => new Error('did not close in time'));
+          await bounded.catch((err: Error) => {
+            failed.push(what);
+            log.warn({ what, err: err.message }, 'close failed');
+          });
+        };
+        for (const { what, close } of closers.reverse()) await closeIt(what, close());
+        await closeIt('database pool', db.end());
         await embedded?.stop();
+        return failed;
       },
     };
   } catch (err) {
-    for (const close of closers.reverse()) await close().catch(() => undefined);
+    for (const { close } of closers.reverse()) await close().catch(() => undefined);
     await db.end().catch(() => undefined);
     await embedded?.stop();
     throw err;

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type AppConfig, type SectionName } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
+import { withDeadline } from './deadline.js';
 import { startInfrastructure, type Infrastructure } from './infrastructure.js';
 import { createMetrics } from './metrics.js';
 import type { RunningService, ServiceDefinition } from './service.js';
@@ -7,8 +8,20 @@ import { serviceUrls } from './summary.js';
 
 /** Exit code for configuration errors (sysexits EX_CONFIG). */
 export const EXIT_CONFIG = 78;
-/** Graceful shutdown must finish within this; after it the process exits anyway. */
+/**
+ * A stop's timeline, from the signal (once what was starting has started). In-flight work has STOP_GRACE_MS;
+ * then ServiceContext.stopSignal aborts the outbound calls still waiting (an RPC, a webhook: their own
+ * timeouts are 10 to 30 s). A service not stopped by SERVICES_DEADLINE_MS is given up; the bus, the archive
+ * and the pool are closed by SHUTDOWN_DEADLINE_MS, given up too if not; the embedded PostgreSQL is stopped
+ * after them in every case (a fast shutdown: it ends the connections a stuck service still holds).
+ */
+const STOP_GRACE_MS = 1_000;
+const SERVICES_DEADLINE_MS = 3_000;
 const SHUTDOWN_DEADLINE_MS = 4_500;
+/** Services still stopping when SERVICES_DEADLINE_MS passed are each asked, all at once, for this long. */
+const LATE_STOP_MS = 250;
+/** Only when stopping the embedded PostgreSQL itself hangs: the process exits anyway (exit 1). */
+const LAST_RESORT_MS = 15_000;
 
 export interface RunOptions {
   /** Service names from the command line; none means every service whose sections the file has. */
@@ -19,8 +32,9 @@ export interface RunOptions {
 
 /**
  * Starts the chosen services in this process on shared infrastructure and stops them cleanly on SIGINT or
- * SIGTERM: stop taking work, finish in-flight work, close the bus, the archive, the pool, then the embedded
- * database.
+ * SIGTERM: stop taking work, finish in-flight work (outbound calls aborted after a grace), close the bus, the
+ * archive, the pool, then the embedded database, within the deadlines above. Exit code 0 when everything
+ * closed (work the stop aborted is no failure), 1 when a service or a connection did not.
  */
 export async function runServices(
   available: readonly ServiceDefinition[],
@@ -57,27 +71,28 @@ export async function runServices(
   let stopFailed = false;
   let startup: Promise<void> | undefined;
 
+  const stopController = new AbortController();
+
   const stop = (reason: string) => {
     stopping ??= (async () => {
       log.info({ reason }, 'stopping');
       // A signal during start-up: what is being started (the embedded PostgreSQL, a service) finishes starting
       // first, so that it is stopped too; nothing more is started. A second signal still exits at once.
       await startup?.catch(() => undefined);
-      const deadline = setTimeout(() => {
+      const stoppedAt = Date.now();
+      const grace = setTimeout(() => stopController.abort(), STOP_GRACE_MS);
+      const lastResort = setTimeout(() => {
         log.error('graceful shutdown took too long; exiting');
         process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS);
-      for (const { name, service } of running.reverse()) {
-        await service.stop().catch((err) => {
-          stopFailed = true;
-          log.error({ service: name, err: (err as Error).message }, 'stop failed');
-        });
-      }
-      await infra?.close().catch((err) => {
+      }, LAST_RESORT_MS);
+      if (!(await stopServices(running, stoppedAt + SERVICES_DEADLINE_MS, log))) stopFailed = true;
+      const unclosed = (await infra?.close({ by: stoppedAt + SHUTDOWN_DEADLINE_MS })) ?? [];
+      if (unclosed.length > 0) {
         stopFailed = true;
-        log.error({ err: (err as Error).message }, 'closing the database and the bus failed');
-      });
-      clearTimeout(deadline);
+        log.error({ unclosed }, 'closing the database and the bus failed');
+      }
+      clearTimeout(grace);
+      clearTimeout(lastResort);
       log.info('stopped');
     })();
     return stopping;
@@ -121,6 +136,7 @@ export async function runServices(
           metrics: metrics.registry,
           trackConsumerGroup: metrics.trackConsumerGroup,
           busHealth: metrics.busHealth,
+          stopSignal: stopController.signal,
         });
         running.push({ name: definition.name, service });
       }
@@ -134,6 +150,30 @@ export async function runServices(
     await stop('start-up failed');
     process.exit(1);
   }
+}
+
+/**
+ * Stops the services, the last started first, until `until`; the ones left then are asked all at once, each
+ * for LATE_STOP_MS, and given up (their in-flight work is abandoned, as a crash would: the infrastructure is
+ * closed all the same). False when one failed or did not stop.
+ */
+async function stopServices(
+  running: ReadonlyArray<{ name: string; service: RunningService }>,
+  until: number,
+  log: Logger,
+): Promise<boolean> {
+  let ok = true;
+  const stopOne = async ({ name, service }: { name: string; service: RunningService }, ms: number) => {
+    const late = () => new Error(`did not stop within ${SERVICES_DEADLINE_MS} ms; given up`);
+    await withDeadline(service.stop(), ms, late).catch((err: Error) => {
+      ok = false;
+      log.error({ service: name, err: err.message }, 'stop failed');
+    });
+  };
+  const left = [...running].reverse();
+  while (left.length > 0 && Date.now() < until) await stopOne(left.shift()!, until - Date.now());
+  await Promise.all(left.map((r) => stopOne(r, LATE_STOP_MS)));
+  return ok;
 }
 
 function selectAndLoad(

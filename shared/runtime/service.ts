@@ -21,6 +21,11 @@ export interface ServiceContext {
   trackConsumerGroup(group: string, topics: readonly string[]): void;
   /** GET /health's `bus` check (the runner's; absent in test harnesses): degraded while the bus does not answer. */
   busHealth?: HealthCheck;
+  /**
+   * Aborted when the process stops and in-flight work had its grace (the runner's; absent in test harnesses):
+   * outbound calls pass it on (outboundSignal), so a stop never waits out their timeouts.
+   */
+  stopSignal?: AbortSignal;
 }
 
 export interface RunningService {

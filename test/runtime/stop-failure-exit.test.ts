@@ -1,9 +1,15 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../shared/net/free-port.js';
 import { databaseForSuite } from '../support/database.js';
 import { isolatedEnv, spawnTs } from '../support/processes.js';
+import { waitFor as waitUntilHolds } from '../support/wait.js';
 
 describe('npm start stopped by a signal', () => {
   const db = databaseForSuite();
@@ -26,6 +32,106 @@ describe('npm start stopped by a signal', () => {
     } finally {
       proc.child.kill('SIGKILL');
       await rm(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+/**
+ * Ctrl-C while an outbound call hangs (an n8n receiver that never answers; the notifier's post waits up to
+ * 30 s, longer than the runner's 4.5 s deadline): the stop aborts it and still closes the pool and the
+ * embedded PostgreSQL, exit 0. A service that does not stop at all costs exit 1, but never the database.
+ */
+describe('npm start stopped while work hangs', () => {
+  let dir: string;
+  let dbPort: number;
+  let silent: Server;
+  let posts = 0;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-slowstop-'));
+    await chmod(dir, 0o755);
+    dbPort = await freePort();
+    // Takes the request and never answers.
+    silent = createServer(() => posts++);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    silent?.closeAllConnections();
+    await new Promise((resolve) => silent?.close(resolve));
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const configFile = async () => {
+    const file = path.join(dir, 'config.toml');
+    const { port } = silent.address() as AddressInfo;
+    await writeFile(
+      file,
+      `n8nUrl = "http://127.0.0.1:${port}/hook"\n[database]\ndataDir = "${path.join(dir, 'pg')}"\nembeddedPort = ${dbPort}\n`,
+    );
+    return file;
+  };
+  const databaseRefuses = async () => {
+    const socket = net.connect(dbPort, '127.0.0.1');
+    const refused = await new Promise<boolean>((resolve) => {
+      socket.once('connect', () => resolve(false));
+      socket.once('error', () => resolve(true));
+    });
+    socket.destroy();
+    return refused;
+  };
+
+  it('aborts an n8n post that never answers, closes the database, exits 0 within the deadline', async () => {
+    const proc = spawnTs(
+      'bin/start.ts',
+      [],
+      isolatedEnv({ CONFIG_PATH: await configFile(), LOG_LEVEL: 'info' }),
+    );
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      const password = (await readFile(path.join(dir, 'pg.password'), 'utf8')).trim();
+      const client = new pg.Client(
+        `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${dbPort}/otmoic`,
+      );
+      await client.connect();
+      await client.query(
+        `INSERT INTO notifier_outbox (id, kind, payload) VALUES ('slow-stop:1', 'violation', '{}')`,
+      );
+      await client.end();
+      await waitUntilHolds(() => posts > 0, 'the notifier posting to n8n', 10_000);
+
+      const stoppedAt = Date.now();
+      proc.child.kill('SIGINT');
+      const exit = await proc.exited;
+      const took = Date.now() - stoppedAt;
+      expect(exit.code, proc.output()).toBe(0);
+      expect(took).toBeLessThan(4_500);
+      expect(proc.output()).toContain('embedded PostgreSQL stopped');
+      // Cut off by the stop, not by n8n: no failed delivery is reported.
+      expect(proc.output()).not.toContain('n8n receiver failing');
+      expect(await databaseRefuses()).toBe(true);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  }, 90_000);
+
+  it('a service that never stops costs exit 1, but the pool and the embedded PostgreSQL are still closed', async () => {
+    const proc = spawnTs(
+      'test/support/stuck-stop-runner.ts',
+      [],
+      isolatedEnv({ CONFIG_PATH: await configFile(), LOG_LEVEL: 'info' }),
+    );
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      const stoppedAt = Date.now();
+      proc.child.kill('SIGTERM');
+      const exit = await proc.exited;
+      const took = Date.now() - stoppedAt;
+      expect(exit.code).toBe(1);
+      expect(took).toBeLessThan(8_000);
+      expect(proc.output()).toMatch(/"service":"stuck".*stop failed/);
+      expect(proc.output()).toContain('embedded PostgreSQL stopped');
+      expect(await databaseRefuses()).toBe(true);
+    } finally {
+      proc.child.kill('SIGKILL');
     }
   }, 90_000);
 });
