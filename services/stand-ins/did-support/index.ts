@@ -12,6 +12,7 @@ import { Interface, JsonRpcProvider, ZeroAddress, getAddress } from 'ethers';
 import { z } from 'zod';
 import { defaultNotFound, routerRefusals, setNotFoundAnswer } from '../../../shared/runtime/http.js';
 import { singleFlight } from '../../../shared/runtime/single-flight.js';
+import { printedHost } from '../../../shared/runtime/summary.js';
 
 const REGISTRY = new Interface(['event DomainOwnerSet(string domain, address owner)']);
 const DOMAIN_OWNER_SET = REGISTRY.getEvent('DomainOwnerSet')!.topicHash;
@@ -114,7 +115,7 @@ export async function startDidSupport(options: DidSupportOptions): Promise<DidSu
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    url: `http://${printedHost(options.host)}:${port}`,
     app,
     async stop() {
       await app.close();
