@@ -15,8 +15,9 @@ const { values, positionals: named } = commandLine(usage, {
   allowPositionals: true,
 });
 const keep = values.keep;
-// No name: the whole pipeline, in its order (classifier, then points).
-const names = named.length > 0 ? named : Object.keys(replayers);
+// No name: the whole pipeline, in its order (classifier, then points). A name given twice is replayed once,
+// as `npm start` starts a service named twice once: a second replay of the same tables would tell nothing more.
+const names = named.length > 0 ? [...new Set(named)] : Object.keys(replayers);
 const unknown = names.filter((n) => !(n in replayers));
 if (unknown.length > 0) usageError(usage, `no replayer named ${unknown.join(', ')}`);
 

@@ -8,7 +8,7 @@ import type { ChainClientConfig } from '../../shared/config/index.js';
 import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
-import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { ReplayCut, replayRunId, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
@@ -82,7 +82,7 @@ const REPLAY_BATCH = 5_000;
 export async function replayClassifier(options: ReplayOptions): Promise<ClassifierReplayReport> {
   const started = performance.now();
   const clock = new PhaseClock();
-  const suffix = `${Date.now()}`;
+  const suffix = replayRunId();
   const schema = `classifier_replay_${suffix}`;
   const group = `classifier-replay-${suffix}`;
   const tables = classifierTables(schema);

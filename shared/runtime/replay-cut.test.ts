@@ -6,7 +6,7 @@ import { KafkaBus } from '../bus/kafka/kafka-bus.js';
 import type { EventBus } from '../bus/port.js';
 import { PostgresBus } from '../bus/postgres/postgres-bus.js';
 import { createLogger } from '../logging/logger.js';
-import { ReplayCut, settleAtLiveCut } from './replay-cut.js';
+import { ReplayCut, replayRunId, settleAtLiveCut } from './replay-cut.js';
 import { PoisonMessageError } from '../bus/errors.js';
 import { waitFor } from '../../test/support/wait.js';
 
@@ -255,5 +255,14 @@ describe("a replay's handler and a message that keeps failing", () => {
       await sub.stop();
     }
     expect({ applied, skipped }).toEqual({ applied: ['1', 'flaky', '3'], skipped: [] });
+  });
+});
+
+describe('replayRunId', () => {
+  it('differs between replays started in the same millisecond, and fits a schema name', () => {
+    // A millisecond stamp alone gave two replays started at once the same schema and consumer group.
+    const ids = Array.from({ length: 1_000 }, () => replayRunId());
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids.slice(0, 20)) expect(`classifier_replay_${id}`).toMatch(/^[a-z0-9_]{1,63}$/);
   });
 });

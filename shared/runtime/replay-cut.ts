@@ -8,6 +8,7 @@
  * makes one: when the live group went further, its tables are copied on that snapshot and the replay applies
  * up to its positions, not a message more; when the live group is behind, it waits for it.
  */
+import { randomBytes } from 'node:crypto';
 import { PoisonMessageError } from '../bus/errors.js';
 import type { BatchHandler, BusMessage, EventBus } from '../bus/port.js';
 import { loadPositions } from '../bus/positions.js';
@@ -215,4 +216,13 @@ function snapshotQuery(pool: Pool, id: string): Queryable['query'] {
       },
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
     )) as Queryable['query'];
+}
+
+/**
+ * The suffix of a replay's scratch schema and consumer group: time, process and 6 random hex digits, so two
+ * replays started in the same millisecond (in one process or two) never share them. Lower-case letters,
+ * digits and `_` only (a bare schema name), 25 characters at most.
+ */
+export function replayRunId(): string {
+  return `${Date.now().toString(36)}_${process.pid.toString(36)}_${randomBytes(3).toString('hex')}`;
 }

@@ -5,6 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { spawnTs } from '../support/processes.js';
 
+/** The environment on the postgres log of the test database (KAFKA_BROKERS, set to skip Kafka tests, would send the child there). */
+function postgresBusEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.KAFKA_BROKERS;
+  return env;
+}
+
 /** `npm run replay` as an operator runs it: every consumer of the pipeline, in order, against a database. */
 describe('npm run replay', () => {
   let db: TestDatabase;
@@ -24,7 +31,7 @@ describe('npm run replay', () => {
 
   it('without a name replays the classifier and points (reports in pipeline order), exits 0 when both are identical', async () => {
     const run = spawnTs('bin/replay.ts', [], {
-      ...process.env,
+      ...postgresBusEnv(),
       CONFIG_PATH: path.join(dir, 'config.toml'),
       DATABASE_URL: db.url,
     });
@@ -37,8 +44,21 @@ describe('npm run replay', () => {
     expect(output).toMatch(/"identical": true/);
   }, 120_000);
 
+  it('runs a replayer named twice once (two at once collided on one schema name)', async () => {
+    const run = spawnTs('bin/replay.ts', ['classifier', 'classifier'], {
+      ...postgresBusEnv(),
+      CONFIG_PATH: path.join(dir, 'config.toml'),
+      DATABASE_URL: db.url,
+    });
+    const { code } = await run.exited;
+    const output = run.output();
+    expect(code, output).toBe(0);
+    expect([...output.matchAll(/"replay": "(\w+)"/g)].map((m) => m[1])).toEqual(['classifier']);
+    expect(output).toMatch(/replay \(classifier\) \[#+\] 100%/);
+  }, 120_000);
+
   it('refuses an unknown name with its usage and exit code 2', async () => {
-    const run = spawnTs('bin/replay.ts', ['everything'], { ...process.env, DATABASE_URL: db.url });
+    const run = spawnTs('bin/replay.ts', ['everything'], { ...postgresBusEnv(), DATABASE_URL: db.url });
     expect((await run.exited).code).toBe(2);
     expect(run.output()).toMatch(/usage: npm run replay/);
   });
