@@ -604,7 +604,7 @@ export class Ingestor {
     // Events posted one by one for this chunk (history without merge) join it, once each, and only where
     // they agree with the chunk on their block.
     const held = this.heldEvents(chainId, stream, stored, state.pending);
-    const extra = this.joiningHeld(chainId, stream, bodies, held);
+    const extra = held.length === 0 ? [] : this.joiningHeld(chainId, stream, bodies, held);
     const all = [...bodies, ...extra.map((h) => h.body)];
     const merged = [...events, ...extra.map((h) => h.event)].sort(
       (a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex,

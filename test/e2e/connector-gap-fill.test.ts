@@ -304,9 +304,10 @@ historyMerge = ${options.historyMerge ?? true}\n`,
       expect(s.output()).toContain('first chunk since the chain client took our registration as new');
       const history = s.fake.requests.find((r) => r.path === '/support/history');
       expect(history).toMatchObject({ code: 200, body: { start: stored + 1 } });
-      // Its chunks come to a marked URL: never taken for the first live chunk of a restarted chain client.
+      // Its chunks come to a marked URL: never taken for the first live chunk of a restarted chain client, and
+      // naming the request's first block (its first chunk may start mid-chunk).
       expect(history!.body.callback.on_height_update).toBe(
-        `http://127.0.0.1:${s.port}/callback/${SYSTEM}/swap?source=history`,
+        `http://127.0.0.1:${s.port}/callback/${SYSTEM}/swap?source=history&from=${stored + 1}`,
       );
     } finally {
       await s.close();
