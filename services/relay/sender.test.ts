@@ -941,4 +941,42 @@ describe('relay sender on the devnet', () => {
     const receipt = (await chain.provider.getTransactionReceipt(failed.tx_hash))!;
     expect([receipt.to, receipt.gasUsed]).toEqual([wallet.address, 21_000n]);
   });
+  it('a stuck call is not cancelled when the replay is answered by a node behind the head (before the window opened): it is sped up and confirmed', async () => {
+    // Behind a load balancer the head (eth_getBlockByNumber) and the replay (eth_call at 'latest') may be answered
+    // by different nodes: one of them a few blocks behind, whose latest block is before the window opened.
+    proxy = await startRpcProxy(chain.rpcUrl, '/v3/lagging-key');
+    const { locked, id, tx: call, wallet, pricedOut } = await stuckConfirmIn({ rpc: proxy.url });
+    const { T, E, Tol } = locked.times;
+    const windowStart = T + 3 * E + Tol;
+    // The lagging node's answer: the genuine replay on the newest block whose time is before the window.
+    let behind = await chain.provider.getBlockNumber();
+    while ((await chain.provider.getBlock(behind))!.timestamp >= windowStart) behind--;
+    const lagging = await chain.provider
+      .call({ from: wallet.address, to: call.to!, data: call.data, blockTag: behind })
+      .then(
+        () => undefined,
+        (error: { data?: string }) => error.data,
+      );
+    expect(swapInterface.parseError(lagging!)?.name).toBe('NotInOpWindow');
+    let simulations = 0;
+    proxy.fail = (method, params) => {
+      if (method !== 'eth_call' || params[1] !== 'latest') return undefined;
+      simulations++;
+      return { code: 3, message: 'execution reverted', data: lagging } as { code: number; message: string };
+    };
+    // The head the sender reads is well inside the window (the up-to-date node).
+    await chain.setNextBlockTimestamp(windowStart + 10);
+    await pricedOut();
+    await replaced(id, 2);
+    await chain.mine();
+    await automine(true);
+    const done = await waitForFinal(id);
+    expect(simulations).toBeGreaterThan(0);
+    // The call would succeed on the chain's head: a node behind it says nothing of the call.
+    expect({ status: done.status, kinds: kinds(done) }).toEqual({
+      status: 'confirmed',
+      kinds: ['call', 'call'],
+    });
+    expect(await statusOf(locked.in.transferId)).toBe(2n);
+  });
 });
