@@ -12,7 +12,7 @@
  *    deep (re-checked against the block at its height: a reorged receipt is followed again);
  * 5. a transaction unmined after `bumpAfterBlocks` blocks is replaced at the same nonce with ≥ +10 % on
  *    both fee fields (never above `maxFeePerGas`), unless it waits behind an earlier unmined nonce; a call is
- *    first replayed on the latest block (eth_call), and one that would revert now (someone else settled it
+ *    first replayed on the head block (eth_call), and one that would revert now (someone else settled it
  *    meanwhile) is not sped up. Then, or when its window is about to close, or the node refused it
  *    `maxRefusals` times, the nonce is freed by a 0-value self-transfer: every transaction of a job shares
  *    one nonce, so at most one of them is ever mined, and later jobs never wait behind a dead nonce.
@@ -750,17 +750,22 @@ export class Sender {
   }
 
   /**
-   * Why a stuck call would revert on the chain's latest state, or undefined when it would succeed or the chain
-   * did not say. eth_call at 'latest', not eth_estimateGas: a node estimates on its pending block, which may
-   * hold this very call (then it "reverts" on its own effect). Only a revert the contract names
+   * Why a stuck call would revert on the state of the pass's head block, or undefined when it would succeed or
+   * the chain did not say. eth_call, not eth_estimateGas: a node estimates on its pending block, which may hold
+   * this very call (then it "reverts" on its own effect). At the head's number, not 'latest': "not yet" is
+   * judged on the head's time, and a node behind it (another endpoint, a load balancer's) would replay a call
+   * whose window opened since as reverting (NotInOpWindow) and free the nonce of a call that succeeds; without
+   * that block it answers "header not found", an endpoint's failure. Only a revert the contract names
    * (`decodeRevert`) or the node states (`callFails`) counts; an endpoint's failure (timeout, refused
-   * connection, 5xx, rate limit) says nothing of the call, which is then sped up as before.
+   * connection, 5xx, rate limit, a missing block) says nothing of the call, which is then sped up as before.
    */
   private async revertsNow(job: SenderJob, gasLimit: bigint, head: Head): Promise<string | undefined> {
     const { rpc, wallet, decodeRevert, notYet } = this.options;
     const { to, data, value } = job.call;
     try {
-      await rpc.read((p) => p.call({ from: wallet.address, to, data, value, gasLimit, blockTag: 'latest' }));
+      await rpc.read((p) =>
+        p.call({ from: wallet.address, to, data, value, gasLimit, blockTag: head.number }),
+      );
       return undefined;
     } catch (error) {
       const original = (error as { original?: unknown }).original ?? error;
