@@ -66,12 +66,19 @@ export class Follower {
    */
   private span = MAX_RANGE;
   private readsInRow = 0;
+  /**
+   * Each history task's own span, halved after each of its failed reads. A task's failures count as attempts
+   * (historyAttempts) only once it reads one chunk at a time: before, a provider capping the range made it
+   * spend them on narrowing, and the follower's reads, widening the shared span again between its back-offs,
+   * could give it up on a range it could read.
+   */
+  private readonly historySpans = new Map<string, number>();
 
   constructor(private readonly options: FollowerOptions) {}
 
   /** The last block of the range read from `from`: a chunk end at most `span` on, never past `last`. */
-  private rangeEnd(from: number, last: number): number {
-    return Math.min(last, Math.max(from, Math.floor((from + this.span) / CHUNK_BLOCKS) * CHUNK_BLOCKS));
+  private rangeEnd(from: number, last: number, span = this.span): number {
+    return Math.min(last, Math.max(from, Math.floor((from + span) / CHUNK_BLOCKS) * CHUNK_BLOCKS));
   }
 
   /** The logs of [from, to]; a failure narrows the range of the next reads. */
@@ -188,20 +195,28 @@ export class Follower {
   async historyStep(): Promise<boolean> {
     const { store, log } = this.options;
     let moved = false;
+    // A task's span is forgotten when it ends (queued or given up), not when it waits out a back-off.
     for (const task of await store.historyTasks()) {
       if (this.stopController.signal.aborted) break;
-      const to = this.rangeEnd(task.next, task.end);
+      const span = Math.min(this.span, this.historySpans.get(task.id) ?? MAX_RANGE);
+      const to = this.rangeEnd(task.next, task.end, span);
       try {
         const deliveries = await this.plan(task.next, to, [task.registration]);
         await store.commitHistoryRange(task, to + 1, deliveries);
         if (deliveries.length > 0) this.options.onQueued();
         if (to >= task.end) {
+          this.historySpans.delete(task.id);
           log.info({ task: task.id, lane: task.registration.lane, end: task.end }, 'history task queued');
           this.options.onHistoryOutcome?.('queued');
         }
         moved = true;
       } catch (err) {
         if (this.stopController.signal.aborted) break;
+        if (span > CHUNK_BLOCKS && !(err instanceof RpcRateLimitedError)) {
+          // Read again on the next pass, fewer blocks at a time (a node may cap the range): no attempt spent.
+          this.historySpans.set(task.id, Math.max(CHUNK_BLOCKS, Math.floor(span / 2)));
+          continue;
+        }
         await this.historyFailed(task, err as Error);
       }
     }
@@ -232,6 +247,7 @@ export class Follower {
     const attempts = task.failures + 1;
     if (attempts >= (this.options.historyAttempts ?? DEFAULT_HISTORY_ATTEMPTS)) {
       await store.dropHistoryTask(task);
+      this.historySpans.delete(task.id);
       this.options.onHistoryOutcome?.('failed');
       log.error(
         { ...about, attempts },

@@ -363,6 +363,36 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
     }
   }, 30_000);
 
+  it('a node that caps the logs range: the narrowing failures of a history task spend none of its attempts', async () => {
+    const rpc = await fakeNode();
+    // A provider answering eth_getLogs of at most 10 blocks: the task's reads narrow until they fit.
+    rpc.state.logsError = (from, to) => (to - from + 1 > 10 ? 'query exceeds max block range 10' : undefined);
+    const callbacks = await receiver();
+    lines.length = 0;
+    const client = await start(rpc.url, 10_000, { historyAttempts: 2, startBlock: 90 });
+    try {
+      const history = await post(client.port, '/support/history', {
+        start: 0,
+        end: 40,
+        ...merged(callbacks.url),
+      });
+      expect(history.code).toBe(200);
+      await waitFor(
+        () =>
+          callbacks.bodies.some((b) => b.height === 40) ||
+          lines.some((l) => l.includes('history task given up')),
+        'the task delivered or given up',
+        20_000,
+      );
+      expect(lines.filter((l) => l.includes('history task given up'))).toEqual([]);
+      expect(callbacks.bodies.map((b) => b.height)).toEqual([0, 5, 10, 15, 20, 25, 30, 35, 40]);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
+    }
+  }, 30_000);
+
   it("an endpoint's 429 with Retry-After: nothing is sent to it before that time, then reading goes on", async () => {
     let limit = false;
     let limitedAt: number | undefined;
