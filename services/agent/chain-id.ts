@@ -1,9 +1,10 @@
 /**
  * The EVM chain id of `agent.rpc` (the EIP-712 domain and transaction signing need it): `agent.chainId`
  * when configured, else asked at start (eth_chainId, each URL in order; the caller retries). Errors never
- * name a URL.
+ * name a URL. `stop` (the service stops) ends a read in flight at once.
  */
 import { z } from 'zod';
+import { outboundSignal } from '../../shared/runtime/deadline.js';
 
 const answer = z.object({ result: z.string().regex(/^0x[0-9a-fA-F]+$/) });
 
@@ -11,6 +12,7 @@ export async function resolveChainId(
   configured: number | undefined,
   urls: readonly string[],
   timeoutMs: number,
+  stop?: AbortSignal,
 ): Promise<number> {
   if (configured !== undefined) return configured;
   const problems: string[] = [];
@@ -21,12 +23,13 @@ export async function resolveChainId(
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: outboundSignal(timeoutMs, stop),
       });
       const parsed = answer.safeParse(await response.json());
       if (parsed.success) return Number(BigInt(parsed.data.result));
       problems.push(`${name}: unexpected eth_chainId answer`);
     } catch (error) {
+      if (stop?.aborted) throw error;
       problems.push(`${name}: ${(error as Error).name}`);
     }
   }

@@ -85,6 +85,8 @@ export async function startAgent(
   }
   let bound: Bound | undefined;
   let stopped = false;
+  /** Aborted by stop(): the chain id lookup (and the wait before the next) ends at once. */
+  const stopping = new AbortController();
   const metrics = agentMetrics(context.metrics, {
     balanceWei: () => bound?.sender.state.balanceWei,
     oldestUnconfirmedSinceMs: () => bound?.sender.state.oldestUnconfirmedSinceMs,
@@ -95,7 +97,13 @@ export async function startAgent(
   });
 
   const bind = async (chainId: number): Promise<void> => {
-    const rpc = new RpcPool({ urls: rpcUrls, chainId, timeoutMs: config.rpcTimeoutMs, scrub });
+    const rpc = new RpcPool({
+      urls: rpcUrls,
+      chainId,
+      timeoutMs: config.rpcTimeoutMs,
+      scrub,
+      stopSignal: context.stopSignal,
+    });
     const did: DidOwnership =
       didChoice.source === 'contract'
         ? contractOwnership(rpc, config.contractAddr)
@@ -201,16 +209,25 @@ export async function startAgent(
       let reported = false;
       while (!stopped) {
         try {
-          const chainId = await resolveChainId(undefined, rpcUrls, config.rpcTimeoutMs);
+          const chainId = await resolveChainId(undefined, rpcUrls, config.rpcTimeoutMs, stopping.signal);
           if (!stopped) await bind(chainId);
           return;
         } catch (error) {
+          if (stopped) return; // the lookup was cut off by the stop: nothing to report
           if (!reported)
             log.warn({ err: scrub((error as Error).message) }, 'chain id not known yet; retrying');
           reported = true;
-          await new Promise((resolve) =>
-            setTimeout(resolve, Math.max(1_000, config.blockTimeSeconds * 1000)),
-          );
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.max(1_000, config.blockTimeSeconds * 1000));
+            stopping.signal.addEventListener(
+              'abort',
+              () => {
+                clearTimeout(timer);
+                resolve();
+              },
+              { once: true },
+            );
+          });
         }
       }
     })();
@@ -233,6 +250,7 @@ export async function startAgent(
     submitter: () => bound?.sender,
     async stop() {
       stopped = true;
+      stopping.abort();
       await http.stop();
       await binding;
       if (bound) {

@@ -60,6 +60,8 @@ export async function startRelay(
     chainId: config.chainId,
     timeoutMs: config.rpcTimeoutMs,
     scrub,
+    // The process stops: an RPC call in flight (the sender's, a route's) ends at once, nothing counted.
+    stopSignal: context.stopSignal,
   });
   const wallet = new Wallet(config.priv);
   const store = new CommandStore(context.db, context.bus, `relay:${config.systemChainId}`, wallet.address, {

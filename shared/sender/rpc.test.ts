@@ -4,7 +4,7 @@ import { Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secretScrubber } from '../config/redact.js';
 import { startHardhatNode, type HardhatNode } from '../devnet/hardhat-node.js';
-import { RpcPool } from './rpc.js';
+import { RpcPool, RpcStoppedError, stoppedCall } from './rpc.js';
 
 const SECRET = 'provider-key-3f9a1c77d2e04b5';
 
@@ -82,5 +82,47 @@ describe('RpcPool: per-call timeouts, fallback, scrubbed errors', () => {
     await rpc.broadcast(raw);
     expect(await rpc.read((p) => p.getTransactionCount(wallet.address))).toBe(1);
     rpc.destroy();
+  });
+
+  it('a stop ends a call in flight at once, tries no other endpoint, and fails every later call', async () => {
+    const stop = new AbortController();
+    const urls = [silent.url, node.rpcUrl];
+    const rpc = new RpcPool({
+      urls,
+      chainId: 97,
+      timeoutMs: 20_000,
+      scrub: secretScrubber(urls),
+      stopSignal: stop.signal,
+    });
+    const reading = rpc.read((p) => p.getBlockNumber()).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 200));
+    const abortedAt = Date.now();
+    stop.abort();
+    const error = await reading;
+    expect(Date.now() - abortedAt).toBeLessThan(250);
+    // Not the working endpoint's answer: the stop is not an endpoint's failure to fall back from.
+    expect(stoppedCall(error)).toBe(true);
+    expect((error as Error).message).not.toContain(SECRET);
+    expect(rpc.stopped).toBe(true);
+    expect(stoppedCall(await rpc.read((p) => p.getBlockNumber()).catch((e: unknown) => e))).toBe(true);
+    expect(stoppedCall(await rpc.broadcast('0x00').catch((e: unknown) => e))).toBe(true);
+    rpc.destroy();
+  });
+
+  it('destroy() ends a broadcast in flight at once (RpcStoppedError), not at the timeout', async () => {
+    const rpc = new RpcPool({
+      urls: [silent.url],
+      chainId: 97,
+      timeoutMs: 20_000,
+      scrub: secretScrubber([silent.url]),
+    });
+    const sending = rpc.broadcast('0x00').catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 200));
+    const destroyedAt = Date.now();
+    rpc.destroy();
+    const error = await sending;
+    expect(Date.now() - destroyedAt).toBeLessThan(250);
+    expect(stoppedCall(error)).toBe(true);
+    expect((error as { original?: unknown }).original).toBeInstanceOf(RpcStoppedError);
   });
 });

@@ -17,6 +17,11 @@ export interface RpcPoolOptions {
   /** Per call: a call that has not answered by then fails (and the next endpoint is tried). */
   timeoutMs: number;
   scrub: (text: string) => string;
+  /**
+   * The process stops (ServiceContext.stopSignal): every call in flight fails at once with RpcStoppedError,
+   * and so does every later one. destroy() does the same.
+   */
+  stopSignal?: AbortSignal;
 }
 
 /** An error whose message has been scrubbed of secrets; `cause` keeps the original for revert decoding. */
@@ -30,12 +35,38 @@ export class RpcError extends Error {
   }
 }
 
+/**
+ * A call cut off because its service stops (RpcPoolOptions.stopSignal, destroy()): neither the endpoint's
+ * answer nor the chain's. Work that meets it is left as it was, to be done after the restart: no failed job,
+ * no refusal counted, no note (see `stoppedCall`).
+ */
+export class RpcStoppedError extends Error {
+  override readonly name = 'RpcStoppedError';
+  constructor() {
+    super('RPC call aborted: the service is stopping');
+  }
+}
+
+/** Whether `error` (as thrown by RpcPool, wrapped or not) is a call the stop cut off. */
+export function stoppedCall(error: unknown): boolean {
+  return (
+    error instanceof RpcStoppedError ||
+    (error instanceof RpcError && error.original instanceof RpcStoppedError)
+  );
+}
+
 export class RpcPool {
   readonly providers: JsonRpcProvider[];
   private preferred = 0;
+  /** Aborted by destroy() or by the stop signal: calls in flight and later ones fail (RpcStoppedError). */
+  private readonly stop: AbortSignal;
+  private readonly destroyed = new AbortController();
 
   constructor(private readonly options: RpcPoolOptions) {
     if (options.urls.length === 0) throw new Error('RpcPool needs at least one URL');
+    this.stop = options.stopSignal
+      ? AbortSignal.any([options.stopSignal, this.destroyed.signal])
+      : this.destroyed.signal;
     this.providers = options.urls.map((url) => {
       const request = new FetchRequest(url);
       request.timeout = options.timeoutMs;
@@ -47,6 +78,11 @@ export class RpcPool {
     });
   }
 
+  /** The service stops: every call fails at once (RpcStoppedError). */
+  get stopped(): boolean {
+    return this.stop.aborted;
+  }
+
   /** The endpoint that answered last (for ethers objects that need one Provider, e.g. Contract reads). */
   get provider(): JsonRpcProvider {
     return this.providers[this.preferred]!;
@@ -55,18 +91,18 @@ export class RpcPool {
   /**
    * Runs `call` on the preferred endpoint, then on the others while the failure is the endpoint's (timeout,
    * network, 5xx). A JSON-RPC answer that is an error (a revert, a refusal) is the chain's answer: returned
-   * at once, not retried elsewhere.
+   * at once, not retried elsewhere. A stop ends it at once (RpcStoppedError, wrapped).
    */
   async read<T>(call: (provider: JsonRpcProvider) => Promise<T>): Promise<T> {
     let last: unknown;
     for (let i = 0; i < this.providers.length; i++) {
       const index = (this.preferred + i) % this.providers.length;
       try {
-        const result = await withTimeout(call(this.providers[index]!), this.options.timeoutMs);
+        const result = await this.bounded(() => call(this.providers[index]!));
         this.preferred = index;
         return result;
       } catch (error) {
-        if (!isEndpointFailure(error)) throw this.wrap(error);
+        if (stoppedCall(error) || !isEndpointFailure(error)) throw this.wrap(error);
         last = error;
       }
     }
@@ -75,19 +111,40 @@ export class RpcPool {
 
   /**
    * Sends a signed transaction to every endpoint. Resolves when one took it; otherwise rejects with the
-   * most telling refusal (a node's JSON-RPC error before a network failure).
+   * most telling refusal (a node's JSON-RPC error before a network failure). A stop before any endpoint took
+   * it rejects with RpcStoppedError (wrapped): whether a node got it is unknown, and it is broadcast again
+   * after the restart.
    */
   async broadcast(raw: string): Promise<void> {
     const results = await Promise.allSettled(
-      this.providers.map((p) => withTimeout(p.broadcastTransaction(raw), this.options.timeoutMs)),
+      this.providers.map((p) => this.bounded(() => p.broadcastTransaction(raw))),
     );
     if (results.some((r) => r.status === 'fulfilled')) return;
     const errors = results.map((r) => (r as PromiseRejectedResult).reason);
+    if (errors.some(stoppedCall)) throw this.wrap(new RpcStoppedError());
     throw this.wrap(errors.find((e) => !isEndpointFailure(e)) ?? errors[0]);
   }
 
+  /** Ends the pool: calls in flight fail at once (RpcStoppedError), later ones too. */
   destroy(): void {
+    this.destroyed.abort();
     for (const p of this.providers) p.destroy();
+  }
+
+  /** `call` within the per-call timeout, cut off by a stop (the request goes on unheard until its timeout). */
+  private async bounded<T>(call: () => Promise<T>): Promise<T> {
+    const stop = this.stop;
+    if (stop.aborted) throw new RpcStoppedError();
+    let onStop: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      onStop = () => reject(new RpcStoppedError());
+      stop.addEventListener('abort', onStop, { once: true });
+    });
+    try {
+      return await Promise.race([withTimeout(call(), this.options.timeoutMs), stopped]);
+    } finally {
+      stop.removeEventListener('abort', onStop!);
+    }
   }
 
   /** The error with its message (and the messages ethers nests in it) scrubbed. */

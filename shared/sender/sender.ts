@@ -18,6 +18,8 @@
  *    one nonce, so at most one of them is ever mined, and later jobs never wait behind a dead nonce.
  * After a restart the stored attempts are asked for first (receipts, the nonce already used); nothing that
  * could conflict is ever signed. One sender per wallet works at a time (a PostgreSQL advisory lock).
+ * A stop that cuts an RPC call off (RpcPool's stop signal) ends the pass where it is: nothing is failed, noted
+ * or counted as a refusal for it, and the job is taken up where it stood after the restart.
  */
 import { Transaction, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../db/pool.js';
@@ -37,7 +39,7 @@ import {
   type Fee,
   type Market,
 } from './fees.js';
-import type { RpcPool } from './rpc.js';
+import { stoppedCall, type RpcPool } from './rpc.js';
 import type { SenderJob, SenderStore, SignedAttempt } from './types.js';
 
 export interface SenderCaps {
@@ -188,11 +190,26 @@ export class Sender {
     }
   }
 
-  /** One pass over the open jobs; passes never overlap (tests may call it beside the loop). */
+  /**
+   * One pass over the open jobs; passes never overlap (tests may call it beside the loop). A pass the stop cut
+   * off (an RPC call aborted) just ends.
+   */
   tick(): Promise<void> {
-    const pass = this.passes.then(() => this.pass());
+    const pass = this.passes
+      .then(() => this.pass())
+      .catch((error: unknown) => {
+        if (!this.halted(error)) throw error;
+      });
     this.passes = pass.catch(() => undefined);
     return pass;
+  }
+
+  /**
+   * The RPC pool is stopped (the process stops): `error` says nothing of the job or the chain, and the pass
+   * ends without recording it.
+   */
+  private halted(error?: unknown): boolean {
+    return this.options.rpc.stopped === true || (error !== undefined && stoppedCall(error));
   }
 
   private text(error: unknown): string {
@@ -215,7 +232,7 @@ export class Sender {
     const jobs = await this.options.store.open();
     await this.observeWallet(jobs, head);
     for (const job of jobs) {
-      if (this.stopped) return;
+      if (this.stopped || this.halted()) return;
       try {
         // Windows are judged on the chain's time: after the jobs before this one (up to 100), the pass's head
         // may be old (a speed-up signed where a closing window wants the nonce freed).
@@ -226,6 +243,8 @@ export class Sender {
         if (job.status === 'scheduled') await this.send(job, head);
         else await this.follow(job, head);
       } catch (error) {
+        // Cut off by the stop: the job stays as it is, taken up after the restart.
+        if (this.halted(error)) return;
         // Network trouble and the like: retried on the next pass; the window check ends hopeless ones.
         const problem = this.problem('sender job step failed; will retry', error, { job: job.id });
         await this.options.store.note(job.id, `retrying after: ${problem}`);
@@ -330,6 +349,7 @@ export class Sender {
       this.state.chainOk = true;
       return true;
     } catch (error) {
+      if (this.halted(error)) throw error;
       const text = this.text(error);
       // Logged when the chain goes down, not on every pass; /status shows it meanwhile.
       if (this.state.chainOk || !this.chainChecked)
@@ -354,7 +374,8 @@ export class Sender {
     let tip: bigint;
     try {
       tip = BigInt(await rpc.read((p) => p.send('eth_maxPriorityFeePerGas', [])));
-    } catch {
+    } catch (error) {
+      if (this.halted(error)) throw error;
       tip = gasPrice > head.baseFeePerGas ? gasPrice - head.baseFeePerGas : 1_000_000_000n;
     }
     return { baseFeePerGas: head.baseFeePerGas, priorityFeePerGas: tip, gasPrice };
@@ -410,6 +431,7 @@ export class Sender {
     try {
       estimate = await rpc.read((p) => p.estimateGas(request));
     } catch (error) {
+      if (this.halted(error)) throw error;
       const original = (error as { original?: unknown }).original ?? error;
       const revert = this.options.decodeRevert?.(original);
       if (revert !== undefined && this.options.notYet?.(revert.name, now, job)) return;
@@ -625,6 +647,9 @@ export class Sender {
     try {
       await rpc.broadcast(latest.raw);
     } catch (error) {
+      // Cut off by the stop: no node's refusal, and maybe never sent. The job keeps its status; the stored
+      // transaction is broadcast again after the restart.
+      if (this.halted(error)) throw error;
       const message = this.text(error);
       let outcome = classifyBroadcastError(message);
       if (outcome === 'unfunded') {
@@ -768,6 +793,7 @@ export class Sender {
       );
       return undefined;
     } catch (error) {
+      if (this.halted(error)) throw error;
       const original = (error as { original?: unknown }).original ?? error;
       const revert = decodeRevert?.(original);
       if (revert !== undefined) return notYet?.(revert.name, head.timestamp, job) ? undefined : revert.reason;
@@ -834,6 +860,8 @@ export class Sender {
         }),
       );
     } catch (error) {
+      // The reason is asked again after the restart rather than stored without it.
+      if (this.halted(error)) throw error;
       const revert = this.options.decodeRevert?.((error as { original?: unknown }).original ?? error);
       if (revert !== undefined) reason = `reverted on chain: ${revert.reason}`;
     }

@@ -46,12 +46,17 @@ describe('npm start stopped while work hangs', () => {
   let dbPort: number;
   let silent: Server;
   let posts = 0;
+  /** The paths the silent server was asked (each service's endpoint has its own). */
+  const asked = new Set<string>();
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'otmoic-slowstop-'));
     await chmod(dir, 0o755);
     dbPort = await freePort();
     // Takes the request and never answers.
-    silent = createServer(() => posts++);
+    silent = createServer((request) => {
+      posts++;
+      asked.add(request.url ?? '');
+    });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   });
   afterAll(async () => {
@@ -60,14 +65,27 @@ describe('npm start stopped while work hangs', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const configFile = async () => {
+  /** The silent server's URL for `route`. */
+  const silentUrl = (route: string) => `http://127.0.0.1:${(silent.address() as AddressInfo).port}${route}`;
+  const configFile = async (sections = '') => {
     const file = path.join(dir, 'config.toml');
-    const { port } = silent.address() as AddressInfo;
     await writeFile(
       file,
-      `n8nUrl = "http://127.0.0.1:${port}/hook"\n[database]\ndataDir = "${path.join(dir, 'pg')}"\nembeddedPort = ${dbPort}\n`,
+      `n8nUrl = "${silentUrl('/hook')}"\n${sections}\n[database]\ndataDir = "${path.join(dir, 'pg')}"\nembeddedPort = ${dbPort}\n`,
     );
     return file;
+  };
+  /** SIGINT once `waiting` holds; the stop must be clean (exit 0) and within the deadline. */
+  const stopsCleanly = async (proc: ReturnType<typeof spawnTs>) => {
+    const stoppedAt = Date.now();
+    proc.child.kill('SIGINT');
+    const exit = await proc.exited;
+    const took = Date.now() - stoppedAt;
+    expect(exit.code, proc.output()).toBe(0);
+    expect(took).toBeLessThan(4_500);
+    expect(proc.output()).not.toContain('stop failed');
+    expect(proc.output()).toContain('embedded PostgreSQL stopped');
+    expect(await databaseRefuses()).toBe(true);
   };
   const databaseRefuses = async () => {
     const socket = net.connect(dbPort, '127.0.0.1');
@@ -108,6 +126,47 @@ describe('npm start stopped while work hangs', () => {
       // Cut off by the stop, not by n8n: no failed delivery is reported.
       expect(proc.output()).not.toContain('n8n receiver failing');
       expect(await databaseRefuses()).toBe(true);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  }, 90_000);
+
+  it("aborts the relay sender's and the Agent's RPC calls to an endpoint that never answers, exits 0 in time", async () => {
+    const [relayPort, agentPort] = [await freePort(), await freePort()];
+    // The relay's sender asks eth_chainId first; the Agent without agent.chainId asks it before it binds.
+    const sections = `
+[relay]
+port = ${relayPort}
+systemChainId = "9006"
+chainId = 97
+rpc = "${silentUrl('/relay-rpc')}"
+contractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+priv = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6"
+blockTimeSeconds = 1
+[agent]
+port = ${agentPort}
+rpc = "${silentUrl('/agent-rpc')}"
+priv = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+contractAddr = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"
+didSource = "contract"
+`;
+    const proc = spawnTs(
+      'bin/start.ts',
+      [],
+      isolatedEnv({ CONFIG_PATH: await configFile(sections), LOG_LEVEL: 'info' }),
+    );
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      await waitUntilHolds(
+        () => asked.has('/relay-rpc') && asked.has('/agent-rpc'),
+        'the relay and the Agent asking their RPC',
+        10_000,
+      );
+      await stopsCleanly(proc);
+      // Cut off by the stop, not by the chain: nothing is reported as the chain's trouble.
+      expect(proc.output()).not.toContain('chain unreachable');
+      expect(proc.output()).not.toContain('sender pass failed');
+      expect(proc.output()).not.toContain('chain id not known yet');
     } finally {
       proc.child.kill('SIGKILL');
     }
