@@ -12,13 +12,22 @@ export function supportPaths(client: ChainClientConfig, stream: Stream) {
   };
 }
 
-/** Registers `callbackUrl` for merged update_height bodies. "Already registered" counts as success. */
+/**
+ * Registers `callbackUrl` for merged update_height bodies. "Already registered" counts as success. `stop`
+ * (the Connector stops) ends a request in flight at once.
+ */
 export function register(
   client: ChainClientConfig,
   stream: Stream,
   callbackUrl: string,
+  stop?: AbortSignal,
 ): Promise<'registered' | 'already registered'> {
-  return registerCallbacks(supportPaths(client, stream).register, { on_height_update: callbackUrl }, true);
+  return registerCallbacks(
+    supportPaths(client, stream).register,
+    { on_height_update: callbackUrl },
+    true,
+    stop,
+  );
 }
 
 /**
@@ -43,14 +52,14 @@ export async function requestHistory(
   callbackUrl: string,
   start: number,
   end: number,
+  stop?: AbortSignal,
 ): Promise<void> {
   const merge = client.historyMerge;
-  const result = await postSupport(supportPaths(client, stream).history, {
-    start,
-    end,
-    callback: historyCallback(merge, stream, callbackUrl),
-    merge,
-  });
+  const result = await postSupport(
+    supportPaths(client, stream).history,
+    { start, end, callback: historyCallback(merge, stream, callbackUrl), merge },
+    stop,
+  );
   if (result.code === 200 || ALREADY_REGISTERED.test(result.message ?? '')) return;
   throw new Error(`history refused: ${result.code} ${result.message ?? ''}`);
 }

@@ -5,7 +5,7 @@ import { Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../test/support/wait.js';
 import { GapFiller, type GapFillOptions } from './gap-fill.js';
-import { RpcReader } from './rpc-reader.js';
+import { RpcAnswerError, RpcReader, RpcReaderStoppedError } from './rpc-reader.js';
 
 /** A GapFiller over an in-memory stored height, with its log lines and gauges captured. */
 function harness(overrides: Partial<GapFillOptions> & { stored?: number } = {}) {
@@ -146,6 +146,33 @@ describe('gap filler', () => {
     expect(h.messages('the RPC answers again; filling the gap')).toHaveLength(1);
     await h.filler.stop();
   });
+
+  it('a read the stop cut off is no RPC failure: not logged, not counted, not shown as the RPC error', async () => {
+    const stop = new AbortController();
+    let reads = 0;
+    const h = harness({
+      historyTimeoutMs: 50,
+      fillFromRpc: async () => {
+        reads += 1;
+        if (stop.signal.aborted) throw new RpcReaderStoppedError('rpc-urls.97');
+        return new Promise<number>((_, reject) =>
+          stop.signal.addEventListener('abort', () => reject(new RpcReaderStoppedError('rpc-urls.97'))),
+        );
+      },
+    });
+    h.filler.report('9006', 'swap', 10, 40);
+    await waitFor(() => reads === 1, 'the RPC read', 2_000);
+    // The runner's stop signal comes before the Connector's own stop: the filler waits, without a failure.
+    stop.abort();
+    await new Promise((r) => setTimeout(r, 150));
+    expect(reads).toBeGreaterThan(1);
+    expect(h.messages('reading the gap from the RPC failed; retrying')).toEqual([]);
+    expect(JSON.stringify(h.filler.health())).not.toContain('rpcError');
+    const stoppedAt = Date.now();
+    await h.filler.stop();
+    expect(Date.now() - stoppedAt).toBeLessThan(500);
+    expect(h.messages('gap filled')).toEqual([]);
+  });
 });
 
 describe('rpc reader', () => {
@@ -264,6 +291,37 @@ describe('rpc reader', () => {
     } finally {
       later.destroy();
       await rpc.close();
+    }
+  });
+
+  it('a stop ends a read in flight at once (RpcReaderStoppedError, not an outage), and every later one', async () => {
+    const hung = http.createServer(() => undefined); // takes the request, never answers
+    await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/v3/SECRETAPIKEY123`;
+    const stop = new AbortController();
+    const reader = new RpcReader(url, 97, 'rpc-urls.97', 20_000, stop.signal);
+    const destroyed = new RpcReader(url, 97, 'rpc-urls.97', 20_000);
+    try {
+      const reading = reader.head().catch((err: unknown) => err);
+      const other = destroyed.blockByNumber(3).catch((err: unknown) => err);
+      await new Promise((r) => setTimeout(r, 200));
+      const abortedAt = Date.now();
+      stop.abort();
+      destroyed.destroy();
+      const [error, otherError] = await Promise.all([reading, other]);
+      expect(Date.now() - abortedAt).toBeLessThan(250);
+      for (const e of [error, otherError]) {
+        expect(e).toBeInstanceOf(RpcReaderStoppedError);
+        expect(e).not.toBeInstanceOf(RpcAnswerError);
+      }
+      expect(reader.stopped).toBe(true);
+      await expect(reader.logs(1, 5, ['0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512'])).rejects.toBeInstanceOf(
+        RpcReaderStoppedError,
+      );
+    } finally {
+      reader.destroy();
+      hung.closeAllConnections();
+      await new Promise((r) => hung.close(r));
     }
   });
 });

@@ -3,6 +3,7 @@ import { backoffMs, sleep } from '../../shared/bus/retry.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { HealthCheckResult } from '../../shared/runtime/http.js';
 import type { Stream } from './heights.js';
+import { RpcReaderStoppedError } from './rpc-reader.js';
 
 export interface GapFillMetrics {
   /** Seconds the stream has been stuck (0 when it is not). */
@@ -24,8 +25,17 @@ export interface GapFillOptions {
   /** How often an open gap looks at the stored height (default 200 ms). */
   tickMs?: number;
   storedHeight(chainId: string, stream: Stream): Promise<number>;
-  /** Asks the chain client for blocks start…end; rejects when it refuses or does not answer. */
-  requestHistory(chainId: string, stream: Stream, start: number, end: number): Promise<void>;
+  /**
+   * Asks the chain client for blocks start…end; rejects when it refuses or does not answer. `stop` is aborted
+   * when the filler stops (a request in flight then ends, and its failure is not reported).
+   */
+  requestHistory(
+    chainId: string,
+    stream: Stream,
+    start: number,
+    end: number,
+    stop: AbortSignal,
+  ): Promise<void>;
   /** Reads the next bounded range up to `target` from the RPC and publishes it; rejects when the RPC fails. */
   fillFromRpc(chainId: string, stream: Stream, target: number): Promise<number>;
 }
@@ -132,7 +142,8 @@ export class GapFiller {
   async stop(): Promise<void> {
     this.stopController.abort();
     clearInterval(this.watch);
-    // An RPC read in flight ends with its timeout; its chunks are transactions, so not waiting is safe.
+    // An RPC read in flight ends at the runner's stop signal (RpcReader), else with its timeout; its chunks are
+    // transactions, so not waiting is safe.
     await Promise.race([Promise.all(this.running), sleep(2_000)]);
   }
 
@@ -181,6 +192,11 @@ export class GapFiller {
             gap.rpcError = undefined;
             gap.rpcFailures = 0;
           } catch (err) {
+            if (err instanceof RpcReaderStoppedError) {
+              // Cut off by the stop (the Connector's own stop comes next): no failure, read after the restart.
+              await sleep(this.options.tickMs ?? 200, signal);
+              continue;
+            }
             gap.rpcFailures += 1;
             if (!gap.rpcError)
               log.warn(
@@ -213,9 +229,11 @@ export class GapFiller {
     const start = gap.stored + 1;
     const end = gap.target;
     gap.requestedAt = Date.now();
-    this.options.requestHistory(gap.chainId, gap.stream, start, end).then(
+    const stop = this.stopController.signal;
+    this.options.requestHistory(gap.chainId, gap.stream, start, end, stop).then(
       () => (gap.historyError = undefined),
       (err) => {
+        if (stop.aborted) return; // cut off by the stop
         if (!gap.historyError)
           this.options.log.warn(
             { chain: gap.chainId, stream: gap.stream, start, end, err: (err as Error).message },

@@ -113,7 +113,11 @@ export const connectorService: ServiceDefinition = {
       const key = context.config.rpcUrls?.[client.nativeChainId] ? client.nativeChainId : client.chainId;
       const rpc = context.config.rpcUrls?.[key];
       if (rpc)
-        readers.set(client.chainId, new RpcReader(rpc, Number(client.nativeChainId), `rpc-urls.${key}`));
+        readers.set(
+          client.chainId,
+          // The runner's stop signal (after in-flight work had its grace) ends a gap fill's or a chunk's read.
+          new RpcReader(rpc, Number(client.nativeChainId), `rpc-urls.${key}`, undefined, context.stopSignal),
+        );
       else
         log.warn(
           { chain: client.chainId },
@@ -153,7 +157,7 @@ export const connectorService: ServiceDefinition = {
       historyTimeoutMs: config.historyTimeoutMs,
       reportIntervalMs: config.stuckReportIntervalMs,
       storedHeight: (chainId, stream) => heights.get(chainId, stream),
-      requestHistory: (chainId, stream, start, end) =>
+      requestHistory: (chainId, stream, start, end, stop) =>
         scrubbed(() =>
           requestHistory(
             byChain.get(chainId)!,
@@ -163,6 +167,7 @@ export const connectorService: ServiceDefinition = {
             `${callbackFor(chainId, stream)}?${historyQuery(start)}`,
             start,
             end,
+            stop,
           ),
         ),
       fillFromRpc: (chainId, stream, target) =>
@@ -200,7 +205,8 @@ export const connectorService: ServiceDefinition = {
       { healthChecks: { streams: () => gapFiller.health() }, redact: scrub, maxParamLength: 512 },
     );
 
-    // Registrations live in the chain client's memory (the original's): renew them periodically.
+    // Registrations live in the chain client's memory (the original's): renew them periodically. Aborted when
+    // the Connector stops: a registration in flight ends at once.
     const stopController = new AbortController();
     const registering = clients.flatMap((client) => STREAMS.map((stream) => keepRegistered(client, stream)));
     async function keepRegistered(client: ChainClientConfig, stream: Stream): Promise<void> {
@@ -208,7 +214,9 @@ export const connectorService: ServiceDefinition = {
       while (!stopController.signal.aborted) {
         try {
           const pending = ingestor.liveStarting(client.chainId, stream);
-          const outcome = await scrubbed(() => register(client, stream, callbackFor(client.chainId, stream)));
+          const outcome = await scrubbed(() =>
+            register(client, stream, callbackFor(client.chainId, stream), stopController.signal),
+          );
           // Not while an earlier registration's first chunk is awaited: its answer may have been lost, or it was
           // answered "registered", and then "already registered" is about that one, whose live delivery
           // started after the chain client's head.
@@ -221,6 +229,7 @@ export const connectorService: ServiceDefinition = {
           failing = false;
           await sleep(config.reregisterIntervalMs, stopController.signal);
         } catch (err) {
+          if (stopController.signal.aborted) return; // cut off by the stop: no failed attempt
           registrations.inc({ chain: client.chainId, stream, outcome: 'failed' });
           log[failing ? 'debug' : 'warn'](
             { chain: client.chainId, stream, err: (err as Error).message },

@@ -9,6 +9,7 @@ import { STREAMS, type Stream } from './heights.js';
 import { HeightConflictError, type Ingestor } from './ingest.js';
 import { RejectedEvent } from './normalize.js';
 import { connectorOpenApi } from './openapi.js';
+import { RpcReaderStoppedError } from './rpc-reader.js';
 
 /**
  * The `onRejected` of registerCallbackRoutes counting into connector_rejected_bodies_total: by chain only when
@@ -137,6 +138,9 @@ export function registerCallbackRoutes(
           return reply.code(400).send({ code: 400, message: err.message });
         }
         if (err instanceof HeightConflictError)
+          return reply.code(503).send({ code: 503, message: err.message });
+        // A read the stop cut off (the chunk's block time): nothing was stored; posted again after the restart.
+        if (err instanceof RpcReaderStoppedError)
           return reply.code(503).send({ code: 503, message: err.message });
         throw err;
       }

@@ -29,12 +29,27 @@ export class RpcAnswerError extends Error {}
 class WrongChainError extends RpcAnswerError {}
 
 /**
+ * A read cut off because the Connector stops (its stop signal, destroy()): no answer of the RPC, so neither
+ * an outage nor a bad answer (not an RpcAnswerError). What needed it is done after the restart.
+ */
+export class RpcReaderStoppedError extends Error {
+  override readonly name = 'RpcReaderStoppedError';
+  constructor(label: string) {
+    super(`${label}: read aborted, the Connector is stopping`);
+  }
+}
+
+/**
  * The Connector's own reads of a chain, for gaps a chain client does not fill: the same raw JSON objects our
  * chain client reads (so `buildEventBodies` makes the original bodies from them), each answer checked with
  * zod, every request bounded by a timeout. Error messages never carry the RPC URL (it may hold an API key).
+ * A stop (`stop`, ServiceContext.stopSignal, or destroy()) ends every read in flight at once and fails later
+ * ones (RpcReaderStoppedError).
  */
 export class RpcReader {
   private readonly provider: JsonRpcProvider;
+  private readonly destroyed = new AbortController();
+  private readonly stop: AbortSignal;
   /** The check that the RPC serves `chainId`: kept when it refused (for good), dropped when it failed. */
   private chainCheck: Promise<void> | undefined;
 
@@ -45,7 +60,9 @@ export class RpcReader {
     /** How the URL is named in errors and logs, e.g. `rpc-urls.97`. */
     private readonly label: string,
     timeoutMs = 10_000,
+    stop?: AbortSignal,
   ) {
+    this.stop = stop ? AbortSignal.any([stop, this.destroyed.signal]) : this.destroyed.signal;
     const request = new FetchRequest(rpcUrl);
     request.timeout = timeoutMs;
     const network = Network.from(chainId);
@@ -104,7 +121,13 @@ export class RpcReader {
   }
 
   destroy(): void {
+    this.destroyed.abort();
     this.provider.destroy();
+  }
+
+  /** The Connector stops: every read fails at once (RpcReaderStoppedError). */
+  get stopped(): boolean {
+    return this.stop.aborted;
   }
 
   /**
@@ -130,10 +153,24 @@ export class RpcReader {
   private async call<T>(method: string, params: unknown[], schema: z.ZodType<T>): Promise<T> {
     if (method !== 'eth_chainId') await this.servesTheChain();
     let answer: unknown;
+    const stop = this.stop;
+    if (stop.aborted) throw new RpcReaderStoppedError(this.label);
+    let onStop: (() => void) | undefined;
+    const sent = this.provider.send(method, params);
+    sent.catch(() => undefined); // cut off by the stop: it fails unheard later
     try {
-      answer = await this.provider.send(method, params);
+      answer = await Promise.race([
+        sent,
+        new Promise<never>((_, reject) => {
+          onStop = () => reject(new RpcReaderStoppedError(this.label));
+          stop.addEventListener('abort', onStop, { once: true });
+        }),
+      ]);
     } catch (err) {
+      if (err instanceof RpcReaderStoppedError) throw err;
       throw new RpcAnswerError(`${this.label}: ${method} failed: ${this.scrub(err)}`);
+    } finally {
+      stop.removeEventListener('abort', onStop!);
     }
     const parsed = schema.safeParse(answer);
     if (!parsed.success)

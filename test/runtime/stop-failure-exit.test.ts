@@ -172,6 +172,57 @@ didSource = "contract"
     }
   }, 90_000);
 
+  it("aborts the Connector's gap fill from an RPC that never answers (and its registrations), exits 0 in time", async () => {
+    const connectorPort = await freePort();
+    // The chain client's routes never answer either: the registrations hang, the history never comes, so the
+    // gap is read from the RPC after historyTimeoutMs, and that read hangs.
+    const sections = `
+[connector]
+port = ${connectorPort}
+callbackUrl = "http://127.0.0.1:${connectorPort}/callback"
+historyTimeoutMs = 100
+[rpc-urls]
+97 = "${silentUrl('/connector-rpc')}"
+[[chainClients]]
+url = "${silentUrl('/')}"
+historyUrl = "${silentUrl('/')}"
+initBlockHeight = 0
+chainId = "9006"
+nativeChainId = "97"
+registerPath = "/support/register"
+historyPath = "/support/history"
+contractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+`;
+    const proc = spawnTs(
+      'bin/start.ts',
+      [],
+      isolatedEnv({ CONFIG_PATH: await configFile(sections), LOG_LEVEL: 'info' }),
+    );
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      // A live chunk far above the stored height: a gap. Its answer waits for its block time (the RPC).
+      const posted = fetch(`http://127.0.0.1:${connectorPort}/callback/9006/swap`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'update_height', height: 500 }),
+      }).catch(() => undefined);
+      await proc.waitFor(/history did not arrive: reading the gap from the RPC/, 10_000);
+      await waitUntilHolds(
+        () => asked.has('/connector-rpc') && asked.has('/support/register'),
+        'the Connector asking its RPC and registering at the chain client',
+        10_000,
+      );
+      await stopsCleanly(proc);
+      await posted;
+      // Cut off by the stop: no failed read, registration or history request is reported.
+      expect(proc.output()).not.toContain('reading the gap from the RPC failed');
+      expect(proc.output()).not.toContain('registration failed');
+      expect(proc.output()).not.toContain('history request failed');
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  }, 90_000);
+
   it('a service that never stops costs exit 1, but the pool and the embedded PostgreSQL are still closed', async () => {
     const proc = spawnTs(
       'test/support/stuck-stop-runner.ts',
