@@ -2,12 +2,15 @@
  * DID names of addresses, from the DID support service the real SDK uses: `GET {didSupportUrl}/find/owner/
  * {address}` → `{data:[{name}]}`, asked checksummed then lower-case (shared/otmoic/did-lookup.ts). Answers are cached for `ttlMs`; an address without a fresh answer is
  * unknown, so the swap that needs it waits (never a guess), and is fetched in the background with back-off
- * while the service is down. `onAnswer` tells the classifier which swaps to look at again.
+ * while the service is down. `onAnswer` tells the classifier which swaps to look at again. Lookups run beside
+ * the batches (a batch never waits for one): stop() aborts those in flight, which are then no failure (not
+ * counted, not logged) and are asked again after the restart (requestPendingDids).
  */
 import { z } from 'zod';
 import type { Logger } from '../../shared/logging/logger.js';
 import { redactUrl } from '../../shared/config/redact.js';
 import { didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
+import { outboundSignal } from '../../shared/runtime/deadline.js';
 
 const answerSchema = z.object({
   data: z.array(z.object({ name: z.string() }).loose()),
@@ -42,6 +45,8 @@ export class HttpDidSource implements DidNames {
   private sweepAt = SWEEP_AT_LEAST;
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
+  /** Aborted by stop(): lookups in flight end at once. */
+  private readonly stopping = new AbortController();
   /** When lookups started failing with no answer since (ms); undefined while the service answers. */
   private failingSinceMs: number | undefined;
 
@@ -81,6 +86,7 @@ export class HttpDidSource implements DidNames {
 
   stop(): void {
     this.stopped = true;
+    this.stopping.abort();
     for (const timer of this.timers) clearTimeout(timer);
   }
 
@@ -89,7 +95,7 @@ export class HttpDidSource implements DidNames {
     return didNamesUnderAnyForm(address, async (form) => {
       const target = `${this.options.url.replace(/\/$/, '')}/find/owner/${form}`;
       const response = await (this.options.fetch ?? fetch)(target, {
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5_000),
+        signal: outboundSignal(this.options.timeoutMs ?? 5_000, this.stopping.signal),
       });
       if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
       const parsed = answerSchema.safeParse(await response.json());
@@ -103,12 +109,16 @@ export class HttpDidSource implements DidNames {
     let answered = false;
     try {
       const names = await this.lookup(address);
+      // Answered during the stop: the swaps are looked at again after the restart, not on a closing pool.
+      if (this.stopped) return;
       answered = true;
       this.failingSinceMs = undefined;
       this.remember(address, names);
       this.inFlight.delete(address);
       await this.options.onAnswer(address);
     } catch (err) {
+      // Cut off by the stop (or failing after it): no failure of the DID support; asked after the restart.
+      if (this.stopped && !answered) return;
       const message = (err as Error).message;
       // The service failing, not the re-judging of its answer (the database): that one is retried alike.
       if (!answered) this.failingSinceMs ??= Date.now();

@@ -223,6 +223,59 @@ contractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
     }
   }, 90_000);
 
+  it("aborts the Classifier's DID lookup from a DID service that never answers, exits 0 in time", async () => {
+    const classifierPort = await freePort();
+    const sections = `
+[classifier]
+port = ${classifierPort}
+didSupportUrl = "${silentUrl('/did')}"
+[[chainClients]]
+url = "${silentUrl('/')}"
+historyUrl = "${silentUrl('/')}"
+initBlockHeight = 0
+chainId = "9006"
+nativeChainId = "97"
+registerPath = "/support/register"
+historyPath = "/support/history"
+contractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+`;
+    const env = isolatedEnv({ CONFIG_PATH: await configFile(sections), LOG_LEVEL: 'info' });
+    // A swap waiting for a DID answer: the Classifier asks for it when it starts.
+    const first = spawnTs('bin/start.ts', [], env);
+    try {
+      await first.waitFor(/"msg":"ready"/, 60_000);
+      const password = (await readFile(path.join(dir, 'pg.password'), 'utf8')).trim();
+      const client = new pg.Client(
+        `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${dbPort}/otmoic`,
+      );
+      await client.connect();
+      await client.query(
+        `INSERT INTO classifier_swaps (bid_id, facts, status, wait_kind, wait_address)
+         VALUES ('0xslowstop', '{}', 'pending', 'did', '0x00000000000000000000000000000000000000aa')
+         ON CONFLICT DO NOTHING`,
+      );
+      await client.end();
+      first.child.kill('SIGINT');
+      expect((await first.exited).code, first.output()).toBe(0);
+    } finally {
+      first.child.kill('SIGKILL');
+    }
+    const proc = spawnTs('bin/start.ts', [], env);
+    try {
+      await proc.waitFor(/"msg":"ready"/, 60_000);
+      await waitUntilHolds(
+        () => [...asked].some((url) => url.startsWith('/did/find/owner/')),
+        'the Classifier asking the DID service',
+        10_000,
+      );
+      await stopsCleanly(proc);
+      // Cut off by the stop, not refused by the DID service: no failed lookup is reported.
+      expect(proc.output()).not.toContain('DID lookup failed');
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  }, 120_000);
+
   it('a service that never stops costs exit 1, but the pool and the embedded PostgreSQL are still closed', async () => {
     const proc = spawnTs(
       'test/support/stuck-stop-runner.ts',
