@@ -67,6 +67,37 @@ describe('chain client deliverer', () => {
       .query(`SELECT 1 FROM chain_client_deliveries WHERE instance = $1 AND status = 'pending'`, [instance])
       .then((r) => r.rowCount);
 
+  it('a post the stop cut off counts no attempt: the row stays pending as it was, and the stop is prompt', async () => {
+    let posts = 0;
+    const hung = http.createServer(() => void (posts += 1)); // takes the post, never answers
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
+    await queue('stop-cuts', `http://127.0.0.1:${(hung.address() as AddressInfo).port}/cb`, 1);
+    const stop = new AbortController();
+    const deliverer = new Deliverer({
+      pool: db.pool,
+      instance: 'stop-cuts',
+      maxAttempts: 1, // one counted attempt would give the post up
+      timeoutMs: 20_000,
+      log,
+      stopSignal: stop.signal,
+    });
+    deliverer.start();
+    try {
+      await waitFor(() => posts === 1, 'the post', 10_000);
+      const stoppedAt = Date.now();
+      stop.abort();
+      await deliverer.stop();
+      expect(Date.now() - stoppedAt).toBeLessThan(1_000);
+      const { rows } = await db.pool.query(
+        `SELECT status, attempts, last_error FROM chain_client_deliveries WHERE instance = 'stop-cuts'`,
+      );
+      expect(rows).toEqual([{ status: 'pending', attempts: 0, last_error: null }]);
+    } finally {
+      hung.closeAllConnections();
+      await new Promise((resolve) => hung.close(resolve));
+    }
+  });
+
   it('two processes on one instance post each body once, in order: the second stands by', async () => {
     const callbacks = await receiver();
     await queue('two-processes', callbacks.url, 5);

@@ -4,6 +4,7 @@ import { SessionLock } from '../../shared/db/session-lock.js';
 import { urlOrigin } from '../../shared/config/redact.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { backoffMs } from '../../shared/bus/retry.js';
+import { outboundSignal } from '../../shared/runtime/deadline.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
 
 /** How long to wait when nothing is due (a retry's back-off may end meanwhile). */
@@ -26,6 +27,11 @@ export interface DelivererOptions {
   /** Days delivered and given-up posts are kept (default 7). */
   keepSettledDays?: number;
   outcomes?: Counter<'instance' | 'outcome'>;
+  /**
+   * The process stops (ServiceContext.stopSignal): a post in flight is aborted, and its row stays as it was
+   * (no attempt counted); it is posted again after the restart.
+   */
+  stopSignal?: AbortSignal;
 }
 
 /**
@@ -145,7 +151,7 @@ export class Deliverer {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: row.body,
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
+        signal: outboundSignal(this.options.timeoutMs ?? 10_000, this.options.stopSignal),
         // Not followed: a 301/302 would turn the post into a bodyless GET whose 2xx counts as delivered, and
         // a registered URL could send the chain client's posts anywhere. The same redirect comes every time.
         redirect: 'manual',
@@ -164,6 +170,8 @@ export class Deliverer {
       // fetch's errors may quote the URL, whose path, query or user:password can be a receiver's secret: the
       // log and last_error name its origin only, as everything else here does.
       error = withoutUrl((err as Error).message, row.url);
+      // Cut off by the stop, not failed by the receiver: the row is left as it was.
+      if (this.options.stopSignal?.aborted) return;
     }
     if (error === undefined) {
       await pool.query(

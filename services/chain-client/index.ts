@@ -115,7 +115,7 @@ function metricsOf(registry: Registry, pool: Pool): ChainClientMetrics {
 }
 
 export async function startChainClient(
-  context: Pick<ServiceContext, 'db' | 'log' | 'metrics'>,
+  context: Pick<ServiceContext, 'db' | 'log' | 'metrics' | 'stopSignal'>,
   // Optional for callers that build the entry themselves (tests, the fake chain client).
   config: Omit<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps' | 'historyAttempts'> &
     Partial<Pick<ChainClientInstanceConfig, 'rpcTimeoutMs' | 'allowIps' | 'historyAttempts'>>,
@@ -140,6 +140,7 @@ export async function startChainClient(
     keepSettledDays: config.keepSettledDays,
     log,
     outcomes: deliveries,
+    stopSignal: context.stopSignal,
   });
   const follower = new Follower({
     reader,
