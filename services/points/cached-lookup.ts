@@ -4,7 +4,10 @@
  * answered and flagged stale, and the service is not asked again for a short back-off, so a service that is
  * down costs the queries nothing but the flag. A refusal of one key (KeyRefusedError) is answered the same way
  * for that key only: the back-off is shared by every key, so anyone could otherwise keep it down for all.
+ * A fetch the stop cut off (`stopSignal`) is answered the same way, but is no failure of the service: not
+ * counted, not reported, no back-off.
  */
+import { outboundSignal } from '../../shared/runtime/deadline.js';
 
 /** The service answered but refused this key (a 4xx about the request): the service itself is up. */
 export class KeyRefusedError extends Error {
@@ -39,6 +42,8 @@ export interface CachedLookupOptions<T> {
   clock?: () => number;
   onOutcome?(outcome: LookupOutcome): void;
   onError?(key: string, error: Error): void;
+  /** The process stops (ServiceContext.stopSignal): a fetch in flight ends at once. */
+  stopSignal?: AbortSignal;
 }
 
 interface Entry<T> {
@@ -86,12 +91,16 @@ export class CachedLookup<T> {
 
   private async fetch(key: string, previous: Entry<T> | undefined): Promise<Lookup<T>> {
     try {
-      const value = await this.options.fetch(key, AbortSignal.timeout(this.options.timeoutMs));
+      const value = await this.options.fetch(
+        key,
+        outboundSignal(this.options.timeoutMs, this.options.stopSignal),
+      );
       const fetchedAtMs = this.clock();
       this.remember(key, { value, fetchedAtMs });
       this.options.onOutcome?.('fetched');
       return { value, stale: false, fetchedAtMs };
     } catch (error) {
+      if (this.options.stopSignal?.aborted) return this.staleAnswer(previous); // cut off by the stop
       const refused = error instanceof KeyRefusedError;
       if (!refused) this.downUntilMs = this.clock() + this.retryAfterFailureMs;
       this.options.onOutcome?.(refused ? 'refused' : 'failed');

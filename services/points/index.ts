@@ -44,7 +44,7 @@ export interface PointsStartOptions {
 
 /** The queries of Points over its live projections, with KYC and DID caches per the configuration. */
 export function createPointsQueries(
-  context: Pick<ServiceContext, 'log' | 'metrics' | 'db'>,
+  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'stopSignal'>,
   config: PointConfig,
   options: Pick<PointsStartOptions, 'clockMs' | 'nowSeconds'> = {},
 ): { queries: PointsQueries; store: PointsStore; cache: FactsCache } {
@@ -64,6 +64,8 @@ export function createPointsQueries(
       refreshIntervalMs: config.refreshInterval,
       timeoutMs: config.lookupTimeoutMs,
       clock: options.clockMs,
+      // The process stops: a KYC or DID lookup still waiting ends (its query answers the last known value).
+      stopSignal: context.stopSignal,
       onOutcome: (outcome) => metrics.lookups.inc({ service, outcome }),
       onError: (key, error) =>
         log.warn(
@@ -85,7 +87,7 @@ export function createPointsQueries(
 }
 
 export async function startPoints(
-  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'dbUrl' | 'bus'> & {
+  context: Pick<ServiceContext, 'log' | 'metrics' | 'db' | 'dbUrl' | 'bus' | 'stopSignal'> & {
     config?: Pick<ServiceContext['config'], 'http'>;
   },
   config: PointConfig,
