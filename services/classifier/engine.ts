@@ -49,6 +49,7 @@ import {
   WorkingSet,
   complaintsSeenThrough,
   clockKey,
+  orphanClock,
   readPlan,
   type IgnoredOut,
   type MissingEvent,
@@ -148,6 +149,7 @@ export class ClassifierEngine {
         this.onInput(w, input, handled);
       }
       await w.write(tx);
+      this.countOrphansRemoved(w);
       await this.publish(tx, w);
       await saveNewSigners(tx);
       await context.commitIn(tx);
@@ -173,6 +175,7 @@ export class ClassifierEngine {
       w.processed.add(input.id);
       handled.add(input.id);
     }
+    this.countOrphansRemoved(w);
     await w.writeDecisions(this.o.pool, this.o.resident === 'keep');
     w.runCommitted();
     discardNewSigners();
@@ -289,6 +292,17 @@ export class ClassifierEngine {
     this.didWanted.clear();
   }
 
+  /** The orphans removed by their expiry (orphan-retention.ts), counted once the batch is committed. */
+  private countOrphansRemoved(w: WorkingSet): void {
+    const removed = w.takeOrphansRemoved();
+    if (removed > 0) this.count(w, (m) => m.orphansRemoved.inc(removed));
+  }
+
+  /** Keeps an event until its swap is known, or until it can no longer be (orphan-retention.ts). */
+  private orphan(w: WorkingSet, id: string, ref: string, event: ChainEvent): null {
+    return w.addOrphan(id, ref, event, orphanClock(this.swapChains, w.clocks));
+  }
+
   private onEvent(w: WorkingSet, id: string, event: ChainEvent): void {
     const stream = event.kind === 'Complaint' ? 'reputation' : 'swap';
     const clock = w.clocks.get(clockKey(event.chainId, stream));
@@ -377,6 +391,7 @@ export class ClassifierEngine {
     height: number,
     blockTime: number,
   ): void {
+    const orphansBefore = stream === 'swap' ? orphanClock(this.swapChains, w.clocks) : undefined;
     const now = w.advanceClock(chainId, stream, height, blockTime);
     this.count(w, (m) => m.clock.set({ chain: chainId, stream }, now));
     const due =
@@ -384,6 +399,13 @@ export class ClassifierEngine {
         ? w.dueOnClock(chainId, now)
         : w.dueOnComplaints(complaintsSeenThrough(this.reputationChains, w.clocks) ?? -1);
     for (const bid of due) this.evaluate(w, bid);
+    // Orphans that nothing can adopt any more go with the clock move that tells (orphan-retention.ts): the
+    // oldest watched chain's clock moved.
+    if (stream === 'swap') {
+      const orphans = orphanClock(this.swapChains, w.clocks);
+      if (orphans !== undefined && (orphansBefore === undefined || orphans > orphansBefore))
+        w.removeExpiredOrphans(orphans);
+    }
   }
 
   /**
@@ -425,7 +447,7 @@ export class ClassifierEngine {
       }
       case 'TransferIn': {
         const swap = join(w.swapByOut(event.srcTransferId), event);
-        if (swap === null) return w.addOrphan(id, event.srcTransferId, event);
+        if (swap === null) return this.orphan(w, id, event.srcTransferId, event);
         // Linked even when the facts do not keep it: what names it joins the swap as before.
         w.link([event.transferId], swap.facts.bidId);
         swap.facts = this.adopt(w, swap.facts, event.transferId, 'transfer in').facts;
@@ -433,11 +455,11 @@ export class ClassifierEngine {
       }
       case 'ConfirmOut':
       case 'RefundOut':
-        return join(w.swapByOut(event.transferId), event) ?? w.addOrphan(id, event.transferId, event);
+        return join(w.swapByOut(event.transferId), event) ?? this.orphan(w, id, event.transferId, event);
       case 'ConfirmIn':
       case 'RefundIn': {
         const bid = w.linkedBid(event.transferId);
-        if (bid === undefined) return w.addOrphan(id, event.transferId, event);
+        if (bid === undefined) return this.orphan(w, id, event.transferId, event);
         const swap = w.swap(bid);
         // Its TransferIn joined before (that linked it): unless that one can be the LP's answer, these never
         // matter (a griefer confirms or refunds its own), and are not kept. The swap is judged all the same.

@@ -40,10 +40,62 @@ export function windowsOf(out: TransferOut): Windows {
 
 /**
  * Whether a TransferIn can be an answer to `out` at all, whatever it names and whatever its terms: on the lock's
- * destination chain, by T+2E (the same for every lock of the agreement).
+ * destination chain, by T+2E (the same for every lock of the agreement), and, naming `out`, not mined so long
+ * before it that its orphan could have been removed before `out` came (outlivedByItsLock).
  */
 export const inAnswerWindow = (out: TransferOut, tin: TransferIn): boolean =>
-  tin.chainId === out.dstChainId && tin.blockTimestamp <= windowsOf(out).transferInEnd;
+  tin.chainId === out.dstChainId &&
+  tin.blockTimestamp <= windowsOf(out).transferInEnd &&
+  !outlivedByItsLock(out, tin);
+
+/**
+ * Margin of the orphans' retention (orphan-retention.ts) for chains whose block times disagree, and for an event
+ * the Connector publishes after its chunk: a day, as the hold of an invalid complaint. A constant, not
+ * configuration: it is part of which TransferIns count (outlivedByItsLock), so a replay must use the live one.
+ */
+export const ORPHAN_CLOCK_MARGIN_SECONDS = 86_400;
+/**
+ * How far past its own block time a TransferIn's own T+E keeps its orphan: a week. An LP answers a lock it has
+ * seen, so its TransferIn's block time is the lock's give or take the chains' disagreement, whatever T and E; a
+ * TransferIn made before the lock on the lock's times is kept until T+E (the latest the contract takes that
+ * lock), but no longer than this, or a TransferIn naming a made-up transfer with T in the far future would be
+ * kept for ever.
+ */
+export const ORPHAN_AGREEMENT_HORIZON_SECONDS = 7 * 86_400;
+
+const transferInExpiries = new WeakMap<TransferIn, number>();
+/**
+ * The latest block time of a lock whose TransferIn `tin` can be: its own block time, or its own T+E when that is
+ * later (a lock on the TransferIn's times is refused by the contract after it), at most a week
+ * (ORPHAN_AGREEMENT_HORIZON_SECONDS) later, plus the margin (ORPHAN_CLOCK_MARGIN_SECONDS). Its orphan is removed
+ * once every watched chain's clock passed it (orphan-retention.ts). Remembered per event object.
+ */
+export function transferInExpiry(tin: TransferIn): number {
+  let known = transferInExpiries.get(tin);
+  if (known === undefined) {
+    const own = BigInt(tin.blockTimestamp);
+    const slack = BigInt(tin.agreementReachedTime) + BigInt(tin.expectedSingleStepTime) - own;
+    const horizon = BigInt(ORPHAN_AGREEMENT_HORIZON_SECONDS);
+    const kept = slack < 0n ? 0n : slack > horizon ? horizon : slack;
+    known = seconds(own + kept + BigInt(ORPHAN_CLOCK_MARGIN_SECONDS));
+    transferInExpiries.set(tin, known);
+  }
+  return known;
+}
+
+/**
+ * A TransferIn naming `out` that was mined so long before it that `out` is later than transferInExpiry: arriving
+ * before `out`, its orphan may have been removed (or not, as the chains' clocks and the lock's arrival
+ * interleave), so it counts in no order, and a replay decides as the live run. Such a TransferIn answers no
+ * lock the LP saw: it was mined more than a day before the lock it names on the chains' clocks, and either its
+ * times differ from the lock's (the contract takes the lock until its T+E, so one on the lock's times is past
+ * transferInExpiry only if that T+E is more than a week after the TransferIn), so that it was case 4 at most,
+ * instead of case 3, or the LP locked its funds more than eight days before the user, on an agreement reached
+ * a week after it: neither is a swap an LP carries out, and the contract would let the user take the LP's
+ * funds without locking.
+ */
+export const outlivedByItsLock = (out: TransferOut, tin: TransferIn): boolean =>
+  tin.srcTransferId === out.transferId && out.blockTimestamp > transferInExpiry(tin);
 
 /** What transferInMismatches names a different hashlock (an answer to another lock differs only so). */
 const HASHLOCK = 'hashlock';

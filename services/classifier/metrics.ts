@@ -11,6 +11,8 @@ export interface ClassifierMetrics {
   ignoredOuts: Counter<'reason'>;
   /** Events that came after their chain's clock had passed their block time, by whether their swap was decided. */
   lateEvents: Counter<'chain' | 'swap'>;
+  /** Orphans removed because nothing can adopt them any more (orphan-retention.ts). */
+  orphansRemoved: Counter;
   /** Counts a verdict and how long after its deciding block time (chain seconds) it was reached. */
   decided(verdict: SwapVerdict, deciderNow: number | undefined): void;
 }
@@ -53,7 +55,7 @@ export function classifierMetrics(
   });
   new Gauge({
     name: 'classifier_orphan_events',
-    help: 'Chain events whose swap is not known (yet): the other chain not read yet, a chain not followed, or events naming no lock (they stay)',
+    help: 'Chain events whose swap is not known (yet): the other chain not read yet, a chain not followed, or events naming no lock (kept until every watched chain clock passed their expiry: classifier_orphans_removed_total)',
     registers: [registry],
     async collect() {
       const rows = await rowsOrNothing(
@@ -139,11 +141,17 @@ export function classifierMetrics(
     labelNames: ['chain', 'swap'],
     registers: [registry],
   });
+  const orphansRemoved = new Counter({
+    name: 'classifier_orphans_removed_total',
+    help: 'Orphan events removed because the event that would join them to a swap can no longer come: every watched chain clock passed their expiry (a TransferIn naming no lock, or a lock on a chain not watched, a confirm or refund of no swap)',
+    registers: [registry],
+  });
   return {
     clock,
     didLookups,
     ignoredOuts,
     lateEvents,
+    orphansRemoved,
     decided(verdict, deciderNow) {
       verdicts.inc({ outcome: verdict.outcome, case: verdict.case === null ? 'none' : String(verdict.case) });
       if (deciderNow !== undefined)

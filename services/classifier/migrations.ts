@@ -5,6 +5,7 @@ import {
   ignoredOutsDdl,
   lockLinksDdl,
   missingEventsDdl,
+  orphanExpiryDdl,
   swapProjectionDdl,
 } from './tables.js';
 
@@ -39,6 +40,11 @@ export const classifierMigrations: MigrationSet = {
       version: 5,
       name: 'links to another lock of the agreement told apart from links to TransferIns',
       sql: lockLinksDdl(classifierTables()),
+    },
+    {
+      version: 6,
+      name: 'orphans expire once nothing can adopt them',
+      sql: orphanExpiryDdl(classifierTables()),
     },
   ],
 };

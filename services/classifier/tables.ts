@@ -1,3 +1,5 @@
+import { orphanExpirySql } from './orphan-retention.js';
+
 /**
  * The classifier's projection tables. The live ones live in the default schema (created by the migration);
  * a replay builds the same tables in a fresh schema and compares (replay.ts), so the DDL is one function.
@@ -33,7 +35,9 @@ export function classifierTables(schema = 'public'): ClassifierTables {
 
 /** Every table of the projection (a replay's fresh schema, a test's). */
 export function classifierDdl(t: ClassifierTables): string {
-  return swapProjectionDdl(t) + ignoredOutsDdl(t) + missingEventsDdl(t) + lockLinksDdl(t);
+  return (
+    swapProjectionDdl(t) + ignoredOutsDdl(t) + missingEventsDdl(t) + lockLinksDdl(t) + orphanExpiryDdl(t)
+  );
 }
 
 /** The tables of the first migration (its text is checksummed: never edit it, add a migration). */
@@ -154,5 +158,19 @@ export function lockLinksDdl(t: ClassifierTables): string {
     ALTER TABLE ${t.inLinks} ADD COLUMN lock boolean NOT NULL DEFAULT false;
     UPDATE ${t.inLinks} l SET lock = true
       FROM ${t.ignoredOuts} o WHERE o.reason = 'copy' AND o.transfer_id = l.in_transfer_id;
+  `;
+}
+
+/**
+ * When each orphan can no longer be adopted (orphan-retention.ts): it is removed once every watched chain's
+ * clock is past `expires_at`, by one statement on its index in the batch where that clock moves. The orphans
+ * kept before this column get the expiry their event gives (the same rule, in SQL).
+ */
+export function orphanExpiryDdl(t: ClassifierTables): string {
+  return `
+    ALTER TABLE ${t.orphans} ADD COLUMN expires_at bigint;
+    UPDATE ${t.orphans} SET expires_at = ${orphanExpirySql('event')};
+    ALTER TABLE ${t.orphans} ALTER COLUMN expires_at SET NOT NULL;
+    CREATE INDEX ON ${t.orphans} (expires_at);
   `;
 }

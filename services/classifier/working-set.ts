@@ -10,6 +10,7 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '../
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
 import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
 import { fromJsonb, jsonbArrayText, jsonbText } from './jsonb-nul.js';
+import { ExpiryHeap, orphanExpiry } from './orphan-retention.js';
 import type { ClassifierTables } from './tables.js';
 import { WaitIndex } from './wait-index.js';
 
@@ -37,6 +38,10 @@ interface Orphan {
   /** A row of the table (deleted when adopted), or new in this transaction (inserted unless adopted). */
   stored: boolean;
   adopted: boolean;
+  /** Removed once every watched chain's clock is past this block time (orphan-retention.ts). */
+  expiresAt: number;
+  /** Removed by that rule in this transaction (resident: since it was kept). */
+  expired?: boolean;
 }
 
 /** A TransferOut that is not the swap of the bid it names (tables.ts ignoredOutsDdl). */
@@ -193,6 +198,12 @@ export class WorkingSet {
   private readonly waiting = new WaitIndex();
   private readonly byOut = new Map<string, string>();
   private readonly orphans = new Map<string, Orphan[]>();
+  /** The orphans in `orphans`, by expiry: what a clock move removes (orphan-retention.ts). */
+  private readonly orphansByExpiry = new ExpiryHeap<Orphan>();
+  /** The orphan clock this transaction reached (removeExpiredOrphans): stored orphans expired below it go. */
+  private orphanClock: number | undefined;
+  /** Orphans removed by their expiry and not counted yet (takeOrphansRemoved); live: those never stored. */
+  private orphansRemoved = 0;
   private readonly inLinks = new Map<string, string>();
   /** The links that are another lock of the swap's agreement (the others are TransferIns'). */
   private readonly lockLinks = new Set<string>();
@@ -273,13 +284,18 @@ export class WorkingSet {
     }
     if (plan.orphanRefs.size > 0) {
       // Transitively: an orphan TransferIn brings the orphans that name its own transfer id.
-      const { rows } = await tx.query<{ event_id: string; ref: string; event: ChainEvent }>(
+      const { rows } = await tx.query<{
+        event_id: string;
+        ref: string;
+        event: ChainEvent;
+        expires_at: string;
+      }>(
         `WITH RECURSIVE o AS (
-           SELECT event_id, ref, event FROM ${tables.orphans} WHERE ref = ANY($1)
+           SELECT event_id, ref, event, expires_at FROM ${tables.orphans} WHERE ref = ANY($1)
            UNION
-           SELECT c.event_id, c.ref, c.event FROM ${tables.orphans} c JOIN o
+           SELECT c.event_id, c.ref, c.event, c.expires_at FROM ${tables.orphans} c JOIN o
              ON o.event->>'kind' = 'TransferIn' AND c.ref = o.event->>'transferId'
-         ) SELECT event_id, ref, event FROM o`,
+         ) SELECT event_id, ref, event, expires_at FROM o`,
         [[...plan.orphanRefs]],
       );
       for (const r of rows)
@@ -289,6 +305,7 @@ export class WorkingSet {
           event: fromJsonb(r.event),
           stored: true,
           adopted: false,
+          expiresAt: Number(r.expires_at),
         });
     }
     // Held heights: those the batch's events release, and of every chain stream the lowest one they do not,
@@ -480,6 +497,7 @@ export class WorkingSet {
     const list = this.orphans.get(o.ref);
     if (list) list.push(o);
     else this.orphans.set(o.ref, [o]);
+    this.orphansByExpiry.push(o);
   }
 
   /** chain/stream/height of every held height (in memory: read, or held in this transaction). */
@@ -548,10 +566,47 @@ export class WorkingSet {
     }
   }
 
-  /** Keeps an event until the swap it names is known (null: it joins no swap now). */
-  addOrphan(eventId: string, ref: string, event: ChainEvent): null {
-    this.keepOrphan({ eventId, ref, event, stored: false, adopted: false });
+  /**
+   * Keeps an event until the swap it names is known (null: it joins no swap now), or until every watched chain's
+   * clock is past its expiry (orphan-retention.ts): `clock` is that clock now (orphanClock); one already past it
+   * is not kept at all.
+   */
+  addOrphan(eventId: string, ref: string, event: ChainEvent, clock: number | undefined): null {
+    const expiresAt = orphanExpiry(event);
+    if (clock !== undefined && expiresAt < clock) {
+      this.orphansRemoved++;
+      return null;
+    }
+    this.keepOrphan({ eventId, ref, event, stored: false, adopted: false, expiresAt });
     return null;
+  }
+
+  /**
+   * Every watched chain's clock is at `clock` at least (orphanClock): the orphans that expire before it can no
+   * longer be adopted, and go (orphan-retention.ts). Those in memory at once, so the rest of the batch decides
+   * as a replay does; the stored ones with the transaction (write), in one statement on the expiry index.
+   */
+  removeExpiredOrphans(clock: number): void {
+    this.orphanClock = Math.max(this.orphanClock ?? clock, clock);
+    for (const o of this.orphansByExpiry.expiredBefore(clock)) {
+      if (o.adopted || o.expired) continue;
+      o.expired = true;
+      const list = this.orphans.get(o.ref);
+      if (list) {
+        const rest = list.filter((x) => x !== o);
+        if (rest.length > 0) this.orphans.set(o.ref, rest);
+        else this.orphans.delete(o.ref);
+      }
+      // A stored one is counted by the statement that deletes its row (write).
+      if (!o.stored) this.orphansRemoved++;
+    }
+  }
+
+  /** How many orphans were removed by their expiry since the last call (after write, live). */
+  takeOrphansRemoved(): number {
+    const n = this.orphansRemoved;
+    this.orphansRemoved = 0;
+    return n;
   }
 
   /** Records a TransferOut that is not its bid's swap (written with the transaction; nothing joins it). */
@@ -565,11 +620,19 @@ export class WorkingSet {
     if (!list) return [];
     this.orphans.delete(ref);
     for (const o of list) o.adopted = true;
+    // The expiry heap drops adopted ones when they come up; a resident set (a replay) adopts most orphans it
+    // keeps, long before they would expire, so it drops them at once when they are most of the heap.
+    this.adoptedInHeap += list.length;
+    if (this.adoptedInHeap > 1_024 && this.adoptedInHeap * 2 > this.orphansByExpiry.size) {
+      this.orphansByExpiry.retain((o) => !o.adopted && !o.expired);
+      this.adoptedInHeap = 0;
+    }
     this.adoptedLists.push(list);
     return list.map((o) => o.event);
   }
 
   private readonly adoptedLists: Orphan[][] = [];
+  private adoptedInHeap = 0;
 
   /** Was `eventId` handled before this transaction, or earlier in it? */
   handled(eventId: string, handledInBatch: ReadonlySet<string>): boolean {
@@ -696,10 +759,24 @@ export class WorkingSet {
     const kept = [...this.orphans.values()].flat().filter((o) => !o.stored);
     if (kept.length > 0) {
       await tx.query(
-        `INSERT INTO ${t.orphans} (event_id, ref, event)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) ON CONFLICT DO NOTHING`,
-        [kept.map((o) => o.eventId), kept.map((o) => o.ref), kept.map((o) => jsonbText(o.event))],
+        `INSERT INTO ${t.orphans} (event_id, ref, event, expires_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) ON CONFLICT DO NOTHING`,
+        [
+          kept.map((o) => o.eventId),
+          kept.map((o) => o.ref),
+          kept.map((o) => jsonbText(o.event)),
+          kept.map((o) => o.expiresAt),
+        ],
       );
+    }
+    // The orphans every watched chain's clock passed the expiry of (orphan-retention.ts): those of the table,
+    // which the batch did not read, in one statement on the expiry index. A resident set removed its own.
+    if (this.orphanClock !== undefined && !this.resident) {
+      const { rowCount } = await tx.query(`DELETE FROM ${t.orphans} WHERE expires_at < $1`, [
+        this.orphanClock,
+      ]);
+      this.orphansRemoved += rowCount ?? 0;
+      this.orphanClock = undefined;
     }
     if (this.ignored.length > 0) {
       const rows = this.ignored;
@@ -792,6 +869,23 @@ export function complaintsSeenThrough(
     min = Math.min(min, t);
   }
   return min;
+}
+
+/**
+ * The clock orphans are removed by (orphan-retention.ts): the oldest of the watched chains' swap clocks;
+ * undefined until each has one.
+ */
+export function orphanClock(
+  swapChains: readonly string[],
+  clocks: ReadonlyMap<string, number>,
+): number | undefined {
+  let min = Number.POSITIVE_INFINITY;
+  for (const chainId of swapChains) {
+    const t = clocks.get(clockKey(chainId, 'swap'));
+    if (t === undefined) return undefined;
+    min = Math.min(min, t);
+  }
+  return swapChains.length === 0 ? undefined : min;
 }
 
 /**
