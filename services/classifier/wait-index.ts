@@ -4,6 +4,7 @@
  * Clock and complaint waits sit in min-heaps by `until`; an entry whose swap has waited for something else
  * since is stale and dropped when it comes up (the current wait is the one in `current`, by identity).
  */
+import { MinHeap } from './min-heap.js';
 import type { Wait } from './working-set.js';
 
 interface Entry {
@@ -14,8 +15,8 @@ interface Entry {
 
 export class WaitIndex {
   private readonly current = new Map<string, Wait>();
-  private readonly byChain = new Map<string, Entry[]>();
-  private readonly complaints: Entry[] = [];
+  private readonly byChain = new Map<string, MinHeap<Entry>>();
+  private readonly complaints = new MinHeap<Entry>(untilOf);
 
   /** The swap now waits for `wait` (null: for nothing, decided or not waiting). */
   set(bid: string, wait: Wait | null): void {
@@ -27,9 +28,9 @@ export class WaitIndex {
     this.current.set(bid, wait);
     if (wait.kind === 'clock') {
       let heap = this.byChain.get(wait.chainId);
-      if (!heap) this.byChain.set(wait.chainId, (heap = []));
-      push(heap, { until: wait.until, bid, wait });
-    } else if (wait.kind === 'complaints') push(this.complaints, { until: wait.until, bid, wait });
+      if (!heap) this.byChain.set(wait.chainId, (heap = new MinHeap<Entry>(untilOf)));
+      heap.push({ until: wait.until, bid, wait });
+    } else if (wait.kind === 'complaints') this.complaints.push({ until: wait.until, bid, wait });
   }
 
   /** Swaps waiting for `chainId`'s clock to reach `now` or less, in bid order. */
@@ -54,42 +55,12 @@ export class WaitIndex {
    * Takes the due entries off the heap: the caller judges each of those swaps again, which puts its next wait
    * (if any) back in.
    */
-  private due(heap: Entry[], bound: number): string[] {
+  private due(heap: MinHeap<Entry>, bound: number): string[] {
     const bids = new Set<string>();
-    while (heap.length > 0 && heap[0]!.until <= bound) {
-      const entry = pop(heap);
+    for (const entry of heap.takeWhileBelow(bound, true))
       if (this.current.get(entry.bid) === entry.wait) bids.add(entry.bid);
-    }
     return [...bids].sort();
   }
 }
 
-function push(heap: Entry[], entry: Entry): void {
-  heap.push(entry);
-  let i = heap.length - 1;
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if (heap[parent]!.until <= entry.until) break;
-    heap[i] = heap[parent]!;
-    i = parent;
-  }
-  heap[i] = entry;
-}
-
-function pop(heap: Entry[]): Entry {
-  const top = heap[0]!;
-  const last = heap.pop()!;
-  if (heap.length === 0) return top;
-  let i = 0;
-  for (;;) {
-    const left = 2 * i + 1;
-    if (left >= heap.length) break;
-    const right = left + 1;
-    const child = right < heap.length && heap[right]!.until < heap[left]!.until ? right : left;
-    if (heap[child]!.until >= last.until) break;
-    heap[i] = heap[child]!;
-    i = child;
-  }
-  heap[i] = last;
-  return top;
-}
+const untilOf = (entry: Entry): number => entry.until;

@@ -10,7 +10,8 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '../
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
 import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
 import { fromJsonb, jsonbArrayText, jsonbText } from './jsonb-nul.js';
-import { ExpiryHeap, orphanExpiry } from './orphan-retention.js';
+import { MinHeap } from './min-heap.js';
+import { orphanExpiry } from './orphan-retention.js';
 import type { ClassifierTables } from './tables.js';
 import { WaitIndex } from './wait-index.js';
 
@@ -199,7 +200,7 @@ export class WorkingSet {
   private readonly byOut = new Map<string, string>();
   private readonly orphans = new Map<string, Orphan[]>();
   /** The orphans in `orphans`, by expiry: what a clock move removes (orphan-retention.ts). */
-  private readonly orphansByExpiry = new ExpiryHeap<Orphan>();
+  private readonly orphansByExpiry = new MinHeap<Orphan>((o) => o.expiresAt);
   /** The orphan clock this transaction reached (removeExpiredOrphans): stored orphans expired below it go. */
   private orphanClock: number | undefined;
   /** Orphans removed by their expiry and not counted yet (takeOrphansRemoved); live: those never stored. */
@@ -588,7 +589,7 @@ export class WorkingSet {
    */
   removeExpiredOrphans(clock: number): void {
     this.orphanClock = Math.max(this.orphanClock ?? clock, clock);
-    for (const o of this.orphansByExpiry.expiredBefore(clock)) {
+    for (const o of this.orphansByExpiry.takeWhileBelow(clock)) {
       if (o.adopted || o.expired) continue;
       o.expired = true;
       const list = this.orphans.get(o.ref);
