@@ -47,6 +47,8 @@ describe('n8nUrl with credentials', () => {
       (await env.db.pool.query('SELECT 1 FROM notifier_outbox WHERE delivered_at IS NOT NULL')).rowCount ===
       1;
     await waitFor(delivered, 'the notification delivered', 10_000);
+    // Logged after the delivery's commit (and the other rows' back-off cut short).
+    await waitFor(() => logs.some((l) => l.includes('reachable again')), 'the recovery logged', 10_000);
     expect(received[0]).toEqual({
       authorization: expected,
       body: expect.objectContaining({ id: 'violation:0x01' }),
