@@ -855,6 +855,35 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
     expect(await heights.get('9006', 'swap')).toBe(15);
   });
 
+  it('a held single event posted again in the version of its block a reorg made keeps that version: published, not dropped as held_conflict', async () => {
+    // Block 13 as first read, with one log; a reorg replaces it at the same height, re-including the same
+    // transaction (same log index, so the same event id) beside a new one.
+    const before = originalBody(transferOutVector, 13, 0);
+    const reorged = <T extends ReturnType<typeof originalBody>>(body: T): T => {
+      body.event.blockHash = body.block.hash = '0x' + 'cc'.repeat(32);
+      body.block.timestamp = '0x' + (Number(body.block.timestamp) + 1).toString(16);
+      body.event_raw = JSON.stringify(body.event);
+      return body;
+    };
+    const again = reorged(originalBody(transferOutVector, 13, 0));
+    const beside = reorged(originalBody(confirmOutVector, 13, 1));
+    // A later history task (without merge) posts block 13 as it is now.
+    for (const body of [before, again, beside])
+      expect((await post('/callback/9006/swap', body)).json().message).toBe('held until its height update');
+    expect(
+      (
+        await post('/callback/9006/swap?source=history', { type: 'update_height', height: 15, data: [] })
+      ).json(),
+    ).toEqual({ code: 200, message: 'processed' });
+    // Both events of block 13 as the chain has it: the re-included one was lost for good before (its
+    // held row kept the first post's block, which the newer post of its neighbour then contradicted).
+    expect((await published()).map((e) => [e.payload.logIndex, e.payload.blockTimestamp])).toEqual([
+      [0, 1_700_000_114],
+      [1, 1_700_000_114],
+    ]);
+    expect(await heights.get('9006', 'swap')).toBe(15);
+  });
+
   it('takes addresses in any case: hex from a chain client is not a typed address to checksum', async () => {
     const body = originalBody(transferOutVector, 12);
     // A mixed case that is not the address's checksum (one letter flipped) in the log and the receipt.

@@ -378,10 +378,16 @@ export class Ingestor {
       this.checkAhead(chainId, stream, stored, event!.blockNumber, 'event in block');
       // Not capped by count: a refused event would be lost when the data-less height update of its chunk
       // follows (nothing says the chunk had it). Held rows are bounded by maxBlocksAhead and deduplicated by
-      // id; only a forger could grow them (connector.callbackToken closes the route).
+      // id; only a forger could grow them (connector.callbackToken closes the route). A post of the same event
+      // in another version of its block (a reorg re-included it) replaces the held one and counts as the newest
+      // post (joiningHeld): kept as first posted, it was dropped as held_conflict beside its block's new
+      // events. A retry of the same body changes nothing.
       await this.options.pool.query(
         `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
-         VALUES ($1, $2, $3, $4, $5::json) ON CONFLICT DO NOTHING`,
+         VALUES ($1, $2, $3, $4, $5::json)
+         ON CONFLICT (chain_id, stream, event_id) DO UPDATE
+            SET body = EXCLUDED.body, block_number = EXCLUDED.block_number, received_at = now()
+          WHERE connector_pending_events.body::text IS DISTINCT FROM EXCLUDED.body::text`,
         [chainId, stream, chainEventId(event!), event!.blockNumber, JSON.stringify(body)],
       );
       return 'held until its height update';
