@@ -198,7 +198,11 @@ export class WorkingSet {
   /** The pending swaps that wait for something: what a clock move or a DID answer looks through. */
   private readonly waiting = new WaitIndex();
   private readonly byOut = new Map<string, string>();
-  private readonly orphans = new Map<string, Orphan[]>();
+  /**
+   * By the transfer they name, oldest first. A set, not an array: anyone can send many naming one transfer,
+   * and removing each by its expiry from an array copied the rest (quadratic; orphan-retention.test.ts).
+   */
+  private readonly orphans = new Map<string, Set<Orphan>>();
   /** The orphans in `orphans`, by expiry: what a clock move removes (orphan-retention.ts). */
   private readonly orphansByExpiry = new MinHeap<Orphan>((o) => o.expiresAt);
   /** The orphan clock this transaction reached (removeExpiredOrphans): stored orphans expired below it go. */
@@ -496,8 +500,8 @@ export class WorkingSet {
 
   private keepOrphan(o: Orphan): void {
     const list = this.orphans.get(o.ref);
-    if (list) list.push(o);
-    else this.orphans.set(o.ref, [o]);
+    if (list) list.add(o);
+    else this.orphans.set(o.ref, new Set([o]));
     this.orphansByExpiry.push(o);
   }
 
@@ -593,11 +597,7 @@ export class WorkingSet {
       if (o.adopted || o.expired) continue;
       o.expired = true;
       const list = this.orphans.get(o.ref);
-      if (list) {
-        const rest = list.filter((x) => x !== o);
-        if (rest.length > 0) this.orphans.set(o.ref, rest);
-        else this.orphans.delete(o.ref);
-      }
+      if (list?.delete(o) && list.size === 0) this.orphans.delete(o.ref);
       // A stored one is counted by the statement that deletes its row (write).
       if (!o.stored) this.orphansRemoved++;
     }
@@ -617,9 +617,10 @@ export class WorkingSet {
 
   /** Removes and returns the orphans naming `ref`, oldest first. */
   adoptOrphans(ref: string): ChainEvent[] {
-    const list = this.orphans.get(ref);
-    if (!list) return [];
+    const set = this.orphans.get(ref);
+    if (!set) return [];
     this.orphans.delete(ref);
+    const list = [...set];
     for (const o of list) o.adopted = true;
     // The expiry heap drops adopted ones when they come up; a resident set (a replay) adopts most orphans it
     // keeps, long before they would expire, so it drops them at once when they are most of the heap.
@@ -757,7 +758,7 @@ export class WorkingSet {
     const adopted = this.adoptedLists.flat();
     const gone = adopted.filter((o) => o.stored).map((o) => o.eventId);
     if (gone.length > 0) await tx.query(`DELETE FROM ${t.orphans} WHERE event_id = ANY($1)`, [gone]);
-    const kept = [...this.orphans.values()].flat().filter((o) => !o.stored);
+    const kept = [...this.orphans.values()].flatMap((set) => [...set]).filter((o) => !o.stored);
     if (kept.length > 0) {
       await tx.query(
         `INSERT INTO ${t.orphans} (event_id, ref, event, expires_at)
