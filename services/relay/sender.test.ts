@@ -984,4 +984,36 @@ describe('relay sender on the devnet', () => {
     });
     expect(await statusOf(locked.in.transferId)).toBe(2n);
   });
+  it('a stuck call whose replay times out while its window comes within the margin is not sped up: its nonce is freed', async () => {
+    // The replay (eth_call) is answered by nothing until the RPC timeout; meanwhile the chain moves inside the
+    // window's safety margin, to its end. A faster call signed on the head read before would be mined after the
+    // window and revert, at the wallet's cost.
+    proxy = await startRpcProxy(chain.rpcUrl, '/v3/slow-key');
+    const timeoutMs = 1_000;
+    const { locked, id, wallet, pricedOut } = await stuckConfirmIn({
+      rpc: proxy.url,
+      rpcTimeoutMs: timeoutMs,
+    });
+    const { T, E, Tol } = locked.times;
+    const end = T + 3 * E + 2 * Tol;
+    let held = 0;
+    proxy.hold = async (method) => {
+      if (method !== 'eth_call' || held++ > 0) return;
+      await chain.setNextBlockTimestamp(end); // the window's last second, the call still priced out
+      await pricedOut();
+      await new Promise((resolve) => setTimeout(resolve, timeoutMs + 500));
+    };
+    await pricedOut();
+    await replaced(id, 2);
+    expect(held).toBeGreaterThan(0);
+    // Decided on the chain's head inside the margin: the nonce is freed, no call is signed.
+    expect(kinds(await command(id))).toEqual(['call', 'cancel']);
+    await chain.provider.send('hardhat_setNextBlockBaseFeePerGas', [toQuantity(1_000_000_000n)]);
+    await chain.mine();
+    await automine(true);
+    const failed = await waitForFinal(id);
+    expect(failed.reason).toMatch(/^nonce 0 freed by a 0-value self-transfer: window closing: /);
+    const receipt = (await chain.provider.getTransactionReceipt(failed.tx_hash))!;
+    expect([receipt.to, receipt.gasUsed]).toEqual([wallet.address, 21_000n]);
+  });
 });

@@ -714,7 +714,7 @@ export class Sender {
     }
     if (isCall && (closing || refused || unfunded)) {
       const why = closing
-        ? `window closing: ${job.windowText}; the chain is at block time ${head.timestamp}`
+        ? this.closingWhy(job, head)
         : refused
           ? `the node refused the transaction ${job.refusals} times`
           : `the wallet's balance no longer pays the call at the market's fee of ${feePerGas(fresh)} wei per gas`;
@@ -742,7 +742,19 @@ export class Sender {
       );
       return undefined;
     }
+    // The market's reads and the replay may each have waited out endpoints' timeouts (seconds): the window is
+    // judged again on the chain's head, as `send` does before signing. A faster call signed on the older head
+    // inside the margin is mined after the window and reverts, and the wallet pays; its nonce is freed instead.
+    if (isCall && job.window.end !== null) {
+      head = await this.head();
+      if (this.closing(job, head))
+        return this.freeNonce(job, previous, fresh, head, this.closingWhy(job, head), false);
+    }
     return { attempt: await this.sign(latest.kind, job, job.nonce!, fee, gasLimit, head) };
+  }
+
+  private closingWhy(job: SenderJob, head: Head): string {
+    return `window closing: ${job.windowText}; the chain is at block time ${head.timestamp}`;
   }
 
   /**

@@ -20,6 +20,8 @@ export interface RpcProxy {
   rewrite?: (method: string, params: unknown[], result: unknown) => unknown;
   /** A JSON-RPC error a call answers instead of going to the node (undefined: it goes), as a flaky endpoint. */
   fail?: (method: string, params: unknown[]) => { code: number; message: string } | undefined;
+  /** A wait before a call is answered (undefined: none), as a slow endpoint: the call goes on after it. */
+  hold?: (method: string, params: unknown[]) => Promise<void> | undefined;
   close(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export async function startRpcProxy(target: string, secretPath: string): Promise
         response.setHeader('content-type', 'application/json');
         response.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error }));
       };
+      await proxy.hold?.(body.method, body.params);
       const failure = proxy.fail?.(body.method, body.params);
       if (failure) return answerError(failure);
       if (body.method === 'eth_sendRawTransaction' && proxy.refuse !== undefined) {
