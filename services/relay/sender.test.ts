@@ -1016,4 +1016,43 @@ describe('relay sender on the devnet', () => {
     const receipt = (await chain.provider.getTransactionReceipt(failed.tx_hash))!;
     expect([receipt.to, receipt.gasUsed]).toEqual([wallet.address, 21_000n]);
   });
+
+  it('where a plain transfer needs more than 21,000 gas (Arbitrum), the self-transfer freeing a nonce gets the chain estimate and is taken', async () => {
+    // An Arbitrum node counts the L1 data cost in gas and refuses a 21,000-gas transfer as "intrinsic gas too
+    // low", every time: a cancel signed with 21,000 would never free the nonce, and every later job waits.
+    proxy = await startRpcProxy(chain.rpcUrl, '/v3/l2-key');
+    const intrinsic = 30_000n;
+    const isSelfTransfer = (tx: { from?: string | null; to?: string | null; data?: string | null }) =>
+      !!tx.to && tx.to.toLowerCase() === tx.from?.toLowerCase() && (!tx.data || tx.data === '0x');
+    proxy.rewrite = (method, params) =>
+      method === 'eth_estimateGas' &&
+      isSelfTransfer(params[0] as { from?: string; to?: string; data?: string })
+        ? toQuantity(intrinsic)
+        : undefined;
+    proxy.fail = (method, params) => {
+      if (method !== 'eth_sendRawTransaction') return undefined;
+      const tx = Transaction.from(params[0] as string);
+      return isSelfTransfer(tx) && tx.gasLimit < intrinsic
+        ? { code: -32000, message: `intrinsic gas too low: gas ${tx.gasLimit}, minimum needed ${intrinsic}` }
+        : undefined;
+    };
+    const { id, tx: call, wallet, pricedOut } = await stuckConfirmIn({ rpc: proxy.url });
+    await settleFirst(call);
+    await pricedOut();
+    await replaced(id, 2);
+    const cancel = (await chain.provider.getTransaction((await command(id)).transactions.at(-1).tx_hash))!;
+    expect([cancel.to, cancel.value, cancel.gasLimit]).toEqual([
+      wallet.address,
+      0n,
+      (intrinsic * 130n) / 100n,
+    ]);
+    await chain.mine();
+    await automine(true);
+    const failed = await waitForFinal(id);
+    expect({ status: failed.status, kinds: kinds(failed), hash: failed.tx_hash }).toEqual({
+      status: 'failed',
+      kinds: ['call', 'cancel'],
+      hash: cancel.hash,
+    });
+  });
 });

@@ -96,6 +96,7 @@ interface Head {
   baseFeePerGas: bigint | null;
 }
 
+/** A plain transfer's gas on most chains: what a self-transfer freeing a nonce needs there (cancelGas). */
 const CANCEL_GAS = 21_000n;
 /** Within a pass, the head is read again before a job once it is older than this. */
 const HEAD_MAX_AGE_MS = 1_000;
@@ -461,7 +462,7 @@ export class Sender {
     // the wallet's other unmined transactions; below the market's fee (or the strategy's own, when lower) the
     // job waits unsigned and holds no nonce, until funds come or its window closes. A fee lowered so may be
     // outrun by the market: then it is not sped up past the balance either, and when its window is about to
-    // close (or the node refuses it maxRefusals times) the nonce is freed by a self-transfer, whose 21,000 gas
+    // close (or the node refuses it maxRefusals times) the nonce is freed by a self-transfer, whose gas (21,000)
     // the balance covers at a far higher fee. A job without a window end waits for the market to come back, as
     // one at maxFeePerGas does.
     if (this.funds === undefined) throw new Error('the wallet balance could not be read; nothing is signed');
@@ -770,7 +771,8 @@ export class Sender {
     why: string,
     unpooled: boolean,
   ): Promise<{ attempt: SignedAttempt; reason: string } | undefined> {
-    const cancelCap = this.feeCap(this.balanceCap(job, CANCEL_GAS, 0n));
+    const gas = await this.cancelGas(job);
+    const cancelCap = this.feeCap(this.balanceCap(job, gas, 0n));
     const fee = bumpedFee(previous, fresh, cancelCap);
     const cancelFee = fee ?? (unpooled && feePerGas(fresh) <= cancelCap ? fresh : undefined);
     if (cancelFee === undefined) {
@@ -781,9 +783,36 @@ export class Sender {
       return undefined;
     }
     return {
-      attempt: await this.sign('cancel', job, job.nonce!, cancelFee, CANCEL_GAS, head),
+      attempt: await this.sign('cancel', job, job.nonce!, cancelFee, gas, head),
       reason: `nonce ${job.nonce} freed by a 0-value self-transfer: ${why}`,
     };
+  }
+
+  /**
+   * The gas of the self-transfer that frees a job's nonce: 21,000 on most chains, but a chain may count more for a
+   * plain transfer (Arbitrum adds its L1 data cost to the gas), and a node there refuses a 21,000-gas one as
+   * "intrinsic gas too low" every time: the nonce would never be freed and every later job would wait behind
+   * it. So the chain's own estimate, when above 21,000, with the calls' margin and within maxGasLimit. A cancel
+   * sped up keeps the gas it was signed with; an endpoint that cannot estimate leaves 21,000 (noted).
+   */
+  private async cancelGas(job: SenderJob): Promise<bigint> {
+    const { rpc, wallet, caps, log } = this.options;
+    let estimate: bigint;
+    try {
+      estimate = await rpc.read((p) =>
+        p.estimateGas({ from: wallet.address, to: wallet.address, value: 0n }),
+      );
+    } catch (error) {
+      if (this.halted(error)) throw error;
+      log.warn(
+        { job: job.id, err: (error as Error).message },
+        'self-transfer gas not estimated; 21,000 used',
+      );
+      return CANCEL_GAS;
+    }
+    if (estimate <= CANCEL_GAS) return CANCEL_GAS;
+    const withMargin = (estimate * (this.options.gasLimitPercent ?? 130n)) / 100n;
+    return withMargin > caps.maxGasLimit ? caps.maxGasLimit : withMargin;
   }
 
   /**
