@@ -33,7 +33,8 @@ export async function startHttpService(
     trustProxy: context.config?.http?.trustProxy,
   });
   await register(app);
-  await app.listen({ port, host: process.env.HOST ?? '127.0.0.1' });
+  // An empty HOST counts as unset, as every variable does (README): '' would make Node listen on every interface.
+  await app.listen({ port, host: process.env.HOST || '127.0.0.1' });
   context.log.info({ port }, `${name} listening`);
   return { app, stop: () => app.close() };
 }
