@@ -11,7 +11,6 @@ export async function operatorInfrastructure(
   name: string,
   options: { require?: LoadOptions['require']; migrations?: readonly MigrationSet[] } = {},
 ): Promise<{ config: AppConfig; log: Logger; infra: Infrastructure }> {
-  const log = createLogger({ name, level: process.env.LOG_LEVEL ?? 'warn' });
   let config: AppConfig;
   try {
     config = loadConfig({ require: options.require });
@@ -20,6 +19,9 @@ export async function operatorInfrastructure(
     for (const line of err.lines()) process.stderr.write(line + '\n');
     process.exit(EXIT_CONFIG);
   }
+  // After loadConfig, which refuses a LOG_LEVEL pino does not know: pino threw on it (and on an empty one,
+  // which counts as unset) with a stack trace. Quieter than the services: warn unless LOG_LEVEL says otherwise.
+  const log = createLogger({ name, level: process.env.LOG_LEVEL || 'warn' });
   const infra = await startInfrastructure(config, log, options.migrations ?? [], {
     shareRunningEmbedded: true,
   });

@@ -16,12 +16,14 @@ if (kafka.skipReason) announceSkip('npm run dead-letters on Kafka', kafka.skipRe
 describe('npm run dead-letters', () => {
   let db: TestDatabase;
   let dir: string;
-  const run = async (...args: string[]) => {
+  const run = async (...args: string[]) => runWith({}, ...args);
+  const runWith = async (env: NodeJS.ProcessEnv, ...args: string[]) => {
     const child = spawnTs('bin/dead-letters.ts', args, {
       ...process.env,
       CONFIG_PATH: path.join(dir, 'config.toml'),
       DATABASE_URL: db.url,
       KAFKA_BROKERS: '', // the postgres log; the Kafka profile has its own test below
+      ...env,
     });
     const { code } = await child.exited;
     return { code, output: child.output() };
@@ -90,6 +92,16 @@ describe('npm run dead-letters', () => {
     result = await run();
     expect(countsOf(result.output, 'chain.events')).toMatchObject({ deadLetters: 1, notRedriven: 0 });
   }, 120_000);
+
+  it('takes an empty LOG_LEVEL as unset, as every variable (README), and refuses a wrong one as a config error', async () => {
+    let result = await runWith({ LOG_LEVEL: '' });
+    expect(result.code, result.output).toBe(0);
+    expect(countsOf(result.output, 'chain.events')).toBeDefined();
+    result = await runWith({ LOG_LEVEL: 'verbose' });
+    expect(result.code, result.output).toBe(78);
+    expect(result.output).toContain('config error: env.LOG_LEVEL: Invalid option');
+    expect(result.output).not.toMatch(/^\s+at /m);
+  });
 
   it('refuses an unknown topic or a redrive without one, with its usage and exit code 2', async () => {
     for (const args of [['redrive'], ['redrive', 'no.such.topic'], ['purge']]) {
