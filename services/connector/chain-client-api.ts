@@ -7,9 +7,19 @@ import type { Stream } from './heights.js';
 export function supportPaths(client: ChainClientConfig, stream: Stream) {
   const suffix = stream === 'reputation' ? '_reputation' : '';
   return {
-    register: new URL(client.registerPath + suffix, client.url).toString(),
-    history: new URL(client.historyPath + suffix, client.historyUrl).toString(),
+    register: underBase(client.url, client.registerPath + suffix),
+    history: underBase(client.historyUrl, client.historyPath + suffix),
   };
+}
+
+/**
+ * `url` + `path` (README): `new URL(path, url)` resolved the absolute path against the host and dropped the
+ * base URL's own path, so a chain client behind a gateway's prefix was asked at the gateway's root.
+ */
+function underBase(base: string, path: string): string {
+  const url = new URL(base);
+  url.pathname = url.pathname.replace(/\/+$/, '') + path;
+  return url.toString();
 }
 
 /**
