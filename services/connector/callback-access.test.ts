@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -34,6 +35,27 @@ async function recordingChainClient() {
   };
 }
 
+/**
+ * Writes `head` (a request's line and headers, no body) on a fresh socket: the answer's status if the server
+ * answers within `ms`, else undefined (it is still waiting for the body).
+ */
+async function statusWithoutBody(port: number, head: string, ms: number): Promise<number | undefined> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  try {
+    return await new Promise<number | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), ms);
+      socket.once('data', (chunk) => {
+        clearTimeout(timer);
+        resolve(Number(chunk.toString().split(' ')[1]));
+      });
+      socket.write(head);
+    });
+  } finally {
+    socket.destroy();
+  }
+}
+
 /** The real Connector service on a port, with `extra` [connector] keys, its log lines captured. */
 async function startConnector(db: TestDatabase, client: { url: string }, extra: string) {
   const port = await freePort();
@@ -57,6 +79,7 @@ registerPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAd
     return { status: response.status, body: (await response.json()) as { code: number; message: string } };
   };
   return {
+    port,
     lines,
     post,
     openapi: async () => (await fetch(`http://127.0.0.1:${port}/openapi.json`)).text(),
@@ -143,6 +166,43 @@ describe('connector callback route: who may post', () => {
       await connector.stop();
     }
     expect(connector.lines.join('\n')).not.toMatch(/callback route is open to anyone/);
+  }, 30_000);
+
+  it('refuses a forged post before reading its body: a wrong token or another client IP costs no parsing', async () => {
+    // Up to 10 MiB is read and parsed for a chain client's callback: not for someone who may not post one.
+    const wrong = `/callback/${'w'.repeat(40)}/9006/swap`;
+    const postRaw = async (port: number, path: string, body: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      return { status: response.status, body: await response.json() };
+    };
+    const head = (path: string) =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 8000000\r\n\r\n`;
+    const withToken = await startConnector(db, client, `callbackToken = "${TOKEN}"`);
+    try {
+      // A malformed body behind a wrong token is an unknown route too, not a JSON error.
+      expect(await postRaw(withToken.port, wrong, '{')).toEqual({
+        status: 404,
+        body: { code: 404, message: `no route POST ${wrong}` },
+      });
+      // Answered without waiting for the 8 MB it announces.
+      expect(await statusWithoutBody(withToken.port, head(wrong), 2_000)).toBe(404);
+    } finally {
+      await withToken.stop();
+    }
+    const fenced = await startConnector(db, client, `allowIps = ["10.0.0.0/8"]`);
+    try {
+      expect(await postRaw(fenced.port, '/callback/9006/swap', '{')).toEqual({
+        status: 403,
+        body: { code: 403, message: 'this client IP may not use this route' },
+      });
+      expect(await statusWithoutBody(fenced.port, head('/callback/9006/swap'), 2_000)).toBe(403);
+    } finally {
+      await fenced.stop();
+    }
   }, 30_000);
 
   it('configuration: a token of fewer than 16 or non URL-safe characters is refused without repeating it', () => {

@@ -80,20 +80,27 @@ export function registerCallbackRoutes(
   const token = access.callbackToken === undefined ? undefined : digest(access.callbackToken);
   app.post<{ Params: { token?: string; chainId: string; stream: string } }>(
     `${basePath}${token ? '/:token' : ''}/:chainId/:stream`,
-    // A merged chunk of a busy chain, or a history range, carries many events.
-    { bodyLimit: CALLBACK_BODY_LIMIT },
+    {
+      // A merged chunk of a busy chain, or a history range, carries many events.
+      bodyLimit: CALLBACK_BODY_LIMIT,
+      // Before the body is read: up to 10 MiB is read and parsed for a chain client, not for a client that may
+      // not post (and a malformed body behind a wrong token would answer 400, not as an unknown route).
+      onRequest: async (request, reply) => {
+        try {
+          guard.check(request.ip, undefined);
+        } catch (err) {
+          onRejected('forbidden');
+          return reply.code(403).send({ code: 403, message: (err as Error).message });
+        }
+        if (token && !timingSafeEqual(token, digest(request.params.token ?? ''))) {
+          onRejected('unknown_route');
+          // The server's own answer for no route, so the two cannot drift apart.
+          reply.callNotFound();
+          return reply;
+        }
+      },
+    },
     async (request, reply) => {
-      try {
-        guard.check(request.ip, undefined);
-      } catch (err) {
-        onRejected('forbidden');
-        return reply.code(403).send({ code: 403, message: (err as Error).message });
-      }
-      if (token && !timingSafeEqual(token, digest(request.params.token ?? ''))) {
-        onRejected('unknown_route');
-        // The server's own answer for no route, so the two cannot drift apart.
-        return reply.callNotFound();
-      }
       const { chainId, stream } = request.params;
       const query = querySchema.safeParse(request.query);
       if (!query.success) {
