@@ -20,11 +20,17 @@ export type RawBlock = Record<string, unknown> & { number: string; timestamp: st
 export const MAX_RETRY_AFTER_MS = 60_000;
 
 /**
+ * Every error the reader throws: its text is about the chain or the endpoint, with the RPC URL scrubbed out,
+ * so it may be shown on the unauthenticated /health (the follower's check); other errors are not.
+ */
+export class ChainReadError extends Error {}
+
+/**
  * The endpoint refused for its load (429, or a 429 / 503 with Retry-After), or asked to be left alone for
  * `retryInMs` more: nothing is sent to it meanwhile. Its state, not the range's: a history task does not count
  * it as a failed attempt.
  */
-export class RpcRateLimitedError extends Error {
+export class RpcRateLimitedError extends ChainReadError {
   constructor(
     message: string,
     readonly retryInMs: number,
@@ -81,7 +87,8 @@ export class ChainReader {
     const getUrl = FetchRequest.createGetUrlFunc();
     request.getUrlFunc = async (req, signal) => {
       // Also what ethers sends on its own (its network detection retries every second).
-      if (this.quietMs() > 0) throw new Error('the RPC endpoint asked to be left alone (Retry-After)');
+      if (this.quietMs() > 0)
+        throw new ChainReadError('the RPC endpoint asked to be left alone (Retry-After)');
       const response = await getUrl(req, signal);
       this.noteAnswer(response.statusCode, response.headers['retry-after']);
       return response;
@@ -106,7 +113,7 @@ export class ChainReader {
       ]),
       this.send('eth_getBlockByNumber', [toQuantity(to), false]),
     ])) as [RawLog[], RawBlock | null];
-    if (last === null) throw new Error(`the node does not know block ${to} yet`);
+    if (last === null) throw new ChainReadError(`the node does not know block ${to} yet`);
     // Defence in depth: a node that ignores the filter must not smuggle foreign events in.
     const allowed = new Set(this.addresses.map((a) => a.toLowerCase()));
     return logs
@@ -124,13 +131,13 @@ export class ChainReader {
    */
   async block(hash: string): Promise<RawBlock> {
     const block = (await this.send('eth_getBlockByHash', [hash, false])) as RawBlock | null;
-    if (block === null) throw new Error(`the node does not know block ${hash} yet`);
+    if (block === null) throw new ChainReadError(`the node does not know block ${hash} yet`);
     return block;
   }
 
   async receipt(hash: string): Promise<RawReceipt> {
     const receipt = (await this.send('eth_getTransactionReceipt', [hash])) as RawReceipt | null;
-    if (receipt === null) throw new Error(`the node has no receipt of ${hash} yet`);
+    if (receipt === null) throw new ChainReadError(`the node has no receipt of ${hash} yet`);
     return receipt;
   }
 
@@ -153,7 +160,7 @@ export class ChainReader {
 
   private async send(method: string, params: unknown[]): Promise<unknown> {
     const signal = this.destroyed.signal;
-    if (signal.aborted) throw new Error('the chain reader is stopped');
+    if (signal.aborted) throw new ChainReadError('the chain reader is stopped');
     const quiet = this.quietMs();
     if (quiet > 0)
       throw new RpcRateLimitedError(
@@ -167,7 +174,7 @@ export class ChainReader {
       return await Promise.race([
         request,
         new Promise<never>((_, reject) => {
-          onAbort = () => reject(new Error('the chain reader is stopped'));
+          onAbort = () => reject(new ChainReadError('the chain reader is stopped'));
           signal.addEventListener('abort', onAbort, { once: true });
         }),
       ]);
@@ -180,7 +187,7 @@ export class ChainReader {
           `the RPC endpoint refused for its load${quiet > 0 ? `; retry in ${Math.ceil(quiet / 1_000)} s` : ''}: ${message}`,
           quiet,
         );
-      throw new Error(message);
+      throw new ChainReadError(message);
     } finally {
       signal.removeEventListener('abort', onAbort!);
     }

@@ -1,8 +1,8 @@
-import type { HealthCheckResult } from '../../shared/runtime/http.js';
+import { shownHealthError, type HealthCheckResult } from '../../shared/runtime/http.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { backoffMs, sleep } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
-import { RpcRateLimitedError, type ChainReader } from './chain-reader.js';
+import { ChainReadError, RpcRateLimitedError, type ChainReader } from './chain-reader.js';
 import { buildEventBodies, type ContractAddresses } from './event-body.js';
 import {
   CHUNK_BLOCKS,
@@ -150,11 +150,13 @@ export class Follower {
       } catch (err) {
         // stop() fails the reads in flight: the step was stopped, it did not fail.
         if (this.stopController.signal.aborted) break;
-        this.lastError = (err as Error).message;
+        // Shown by the public /health: a chain read's own text (scrubbed of the RPC URL), anything else (the
+        // database driver's message names hosts, ports, users) by its code only, as the database check does.
+        this.lastError = err instanceof ChainReadError ? err.message : shownHealthError(err);
         // An endpoint's Retry-After: no step before it, each would fail at once (ChainReader).
         const waitMs =
           err instanceof RpcRateLimitedError ? Math.max(pollIntervalMs, err.retryInMs) : pollIntervalMs;
-        log.warn({ err: this.lastError, retryInMs: waitMs }, 'chain follower step failed; retrying');
+        log.warn({ err: (err as Error).message, retryInMs: waitMs }, 'chain follower step failed; retrying');
         await sleep(waitMs, this.stopController.signal);
       }
     }
