@@ -1,11 +1,12 @@
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../shared/db/pool.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
+import { tcpProxy, throughProxy } from '../../test/support/tcp-proxy.js';
 import { startChainClient } from './index.js';
 import { chainClientMigrations } from './migrations.js';
 
@@ -63,10 +64,7 @@ describe('chain client /health: the follower check', () => {
     const rpc = await fakeRpc();
     // The database behind a proxy the test closes: the follower's queries then fail as with the server away.
     const proxy = await tcpProxy(new URL(db.url));
-    const through = new URL(db.url);
-    through.hostname = '127.0.0.1';
-    through.port = String(proxy.port);
-    const pool = createPool(through.toString(), { max: 4 });
+    const pool = createPool(throughProxy(db.url, proxy), { max: 4 });
     const registry = new Registry();
     const client = await startChainClient(
       { db: pool, log: createLogger({ level: 'silent' }), metrics: registry },
@@ -133,26 +131,4 @@ async function fakeRpc() {
     url: `http://127.0.0.1:${(rpc.address() as AddressInfo).port}`,
     close: () => rpc.close(),
   });
-}
-
-/** A TCP proxy to `target` (host and port); close() ends its connections and stops listening. */
-async function tcpProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => sockets.delete(socket));
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close() {
-      server.close();
-      for (const socket of sockets) socket.destroy();
-    },
-  };
 }

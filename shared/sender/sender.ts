@@ -25,6 +25,7 @@ import { Transaction, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../db/pool.js';
 import { SessionLock } from '../db/session-lock.js';
 import type { Logger } from '../logging/logger.js';
+import { shownHealthError } from '../runtime/http.js';
 import { callFails, classifyBroadcastError } from './broadcast-errors.js';
 import {
   bumpedFee,
@@ -39,7 +40,7 @@ import {
   type Fee,
   type Market,
 } from './fees.js';
-import { stoppedCall, type RpcPool } from './rpc.js';
+import { RpcError, stoppedCall, type RpcPool } from './rpc.js';
 import type { SenderJob, SenderStore, SignedAttempt } from './types.js';
 
 export interface SenderCaps {
@@ -213,14 +214,31 @@ export class Sender {
     return this.options.rpc.stopped === true || (error !== undefined && stoppedCall(error));
   }
 
-  private text(error: unknown): string {
+  /** An error's text for the log: scrubbed of the RPC endpoints' URLs. */
+  private logged(error: unknown): string {
     return this.options.scrub(error instanceof Error ? error.message : String(error)).slice(0, 500);
+  }
+
+  /**
+   * An error's text for what clients read: the jobs' notes (the relay's and the Agent's status routes) and
+   * `state.lastError` (their /status and /health). A database driver's message names hosts, ports and users
+   * ("connect ECONNREFUSED 10.0.0.5:5432", 'password authentication failed for user "…"'): only its code is
+   * shown, the log has it whole. The RPC's errors (RpcError, scrubbed) and the sender's own are shown.
+   */
+  private text(error: unknown): string {
+    const fromDriver =
+      !(error instanceof RpcError) &&
+      typeof error === 'object' &&
+      error !== null &&
+      (typeof (error as { severity?: unknown }).severity === 'string' ||
+        typeof (error as { syscall?: unknown }).syscall === 'string');
+    return fromDriver ? shownHealthError(error) : this.logged(error);
   }
 
   private problem(message: string, error: unknown, extra: Record<string, unknown> = {}): string {
     const text = this.text(error);
     this.state.lastError = text;
-    this.options.log.warn({ ...extra, err: text }, message);
+    this.options.log.warn({ ...extra, err: this.logged(error) }, message);
     return text;
   }
 
