@@ -83,6 +83,39 @@ describe.skipIf(kafka.skipReason)('Kafka topic deleted under a running bus', () 
     expect((await bus.lag(`g-${kept}`, [gone, kept])).map((l) => l.topic)).toEqual([kept, kept]);
   });
 
+  it("a group's stored position past the end of a topic created again lags by all the topic holds", async () => {
+    // An operator clears a dead-letter topic (deletes it; it is created again, Kafka counts from 0), whose
+    // redrive group had committed 3. The group reads the new log from its start (positionBeyondEnd), so lag
+    // must say so: reported as 0, the notifier's dead-letter watch took the new dead letters of a deeper
+    // level for ones a redrive had sent back (never told), and `dead-letters redrive` found nothing to do.
+    const topic = `cleared-${randomBytes(4).toString('hex')}.dlq`;
+    const group = `redrive:${topic}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    await bus.publish(
+      topic,
+      ['a', 'b', 'c'].map((value) => ({ key: 'k', value })),
+    );
+    await bus.seek(group, topic, { to: 'end' });
+    expect(await bus.lag(group, [topic])).toMatchObject([{ partition: 0, lag: 0n }]);
+
+    await deleteTopic(kafka.target!.brokers, topic);
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    let sent = false;
+    for (let attempt = 0; attempt < 3 && !sent; attempt++)
+      sent = await bus
+        .publish(topic, [
+          { key: 'k', value: 'new 1' },
+          { key: 'k', value: 'new 2' },
+        ])
+        .then(
+          () => true,
+          () => false,
+        );
+    expect(sent).toBe(true);
+
+    expect(await bus.lag(group, [topic])).toMatchObject([{ partition: 0, lag: 2n }]);
+  });
+
   it('a dead letter for a dead-letter topic an operator deleted is sent once the topic is created again', async () => {
     const topic = `poisoned-${randomBytes(4).toString('hex')}`;
     await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);

@@ -501,9 +501,14 @@ export class KafkaBus implements EventBus {
     const result: PartitionLag[] = [];
     for (const topic of topics.filter((t) => existing.has(t))) {
       for (const end of await this.retrying((admin) => admin.fetchTopicOffsets(topic))) {
-        const low = BigInt(end.low);
-        const at = stored.get(`${topic}/${end.partition}`) ?? low;
-        const lag = BigInt(end.high) - (at > low ? at : low);
+        const [low, high] = [BigInt(end.low), BigInt(end.high)];
+        let at = stored.get(`${topic}/${end.partition}`) ?? low;
+        // Past the end of the log (the topic deleted and created again): the group reads the partition again
+        // from its start (KafkaSubscription.positionBeyondEnd), so all of it is still to come. Read as 0, the
+        // dead-letter watch took new dead letters for redriven ones and a redrive found nothing to do.
+        // (Stored positions are read before the ends, so a live group's is never above them.)
+        if (at > high) at = low;
+        const lag = high - (at > low ? at : low);
         result.push({ group, topic, partition: end.partition, lag: lag > 0n ? lag : 0n });
       }
     }
