@@ -89,4 +89,29 @@ describe.skipIf(kafka.skipReason)('Kafka: a produce request whose answer is lost
     expect(seen.filter((v) => v === 'answer lost').length).toBeGreaterThanOrEqual(1);
     expect(seen.indexOf('answer lost')).toBeLessThan(seen.indexOf('after'));
   }, 120_000);
+
+  it('producers replaced after lost answers are disconnected: their connections do not pile up', async () => {
+    if (!broker) return;
+    const tag = randomBytes(4).toString('hex');
+    const topic = `lost-answers-${tag}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    const publish = (value: string) =>
+      withTransaction(db.pool, (tx) => bus.publish(topic, [{ key: 'k', value }], { tx }));
+    const outboxEmpty = async () => (await db.pool.query('SELECT 1 FROM bus_outbox')).rowCount === 0;
+    await publish('first');
+    await waitFor(outboxEmpty, 'the first message sent', 30_000);
+    const before = proxy.connections();
+    // Three failed sends in a row, each replacing the producer.
+    for (let i = 0; i < 3; i++) {
+      const dropped = proxy.dropped();
+      proxy.dropProduceAnswers(1);
+      await publish(`lost ${i}`);
+      await waitFor(() => proxy.dropped() === dropped + 1, 'the answer dropped', 30_000);
+      await waitFor(outboxEmpty, 'sent again on a new producer', 30_000);
+    }
+    // Each one's send timed out on our side, and goes on in kafkajs until its request times out (30 s);
+    // disconnected under it, kafkajs connected it again and it stayed connected (before: 2 connections, then 5
+    // for good). Once those sends are over, only the current producer's and the admin's are left.
+    await waitFor(() => proxy.connections() <= before, 'the replaced producers disconnected', 75_000);
+  }, 180_000);
 });

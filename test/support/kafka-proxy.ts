@@ -12,6 +12,8 @@ export interface KafkaProxy {
   dropProduceAnswers(n?: number): void;
   /** Answers dropped so far. */
   dropped(): number;
+  /** Client connections open now. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -25,9 +27,12 @@ export async function startKafkaProxy(options: { port: number; target: number })
   let armed = 0;
   let dropped = 0;
   const sockets = new Set<net.Socket>();
+  const clients = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const broker = net.connect({ host: '127.0.0.1', port: options.target });
     sockets.add(client).add(broker);
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
     const lose = new Set<number>();
     const close = () => {
       client.destroy();
@@ -58,6 +63,7 @@ export async function startKafkaProxy(options: { port: number; target: number })
     port: options.port,
     dropProduceAnswers: (n = 1) => void (armed += n),
     dropped: () => dropped,
+    connections: () => clients.size,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));

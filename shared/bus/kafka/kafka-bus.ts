@@ -27,6 +27,8 @@ import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
 import { unknownTopic, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
 
+const noop = (): void => undefined;
+
 /** A replaced admin is disconnected this long after: past kafkajs's request timeout (30 s) and its retries. */
 const RETIRED_ADMIN_MS = 120_000;
 
@@ -87,8 +89,8 @@ export class KafkaBus implements EventBus {
   private replacingAdmin: Promise<void> | undefined;
   /** Replaced admins not disconnected yet: calls may still be in flight on them. */
   private readonly retiredAdmins = new Set<Admin>();
-  /** Disconnects of replaced producers still running (retireProducer). */
-  private readonly retiredProducers = new Set<Promise<void>>();
+  /** Replaced producers not disconnected yet, each with its retirement (retireProducer). */
+  private readonly retiredProducers = new Map<Producer, Promise<void>>();
   private readonly outbox: OutboxRelay;
   private connected: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaSubscription>();
@@ -148,19 +150,20 @@ export class KafkaBus implements EventBus {
   }
 
   /**
-   * Replaces `failed` with a new producer. The old one is disconnected in the background: kafkajs's disconnect
-   * waits for its requests in flight (an unanswered one: until its request timeout), which the next send must
-   * not wait for. close() waits for it.
+   * Replaces `failed` with a new producer. The old one is disconnected in the background, once `sending` (its
+   * send that failed here, still going on in kafkajs after our timeout) is over: disconnected under it, its
+   * request timed out, kafkajs's retrier found the producer disconnected and connected it again, and it then
+   * stayed connected for ever (one broker connection more for every failed send). close() disconnects them.
    */
-  private retireProducer(failed: Producer): void {
+  private retireProducer(failed: Producer, sending: Promise<unknown>): void {
     this.producer = this.createProducer();
     this.producerReady = undefined;
-    const disconnected = failed.disconnect().then(
-      () => undefined,
-      () => undefined,
-    );
-    this.retiredProducers.add(disconnected);
-    void disconnected.finally(() => this.retiredProducers.delete(disconnected));
+    const retired = sending
+      .then(noop, noop)
+      .then(() => failed.disconnect())
+      .then(noop, noop)
+      .finally(() => this.retiredProducers.delete(failed));
+    this.retiredProducers.set(failed, retired);
   }
 
   private connectProducer(): Promise<void> {
@@ -330,9 +333,10 @@ export class KafkaBus implements EventBus {
       throw err;
     }
     const producer = this.producer;
+    let sending: Promise<unknown> = Promise.resolve();
     try {
       await Promise.race([
-        producer.sendBatch({
+        (sending = producer.sendBatch({
           acks: -1,
           timeout: Math.min(timeoutMs, 30_000),
           topicMessages: batches.map((b) => ({
@@ -344,7 +348,7 @@ export class KafkaBus implements EventBus {
               headers: storableHeaders(m.headers),
             })),
           })),
-        }),
+        })),
         timeout,
       ]);
     } catch (err) {
@@ -355,7 +359,7 @@ export class KafkaBus implements EventBus {
       // while kafkajs takes back the sequence numbers of all of them. A new producer (a new producer id)
       // starts its sequences afresh; what was written is then sent twice (at least once, as always: consumers
       // dedupe by envelope id). It also forgets a topic deleted since, which failed every send (unknownTopic).
-      if (this.producer === producer) this.retireProducer(producer);
+      if (this.producer === producer) this.retireProducer(producer, sending);
       // A dead-letter topic deleted by an operator (to clear it) is created again, so the dead letter, and
       // every outbox row after it, goes out at the relay's next try instead of waiting for a restart.
       if (unknownTopic(err)) {
@@ -526,7 +530,8 @@ export class KafkaBus implements EventBus {
         this.producer.disconnect(),
         this.admin.disconnect(),
         ...retired,
-        ...this.retiredProducers,
+        // Now, not once their sends are over (a retiring one connected again is disconnected at its end).
+        ...[...this.retiredProducers.keys()].map((p) => p.disconnect().catch(noop)),
       ]);
     }
   }
