@@ -5,7 +5,7 @@
 // Shares the database of a running `npm start`.
 import { listMissingEvents, releaseMissingEvent } from '../services/classifier/holds.js';
 import { classifierTables } from '../services/classifier/tables.js';
-import { operatorInfrastructure } from './operator.js';
+import { commandFailed, operatorInfrastructure } from './operator.js';
 import { commandLine, usageError } from './command-line.js';
 
 const usage = 'usage: npm run classifier-holds [-- release <event id>]';
@@ -18,6 +18,7 @@ if (!(
   usageError(usage);
 
 const { infra } = await operatorInfrastructure('classifier-holds');
+let failure: { err: unknown } | undefined;
 const tables = classifierTables();
 let code = 0;
 try {
@@ -33,7 +34,10 @@ try {
   } else {
     console.log(JSON.stringify(await listMissingEvents(infra.db, tables), null, 2));
   }
+} catch (err) {
+  failure = { err };
 } finally {
   await infra.close();
 }
+if (failure) commandFailed('classifier-holds', failure.err);
 process.exit(code);

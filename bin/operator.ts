@@ -22,8 +22,26 @@ export async function operatorInfrastructure(
   // After loadConfig, which refuses a LOG_LEVEL pino does not know: pino threw on it (and on an empty one,
   // which counts as unset) with a stack trace. Quieter than the services: warn unless LOG_LEVEL says otherwise.
   const log = createLogger({ name, level: process.env.LOG_LEVEL || 'warn' });
-  const infra = await startInfrastructure(config, log, options.migrations ?? [], {
-    shareRunningEmbedded: true,
-  });
+  let infra: Infrastructure;
+  try {
+    infra = await startInfrastructure(config, log, options.migrations ?? [], {
+      shareRunningEmbedded: true,
+    });
+  } catch (err) {
+    commandFailed(name, err);
+  }
   return { config, log, infra };
+}
+
+/**
+ * An operator command's failure (the database unreachable, a statement refused): one line on stderr naming the
+ * command and the cause, exit 1. Node's default was a stack trace of the driver's internals.
+ */
+export function commandFailed(name: string, err: unknown): never {
+  const { code } = (err ?? {}) as { code?: unknown };
+  let text = err instanceof Error ? err.message : String(err);
+  // 42P01 undefined_table: the command reads a service's tables that its migrations never made here.
+  if (code === '42P01') text += ": that service's tables are not in this database (has it ever run on it?)";
+  process.stderr.write(`${name}: ${text}\n`);
+  process.exit(1);
 }

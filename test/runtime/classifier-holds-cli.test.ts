@@ -59,6 +59,41 @@ describe('npm run classifier-holds', () => {
     expect(rows.map((r) => r.released)).toEqual([true, true]);
   });
 
+  it("says in one line, without a stack trace, that the Classifier's tables are not in a database where it never ran", async () => {
+    const bare = await createTestDatabase();
+    try {
+      const child = spawnTs('bin/classifier-holds.ts', [], {
+        ...process.env,
+        CONFIG_PATH: path.join(dir, 'config.toml'),
+        DATABASE_URL: bare.url,
+        KAFKA_BROKERS: '',
+      });
+      const { code } = await child.exited;
+      expect(code).toBe(1);
+      expect(child.output().trim()).toBe(
+        `classifier-holds: relation "public.classifier_missing_events" does not exist: that service's tables are not in this database (has it ever run on it?)`,
+      );
+    } finally {
+      await bare.drop();
+    }
+  });
+
+  it('says in one line, without a stack trace, that the database cannot be reached', async () => {
+    const away = new URL(db.url);
+    away.hostname = '127.0.0.1';
+    away.port = '9'; // nothing listens on the discard port
+    const child = spawnTs('bin/classifier-holds.ts', [], {
+      ...process.env,
+      CONFIG_PATH: path.join(dir, 'config.toml'),
+      DATABASE_URL: away.toString(),
+      KAFKA_BROKERS: '',
+    });
+    const { code } = await child.exited;
+    expect(code).toBe(1);
+    expect(child.output()).not.toMatch(/^\s+at /m);
+    expect(child.output()).toMatch(/^classifier-holds: .*ECONNREFUSED/m);
+  });
+
   it('refuses a malformed command with its usage', async () => {
     const result = await run('release');
     expect(result.code).toBe(2);
