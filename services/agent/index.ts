@@ -69,7 +69,7 @@ export async function startAgent(
     submitter(): Sender | undefined;
   }
 > {
-  const log = context.log.child({ service: 'agent' });
+  const log = context.log; // the runner's child names the service already
   const rpcUrls = [config.rpc, ...config.rpcFallbacks];
   // RPC URLs carry API keys: every text that leaves the Agent (answers, reasons, logs) is scrubbed.
   const scrub = secretScrubber(rpcUrls);
