@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool } from '../../shared/db/pool.js';
+import { createPool, type Pool } from '../../shared/db/pool.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { waitFor } from '../../test/support/wait.js';
@@ -26,20 +26,7 @@ describe('chain client /health: the follower check', () => {
   it('is degraded once the follower has not read the chain for ten poll intervals, and ok again after', async () => {
     const rpc = await fakeRpc();
     const registry = new Registry();
-    const client = await startChainClient(
-      { db: db.pool, log: createLogger({ level: 'silent' }), metrics: registry },
-      {
-        port: 0,
-        rpc: rpc.url,
-        systemChainId: '9006',
-        contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
-        confirmations: 0,
-        startBlock: 0,
-        pollIntervalMs: 100,
-        deliveryAttempts: 10,
-        keepSettledDays: 7,
-      },
-    );
+    const client = await startOn(db.pool, rpc.url, registry);
     const health = async () =>
       (await (await fetch(`http://127.0.0.1:${client.port}/health`)).json()) as {
         status: string;
@@ -66,20 +53,7 @@ describe('chain client /health: the follower check', () => {
     const proxy = await tcpProxy(new URL(db.url));
     const pool = createPool(throughProxy(db.url, proxy), { max: 4 });
     const registry = new Registry();
-    const client = await startChainClient(
-      { db: pool, log: createLogger({ level: 'silent' }), metrics: registry },
-      {
-        port: 0,
-        rpc: rpc.url,
-        systemChainId: '9006',
-        contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
-        confirmations: 0,
-        startBlock: 0,
-        pollIntervalMs: 100,
-        deliveryAttempts: 10,
-        keepSettledDays: 7,
-      },
-    );
+    const client = await startOn(pool, rpc.url, registry);
     const health = async () =>
       (await (await fetch(`http://127.0.0.1:${client.port}/health`)).json()) as {
         checks: { follower: { ok: boolean; error?: string } };
@@ -100,6 +74,24 @@ describe('chain client /health: the follower check', () => {
     }
   }, 60_000);
 });
+
+/** A chain client on `db` following the fake RPC at `rpc` every 100 ms. */
+function startOn(db: Pool, rpc: string, metrics: Registry) {
+  return startChainClient(
+    { db, log: createLogger({ level: 'silent' }), metrics },
+    {
+      port: 0,
+      rpc,
+      systemChainId: '9006',
+      contractAddr: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+      confirmations: 0,
+      startBlock: 0,
+      pollIntervalMs: 100,
+      deliveryAttempts: 10,
+      keepSettledDays: 7,
+    },
+  );
+}
 
 /** A JSON-RPC node of an empty chain whose head moves on every read; `up = false` answers 503. */
 async function fakeRpc() {
