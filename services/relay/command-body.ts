@@ -22,7 +22,14 @@ export const COMMAND_KEYS: Record<RelayAction, readonly string[]> = {
   refund_in: ['command_transfer_refund'],
 };
 
-export const SUPPORTED_TRANSACTION_TYPES = ['LOCAL_PADDING'] as const;
+/**
+ * The original chain client (V2 ApiForRelay.ts, forwardToTransactionManager) sends LOCAL_PADDING, CHAIN_PADDING
+ * and FASTEST to its transaction manager's queues. Here the relay manages its wallet's nonce itself, so all three
+ * are one and the same command, stored as LOCAL_PADDING (the command id hashes it: a repeat under another type is
+ * that command, never a second transaction). The fee comes from `gas.gas_price` alone.
+ */
+export const SUPPORTED_TRANSACTION_TYPES = ['LOCAL_PADDING', 'CHAIN_PADDING', 'FASTEST'] as const;
+const STORED_TRANSACTION_TYPE = 'LOCAL_PADDING';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const DECIMAL = /^[0-9]{1,78}$/;
@@ -143,7 +150,7 @@ export function parseCommandBody(
   if (!SUPPORTED_TRANSACTION_TYPES.includes(outer.transaction_type as never)) {
     throw new RelayError(
       'UNSUPPORTED_TRANSACTION_TYPE',
-      `transaction_type must be one of ${SUPPORTED_TRANSACTION_TYPES.join(', ')} (local nonce management)`,
+      `transaction_type must be one of ${SUPPORTED_TRANSACTION_TYPES.join(', ')} (all sent alike: the relay manages its nonce)`,
     );
   }
   const gasPriceInput =
@@ -214,7 +221,7 @@ export function parseCommandBody(
   const withoutId = {
     action,
     systemChainId: context.systemChainId,
-    transactionType: outer.transaction_type as string,
+    transactionType: STORED_TRANSACTION_TYPE,
     gasPrice,
     transferId: computed,
     call,

@@ -27,7 +27,7 @@ export const RELAY_ERRORS = {
   UNSUPPORTED_TRANSACTION_TYPE: {
     code: 30204,
     status: 400,
-    meaning: 'transaction_type is not LOCAL_PADDING',
+    meaning: 'transaction_type is not LOCAL_PADDING, CHAIN_PADDING or FASTEST',
   },
   UNSUPPORTED_GAS_PRICE: {
     code: 30205,

@@ -94,7 +94,7 @@ const confirmCommand = {
 const refundCommand = { type: 'object', required, properties: commandFields };
 
 const envelopeProps = {
-  transaction_type: { type: 'string', enum: ['LOCAL_PADDING'] },
+  transaction_type: { type: 'string', enum: ['LOCAL_PADDING', 'CHAIN_PADDING', 'FASTEST'] },
   gas: {
     type: 'object',
     required: ['gas_price'],

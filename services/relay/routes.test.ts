@@ -264,13 +264,29 @@ describe('relay routes: golden vectors and documented errors', () => {
         body: { code: 30201, message: expect.stringMatching(/give the command once/) },
       });
     });
+    it("takes the original chain client's CHAIN_PADDING and FASTEST as LOCAL_PADDING: one and the same command", async () => {
+      // chainclient-evm (V2 ApiForRelay.ts, forwardToTransactionManager) sends all three to its transaction
+      // manager; a relay server may post any of them.
+      const before = await commandCount();
+      const local = await inject('/behalf/confirm_out', base);
+      for (const transaction_type of ['CHAIN_PADDING', 'FASTEST']) {
+        const other = await inject('/behalf/confirm_out', { ...base, transaction_type });
+        expect([other.status, other.body.code, other.body.command_id]).toEqual([
+          200,
+          200,
+          local.body.command_id,
+        ]);
+      }
+      expect(await commandCount()).toBe(before);
+    });
     it('refuses an unsupported transaction_type or gas_price with 400, naming the allowed values, storing nothing', async () => {
       const before = await commandCount();
       expect(await inject('/behalf/confirm_out', { ...base, transaction_type: 'REMOTE' })).toEqual({
         status: 400,
         body: {
           code: 30204,
-          message: 'transaction_type must be one of LOCAL_PADDING (local nonce management)',
+          message:
+            'transaction_type must be one of LOCAL_PADDING, CHAIN_PADDING, FASTEST (all sent alike: the relay manages its nonce)',
         },
       });
       for (const gas_price of ['TURBO', '1.5', '-1', 'standard', '0']) {
