@@ -416,7 +416,8 @@ export function openApiDocument(systemChainId: string) {
                     'on_refunded_in',
                   ].map((name) => [
                     name,
-                    { type: 'string', format: 'uri', maxLength: MAX_CALLBACK_URL_LENGTH },
+                    // null: not given (a Java relay server's unset member)
+                    { type: ['string', 'null'], format: 'uri', maxLength: MAX_CALLBACK_URL_LENGTH },
                   ]),
                 ),
               },

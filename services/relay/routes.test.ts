@@ -496,6 +496,20 @@ describe('relay routes: golden vectors and documented errors', () => {
         expect(await inject('/register_relay', bad)).toEqual({ status: 400, body: vector.response_missing });
       }
     });
+
+    it('takes a null callback as not given, as a Java relay server (Jackson) writes its unset members', async () => {
+      const request = {
+        relay_server_url: { ...vector.request.relay_server_url, on_refunded_in: null, on_refunded_out: null },
+      };
+      expect(await inject('/register_relay', request)).toEqual({ status: 200, body: vector.response });
+      const { on_refunded_in: _in, on_refunded_out: _out, ...given } = vector.request.relay_server_url;
+      expect(await relay().store.registration('9006')).toEqual(given);
+      const onlyNulls = { relay_server_url: { on_transfer_out: null } };
+      expect(await inject('/register_relay', onlyNulls)).toEqual({
+        status: 400,
+        body: vector.response_missing,
+      });
+    });
   });
 
   describe('compatibility switch errorsAsHttp200', () => {

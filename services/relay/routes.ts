@@ -391,7 +391,8 @@ function registrationUrls(value: unknown): Record<string, string> | undefined {
   const urls: Record<string, string> = {};
   for (const name of CALLBACKS) {
     const url = (value as Record<string, unknown>)[name];
-    if (url === undefined) continue;
+    // null is "not given": a relay server in Java (Jackson) writes its unset members so.
+    if (url === undefined || url === null) continue;
     // What the chain client takes (services/chain-client/routes.ts): refused there, a registration would be
     // answered "the chain client did not take it, retry" for ever.
     if (typeof url !== 'string' || url.length > MAX_CALLBACK_URL_LENGTH || !/^https?:\/\/[^\s]+$/.test(url))
