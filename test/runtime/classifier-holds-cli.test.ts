@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifierMigrations } from '../../services/classifier/migrations.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -92,6 +93,40 @@ describe('npm run classifier-holds', () => {
     expect(code).toBe(1);
     expect(child.output()).not.toMatch(/^\s+at /m);
     expect(child.output()).toMatch(/^classifier-holds: .*ECONNREFUSED/m);
+  });
+
+  it('names the cause when the database host has two addresses (localhost on most systems: ::1 and 127.0.0.1)', async () => {
+    // Node then tries both and fails with an AggregateError whose message is empty. This host's /etc/hosts
+    // gives localhost one address, so the preload resolves a name as a dual-stack /etc/hosts resolves localhost.
+    const preload = path.join(dir, 'dual-stack-hosts.mjs');
+    await writeFile(
+      preload,
+      `import dns from 'node:dns';
+const lookup = dns.lookup;
+dns.lookup = (host, options, cb) => {
+  if (typeof options === 'function') [cb, options] = [options, {}];
+  if (host !== 'dual-stack.test') return lookup(host, options, cb);
+  const all = [{ address: '::1', family: 6 }, { address: '127.0.0.1', family: 4 }];
+  process.nextTick(() => (options.all ? cb(null, all) : cb(null, '127.0.0.1', 4)));
+};
+`,
+    );
+    const away = new URL(db.url);
+    away.hostname = 'dual-stack.test';
+    away.port = '9'; // nothing listens on the discard port
+    const child = spawnTs('bin/classifier-holds.ts', [], {
+      ...process.env,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(preload).href}`,
+      CONFIG_PATH: path.join(dir, 'config.toml'),
+      DATABASE_URL: away.toString(),
+      KAFKA_BROKERS: '',
+    });
+    const { code } = await child.exited;
+    expect(code).toBe(1);
+    expect(child.output()).not.toMatch(/^\s+at /m);
+    expect(child.output().trim()).toBe(
+      'classifier-holds: connect ECONNREFUSED ::1:9; connect ECONNREFUSED 127.0.0.1:9',
+    );
   });
 
   it('refuses a malformed command with its usage', async () => {
