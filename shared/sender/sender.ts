@@ -115,6 +115,25 @@ const makeRoom = (memo: Map<string, unknown> | Set<string>, key: string): void =
 };
 
 /**
+ * A database driver's error: the server's (a SQLSTATE's severity) or the socket's (a syscall). A host with two
+ * addresses (localhost: ::1 and 127.0.0.1) fails with an AggregateError of the sockets' errors, with no syscall.
+ */
+const fromDriver = (error: unknown): boolean =>
+  typeof error === 'object' &&
+  error !== null &&
+  (typeof (error as { severity?: unknown }).severity === 'string' ||
+    typeof (error as { syscall?: unknown }).syscall === 'string' ||
+    (error instanceof AggregateError && error.errors.some(fromDriver)));
+
+/** An error's message; an AggregateError's is empty (see fromDriver), its errors' say what failed. */
+const messageOf = (error: unknown): string =>
+  error instanceof AggregateError && error.message === ''
+    ? error.errors.map(messageOf).join('; ')
+    : error instanceof Error
+      ? error.message
+      : String(error);
+
+/**
  * What the wallet can pay, per pass: its balance at the pass's head block, and the most each job's unmined
  * transaction may still cost (gas limit × max fee + value of its latest attempt). A node refuses a transaction
  * whose cost, with the wallet's other pending ones, exceeds the balance (geth: "insufficient funds"), a
@@ -216,7 +235,7 @@ export class Sender {
 
   /** An error's text for the log: scrubbed of the RPC endpoints' URLs. */
   private logged(error: unknown): string {
-    return this.options.scrub(error instanceof Error ? error.message : String(error)).slice(0, 500);
+    return this.options.scrub(messageOf(error)).slice(0, 500);
   }
 
   /**
@@ -226,13 +245,7 @@ export class Sender {
    * shown, the log has it whole. The RPC's errors (RpcError, scrubbed) and the sender's own are shown.
    */
   private text(error: unknown): string {
-    const fromDriver =
-      !(error instanceof RpcError) &&
-      typeof error === 'object' &&
-      error !== null &&
-      (typeof (error as { severity?: unknown }).severity === 'string' ||
-        typeof (error as { syscall?: unknown }).syscall === 'string');
-    return fromDriver ? shownHealthError(error) : this.logged(error);
+    return !(error instanceof RpcError) && fromDriver(error) ? shownHealthError(error) : this.logged(error);
   }
 
   private problem(message: string, error: unknown, extra: Record<string, unknown> = {}): string {
