@@ -3,6 +3,7 @@
 // a running `npm start`.
 import { ConfigError, loadConfig, type AppConfig, type LoadOptions } from '../shared/config/index.js';
 import type { MigrationSet } from '../shared/db/migrate.js';
+import { errorText } from '../shared/logging/error-text.js';
 import { createLogger, type Logger } from '../shared/logging/logger.js';
 import { startInfrastructure, type Infrastructure } from '../shared/runtime/infrastructure.js';
 import { EXIT_CONFIG } from '../shared/runtime/runner.js';
@@ -39,22 +40,9 @@ export async function operatorInfrastructure(
  */
 export function commandFailed(name: string, err: unknown): never {
   const { code } = (err ?? {}) as { code?: unknown };
-  let text = causeOf(err);
+  let text = errorText(err);
   // 42P01 undefined_table: the command reads a service's tables that its migrations never made here.
   if (code === '42P01') text += ": that service's tables are not in this database (has it ever run on it?)";
   process.stderr.write(`${name}: ${text}\n`);
   process.exit(1);
-}
-
-/**
- * An error's text. A host with two addresses (localhost on most systems: ::1 and 127.0.0.1) fails to connect
- * with an AggregateError whose message is empty: its attempts' messages say what failed.
- */
-function causeOf(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  if (err.message !== '') return err.message;
-  const inner = err instanceof AggregateError ? err.errors.map(causeOf).filter((t) => t !== '') : [];
-  if (inner.length > 0) return inner.join('; ');
-  const { code } = err as { code?: unknown };
-  return typeof code === 'string' ? code : err.name;
 }

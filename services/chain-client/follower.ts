@@ -1,5 +1,6 @@
 import { shownHealthError, type HealthCheckResult } from '../../shared/runtime/http.js';
 import type { Logger } from '../../shared/logging/logger.js';
+import { errorText } from '../../shared/logging/error-text.js';
 import { backoffMs, sleep } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
 import { ChainReadError, RpcRateLimitedError, type ChainReader } from './chain-reader.js';
@@ -156,7 +157,7 @@ export class Follower {
         // An endpoint's Retry-After: no step before it, each would fail at once (ChainReader).
         const waitMs =
           err instanceof RpcRateLimitedError ? Math.max(pollIntervalMs, err.retryInMs) : pollIntervalMs;
-        log.warn({ err: (err as Error).message, retryInMs: waitMs }, 'chain follower step failed; retrying');
+        log.warn({ err: errorText(err), retryInMs: waitMs }, 'chain follower step failed; retrying');
         await sleep(waitMs, this.stopController.signal);
       }
     }

@@ -24,6 +24,7 @@
 import { Transaction, type TransactionReceipt, type Wallet } from 'ethers';
 import type { Pool, PoolClient } from '../db/pool.js';
 import { SessionLock } from '../db/session-lock.js';
+import { errorText } from '../logging/error-text.js';
 import type { Logger } from '../logging/logger.js';
 import { shownHealthError } from '../runtime/http.js';
 import { callFails, classifyBroadcastError } from './broadcast-errors.js';
@@ -124,14 +125,6 @@ const fromDriver = (error: unknown): boolean =>
   (typeof (error as { severity?: unknown }).severity === 'string' ||
     typeof (error as { syscall?: unknown }).syscall === 'string' ||
     (error instanceof AggregateError && error.errors.some(fromDriver)));
-
-/** An error's message; an AggregateError's is empty (see fromDriver), its errors' say what failed. */
-const messageOf = (error: unknown): string =>
-  error instanceof AggregateError && error.message === ''
-    ? error.errors.map(messageOf).join('; ')
-    : error instanceof Error
-      ? error.message
-      : String(error);
 
 /**
  * What the wallet can pay, per pass: its balance at the pass's head block, and the most each job's unmined
@@ -235,7 +228,7 @@ export class Sender {
 
   /** An error's text for the log: scrubbed of the RPC endpoints' URLs. */
   private logged(error: unknown): string {
-    return this.options.scrub(messageOf(error)).slice(0, 500);
+    return this.options.scrub(errorText(error)).slice(0, 500);
   }
 
   /**
