@@ -111,6 +111,19 @@ export const pointsMigrations: MigrationSet = {
         UPDATE ${quoteIdentifier(LIVE_SCHEMA)}.points_lp_swaps SET response_time_seconds = 4294967296 WHERE response_time_seconds > 4294967296;
       `,
     },
+    {
+      version: 4,
+      name: 'LP ids with every @ read as .',
+      // Migration 3 read the first `@` only; projection.ts now reads every one (lpKeyOf), so an id like `a@b@c`
+      // is one key under both of its spellings and its stored form finds itself. Shortened ids are left as
+      // they are, as in migration 3.
+      sql: `
+        UPDATE ${quoteIdentifier(LIVE_SCHEMA)}.points_deductions SET subject = replace(subject, '@', '.')
+          WHERE party = 'lp' AND strpos(subject, '@') > 0 AND strpos(subject, '…#sha256:') = 0;
+        UPDATE ${quoteIdentifier(LIVE_SCHEMA)}.points_lp_swaps SET lp_id = replace(lp_id, '@', '.')
+          WHERE strpos(lp_id, '@') > 0 AND strpos(lp_id, '…#sha256:') = 0;
+      `,
+    },
   ],
 };
 

@@ -4,7 +4,6 @@
  */
 import { createHash } from 'node:crypto';
 import { jsonbStorable } from '../../shared/db/nul.js';
-import { didDomainOf } from '../../shared/otmoic/did-lookup.js';
 import type { ChainEvent } from '../../topics/chain.events.js';
 import type { SwapTransaction, SwapVerdict } from '../../topics/swap.verdicts.js';
 import type { Violation } from '../../topics/violations.js';
@@ -169,14 +168,22 @@ export const MAX_STORED_LP_ID_BYTES = 1_000;
 const KEPT_PREFIX_BYTES = 900;
 
 /**
- * How an LP id is stored and looked up: in its DID domain form (`acme@lp` → `acme.lp`: the Classifier takes an
- * LP's consent under either spelling of its DID name, so an LP could otherwise keep its violations under one
- * and quote under the other), as it is up to MAX_STORED_LP_ID_BYTES, else its first 900 bytes (whole
- * characters), `…#sha256:` and the SHA-256 of the whole id, so that distinct ids stay distinct. The answers
- * show that form; a query by the full id, under either spelling, finds it (queries.ts applies the same).
+ * An LP id's key: every `@` read as `.` (`acme@lp` → `acme.lp`). The Classifier takes an LP's consent under its
+ * DID name and under that name's domain form (didDomainOf: the first `@` read as `.`), so an LP could otherwise
+ * keep its violations under one spelling and quote under the other. Every `@`, not only the first: a name
+ * `a@b@c` consents as `a@b@c` and as `a.b@c`, and the key must map to itself, or the id the ranking lists
+ * (`a.b@c`) is looked up as `a.b.c`, another LP's key.
+ */
+export const lpKeyOf = (written: string): string => written.replaceAll('@', '.');
+
+/**
+ * How an LP id is stored and looked up: its key (lpKeyOf), as it is up to MAX_STORED_LP_ID_BYTES, else its
+ * first 900 bytes (whole characters), `…#sha256:` and the SHA-256 of the whole key, so that distinct ids stay
+ * distinct. The answers show that form; a query by the full id, under either spelling, or by the stored form
+ * itself finds it (queries.ts applies the same).
  */
 export function storedLpId(written: string): string {
-  const lpId = didDomainOf(written);
+  const lpId = lpKeyOf(written);
   // Every LP row of every message passes here: the common short id is measured, not copied.
   if (Buffer.byteLength(lpId, 'utf8') <= MAX_STORED_LP_ID_BYTES) return lpId;
   const bytes = Buffer.from(lpId, 'utf8');
