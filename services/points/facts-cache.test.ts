@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logging/logger.js';
 import { withTransaction } from '../../shared/db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { tcpProxy, throughProxy } from '../../test/support/tcp-proxy.js';
 import { waitFor } from '../../test/support/wait.js';
 import { FactsCache, listenForChanges } from './facts-cache.js';
 import { pointsMigrations } from './migrations.js';
@@ -146,6 +147,66 @@ describe('score cache', () => {
     expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(3);
     await waitFor(() => cache.enabled, 'the listener to reconnect', 10_000);
     expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(3);
+  });
+});
+
+describe('a LISTEN connection dropped silently (a NAT or firewall forgot it: no error, no end)', () => {
+  let db: TestDatabase;
+  let proxy: Awaited<ReturnType<typeof tcpProxy>>;
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    proxy = await tcpProxy(new URL(db.url));
+  });
+  afterAll(async () => {
+    proxy?.close();
+    await db?.drop();
+  });
+  const listen = (cache: FactsCache) =>
+    listenForChanges({
+      dbUrl: throughProxy(db.url, proxy),
+      cache,
+      log: createLogger({ level: 'silent' }),
+      heartbeatMs: 200,
+      heartbeatTimeoutMs: 500,
+    });
+  /** Resolves false when `promise` has not settled within `ms`. */
+  const within = (promise: Promise<unknown>, ms: number) =>
+    Promise.race([promise.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+
+  it('is noticed by its heartbeat: the cache stops answering from what it no longer hears', async () => {
+    const store = new PointsStore(db.pool);
+    const cache = new FactsCache(store);
+    const listener = listen(cache);
+    try {
+      await waitFor(() => cache.enabled, 'the cache to listen');
+      expect(await cache.violationsInWindow('user', USER, WINDOW)).toBe(0);
+      proxy.freeze();
+      // Committed with its notification, which never reaches the frozen connection.
+      await withTransaction(db.pool, (tx) =>
+        store.apply(
+          tx,
+          violationEffects(
+            'v1',
+            violationPayload({ bid: hex32(1), party: 'user', subject: USER, blockTime: NOW - 1 }),
+          ),
+        ),
+      );
+      await waitFor(
+        async () => (await cache.violationsInWindow('user', USER, WINDOW)) === 1,
+        'the cache to stop answering a score it can no longer hear changes of',
+        5_000,
+      );
+    } finally {
+      await within(listener.stop(), 2_000);
+    }
+  });
+
+  it('does not hold up a stop', async () => {
+    const cache = new FactsCache(new PointsStore(db.pool));
+    const listener = listen(cache);
+    await waitFor(() => cache.enabled, 'the cache to listen');
+    proxy.freeze();
+    expect(await within(listener.stop(), 2_000), 'stop() returned within 2 s').toBe(true);
   });
 });
 

@@ -197,16 +197,36 @@ export class FactsCache implements FiguresSource {
   }
 }
 
+/** How often the LISTEN connection is asked a `SELECT 1`, and how long its answer may take. */
+const HEARTBEAT_MS = 10_000;
+const HEARTBEAT_TIMEOUT_MS = 5_000;
+
+/** pg.Client's socket (not in its types): ended by force when the server can no longer answer. */
+const destroySocket = (c: pg.Client) =>
+  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+
 /**
  * Keeps a LISTEN connection on CHANGE_CHANNEL and feeds the cache: every notification invalidates its
- * subject; a lost connection empties and bypasses the cache until it listens again.
+ * subject; a lost connection empties and bypasses the cache until it listens again. A connection dropped
+ * silently (a NAT or firewall that forgot it sends neither an error nor an end) is found by a heartbeat: a
+ * `SELECT 1` not answered within `heartbeatTimeoutMs` counts as lost; without it the cache answered from what
+ * it could no longer hear about, for ever, and stop() waited for ever for the server's goodbye.
  */
-export function listenForChanges(options: { dbUrl: string; cache: FactsCache; log: Logger }): {
+export function listenForChanges(options: {
+  dbUrl: string;
+  cache: FactsCache;
+  log: Logger;
+  heartbeatMs?: number;
+  heartbeatTimeoutMs?: number;
+}): {
   stop(): Promise<void>;
 } {
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_MS;
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
   const connect = async () => {
     if (stopped) return;
     const c = new pg.Client({ connectionString: options.dbUrl, application_name: 'otmoic-points-listen' });
@@ -214,8 +234,9 @@ export function listenForChanges(options: { dbUrl: string; cache: FactsCache; lo
     const lost = (reason: string) => {
       if (client !== c) return;
       client = undefined;
+      clearInterval(heartbeat);
       options.cache.setListening(false);
-      c.end().catch(() => undefined);
+      c.end().catch(() => undefined); // with the heartbeat's query in flight, pg ends the socket by force
       if (!stopped) {
         options.log.warn({ reason }, 'points change listener lost; score cache bypassed until it reconnects');
         retry = setTimeout(() => void connect(), 1_000);
@@ -228,10 +249,30 @@ export function listenForChanges(options: { dbUrl: string; cache: FactsCache; lo
       if (n.payload === CLEAR_ALL_PAYLOAD) return options.cache.clear();
       for (const key of n.payload.split('\n')) options.cache.invalidateSubject(key);
     });
+    let beating = false;
+    const beat = async () => {
+      if (client !== c || beating) return;
+      beating = true;
+      const late = setTimeout(
+        () => lost(`no answer to the heartbeat within ${heartbeatTimeoutMs} ms`),
+        heartbeatTimeoutMs,
+      );
+      try {
+        await c.query('SELECT 1');
+      } catch {
+        // The connection's error or end handler has reported it.
+      } finally {
+        clearTimeout(late);
+        beating = false;
+      }
+    };
     try {
       await c.connect();
       await c.query(`LISTEN ${CHANGE_CHANNEL}`);
-      if (client === c) options.cache.setListening(true);
+      if (client === c) {
+        options.cache.setListening(true);
+        heartbeat = setInterval(() => void beat(), heartbeatMs);
+      }
     } catch (err) {
       lost((err as Error).message);
     }
@@ -241,10 +282,22 @@ export function listenForChanges(options: { dbUrl: string; cache: FactsCache; lo
     async stop() {
       stopped = true;
       clearTimeout(retry);
+      clearInterval(heartbeat);
       const c = client;
       client = undefined;
       options.cache.setListening(false);
-      await c?.end().catch(() => undefined);
+      if (!c) return;
+      // The server's goodbye never comes over a connection dropped silently: waited for a heartbeat's time.
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([
+        c.end().then(
+          () => true,
+          () => true,
+        ),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), heartbeatTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+      if (!ended) destroySocket(c);
     },
   };
 }
