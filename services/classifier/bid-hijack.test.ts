@@ -6,7 +6,7 @@
  * 3 / 6, or the user 5 / 7, and a live run and its replay could differ with the partitions' interleaving.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bidIdOfAgreement, transferOutBid } from '../../shared/otmoic/agreement.js';
+import { bidIdOfAgreement, transferOutBid, uniform } from '../../shared/otmoic/agreement.js';
 import { databaseForSuite } from '../../test/support/database.js';
 import { chainEventId, type ChainEvent, type SwapVerdict } from '../../topics/index.js';
 import type { ClassifierInput } from './engine.js';
@@ -111,7 +111,7 @@ describe('a TransferOut is the swap of its bid only when its fields hash to that
           userSign: out!.userSign,
           lpSign: out!.lpSign,
         },
-        rendering,
+        uniform(rendering),
       );
     expect(agreementBid('checksum')).not.toBe(agreementBid('lower'));
     for (const rendering of ['checksum', 'lower'] as const)

@@ -24,13 +24,15 @@
  * | (signatures, not signed)  | userSign, lpSign               | userSign, lpSign        |
  *
  * A signature is over exact strings, and the event only carries numbers: an address member is rendered
- * checksummed (as the golden vectors sign it) and, failing that, lower-case. A signature that recovers the
- * expected signer under either rendering proves consent to the same terms.
+ * checksummed (as the golden vectors sign it) or lower-case, each member on its own (ADDRESS_RENDERINGS): the
+ * strings come from the LP's bridge configuration and the user's input as their authors wrote them, and a real
+ * bridge of the original LP node has its src_token checksummed and its dst_token lower-case. A signature that
+ * recovers the expected signer under any rendering proves consent to the same terms.
  *
  * The bidId a TransferOut carries is a free argument of `transferOut`: the contract does not check it. A
  * TransferOut executes the bid it names only when its own fields, mapped as above to the Complaint form,
  * hash to that bidId under the spec §5 rule (`transferOutBid`); the token members (strings in the Complaint)
- * are tried checksummed and lower-case, as the signatures are.
+ * are tried checksummed and lower-case, each on its own, as the signatures are.
  */
 import { getAddress } from 'ethers';
 import { bidId } from '../chain/bid-id.js';
@@ -189,21 +191,56 @@ export function agreementOfComplaint(fields: Readonly<Record<string, string>>): 
   };
 }
 
-export type AddressRendering = 'checksum' | 'lower';
-export const ADDRESS_RENDERINGS: readonly AddressRendering[] = ['checksum', 'lower'];
+export type Casing = 'checksum' | 'lower';
+/** How each address member is written: the casing of each one is its author's (see the module's note). */
+export interface AddressRendering {
+  srcAddress: Casing;
+  srcToken: Casing;
+  dstAddress: Casing;
+  dstToken: Casing;
+}
+export const uniform = (c: Casing): AddressRendering => ({
+  srcAddress: c,
+  srcToken: c,
+  dstAddress: c,
+  dstToken: c,
+});
+/** Every rendering, all checksummed first, then all lower-case (the common cases), then the mixed ones. */
+export const ADDRESS_RENDERINGS: readonly AddressRendering[] = [
+  uniform('checksum'),
+  uniform('lower'),
+  ...(['checksum', 'lower'] as const)
+    .flatMap((srcAddress) =>
+      (['checksum', 'lower'] as const).flatMap((srcToken) =>
+        (['checksum', 'lower'] as const).flatMap((dstAddress) =>
+          (['checksum', 'lower'] as const).map((dstToken) => ({
+            srcAddress,
+            srcToken,
+            dstAddress,
+            dstToken,
+          })),
+        ),
+      ),
+    )
+    .filter((r) => new Set(Object.values(r)).size > 1),
+];
+
+const written = (address: string, casing: Casing) =>
+  casing === 'checksum' ? address : address.toLowerCase();
+/** A token member is a free string: only an address-looking one has a casing. */
+const writtenToken = (value: string, casing: Casing) =>
+  /^0x[0-9a-fA-F]{40}$/.test(value) ? written(value, casing) : value;
 
 /** The OtmoicSwap `Message` of an agreement, address members in the given rendering. */
-export function swapMessage(a: Agreement, rendering: AddressRendering = 'checksum'): SwapAgreement {
-  const render = (address: string) => (rendering === 'checksum' ? address : address.toLowerCase());
-  const token = (value: string) => (/^0x[0-9a-fA-F]{40}$/.test(value) ? render(value) : value);
+export function swapMessage(a: Agreement, rendering: AddressRendering = uniform('checksum')): SwapAgreement {
   return {
     src_chain_id: a.srcChainId,
-    src_address: render(a.srcAddress),
-    src_token: token(a.srcToken),
+    src_address: written(a.srcAddress, rendering.srcAddress),
+    src_token: writtenToken(a.srcToken, rendering.srcToken),
     src_amount: a.srcAmount,
     dst_chain_id: a.dstChainId,
-    dst_address: render(a.dstAddress),
-    dst_token: token(a.dstToken),
+    dst_address: written(a.dstAddress, rendering.dstAddress),
+    dst_token: writtenToken(a.dstToken, rendering.dstToken),
     dst_amount: a.dstAmount,
     dst_native_amount: a.dstNativeAmount,
     requestor: a.requestor,
@@ -270,15 +307,13 @@ export function differingTerms(a: Agreement, b: Agreement): string[] {
 
 /** The Complaint struct of a signed agreement, token members in the given rendering (the bidId's preimage). */
 function complaintStruct(a: SignedAgreement, rendering: AddressRendering): Complaint {
-  const token = (value: string) =>
-    rendering === 'lower' && /^0x[0-9a-fA-F]{40}$/.test(value) ? value.toLowerCase() : value;
   return {
     srcChainId: a.srcChainId,
     srcAddress: BigInt(a.srcAddress),
-    srcToken: token(a.srcToken),
+    srcToken: writtenToken(a.srcToken, rendering.srcToken),
     dstChainId: a.dstChainId,
     dstAddress: BigInt(a.dstAddress),
-    dstToken: token(a.dstToken),
+    dstToken: writtenToken(a.dstToken, rendering.dstToken),
     srcAmount: a.srcAmount,
     dstAmount: a.dstAmount,
     dstNativeAmount: a.dstNativeAmount,
@@ -294,13 +329,16 @@ function complaintStruct(a: SignedAgreement, rendering: AddressRendering): Compl
 }
 
 /** The §5 bidId of a signed agreement, token members in the given rendering (checksummed by default). */
-export function bidIdOfAgreement(a: SignedAgreement, rendering: AddressRendering = 'checksum'): string {
+export function bidIdOfAgreement(
+  a: SignedAgreement,
+  rendering: AddressRendering = uniform('checksum'),
+): string {
   return bidId(complaintStruct(a, rendering));
 }
 
 /**
  * Whether a TransferOut executes the bid it names: its own fields, read as the agreement they claim
- * (agreementOfTransferOut), hash to its bidId under either token rendering. Anyone can call `transferOut`
+ * (agreementOfTransferOut), hash to its bidId under some rendering of its token members. Anyone can call `transferOut`
  * with any bidId (from a throwaway address, for 1 wei, on any chain), so only such a TransferOut is the
  * bid's swap. `reason` says why not, in words.
  */
@@ -319,7 +357,10 @@ export function transferOutBid(
   }
   const claimed = out.bidId.toLowerCase();
   const computed: string[] = [];
-  for (const rendering of ADDRESS_RENDERINGS) {
+  // The bid writes only the token members as strings (its addresses are numbers): one rendering per pair.
+  for (const rendering of ADDRESS_RENDERINGS.filter(
+    (r) => r.srcAddress === 'checksum' && r.dstAddress === 'checksum',
+  )) {
     const id = bidIdOfAgreement(agreement, rendering);
     if (id === claimed) return { executes: true };
     if (!computed.includes(id)) computed.push(id);
