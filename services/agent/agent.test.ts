@@ -290,7 +290,7 @@ describe('Agent complaint intake and submission on the devnet', () => {
       await refuse(
         { params: [{ ...c, srcToken: 'x'.repeat(129), lpId: 'l'.repeat(201) }, sdk.params[1], DOMAIN] },
         'INVALID_COMPLAINT',
-        /srcToken must be at most 128 characters \(got 129\); complaint\.lpId must be at most 200 characters \(got 201\)/,
+        /srcToken must be at most 128 UTF-8 bytes \(got 129\); complaint\.lpId must be at most 200 UTF-8 bytes \(got 201\)/,
       );
       await refuse({ params: [sdk.params[0], sdk.params[1]] }, 'INVALID_BODY', /exactly/);
       await refuse({ params: [sdk.params[0], sdk.params[1], ''] }, 'INVALID_DOMAIN', /DID domain/);
@@ -334,6 +334,38 @@ describe('Agent complaint intake and submission on the devnet', () => {
     const receipt = (await chain.provider.getTransactionReceipt(done.tx_hash))!;
     // About 6x less than an unbounded member allowed (854,140 gas at a 21 KB body); the default cap is 400,000.
     expect(receipt.gasUsed).toBeLessThan(200_000n);
+  }, 60_000);
+
+  it('the bounds hold the gas of multi-byte members too: 4-byte characters at the bounds are refused', async () => {
+    // U+1F600 is one character (code point) and 4 UTF-8 bytes: calldata, the event and the hashes pay per byte.
+    const wide = (n: number) => '\u{1F600}'.repeat(n);
+    const longest = Object.fromEntries(
+      Object.entries(COMPLAINT_MEMBER_MAX_LENGTH).map(([member, max]) => [member, wide(max)]),
+    );
+    const lpId = longest['lpId']!;
+    await registerDids(chain, { [lpId]: complainant.address });
+    const before = await counts();
+    const answer = await agent.post(
+      '/submit-complaint',
+      await body(sampleComplaint(longest), complainant, lpId),
+    );
+    if (answer.body.code === 0) {
+      const done = await settled(answer.body.bid_id);
+      const receipt = done.tx_hash ? await chain.provider.getTransactionReceipt(done.tx_hash) : null;
+      expect.fail(
+        `accepted, ${done.status}, ${receipt?.gasUsed ?? '?'} gas (the ASCII bound is under 200,000)`,
+      );
+    }
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ code: AGENT_ERRORS.INVALID_COMPLAINT.code });
+    expect(answer.body.message).toMatch(/complaint\.srcToken must be at most 128 UTF-8 bytes/);
+    // The domain likewise: 64 characters, 256 bytes.
+    const domain = await agent.post(
+      '/submit-complaint',
+      await body(sampleComplaint(), complainant, wide(64)),
+    );
+    expect(domain.body).toMatchObject({ code: AGENT_ERRORS.INVALID_DOMAIN.code });
+    expect(await counts()).toEqual(before);
   }, 60_000);
 
   it('DuplicateBidId at submission (someone else was first) is a success, nothing of ours mined', async () => {

@@ -21,13 +21,15 @@ const bodySchema = z.object({
 /** secp256k1n / 2: the contract (like OpenZeppelin's ECDSA) refuses a larger s as a malleable twin. */
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
-// Printable, no control characters: the domain is logged and shown; 255 bounds the gas of the call.
+// Printable, no control characters: the domain is logged and shown; 255 UTF-8 bytes bound the gas of the call.
 const DOMAIN = /^[^\p{Cc}]{1,255}$/u;
+const DOMAIN_MAX_BYTES = 255;
 
 /**
- * Longest value (in characters: code points, as JSON Schema's maxLength counts) of each string member. The contract takes any length and the Agent's wallet
- * pays for every byte (calldata, the event, the bid hash): unbounded, one DID owner could make each complaint
- * cost about 6x the gas of a real one (854k against 135k at a 21 KB body). The bounds hold the values of any
+ * Longest value of each string member, in UTF-8 bytes (for ASCII, characters). The contract takes any length
+ * and the Agent's wallet pays for every byte (calldata, the event, the bid hash): unbounded, one DID owner could
+ * make each complaint cost about 6x the gas of a real one (854k against 135k at a 21 KB body). Counted in
+ * characters, 4-byte ones at the bounds cost 292k instead of under 200k. The bounds hold the values of any
  * real swap with room to spare: token and account addresses of any chain, uint256 amounts in base 10, an LP id
  * as Points takes it, signatures in hex or base58.
  */
@@ -54,10 +56,9 @@ function withNul(complaint: Complaint): string[] {
 
 function tooLong(complaint: Complaint): string[] {
   return Object.entries(COMPLAINT_MEMBER_MAX_LENGTH).flatMap(([member, max]) => {
-    // Counted only past the bound in UTF-16 units, which is never below the count of code points.
-    const value = complaint[member as keyof Complaint] as string;
-    const length = value.length > max ? [...value].length : value.length;
-    return length > max ? [`complaint.${member} must be at most ${max} characters (got ${length})`] : [];
+    // Bytes, not characters: the gas is paid per byte. The body limit bounds the string this counts.
+    const bytes = Buffer.byteLength(complaint[member as keyof Complaint] as string, 'utf8');
+    return bytes > max ? [`complaint.${member} must be at most ${max} UTF-8 bytes (got ${bytes})`] : [];
   });
 }
 
@@ -110,10 +111,14 @@ export function parseComplaintBody(
     );
   const signature = withCanonicalV(rawSignature);
 
-  if (typeof rawDomain !== 'string' || !DOMAIN.test(rawDomain))
+  if (
+    typeof rawDomain !== 'string' ||
+    !DOMAIN.test(rawDomain) ||
+    Buffer.byteLength(rawDomain, 'utf8') > DOMAIN_MAX_BYTES
+  )
     throw new AgentError(
       'INVALID_DOMAIN',
-      'domain (params[2]) must be a DID domain: 1 to 255 characters, no control characters',
+      'domain (params[2]) must be a DID domain: 1 to 255 characters and at most 255 UTF-8 bytes, no control characters',
     );
 
   let signer: string;

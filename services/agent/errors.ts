@@ -27,7 +27,8 @@ export const AGENT_ERRORS = {
   INVALID_DOMAIN: {
     code: 41004,
     status: 400,
-    meaning: 'params[2] is not a DID domain (a string of 1 to 255 printable characters)',
+    meaning:
+      'params[2] is not a DID domain (a string of 1 to 255 printable characters, at most 255 UTF-8 bytes)',
   },
   NOT_DOMAIN_OWNER: {
     code: 41005,

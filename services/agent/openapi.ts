@@ -33,6 +33,7 @@ const uint256 = {
 const text = (member: keyof typeof COMPLAINT_MEMBER_MAX_LENGTH) => ({
   type: 'string',
   maxLength: COMPLAINT_MEMBER_MAX_LENGTH[member],
+  description: `at most ${COMPLAINT_MEMBER_MAX_LENGTH[member]} UTF-8 bytes (for ASCII, characters): the Agent's wallet pays gas per byte`,
 });
 const complaint = {
   type: 'object',
@@ -161,7 +162,8 @@ export function agentOpenApiDocument() {
                       type: 'string',
                       minLength: 1,
                       maxLength: 255,
-                      description: 'the complainant DID domain',
+                      description:
+                        'the complainant DID domain: at most 255 UTF-8 bytes, no control characters',
                     },
                   ],
                 },
