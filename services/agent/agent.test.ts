@@ -297,6 +297,15 @@ describe('Agent complaint intake and submission on the devnet', () => {
       await refuse('{"params":', 'INVALID_BODY', /not valid JSON/);
     });
 
+    it('a domain with a lone UTF-16 surrogate is a 400, not a 503 "retry"', async () => {
+      // Valid JSON ("\\ud800"), but no UTF-8 string: the registry's ownerOfDomain call cannot be encoded.
+      await refuse(
+        await body(sampleComplaint(), complainant, 'a\ud800.devnet'),
+        'INVALID_DOMAIN',
+        /DID domain/,
+      );
+    });
+
     it('a bid that already has its complaint on chain', async () => {
       const sdk = await body(sampleComplaint());
       // Submitted directly, as anybody may: the contract takes one complaint per bid.

@@ -22,7 +22,8 @@ const bodySchema = z.object({
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 // Printable, no control characters: the domain is logged and shown; 255 UTF-8 bytes bound the gas of the call.
-const DOMAIN = /^[^\p{Cc}]{1,255}$/u;
+// No lone surrogate (\p{Cs}): it has no UTF-8 form, so neither the DID lookup nor the call could carry it.
+const DOMAIN = /^[^\p{Cc}\p{Cs}]{1,255}$/u;
 const DOMAIN_MAX_BYTES = 255;
 
 /**
@@ -118,7 +119,7 @@ export function parseComplaintBody(
   )
     throw new AgentError(
       'INVALID_DOMAIN',
-      'domain (params[2]) must be a DID domain: 1 to 255 characters and at most 255 UTF-8 bytes, no control characters',
+      'domain (params[2]) must be a DID domain: 1 to 255 characters and at most 255 UTF-8 bytes of valid UTF-16, no control characters',
     );
 
   let signer: string;
