@@ -9,12 +9,19 @@
  */
 import { createHash } from 'node:crypto';
 import { recoverSwapSigner } from '../../shared/chain/otmoic-swap-eip712.js';
-import { ADDRESS_RENDERINGS, swapMessage, type Agreement } from '../../shared/otmoic/agreement.js';
+import {
+  messageVersions,
+  swapMessage,
+  type Agreement,
+  type MessageVersion,
+} from '../../shared/otmoic/agreement.js';
 
 /**
- * Addresses the signature recovers to, one per rendering of the address members (checksummed first), without
- * duplicates, computed as they are asked for (a caller that stops at the first pays one recovery). Exactly one
- * of them is the real signer when the signature is genuine.
+ * Addresses the signature recovers to, one per version of the Message (messageVersions: each rendering of the
+ * address members, checksummed first, src_address as the sender and then as its alias, the TransferOut's
+ * receiver), without duplicates, computed as they are asked for (a caller that stops at the first pays one
+ * recovery). Exactly one of them is the real signer when the signature is genuine. At most 32 recoveries for
+ * an agreement read from a TransferOut, 16 for one without an alias.
  */
 export function* candidateSigners(
   agreement: Agreement,
@@ -23,7 +30,7 @@ export function* candidateSigners(
 ): Generator<string, void, undefined> {
   const found = candidatesOf(agreement, signature, evmChainId);
   for (let i = 0; ; i++) {
-    while (i >= found.signers.length && found.next < ADDRESS_RENDERINGS.length) recoverNext(found);
+    while (i >= found.signers.length && found.next < found.versions.length) recoverNext(found);
     if (i >= found.signers.length) return;
     yield found.signers[i]!;
   }
@@ -37,9 +44,10 @@ export function userConsents(agreement: Agreement, userSign: string, srcEvmChain
   return false;
 }
 
-/** The candidates of one signature of one agreement found so far, and the next rendering to try. */
+/** The candidates of one signature of one agreement found so far, and the next version to try. */
 interface Candidates {
   agreement: Agreement;
+  versions: readonly MessageVersion[];
   signature: string;
   evmChainId: number;
   signers: string[];
@@ -53,15 +61,27 @@ function candidatesOf(agreement: Agreement, signature: string, evmChainId: numbe
   if (!ofAgreement) byAgreement.set(agreement, (ofAgreement = new Map()));
   const key = `${evmChainId}|${signature}`;
   let found = ofAgreement.get(key);
-  if (!found) ofAgreement.set(key, (found = { agreement, signature, evmChainId, signers: [], next: 0 }));
+  if (!found)
+    ofAgreement.set(
+      key,
+      (found = {
+        agreement,
+        versions: messageVersions(agreement),
+        signature,
+        evmChainId,
+        signers: [],
+        next: 0,
+      }),
+    );
   return found;
 }
 
 function recoverNext(found: Candidates): void {
-  const rendering = ADDRESS_RENDERINGS[found.next++]!;
-  const signer = rememberedSigner(swapMessage(found.agreement, rendering), found.signature, found.evmChainId);
-  // A malformed signature is malformed under every rendering.
-  if (signer === null) found.next = ADDRESS_RENDERINGS.length;
+  const { rendering, srcAddress } = found.versions[found.next++]!;
+  const message = swapMessage(found.agreement, rendering, srcAddress);
+  const signer = rememberedSigner(message, found.signature, found.evmChainId);
+  // A malformed signature is malformed under every version.
+  if (signer === null) found.next = found.versions.length;
   else if (!found.signers.includes(signer)) found.signers.push(signer);
 }
 

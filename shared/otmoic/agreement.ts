@@ -11,7 +11,7 @@
  * | Message member            | TransferOut field              | Complaint member        |
  * | ------------------------- | ------------------------------ | ----------------------- |
  * | src_chain_id              | the event's chain (system id)  | srcChainId              |
- * | src_address               | sender                         | srcAddress (uint256)    |
+ * | src_address               | sender (alias: receiver)       | srcAddress (uint256)    |
  * | src_token                 | token                          | srcToken                |
  * | src_amount                | amount                         | srcAmount               |
  * | dst_chain_id              | dstChainId                     | dstChainId              |
@@ -33,6 +33,13 @@
  * TransferOut executes the bid it names only when its own fields, mapped as above to the Complaint form,
  * hash to that bidId under the spec §5 rule (`transferOutBid`); the token members (strings in the Complaint)
  * are tried checksummed and lower-case, each on its own, as the signatures are.
+ *
+ * `src_address` has two forms. Ours (spec §2.1, "source-chain address of the user") is the TransferOut's
+ * sender, as in the table. The real SDK signs `quote_base.lp_bridge_address`, the LP's receiving address on
+ * the source chain, i.e. the TransferOut's **receiver**, and fills the complaint's `srcAddress` with it.
+ * spec/otmoic.md: the specification wins and the original form is accepted as an alias. So an agreement read
+ * from a TransferOut carries its receiver as `srcAddressAlias`, and wherever it is rebuilt or compared (its bid,
+ * the signatures, a complaint's terms) the alias is tried after the sender (`MessageVersion`, `differingTerms`).
  */
 import { getAddress } from 'ethers';
 import { bidId } from '../chain/bid-id.js';
@@ -44,6 +51,11 @@ import { uint256ToAddress } from '../chain/conversions.js';
 export interface Agreement {
   srcChainId: bigint;
   srcAddress: string;
+  /**
+   * The original form of `src_address` accepted as an alias (see the module's note): the TransferOut's receiver,
+   * when read from a TransferOut and not the sender itself. Absent from a complaint's or a Message's agreement.
+   */
+  srcAddressAlias?: string;
   srcToken: string;
   srcAmount: string;
   dstChainId: bigint;
@@ -68,6 +80,7 @@ export interface SignedAgreement extends Agreement {
 export interface TransferOutTerms {
   chainId: string;
   sender: string;
+  receiver: string;
   token: string;
   amount: string;
   dstChainId: string;
@@ -117,11 +130,20 @@ function uintField(field: string, value: string): bigint {
   return BigInt(value);
 }
 
-/** The agreement a TransferOut claims to execute (its own fields). */
+/** The agreement a TransferOut claims to execute (its own fields), its receiver as the `src_address` alias. */
 export function agreementOfTransferOut(out: TransferOutTerms): SignedAgreement {
+  const srcAddress = addressField('sender', out.sender);
+  // Only an alias: a receiver that is no address leaves the agreement in its sender form, whole.
+  let alias: string | undefined;
+  try {
+    alias = addressField('receiver', out.receiver);
+  } catch (err) {
+    if (!(err instanceof AgreementFieldError)) throw err;
+  }
   return {
     srcChainId: uintField('chainId', out.chainId),
-    srcAddress: addressField('sender', out.sender),
+    srcAddress,
+    ...(alias !== undefined && alias !== srcAddress ? { srcAddressAlias: alias } : {}),
     srcToken: addressField('token', out.token),
     srcAmount: out.amount,
     dstChainId: uintField('dstChainId', out.dstChainId),
@@ -225,17 +247,53 @@ export const ADDRESS_RENDERINGS: readonly AddressRendering[] = [
     .filter((r) => new Set(Object.values(r)).size > 1),
 ];
 
+/** The renderings of the token members alone (the only address members the bid writes as strings). */
+const TOKEN_RENDERINGS = ADDRESS_RENDERINGS.filter(
+  (r) => r.srcAddress === 'checksum' && r.dstAddress === 'checksum',
+);
+
+/** Which form of `src_address` a Message is written with: the agreement's own (first), or its alias. */
+export type SrcAddressForm = 'own' | 'alias';
+/** One Message the parties may have signed for an agreement: its address members' casing, and src_address's form. */
+export interface MessageVersion {
+  rendering: AddressRendering;
+  srcAddress: SrcAddressForm;
+}
+const OWN_VERSIONS: readonly MessageVersion[] = ADDRESS_RENDERINGS.map((rendering) => ({
+  rendering,
+  srcAddress: 'own',
+}));
+/** Each rendering with the own form first and then the alias: the common renderings of both come early. */
+const ALIASED_VERSIONS: readonly MessageVersion[] = ADDRESS_RENDERINGS.flatMap((rendering) => [
+  { rendering, srcAddress: 'own' as const },
+  { rendering, srcAddress: 'alias' as const },
+]);
+/**
+ * The Messages to try for an agreement's signatures, in order: every rendering (ADDRESS_RENDERINGS), and, when it
+ * has a `src_address` alias, each rendering again with the alias right after the own form. At most twice
+ * ADDRESS_RENDERINGS.length (32); as many as before for an agreement without an alias (a complaint's).
+ */
+export const messageVersions = (a: Agreement): readonly MessageVersion[] =>
+  a.srcAddressAlias === undefined ? OWN_VERSIONS : ALIASED_VERSIONS;
+
+const srcAddressOf = (a: Agreement, form: SrcAddressForm): string =>
+  form === 'alias' && a.srcAddressAlias !== undefined ? a.srcAddressAlias : a.srcAddress;
+
 const written = (address: string, casing: Casing) =>
   casing === 'checksum' ? address : address.toLowerCase();
 /** A token member is a free string: only an address-looking one has a casing. */
 const writtenToken = (value: string, casing: Casing) =>
   /^0x[0-9a-fA-F]{40}$/.test(value) ? written(value, casing) : value;
 
-/** The OtmoicSwap `Message` of an agreement, address members in the given rendering. */
-export function swapMessage(a: Agreement, rendering: AddressRendering = uniform('checksum')): SwapAgreement {
+/** The OtmoicSwap `Message` of an agreement, address members in the given rendering, src_address in the given form. */
+export function swapMessage(
+  a: Agreement,
+  rendering: AddressRendering = uniform('checksum'),
+  srcAddressForm: SrcAddressForm = 'own',
+): SwapAgreement {
   return {
     src_chain_id: a.srcChainId,
-    src_address: written(a.srcAddress, rendering.srcAddress),
+    src_address: written(srcAddressOf(a, srcAddressForm), rendering.srcAddress),
     src_token: writtenToken(a.srcToken, rendering.srcToken),
     src_amount: a.srcAmount,
     dst_chain_id: a.dstChainId,
@@ -296,20 +354,36 @@ const COMPARED: ReadonlyArray<[keyof Agreement, string]> = [
   ['earliestRefundTime', 'earliest refund time'],
 ];
 
-/** The terms in which two agreements differ, in words (addresses compared case-insensitively). */
+/**
+ * The terms in which two agreements differ, in words (addresses compared case-insensitively). A source address
+ * equal to the other's `src_address` alias (a TransferOut's receiver) is no difference.
+ */
 export function differingTerms(a: Agreement, b: Agreement): string[] {
   const same = (x: unknown, y: unknown) =>
     typeof x === 'string' && typeof y === 'string' ? x.toLowerCase() === y.toLowerCase() : x === y;
-  return COMPARED.filter(([key]) => !same(a[key], b[key])).map(
-    ([key, words]) => `${words} ${String(a[key])} ≠ ${String(b[key])}`,
+  // One side's own address against the other's own or alias (two aliases alone are not the same source).
+  const sameSrc =
+    same(a.srcAddress, b.srcAddress) ||
+    same(a.srcAddress, b.srcAddressAlias) ||
+    same(a.srcAddressAlias, b.srcAddress);
+  const alias = (x: Agreement) => (x.srcAddressAlias === undefined ? '' : ` (or ${x.srcAddressAlias})`);
+  return COMPARED.filter(([key]) => (key === 'srcAddress' ? !sameSrc : !same(a[key], b[key]))).map(
+    ([key, words]) =>
+      key === 'srcAddress'
+        ? `${words} ${a.srcAddress}${alias(a)} ≠ ${b.srcAddress}${alias(b)}`
+        : `${words} ${String(a[key])} ≠ ${String(b[key])}`,
   );
 }
 
 /** The Complaint struct of a signed agreement, token members in the given rendering (the bidId's preimage). */
-function complaintStruct(a: SignedAgreement, rendering: AddressRendering): Complaint {
+function complaintStruct(
+  a: SignedAgreement,
+  rendering: AddressRendering,
+  srcAddressForm: SrcAddressForm,
+): Complaint {
   return {
     srcChainId: a.srcChainId,
-    srcAddress: BigInt(a.srcAddress),
+    srcAddress: BigInt(srcAddressOf(a, srcAddressForm)),
     srcToken: writtenToken(a.srcToken, rendering.srcToken),
     dstChainId: a.dstChainId,
     dstAddress: BigInt(a.dstAddress),
@@ -328,17 +402,22 @@ function complaintStruct(a: SignedAgreement, rendering: AddressRendering): Compl
   };
 }
 
-/** The §5 bidId of a signed agreement, token members in the given rendering (checksummed by default). */
+/**
+ * The §5 bidId of a signed agreement, token members in the given rendering (checksummed by default), srcAddress
+ * in the given form (its own by default).
+ */
 export function bidIdOfAgreement(
   a: SignedAgreement,
   rendering: AddressRendering = uniform('checksum'),
+  srcAddressForm: SrcAddressForm = 'own',
 ): string {
-  return bidId(complaintStruct(a, rendering));
+  return bidId(complaintStruct(a, rendering, srcAddressForm));
 }
 
 /**
  * Whether a TransferOut executes the bid it names: its own fields, read as the agreement they claim
- * (agreementOfTransferOut), hash to its bidId under some rendering of its token members. Anyone can call `transferOut`
+ * (agreementOfTransferOut), hash to its bidId under some rendering of its token members, srcAddress its sender
+ * or (the alias) its receiver. Anyone can call `transferOut`
  * with any bidId (from a throwaway address, for 1 wei, on any chain), so only such a TransferOut is the
  * bid's swap. `reason` says why not, in words.
  */
@@ -357,13 +436,15 @@ export function transferOutBid(
   }
   const claimed = out.bidId.toLowerCase();
   const computed: string[] = [];
-  // The bid writes only the token members as strings (its addresses are numbers): one rendering per pair.
-  for (const rendering of ADDRESS_RENDERINGS.filter(
-    (r) => r.srcAddress === 'checksum' && r.dstAddress === 'checksum',
-  )) {
-    const id = bidIdOfAgreement(agreement, rendering);
-    if (id === claimed) return { executes: true };
-    if (!computed.includes(id)) computed.push(id);
+  // The bid writes only the token members as strings (its addresses are numbers): one rendering per pair, the
+  // sender form first, then the receiver (at most 8 hashes).
+  const forms: SrcAddressForm[] = agreement.srcAddressAlias === undefined ? ['own'] : ['own', 'alias'];
+  for (const form of forms) {
+    for (const rendering of TOKEN_RENDERINGS) {
+      const id = bidIdOfAgreement(agreement, rendering, form);
+      if (id === claimed) return { executes: true };
+      if (!computed.includes(id)) computed.push(id);
+    }
   }
   return { executes: false, reason: `its own fields hash to ${computed.join(' / ')}, not to its bid` };
 }
