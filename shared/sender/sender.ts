@@ -478,8 +478,7 @@ export class Sender {
         `the call needs ${estimate} gas, above the cap of ${caps.maxGasLimit} gas per transaction; nothing was sent`,
       );
     }
-    const withMargin = (estimate * (this.options.gasLimitPercent ?? 130n)) / 100n;
-    const gasLimit = withMargin > caps.maxGasLimit ? caps.maxGasLimit : withMargin;
+    const gasLimit = this.withGasMargin(estimate);
     // Never sign what the wallet cannot pay. A node refuses it ("insufficient funds"), which is no reason to give
     // it up, so it would hold the wallet's nonce and every later job would wait behind it for good: a client may
     // choose any gas price up to maxFeePerGas. So the fee is lowered to the highest the balance covers beside
@@ -817,10 +816,10 @@ export class Sender {
    * plain transfer (Arbitrum adds its L1 data cost to the gas), and a node there refuses a 21,000-gas one as
    * "intrinsic gas too low" every time: the nonce would never be freed and every later job would wait behind
    * it. So the chain's own estimate, when above 21,000, with the calls' margin and within maxGasLimit. A cancel
-   * sped up keeps the gas it was signed with; an endpoint that cannot estimate leaves 21,000 (noted).
+   * sped up keeps the gas it was signed with; an endpoint that cannot estimate leaves 21,000 (logged).
    */
   private async cancelGas(job: SenderJob): Promise<bigint> {
-    const { rpc, wallet, caps, log } = this.options;
+    const { rpc, wallet, log } = this.options;
     let estimate: bigint;
     try {
       estimate = await rpc.read((p) =>
@@ -828,15 +827,17 @@ export class Sender {
       );
     } catch (error) {
       if (this.halted(error)) throw error;
-      log.warn(
-        { job: job.id, err: (error as Error).message },
-        'self-transfer gas not estimated; 21,000 used',
-      );
+      log.warn({ job: job.id, err: this.logged(error) }, 'self-transfer gas not estimated; 21,000 used');
       return CANCEL_GAS;
     }
-    if (estimate <= CANCEL_GAS) return CANCEL_GAS;
+    return estimate <= CANCEL_GAS ? CANCEL_GAS : this.withGasMargin(estimate);
+  }
+
+  /** An estimate plus gasLimitPercent (the state moves between estimate and inclusion), within maxGasLimit. */
+  private withGasMargin(estimate: bigint): bigint {
     const withMargin = (estimate * (this.options.gasLimitPercent ?? 130n)) / 100n;
-    return withMargin > caps.maxGasLimit ? caps.maxGasLimit : withMargin;
+    const cap = this.options.caps.maxGasLimit;
+    return withMargin > cap ? cap : withMargin;
   }
 
   /**
