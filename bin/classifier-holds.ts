@@ -5,7 +5,7 @@
 // Shares the database of a running `npm start`.
 import { listMissingEvents, releaseMissingEvent } from '../services/classifier/holds.js';
 import { classifierTables } from '../services/classifier/tables.js';
-import { commandFailed, operatorInfrastructure } from './operator.js';
+import { operatorInfrastructure, runCommand } from './operator.js';
 import { commandLine, usageError } from './command-line.js';
 
 const usage = 'usage: npm run classifier-holds [-- release <event id>]';
@@ -18,10 +18,9 @@ if (!(
   usageError(usage);
 
 const { infra } = await operatorInfrastructure('classifier-holds');
-let failure: { err: unknown } | undefined;
 const tables = classifierTables();
 let code = 0;
-try {
+await runCommand('classifier-holds', infra, async () => {
   if (command === 'release') {
     const eventId = rest[0]!;
     const rows = await releaseMissingEvent(infra.db, tables, eventId);
@@ -34,10 +33,5 @@ try {
   } else {
     console.log(JSON.stringify(await listMissingEvents(infra.db, tables), null, 2));
   }
-} catch (err) {
-  failure = { err };
-} finally {
-  await infra.close();
-}
-if (failure) commandFailed('classifier-holds', failure.err);
+});
 process.exit(code);

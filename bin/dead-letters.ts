@@ -4,7 +4,7 @@
 // cause of their failure is fixed); see shared/bus/redrive.ts. Exits 1 when any was refused or failed (moved on
 // to <topic>.dlq.dlq). Shares the database of a running `npm start`.
 import { deadLetterCounts, redriveDeadLetters, type RedriveReport } from '../shared/bus/redrive.js';
-import { commandFailed, operatorInfrastructure } from './operator.js';
+import { operatorInfrastructure, runCommand } from './operator.js';
 import { allTopics } from '../topics/index.js';
 import { progressBar } from './progress.js';
 import { commandLine, usageError } from './command-line.js';
@@ -24,8 +24,7 @@ if (
   usageError(usage);
 
 const { infra } = await operatorInfrastructure('dead-letters');
-let failure: { err: unknown } | undefined;
-try {
+await runCommand('dead-letters', infra, async () => {
   if (command === 'redrive') {
     const reports: RedriveReport[] = [];
     for (const topic of named) {
@@ -62,9 +61,4 @@ try {
       ),
     );
   }
-} catch (err) {
-  failure = { err };
-} finally {
-  await infra.close();
-}
-if (failure) commandFailed('dead-letters', failure.err);
+});

@@ -35,6 +35,22 @@ export async function operatorInfrastructure(
 }
 
 /**
+ * Runs an operator command's work on `infra` and closes it, whether the work ends or fails; a failure is then
+ * told in one line and ends the process with exit 1 (commandFailed).
+ */
+export async function runCommand<T>(name: string, infra: Infrastructure, work: () => Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await work();
+  } catch (err) {
+    await infra.close();
+    commandFailed(name, err);
+  }
+  await infra.close();
+  return result;
+}
+
+/**
  * An operator command's failure (the database unreachable, a statement refused): one line on stderr naming the
  * command and the cause, exit 1. Node's default was a stack trace of the driver's internals.
  */

@@ -3,7 +3,7 @@
 // is named) from the beginning of its input topics
 // into fresh tables and compares them with the live ones (exit code 1 when they differ). It shares the
 // database of a running `npm start` rather than restarting it.
-import { commandFailed, operatorInfrastructure } from './operator.js';
+import { operatorInfrastructure, runCommand } from './operator.js';
 import { progressBar } from './progress.js';
 import { replayers } from './replayers.js';
 import { commandLine, usageError } from './command-line.js';
@@ -25,9 +25,8 @@ const { config, log, infra } = await operatorInfrastructure('replay', {
   require: names.flatMap((n) => replayers[n]!.sections),
   migrations: names.flatMap((n) => replayers[n]!.migrations),
 });
-let failure: { err: unknown } | undefined;
 let identical = true;
-try {
+await runCommand('replay', infra, async () => {
   // One progress bar over every replayer's messages; the replayers run at once.
   const bar = progressBar(`replay (${names.join(' + ')})`);
   const progress = new Map(names.map((n) => [n, { done: 0, left: 0 }]));
@@ -61,10 +60,5 @@ try {
     identical &&= report.identical;
     console.log(JSON.stringify(report, null, 2));
   }
-} catch (err) {
-  failure = { err };
-} finally {
-  await infra.close();
-}
-if (failure) commandFailed('replay', failure.err);
+});
 process.exit(identical ? 0 : 1);
