@@ -3,9 +3,9 @@
  * crypto, no I/O. A signature that is malformed or recovers nobody proves nothing (null), never an error.
  *
  * Recovery is the costliest step of a judgement, and a swap is judged again at each of its events and clock
- * moves, so results are remembered: per agreement object (the candidates found so far), and per signed message
- * (the signer). The second memo can be saved and loaded (signer-memo.ts): a replay then recovers nothing the
- * live classifier recovered before. Both are caches of a pure function, keyed by everything it reads.
+ * moves, so results are remembered: per agreement object (the candidates found so far), and per version of the
+ * signed message (the signer). The second memo can be saved and loaded (signer-memo.ts): a replay then recovers
+ * nothing the live classifier recovered before. Both are caches of a pure function, keyed by everything it reads.
  */
 import { createHash } from 'node:crypto';
 import { recoverSwapSigner } from '../../shared/chain/otmoic-swap-eip712.js';
@@ -52,6 +52,8 @@ interface Candidates {
   evmChainId: number;
   signers: string[];
   next: number;
+  /** The memo key of the agreement, chain and signature (memoKeyOf), made when a version is first looked up. */
+  key: string | undefined;
 }
 
 const byAgreement = new WeakMap<Agreement, Map<string, Candidates>>();
@@ -71,37 +73,35 @@ function candidatesOf(agreement: Agreement, signature: string, evmChainId: numbe
         evmChainId,
         signers: [],
         next: 0,
+        key: undefined,
       }),
     );
   return found;
 }
 
 function recoverNext(found: Candidates): void {
-  const { rendering, srcAddress } = found.versions[found.next++]!;
-  const message = swapMessage(found.agreement, rendering, srcAddress);
-  const signer = rememberedSigner(message, found.signature, found.evmChainId);
+  const version = found.versions[found.next++]!;
+  const signer = rememberedSigner(found, version);
   // A malformed signature is malformed under every version.
   if (signer === null) found.next = found.versions.length;
   else if (!found.signers.includes(signer)) found.signers.push(signer);
 }
 
-/** Signers by memo key (see memoKey); null for a signature that recovers nobody. Bounded. */
+/** Signers by memo key (see memoKeyOf); null for a signature that recovers nobody. Bounded. */
 const signers = new Map<string, string | null>();
 const MAX_REMEMBERED = 2_000_000;
 /** Recovered since the last takeNewSigners(): what a live classifier saves with its transaction. */
 const unsaved: Array<[string, string | null]> = [];
 
-function rememberedSigner(
-  message: ReturnType<typeof swapMessage>,
-  signature: string,
-  evmChainId: number,
-): string | null {
-  const key = memoKey(message, signature, evmChainId);
+function rememberedSigner(found: Candidates, version: MessageVersion): string | null {
+  found.key ??= memoKeyOf(found.agreement, found.signature, found.evmChainId);
+  const key = found.key + versionTag(version);
   const known = signers.get(key);
   if (known !== undefined) return known;
   let signer: string | null;
   try {
-    signer = recoverSwapSigner(message, signature, evmChainId, 'swap').toLowerCase();
+    const message = swapMessage(found.agreement, version.rendering, version.srcAddress);
+    signer = recoverSwapSigner(message, found.signature, found.evmChainId, 'swap').toLowerCase();
   } catch {
     signer = null;
   }
@@ -110,11 +110,35 @@ function rememberedSigner(
   return signer;
 }
 
-/** SHA-256 of the chain, the signature and every member of the message in order (each a string or bigint). */
-function memoKey(message: ReturnType<typeof swapMessage>, signature: string, evmChainId: number): string {
-  const members = JSON.stringify([evmChainId, signature, ...Object.values(message).map(String)]);
+/**
+ * Format of the memo keys: part of every key, so that a memo saved under another format (or another meaning of
+ * the version tags) is never read as this one. Change it whenever versionTag or the members hashed change.
+ */
+const MEMO_FORMAT = 'otmoic-swap-signer/2';
+
+/**
+ * SHA-256 of the memo format, the chain, the signature and every member of the agreement in order (each a string
+ * or bigint): one hash per agreement and signature, whatever the number of versions tried (each version's key
+ * appends its versionTag). Every member is hashed, the alias included, so the key covers whatever swapMessage
+ * reads, whichever members it reads.
+ */
+export function memoKeyOf(agreement: Agreement, signature: string, evmChainId: number): string {
+  const members = JSON.stringify([
+    MEMO_FORMAT,
+    evmChainId,
+    signature,
+    ...Object.entries(agreement).map(([name, value]) => [name, String(value)]),
+  ]);
   return createHash('sha256').update(members).digest('base64');
 }
+
+/** The casing of each address member (c: checksummed, l: lower-case) and the src_address form (o: own, a: alias). */
+export const versionTag = ({ rendering: r, srcAddress }: MessageVersion): string =>
+  (r.srcAddress === 'checksum' ? 'c' : 'l') +
+  (r.srcToken === 'checksum' ? 'c' : 'l') +
+  (r.dstAddress === 'checksum' ? 'c' : 'l') +
+  (r.dstToken === 'checksum' ? 'c' : 'l') +
+  (srcAddress === 'own' ? 'o' : 'a');
 
 function remember(key: string, signer: string | null): void {
   if (signers.size >= MAX_REMEMBERED) signers.clear();

@@ -93,6 +93,12 @@ export type ClassifierInput =
 
 export class ClassifierEngine {
   private readonly didWanted = new Set<string>();
+  /** DID answers not yet taken by a judging of their waiters (didAnswered). */
+  private readonly didAnswers = new Set<string>();
+  /** The judging that will take the next answers, once the one running is over. */
+  private nextDidJudging: Promise<void> | undefined;
+  /** The last judging of DID waiters started (never rejects: only its callers see its failure). */
+  private didJudging: Promise<void> = Promise.resolve();
   private readonly reputationChains: string[];
   /** Every watched chain (system chain ids). */
   private readonly swapChains: string[];
@@ -193,20 +199,44 @@ export class ClassifierEngine {
     else this.onHeight(w, input.height, handledInBatch);
   }
 
-  /** A DID answer arrived: the swaps that waited for it are judged again. */
-  async didAnswered(address: string): Promise<void> {
-    const waiting = (wait: Wait) => wait.kind === 'did' && wait.address === address.toLowerCase();
+  /**
+   * A DID answer arrived: the swaps that waited for it are judged again. Answers arriving while such a judging
+   * runs are taken together by the next one (one transaction for a burst, as a false lpSign's candidates
+   * answered at once): the promise settles once the judging that took `address` is committed, or failed.
+   */
+  didAnswered(address: string): Promise<void> {
+    this.didAnswers.add(address.toLowerCase());
+    if (this.nextDidJudging === undefined) {
+      const judging = this.didJudging.then(() => {
+        const addresses = [...this.didAnswers];
+        this.didAnswers.clear();
+        this.nextDidJudging = undefined;
+        return this.judgeDidWaiters(addresses);
+      });
+      this.nextDidJudging = judging;
+      this.didJudging = judging.catch(() => undefined);
+    }
+    return this.nextDidJudging;
+  }
+
+  /** The swaps waiting for the DID names of any of `addresses` (lower-case), judged again in one transaction. */
+  private async judgeDidWaiters(addresses: readonly string[]): Promise<void> {
+    const answered = new Set(addresses);
+    const waiting = (wait: Wait) => wait.kind === 'did' && answered.has(wait.address);
     if (this.resident) {
       for (const bid of this.resident.pendingWhere(waiting)) this.evaluate(this.resident, bid);
       await this.resident.writeDecisions(this.o.pool, this.o.resident === 'keep');
       this.resident.runCommitted();
+      discardNewSigners();
     } else {
       const committed = await withTransaction(this.o.pool, async (tx) => {
         await this.lock(tx);
-        const w = await WorkingSet.readDidWaiters(tx, this.o.tables, address);
+        const w = await WorkingSet.readDidWaiters(tx, this.o.tables, addresses);
         for (const bid of w.pendingWhere(waiting)) this.evaluate(w, bid);
         await w.write(tx);
         await this.publish(tx, w);
+        // The candidates recovered while judging again (a false lpSign's, asked for in rounds).
+        await saveNewSigners(tx);
         return w;
       });
       committed.runCommitted();
@@ -556,6 +586,7 @@ export class ClassifierEngine {
       dirty: true,
     });
     if (wait?.kind === 'did') this.didWanted.add(wait.address);
+    if (judgement?.status === 'pending') for (const address of judgement.alsoAsk) this.didWanted.add(address);
     if (judgement?.status !== 'decided') return;
     const verdict = judgement.verdict;
     w.verdicts.push(verdict);

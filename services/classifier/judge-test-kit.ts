@@ -9,7 +9,7 @@ import type { ChainEvent } from '../../topics/index.js';
 import { ClassifierEngine, type ClassifierInput, type EngineOptions } from './engine.js';
 import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { watchedChains } from './index.js';
-import { DID_NAMES, DST, REPUTATION_CHAIN, SRC, type TimelineSpec } from './swap-timeline.js';
+import { buildTimeline, DID_NAMES, DST, REPUTATION_CHAIN, SRC, type TimelineSpec } from './swap-timeline.js';
 import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
@@ -79,6 +79,26 @@ export const HONEST_SWAP: TimelineSpec = {
   confirmOut: { by: 'user', at: 1002 },
   confirmIn: { by: 'lp', at: 1003 },
 };
+
+/**
+ * A lock at 1,001 (T 1,000, E 2, Tol 1) that the LP never answers, its lpSign by `lpSign`: its TransferOut event
+ * and facts. Judged once the clocks pass 1,010, it is case 3 with the LP's consent and case 2 without.
+ */
+export function unansweredLock(lpSign: TimelineSpec['lpSign'], id: number) {
+  const timeline = buildTimeline({
+    id,
+    T: 1_000,
+    E: 2,
+    Tol: 1,
+    lpSign,
+    userSign: 'user',
+    out: { kind: 'ok', at: 1_001 },
+    in: { kind: 'none' },
+  });
+  const out = timeline.streams[SRC.chainId]![0]!;
+  if (out.kind !== 'TransferOut') throw new Error('the timeline starts with no TransferOut');
+  return { out, facts: addFact(emptyFacts(timeline.bidId), out) };
+}
 
 /** What engine.handleBatch needs beside its inputs, in a test: the first attempt, never aborted. */
 export const batchContext = () => ({

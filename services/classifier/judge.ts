@@ -27,13 +27,21 @@ import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait
 import { differsButHashlock, inAnswerWindow, mismatchesOf, seconds, windowsOf } from './lock-terms.js';
 
 export type Judgement =
-  { status: 'pending'; wait: Wait; reason: string } | { status: 'decided'; verdict: SwapVerdict };
+  | {
+      status: 'pending';
+      wait: Wait;
+      reason: string;
+      /** Addresses whose DID names the next judgements will ask for: worth asking for now, with the wait's. */
+      alsoAsk: readonly string[];
+    }
+  | { status: 'decided'; verdict: SwapVerdict };
 
 /** Thrown inside the decision when a fact it needs is not settled yet; becomes a pending judgement. */
 class Waiting {
   constructor(
     readonly wait: Wait,
     readonly reason: string,
+    readonly alsoAsk: readonly string[] = [],
   ) {}
 }
 
@@ -64,7 +72,8 @@ export function judge(facts: SwapFacts, env: JudgeEnv): Judgement {
   try {
     return { status: 'decided', verdict: decide(facts, new Judging(env)) };
   } catch (signal) {
-    if (signal instanceof Waiting) return { status: 'pending', wait: signal.wait, reason: signal.reason };
+    if (signal instanceof Waiting)
+      return { status: 'pending', wait: signal.wait, reason: signal.reason, alsoAsk: signal.alsoAsk };
     throw signal;
   }
 }
@@ -147,10 +156,31 @@ function remembered<E extends object>(read: (event: E) => SignedAgreement, event
   return known.agreement;
 }
 
-/** The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null. */
+/**
+ * The first candidate signer of lpSign whose DID names include lpId: the LP's consent, or null once every
+ * candidate is known to be no address of the LP's. Candidates are looked up in order, each only once the ones
+ * before it are known not to be the LP's (so the verdict records the same answers whatever was cached).
+ *
+ * A genuine signature is found among the first candidates; a false one has up to 32, each a DID lookup. One at
+ * a time, that is 32 rounds of waiting and judging again; so a wait also asks for as many of the next
+ * candidates as were ruled out before it (1, 1, 2, 4, 8, 16: six rounds), and an honest swap asks for nothing
+ * more than before.
+ */
 function lpSignerOf(agreement: SignedAgreement, evmChainId: number, j: Judging, at: number): string | null {
-  for (const candidate of candidateSigners(agreement, agreement.lpSign, evmChainId)) {
-    if (didNamesInclude(j.didNames(candidate, at), agreement.lpId)) return candidate;
+  const candidates = candidateSigners(agreement, agreement.lpSign, evmChainId);
+  let ruledOut = 0;
+  for (const candidate of candidates) {
+    let names: readonly string[];
+    try {
+      names = j.didNames(candidate, at);
+    } catch (signal) {
+      if (!(signal instanceof Waiting)) throw signal;
+      const next: string[] = [];
+      if (ruledOut > 1) for (const more of candidates) if (next.push(more) >= ruledOut - 1) break;
+      throw new Waiting(signal.wait, signal.reason, next);
+    }
+    if (didNamesInclude(names, agreement.lpId)) return candidate;
+    ruledOut++;
   }
   return null;
 }

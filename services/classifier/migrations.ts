@@ -46,5 +46,15 @@ export const classifierMigrations: MigrationSet = {
       name: 'orphans expire once nothing can adopt them',
       sql: orphanExpiryDdl(classifierTables()),
     },
+    {
+      version: 7,
+      name: 'recovered signers keyed per agreement and version',
+      sql: `
+        -- consent.ts keys the memo by agreement, chain and signature, plus a tag per version of the Message
+        -- (memoKeyOf, versionTag); the keys of the per-message format are never read again. A cache: what is
+        -- dropped is recovered again when needed.
+        DELETE FROM ${SIGNER_MEMO};
+      `,
+    },
   ],
 };

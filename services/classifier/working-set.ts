@@ -386,18 +386,18 @@ export class WorkingSet {
     return w;
   }
 
-  /** The pending swaps waiting for `address`'s DID names (an answer came). */
+  /** The pending swaps waiting for the DID names of any of `addresses` (answers came). */
   static async readDidWaiters(
     tx: PoolClient,
     tables: ClassifierTables,
-    address: string,
+    addresses: readonly string[],
   ): Promise<WorkingSet> {
     const w = new WorkingSet(tables);
     await w.readClocks(tx);
     const { rows } = await tx.query<SwapRow>(
       `SELECT bid_id, facts, status, wait_kind, wait_chain, wait_until, wait_address, waiting_for
-         FROM ${tables.swaps} WHERE status = 'pending' AND wait_kind = 'did' AND wait_address = $1`,
-      [address.toLowerCase()],
+         FROM ${tables.swaps} WHERE status = 'pending' AND wait_kind = 'did' AND wait_address = ANY($1::text[])`,
+      [addresses.map((a) => a.toLowerCase())],
     );
     for (const r of rows) w.keepSwap(r);
     return w;

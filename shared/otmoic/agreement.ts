@@ -268,13 +268,49 @@ const ALIASED_VERSIONS: readonly MessageVersion[] = ADDRESS_RENDERINGS.flatMap((
   { rendering, srcAddress: 'own' as const },
   { rendering, srcAddress: 'alias' as const },
 ]);
+/** Whether a member reads differently checksummed and in lower case (has letters: most addresses do). */
+const hasCasing = (value: string) => /^0x[0-9a-fA-F]{40}$/.test(value) && value !== value.toLowerCase();
+/** The distinct versions for each pattern of members with a casing (messageVersions), made when first needed. */
+const versionsByPattern = new Map<string, readonly MessageVersion[]>();
 /**
- * The Messages to try for an agreement's signatures, in order: every rendering (ADDRESS_RENDERINGS), and, when it
- * has a `src_address` alias, each rendering again with the alias right after the own form. At most twice
- * ADDRESS_RENDERINGS.length (32); as many as before for an agreement without an alias (a complaint's).
+ * The distinct Messages to try for an agreement's signatures, in order: every rendering (ADDRESS_RENDERINGS),
+ * and, when it has a `src_address` alias, each rendering again with the alias right after the own form; a
+ * version that writes the same Message as an earlier one is left out (a member without letters, such as the
+ * native token's zero address, reads the same in either casing). At most twice ADDRESS_RENDERINGS.length (32);
+ * as many as before for an agreement without an alias (a complaint's).
  */
-export const messageVersions = (a: Agreement): readonly MessageVersion[] =>
-  a.srcAddressAlias === undefined ? OWN_VERSIONS : ALIASED_VERSIONS;
+export function messageVersions(a: Agreement): readonly MessageVersion[] {
+  const aliased = a.srcAddressAlias !== undefined;
+  const casing = {
+    own: hasCasing(a.srcAddress),
+    alias: aliased && hasCasing(a.srcAddressAlias!),
+    srcToken: hasCasing(a.srcToken),
+    dstAddress: hasCasing(a.dstAddress),
+    dstToken: hasCasing(a.dstToken),
+  };
+  const pattern = `${aliased}${Object.values(casing).join()}`;
+  let versions = versionsByPattern.get(pattern);
+  if (versions === undefined) {
+    // A version's Message, up to the values: each member's casing where it has one, and the src_address form.
+    const shape = ({ rendering: r, srcAddress }: MessageVersion) =>
+      [
+        srcAddress,
+        casing[srcAddress] ? r.srcAddress : '-',
+        casing.srcToken ? r.srcToken : '-',
+        casing.dstAddress ? r.dstAddress : '-',
+        casing.dstToken ? r.dstToken : '-',
+      ].join();
+    const seen = new Set<string>();
+    versions = (aliased ? ALIASED_VERSIONS : OWN_VERSIONS).filter((version) => {
+      const key = shape(version);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    versionsByPattern.set(pattern, versions);
+  }
+  return versions;
+}
 
 const srcAddressOf = (a: Agreement, form: SrcAddressForm): string =>
   form === 'alias' && a.srcAddressAlias !== undefined ? a.srcAddressAlias : a.srcAddress;
