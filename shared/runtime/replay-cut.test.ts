@@ -133,6 +133,50 @@ for (const [name, makeBus, skip] of buses)
       expect(settled.result.replay).toEqual(settled.result.live);
     });
 
+    it('live ahead: a comparison asking in parallel asks the session of the copies one statement at a time', async () => {
+      // pg queues a statement asked while one runs on a client, deprecated (pg 9 drops it) with a warning.
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => void warnings.push(w.message);
+      process.on('warning', onWarning);
+      try {
+        const cut = new ReplayCut();
+        await liveAt(6);
+        await runReplayTo(cut, 3);
+        const settled = await settleAtLiveCut(
+          {
+            pool: db.pool,
+            bus,
+            topics: [TOPIC],
+            liveGroup,
+            replayGroup,
+            cut,
+            resume: replay(cut),
+            timeoutMs: 5_000,
+            pollMs: 20,
+          },
+          {
+            freeze: async (query) =>
+              void (await query('CREATE TEMP TABLE frozen_live AS SELECT * FROM cut_live')),
+            compare: (query) =>
+              Promise.all(
+                [0, 1, 2, 3].map(async (n) => {
+                  const { rows } = await query<{ has: boolean }>(
+                    'SELECT EXISTS (SELECT 1 FROM pg_temp.frozen_live WHERE n = $1) AS has',
+                    [n],
+                  );
+                  return rows[0]!.has;
+                }),
+              ),
+          },
+        );
+        expect(settled).toMatchObject({ exact: true, frozen: true, result: [true, true, true, true] });
+        await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+        expect(warnings.filter((m) => m.includes('already executing a query'))).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    });
+
     it('live ahead: its tables copied at its position, the replay taken there and not a message further', async () => {
       const cut = new ReplayCut();
       await liveAt(6);

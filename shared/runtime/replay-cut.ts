@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { PoisonMessageError } from '../bus/errors.js';
 import type { BatchHandler, BusMessage, EventBus } from '../bus/port.js';
 import { loadPositions } from '../bus/positions.js';
-import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 
 /** Next offset per `topic/partition` (as loadPositions keys them). */
@@ -154,7 +154,7 @@ export async function settleAtLiveCut<T>(
       }
       if (!behind) {
         // Ahead only: its tables as of this snapshot, then the replay up to exactly its positions.
-        const onHolder = holder.query.bind(holder) as Queryable['query'];
+        const onHolder = oneAtATime(holder);
         await comparison.freeze(onHolder);
         await holder.query('COMMIT');
         await catchUp(options, live, pollMs);
@@ -176,6 +176,19 @@ export async function settleAtLiveCut<T>(
     // The live group is behind the replay somewhere: it catches up in its own time.
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
+}
+
+/**
+ * The query of one session for a comparison that asks in parallel (both replays compare several tables at
+ * once): its statements go one at a time. pg queues them itself, but that is deprecated (pg 9 drops it).
+ */
+function oneAtATime(client: PoolClient): Queryable['query'] {
+  let last: Promise<unknown> = Promise.resolve();
+  return ((...args: Parameters<PoolClient['query']>) => {
+    const run = last.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    last = run.catch(() => undefined);
+    return run;
+  }) as Queryable['query'];
 }
 
 /** The replay applies what lies before `target` and stops there (sought back over what it passed over). */
