@@ -7,6 +7,12 @@
  * invalidation of its own key (or a clear) is answered but not kept, so a stale load can never stay cached.
  */
 import pg from 'pg';
+import {
+  DEDICATED_QUERY_TIMEOUT_MS,
+  destroyConnection,
+  endWithin,
+  startHeartbeat,
+} from '../../shared/db/dedicated-connection.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import type { Window } from './scoring.js';
 import { CLEAR_ALL_PAYLOAD, type LpFigures, type LpSwapFact, type PointsStore } from './store.js';
@@ -201,10 +207,6 @@ export class FactsCache implements FiguresSource {
 const HEARTBEAT_MS = 10_000;
 const HEARTBEAT_TIMEOUT_MS = 5_000;
 
-/** pg.Client's socket (not in its types): ended by force when the server can no longer answer. */
-const destroySocket = (c: pg.Client) =>
-  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-
 /**
  * Keeps a LISTEN connection on CHANGE_CHANNEL and feeds the cache: every notification invalidates its
  * subject; a lost connection empties and bypasses the cache until it listens again. A connection dropped
@@ -226,17 +228,21 @@ export function listenForChanges(options: {
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
-  let heartbeat: NodeJS.Timeout | undefined;
+  let stopHeartbeat = () => undefined as void;
   const connect = async () => {
     if (stopped) return;
-    const c = new pg.Client({ connectionString: options.dbUrl, application_name: 'otmoic-points-listen' });
+    const c = new pg.Client({
+      connectionString: options.dbUrl,
+      application_name: 'otmoic-points-listen',
+      connectionTimeoutMillis: DEDICATED_QUERY_TIMEOUT_MS,
+    });
     client = c;
     const lost = (reason: string) => {
       if (client !== c) return;
       client = undefined;
-      clearInterval(heartbeat);
+      stopHeartbeat();
       options.cache.setListening(false);
-      c.end().catch(() => undefined); // with the heartbeat's query in flight, pg ends the socket by force
+      destroyConnection(c);
       if (!stopped) {
         options.log.warn({ reason }, 'points change listener lost; score cache bypassed until it reconnects');
         retry = setTimeout(() => void connect(), 1_000);
@@ -249,29 +255,16 @@ export function listenForChanges(options: {
       if (n.payload === CLEAR_ALL_PAYLOAD) return options.cache.clear();
       for (const key of n.payload.split('\n')) options.cache.invalidateSubject(key);
     });
-    let beating = false;
-    const beat = async () => {
-      if (client !== c || beating) return;
-      beating = true;
-      const late = setTimeout(
-        () => lost(`no answer to the heartbeat within ${heartbeatTimeoutMs} ms`),
-        heartbeatTimeoutMs,
-      );
-      try {
-        await c.query('SELECT 1');
-      } catch {
-        // The connection's error or end handler has reported it.
-      } finally {
-        clearTimeout(late);
-        beating = false;
-      }
-    };
     try {
       await c.connect();
       await c.query(`LISTEN ${CHANGE_CHANNEL}`);
       if (client === c) {
         options.cache.setListening(true);
-        heartbeat = setInterval(() => void beat(), heartbeatMs);
+        stopHeartbeat = startHeartbeat(c, {
+          everyMs: heartbeatMs,
+          timeoutMs: heartbeatTimeoutMs,
+          onLate: (reason) => lost(`heartbeat: ${reason}`),
+        });
       }
     } catch (err) {
       lost((err as Error).message);
@@ -282,22 +275,12 @@ export function listenForChanges(options: {
     async stop() {
       stopped = true;
       clearTimeout(retry);
-      clearInterval(heartbeat);
+      stopHeartbeat();
       const c = client;
       client = undefined;
       options.cache.setListening(false);
-      if (!c) return;
       // The server's goodbye never comes over a connection dropped silently: waited for a heartbeat's time.
-      let timer: NodeJS.Timeout | undefined;
-      const ended = await Promise.race([
-        c.end().then(
-          () => true,
-          () => true,
-        ),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), heartbeatTimeoutMs))),
-      ]);
-      clearTimeout(timer);
-      if (!ended) destroySocket(c);
+      if (c) await endWithin(c, heartbeatTimeoutMs);
     },
   };
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
 import { withTransaction } from '../../db/pool.js';
 import { createLogger } from '../../logging/logger.js';
+import { tcpProxy, throughProxy } from '../../../test/support/tcp-proxy.js';
 import { OutboxRelay, writeOutboxMany } from './outbox.js';
 
 /**
@@ -110,5 +111,32 @@ describe('Kafka outbox', () => {
     });
     await expect(relay.relayOnce()).rejects.toThrow('stale metadata');
     expect((await db.pool.query('SELECT 1 FROM bus_outbox')).rows).toHaveLength(1);
+  });
+
+  it('stops at once when its listening connection was dropped silently', async () => {
+    const proxy = await tcpProxy(new URL(db.url));
+    const relay = new OutboxRelay({
+      pool: db.pool,
+      connectionString: throughProxy(db.url, proxy),
+      log: createLogger({ level: 'silent' }),
+      send: async () => undefined,
+    });
+    try {
+      relay.start();
+      await expect
+        .poll(
+          async () =>
+            (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'otmoic-outbox'`))
+              .rowCount,
+        )
+        .toBe(1);
+      proxy.freeze();
+      const started = performance.now();
+      await relay.stop();
+      // Before, stop() waited for ever for the server's answer to its end.
+      expect(performance.now() - started).toBeLessThan(3_000);
+    } finally {
+      proxy.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { DEDICATED_QUERY_TIMEOUT_MS, endWithin, startHeartbeat } from '../../db/dedicated-connection.js';
 import { packTexts, unpackedText } from '../../db/packed-texts.js';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
@@ -18,6 +19,8 @@ const BATCH = 500;
 const BATCH_BYTES = 16 * 1024 * 1024;
 /** Safety net when a notification is missed (e.g. while the listener reconnects). */
 const POLL_MS = 1_000;
+/** How long stop() waits for the listener's goodbye before ending it by force. */
+const STOP_LISTENER_MS = 1_000;
 
 export interface OutboxBatch {
   topic: string;
@@ -136,6 +139,8 @@ export class OutboxRelay {
   private readonly wake = new WakeSignal();
   private running: Promise<void> | undefined;
   private listener: pg.Client | undefined;
+  /** Finds a listener dropped silently (no notification would come, and no error says so). */
+  private stopHeartbeat: () => void = () => undefined;
   /** Topics found missing on the cluster, and since when (ms). */
   private readonly missingSince = new Map<string, number>();
 
@@ -166,8 +171,11 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.running;
-    await this.listener?.end().catch(() => undefined);
+    const listener = this.listener;
     this.listener = undefined;
+    this.stopHeartbeat();
+    // Not waited for long: over a connection dropped silently the server's goodbye never comes.
+    if (listener) await endWithin(listener, STOP_LISTENER_MS);
   }
 
   private async loop(): Promise<void> {
@@ -315,9 +323,12 @@ export class OutboxRelay {
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       application_name: 'otmoic-outbox',
+      connectionTimeoutMillis: DEDICATED_QUERY_TIMEOUT_MS,
     });
     const lost = () => {
-      if (this.listener === client) this.listener = undefined;
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      this.stopHeartbeat();
     };
     client.on('error', lost);
     client.on('end', lost);
@@ -331,6 +342,12 @@ export class OutboxRelay {
     }
     if (this.stopController.signal.aborted) return void (await client.end());
     this.listener = client;
+    // Ended when a `SELECT 1` goes unanswered (lost() runs on its end); listened again by the next pass.
+    this.stopHeartbeat = startHeartbeat(client, {
+      everyMs: DEDICATED_QUERY_TIMEOUT_MS,
+      timeoutMs: DEDICATED_QUERY_TIMEOUT_MS,
+      onLate: (reason) => this.options.log.warn({ reason }, 'outbox listener lost; listening again'),
+    });
   }
 }
 

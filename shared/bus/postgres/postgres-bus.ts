@@ -20,6 +20,7 @@ import {
 import type { TopicBatch } from '../publish-many.js';
 import { packTexts, unpackedText } from '../../db/packed-texts.js';
 import { Statement } from '../../db/statement.js';
+import { DEDICATED_QUERY_TIMEOUT_MS } from '../../db/dedicated-connection.js';
 import { BUS_CHANNEL } from './channel.js';
 import { FETCH_BYTES, PostgresSubscription } from './postgres-subscription.js';
 
@@ -33,6 +34,12 @@ export interface PostgresBusOptions {
   idlePollMs?: number;
   /** How often members heartbeat and rebalance partitions. */
   rebalanceMs?: number;
+  /**
+   * How long the control connection may leave a statement unanswered before it counts as lost (a NAT or
+   * firewall that dropped it silently): its partitions are then given up and taken again on a new connection.
+   * Default DEDICATED_QUERY_TIMEOUT_MS (10 s).
+   */
+  controlTimeoutMs?: number;
   /** Most bytes of keys and values a consumer reads of a partition at once. Default FETCH_BYTES. */
   fetchBytes?: number;
   /** Told of every subscription's deliveries (metrics). */
@@ -246,6 +253,7 @@ export class PostgresBus implements EventBus {
       log: this.options.log.child({ group: options.group }),
       idlePollMs: this.options.idlePollMs ?? 5_000,
       rebalanceMs: this.options.rebalanceMs ?? 1_000,
+      controlTimeoutMs: this.options.controlTimeoutMs ?? DEDICATED_QUERY_TIMEOUT_MS,
       fetchBytes: this.options.fetchBytes ?? FETCH_BYTES,
       observer: this.options.observer,
       onStopped: (s) => this.subscriptions.delete(s),

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import pg from 'pg';
+import {
+  destroyConnection,
+  endLostSession,
+  endWithin,
+  queryWithin,
+  sessionOf,
+  type ServerSession,
+} from '../../db/dedicated-connection.js';
 import type { Logger } from '../../logging/logger.js';
 import { withTransaction, type Pool } from '../../db/pool.js';
 import { PartitionFencedError } from '../errors.js';
@@ -38,6 +46,8 @@ export interface PostgresSubscriptionOptions extends SubscribeOptions {
   log: Logger;
   idlePollMs: number;
   rebalanceMs: number;
+  /** PostgresBusOptions.controlTimeoutMs. */
+  controlTimeoutMs: number;
   /** Most bytes of keys and values one read of a partition takes (see FETCH_BYTES). */
   fetchBytes: number;
   observer?: DeliveryObserver;
@@ -70,6 +80,13 @@ export class PostgresSubscription implements Subscription {
   /** Every partition worker listens on its signal: as many listeners as partitions, not a leak. */
   private readonly stopController = unlimitedListeners(new AbortController());
   private control: pg.Client | undefined;
+  /** The control connection's server session. */
+  private controlSession: ServerSession | undefined;
+  /**
+   * The session of a control connection lost (and ended here), which the server may still keep with its partition
+   * locks: ended from the next control connection before it takes any.
+   */
+  private lostSession: ServerSession | undefined;
   private rebalancing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private stopped: Promise<void> | undefined;
@@ -109,14 +126,15 @@ export class PostgresSubscription implements Subscription {
     const control = this.control;
     this.control = undefined;
     if (control) {
-      await control
-        .query('DELETE FROM bus_group_members WHERE group_id = $1 AND member_id = $2', [
-          this.group,
-          this.memberId,
-        ])
-        .catch(() => undefined);
-      // Ending the session releases its advisory locks.
-      await control.end().catch(() => undefined);
+      const { controlTimeoutMs } = this.options;
+      await queryWithin(
+        control,
+        controlTimeoutMs,
+        'DELETE FROM bus_group_members WHERE group_id = $1 AND member_id = $2',
+        [this.group, this.memberId],
+      ).catch(() => undefined);
+      // Ending the session releases its advisory locks (the server's goodbye never comes over a dropped one).
+      await endWithin(control, controlTimeoutMs);
     }
     this.options.onStopped(this);
     this.options.log.debug('subscription stopped');
@@ -126,6 +144,7 @@ export class PostgresSubscription implements Subscription {
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       application_name: 'otmoic-bus',
+      connectionTimeoutMillis: this.options.controlTimeoutMs,
     });
     client.on('error', (err) => this.onControlLost(client, err));
     client.on('end', () => this.onControlLost(client));
@@ -135,6 +154,12 @@ export class PostgresSubscription implements Subscription {
       for (const worker of this.workers.values()) if (worker.topic === n.payload) worker.wake();
     });
     try {
+      const session = await sessionOf(client);
+      // A control connection lost without the server knowing keeps its partition locks there: freed first.
+      if (this.lostSession) {
+        await endLostSession(client, this.lostSession);
+        this.lostSession = undefined;
+      }
       await client.query(`LISTEN ${BUS_CHANNEL}`);
       // A reconnect after a lost connection: the same member, now on this session.
       await client.query(
@@ -143,17 +168,36 @@ export class PostgresSubscription implements Subscription {
          ON CONFLICT (group_id, member_id) DO UPDATE SET pid = EXCLUDED.pid, backend_start = EXCLUDED.backend_start`,
         [this.group, this.memberId],
       );
+      this.controlSession = session;
     } catch (err) {
-      await client.end().catch(() => undefined);
+      await endWithin(client, this.options.controlTimeoutMs);
       throw err;
     }
     this.control = client;
+  }
+
+  /**
+   * A statement on the control connection. One dropped silently answers nothing and reports nothing: a
+   * statement not answered within controlTimeoutMs ends it here and gives its partitions up (onControlLost),
+   * to be taken again on a new connection. The rebalance asks every rebalanceMs, so it is its heartbeat (a
+   * timer of its own would put a second statement on the connection while one runs).
+   */
+  private controlQuery<R extends pg.QueryResultRow>(
+    control: pg.Client,
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    return queryWithin<R>(control, this.options.controlTimeoutMs, text, values, (reason) =>
+      this.onControlLost(control, new Error(reason)),
+    );
   }
 
   /** The control connection is gone, and with it every partition lock: stop working them at once. */
   private onControlLost(client: pg.Client, err?: Error): void {
     if (this.control !== client || this.stopController.signal.aborted) return;
     this.control = undefined;
+    this.lostSession = this.controlSession;
+    destroyConnection(client);
     this.options.log.warn({ err: err?.message }, 'bus control connection lost; giving up partitions');
     for (const worker of this.workers.values()) void worker.stop();
     this.workers.clear();
@@ -163,9 +207,11 @@ export class PostgresSubscription implements Subscription {
   async release(worker: PartitionWorker): Promise<void> {
     if (this.workers.get(worker.id) !== worker) return;
     this.workers.delete(worker.id);
-    await this.control
-      ?.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [worker.lockKey])
-      .catch(() => undefined);
+    const control = this.control;
+    if (control)
+      await this.controlQuery(control, 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', [
+        worker.lockKey,
+      ]).catch(() => undefined);
   }
 
   private onRebalanceError(err: unknown): void {
@@ -180,12 +226,14 @@ export class PostgresSubscription implements Subscription {
     if (!this.control) await this.connectControl();
     const control = this.control!;
     // Members whose control connection no longer exists are gone.
-    await control.query(
+    await this.controlQuery(
+      control,
       `DELETE FROM bus_group_members m WHERE group_id = $1 AND NOT EXISTS (
          SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.pid AND a.backend_start = m.backend_start)`,
       [this.group],
     );
-    const live = await control.query<{ n: string }>(
+    const live = await this.controlQuery<{ n: string }>(
+      control,
       'SELECT count(*) AS n FROM bus_group_members WHERE group_id = $1',
       [this.group],
     );
@@ -202,7 +250,9 @@ export class PostgresSubscription implements Subscription {
       for (const worker of extra) {
         await worker.stop();
         this.workers.delete(worker.id);
-        await control.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [worker.lockKey]);
+        await this.controlQuery(control, 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', [
+          worker.lockKey,
+        ]);
       }
       return;
     }
@@ -216,7 +266,8 @@ export class PostgresSubscription implements Subscription {
       const id = `${topic}/${partition}`;
       if (this.workers.has(id)) continue;
       const lockKey = `${this.group}/${id}`;
-      const got = await control.query<{ ok: boolean }>(
+      const got = await this.controlQuery<{ ok: boolean }>(
+        control,
         'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
         [lockKey],
       );

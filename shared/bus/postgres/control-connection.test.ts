@@ -1,0 +1,83 @@
+/**
+ * The subscription's control connection (LISTEN wake-ups, one session advisory lock per owned partition) dropped
+ * silently, as a NAT or firewall that forgot it does (test/support/tcp-proxy.ts freeze()). Before, nothing noticed:
+ * wake-ups stopped, the rebalance waited for ever on it, and so did stop(); the server kept the session and its
+ * partition locks. Now its heartbeat finds it, the member gives its partitions up, ends the lost session from a
+ * new connection, and takes them again there.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
+import { tcpProxy, throughProxy } from '../../../test/support/tcp-proxy.js';
+import { waitFor } from '../../../test/support/wait.js';
+import { createLogger } from '../../logging/logger.js';
+import { PostgresBus } from './postgres-bus.js';
+
+describe('postgres log: a control connection dropped silently', () => {
+  let db: TestDatabase;
+  let proxy: Awaited<ReturnType<typeof tcpProxy>>;
+  let bus: PostgresBus;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    proxy = await tcpProxy(new URL(db.url));
+    bus = new PostgresBus({
+      pool: db.pool,
+      // Only the control connection goes through the proxy: the partition workers' pool is direct.
+      connectionString: throughProxy(db.url, proxy),
+      log: createLogger({ level: 'silent' }),
+      controlTimeoutMs: 400,
+      // Wake-ups come from notifications alone within the test's waits.
+      idlePollMs: 60_000,
+    });
+    await bus.ensureTopics([{ name: 'control', partitions: 2, retentionMs: null }]);
+  }, 60_000);
+  afterAll(async () => {
+    await bus?.close();
+    proxy?.close();
+    await db?.drop();
+  });
+
+  /** Backend pids of the group's control sessions holding partition locks, per the server. */
+  const lockHolders = async () =>
+    (
+      await db.pool.query<{ pid: number }>(
+        `SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid IN
+           (SELECT pid FROM pg_stat_activity WHERE application_name = 'otmoic-bus')`,
+      )
+    ).rows.map((r) => r.pid);
+
+  it('is found, its session ended on the server, and its partitions worked again on a new one', async () => {
+    const seen: string[] = [];
+    const sub = await bus.subscribe({
+      group: 'control-g',
+      topics: ['control'],
+      handler: async (message) => {
+        seen.push(message.value);
+      },
+    });
+    try {
+      await bus.publish('control', [{ key: 'a', value: 'before' }]);
+      await waitFor(() => seen.includes('before'), 'the message published before');
+      const [frozen, ...others] = await lockHolders();
+      expect(frozen).toBeDefined();
+      expect(others).toEqual([]);
+
+      proxy.freeze();
+      await waitFor(
+        async () => {
+          const holders = await lockHolders();
+          return holders.length === 1 && holders[0] !== frozen;
+        },
+        'the partitions locked by a new control session, the frozen one ended',
+        10_000,
+      );
+      // Woken by a notification on the new control connection (the safety poll is a minute away).
+      await bus.publish('control', [{ key: 'b', value: 'after' }]);
+      await waitFor(() => seen.includes('after'), 'the message published after', 5_000);
+      expect(seen).toEqual(['before', 'after']);
+    } finally {
+      const started = performance.now();
+      await sub.stop();
+      expect(performance.now() - started).toBeLessThan(5_000);
+    }
+  });
+});
