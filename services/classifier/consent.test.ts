@@ -10,9 +10,10 @@ import {
   swapMessage,
   type AddressRendering,
   type Agreement,
+  type MessageVersion,
   type SrcAddressForm,
 } from '../../shared/otmoic/agreement.js';
-import { candidateSigners, memoKeyOf, rememberSigners, takeNewSigners, versionTag } from './consent.js';
+import { candidateSigners, memoKeyOf, rememberSigners, takeNewSigners, versionKey } from './consent.js';
 import { HONEST_SWAP } from './judge-test-kit.js';
 import { buildTimeline, DST, LP, SRC, USER } from './swap-timeline.js';
 
@@ -21,19 +22,42 @@ const { agreement } = buildTimeline({ ...HONEST_SWAP, id: 4_242 });
 const aliased: Agreement = { ...agreement, srcAddressAlias: LP.address };
 
 describe('the signer memo keys', () => {
-  it('differ whenever a member of the agreement, the chain or the signature differs', () => {
-    const key = memoKeyOf(aliased, agreement.userSign, SRC.evm);
-    expect(memoKeyOf({ ...aliased }, agreement.userSign, SRC.evm)).toBe(key);
+  const messageOf = (a: Agreement, rendering: AddressRendering, form: SrcAddressForm) =>
+    Object.values(swapMessage(a, rendering, form))
+      .map(String)
+      .join('|');
+  const keyOf = (a: Agreement, version: MessageVersion, signature = agreement.userSign, evm = SRC.evm) =>
+    memoKeyOf(a, signature, evm) + versionKey(a, version);
+
+  it('are the same for two versions exactly when they write the same Message, whatever their agreements', () => {
+    // Every member changed in turn, and agreements as a complaint (no alias, srcAddress as written there) has them.
+    const variants: Agreement[] = [aliased, agreement, { ...agreement, srcAddress: LP.address }];
     for (const [name, value] of Object.entries(aliased)) {
+      if (name === 'userSign' || name === 'lpSign') continue; // in no Message
       const changed = typeof value === 'bigint' ? value + 1n : `${String(value)}0`;
-      expect(memoKeyOf({ ...aliased, [name]: changed }, agreement.userSign, SRC.evm), name).not.toBe(key);
+      variants.push({ ...aliased, [name]: changed });
     }
-    expect(memoKeyOf(agreement, agreement.userSign, SRC.evm)).not.toBe(key); // without the alias
-    expect(memoKeyOf(aliased, agreement.userSign, DST.evm)).not.toBe(key);
-    expect(memoKeyOf(aliased, agreement.lpSign, SRC.evm)).not.toBe(key);
+    const versions = variants.flatMap((a) => messageVersions(a).map((v) => ({ a, v })));
+    const keys = new Map<string, string>();
+    for (const { a, v } of versions) {
+      const key = keyOf(a, v);
+      const message = messageOf(a, v.rendering, v.srcAddress);
+      // One key for one Message: a key shared by two Messages would hand one's signer to the other.
+      expect(keys.get(key) ?? message).toBe(message);
+      keys.set(key, message);
+    }
+    expect(new Set(keys.values()).size).toBe(keys.size);
+    // A complaint naming the receiver (as the SDK does) and its TransferOut's alias version: one memo entry.
+    const complaintOwn = keyOf({ ...agreement, srcAddress: LP.address }, messageVersions(agreement)[0]!);
+    const aliasVersion = messageVersions(aliased).find((v) => v.srcAddress === 'alias')!;
+    expect(keyOf(aliased, aliasVersion)).toBe(complaintOwn);
+    // The chain and the signature are part of every key.
+    const first = messageVersions(aliased)[0]!;
+    expect(keyOf(aliased, first, agreement.userSign, DST.evm)).not.toBe(keyOf(aliased, first));
+    expect(keyOf(aliased, first, agreement.lpSign)).not.toBe(keyOf(aliased, first));
   });
 
-  it('tag each version of a Message differently, and an agreement has one version per distinct Message', () => {
+  it('an agreement has one version per distinct Message, in the order of the first that writes it', () => {
     const withLetters = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
     const agreements: Agreement[] = [
       aliased, // the native token on both sides: no letters
@@ -42,17 +66,11 @@ describe('the signer memo keys', () => {
       { ...agreement, srcToken: withLetters }, // without an alias (a complaint's)
       { ...aliased, srcAddressAlias: '0x0000000000000000000000000000000000000001' }, // an alias without letters
     ];
-    const messageOf = (a: Agreement, rendering: AddressRendering, form: SrcAddressForm) =>
-      Object.values(swapMessage(a, rendering, form))
-        .map(String)
-        .join('|');
     const counts = agreements.map((a) => {
       const versions = messageVersions(a);
-      expect(new Set(versions.map(versionTag)).size).toBe(versions.length);
       const tried = versions.map((v) => messageOf(a, v.rendering, v.srcAddress));
       const forms = a.srcAddressAlias === undefined ? (['own'] as const) : (['own', 'alias'] as const);
       const every = ADDRESS_RENDERINGS.flatMap((r) => forms.map((form) => messageOf(a, r, form)));
-      // Every distinct Message once, in the order of the first version that writes it.
       expect(tried).toEqual([...new Set(every)]);
       return versions.length;
     });

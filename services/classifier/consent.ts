@@ -12,6 +12,7 @@ import { recoverSwapSigner } from '../../shared/chain/otmoic-swap-eip712.js';
 import {
   messageVersions,
   swapMessage,
+  writtenSrcAddress,
   type Agreement,
   type MessageVersion,
 } from '../../shared/otmoic/agreement.js';
@@ -95,7 +96,7 @@ const unsaved: Array<[string, string | null]> = [];
 
 function rememberedSigner(found: Candidates, version: MessageVersion): string | null {
   found.key ??= memoKeyOf(found.agreement, found.signature, found.evmChainId);
-  const key = found.key + versionTag(version);
+  const key = found.key + versionKey(found.agreement, version);
   const known = signers.get(key);
   if (known !== undefined) return known;
   let signer: string | null;
@@ -112,33 +113,36 @@ function rememberedSigner(found: Candidates, version: MessageVersion): string | 
 
 /**
  * Format of the memo keys: part of every key, so that a memo saved under another format (or another meaning of
- * the version tags) is never read as this one. Change it whenever versionTag or the members hashed change.
+ * the version keys) is never read as this one. Change it whenever versionKey or the members hashed change.
  */
-const MEMO_FORMAT = 'otmoic-swap-signer/2';
+const MEMO_FORMAT = 'otmoic-swap-signer/3';
+
+/** What memoKeyOf leaves out: src_address (in versionKey, as written) and what no Message holds. */
+const NOT_HASHED = new Set(['srcAddress', 'srcAddressAlias', 'userSign', 'lpSign']);
 
 /**
- * SHA-256 of the memo format, the chain, the signature and every member of the agreement in order (each a string
- * or bigint): one hash per agreement and signature, whatever the number of versions tried (each version's key
- * appends its versionTag). Every member is hashed, the alias included, so the key covers whatever swapMessage
- * reads, whichever members it reads.
+ * SHA-256 of the memo format, the chain, the signature and every member of the Message but src_address, by name
+ * (each a string or bigint): one hash per agreement and signature, whatever the number of versions tried. Each
+ * version's key appends versionKey: the src_address it writes and the casing of the other address members, so
+ * two versions share a key exactly when they write the same Message, even of two agreements: a complaint naming
+ * the receiver as srcAddress and its TransferOut's alias versions, in whichever order a replay reads them.
  */
 export function memoKeyOf(agreement: Agreement, signature: string, evmChainId: number): string {
-  const members = JSON.stringify([
-    MEMO_FORMAT,
-    evmChainId,
-    signature,
-    ...Object.entries(agreement).map(([name, value]) => [name, String(value)]),
-  ]);
-  return createHash('sha256').update(members).digest('base64');
+  const members = Object.entries(agreement)
+    .filter(([name]) => !NOT_HASHED.has(name))
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, value]) => [name, String(value)]);
+  return createHash('sha256')
+    .update(JSON.stringify([MEMO_FORMAT, evmChainId, signature, ...members]))
+    .digest('base64');
 }
 
-/** The casing of each address member (c: checksummed, l: lower-case) and the src_address form (o: own, a: alias). */
-export const versionTag = ({ rendering: r, srcAddress }: MessageVersion): string =>
-  (r.srcAddress === 'checksum' ? 'c' : 'l') +
+/** The src_address a version writes, then the casing of the token members and dst_address (c or l). */
+export const versionKey = (agreement: Agreement, { rendering: r, srcAddress }: MessageVersion): string =>
+  writtenSrcAddress(agreement, r.srcAddress, srcAddress) +
   (r.srcToken === 'checksum' ? 'c' : 'l') +
   (r.dstAddress === 'checksum' ? 'c' : 'l') +
-  (r.dstToken === 'checksum' ? 'c' : 'l') +
-  (srcAddress === 'own' ? 'o' : 'a');
+  (r.dstToken === 'checksum' ? 'c' : 'l');
 
 function remember(key: string, signer: string | null): void {
   if (signers.size >= MAX_REMEMBERED) signers.clear();

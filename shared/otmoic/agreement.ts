@@ -321,6 +321,10 @@ const written = (address: string, casing: Casing) =>
 const writtenToken = (value: string, casing: Casing) =>
   /^0x[0-9a-fA-F]{40}$/.test(value) ? written(value, casing) : value;
 
+/** The `src_address` string of a Message of the agreement: the given form of it, in the given casing. */
+export const writtenSrcAddress = (a: Agreement, casing: Casing, form: SrcAddressForm): string =>
+  written(srcAddressOf(a, form), casing);
+
 /** The OtmoicSwap `Message` of an agreement, address members in the given rendering, src_address in the given form. */
 export function swapMessage(
   a: Agreement,
@@ -329,7 +333,7 @@ export function swapMessage(
 ): SwapAgreement {
   return {
     src_chain_id: a.srcChainId,
-    src_address: written(srcAddressOf(a, srcAddressForm), rendering.srcAddress),
+    src_address: writtenSrcAddress(a, rendering.srcAddress, srcAddressForm),
     src_token: writtenToken(a.srcToken, rendering.srcToken),
     src_amount: a.srcAmount,
     dst_chain_id: a.dstChainId,
