@@ -5,12 +5,24 @@ import type { AddressInfo } from 'node:net';
  * A TCP proxy to `target` (host and port), for tests that take a server away (a database behind it): close()
  * ends its connections and stops listening, so the clients' next statements fail as with the server gone.
  * freeze() black-holes the connections open now, as a NAT or firewall that dropped them silently does: no
- * byte passes either way and neither side is told; connections made after it pass as before.
+ * byte passes either way and neither side is told; connections made after it pass as before. blackHoleNew()
+ * does that to every connection made from then on, from its first byte.
  */
-export async function tcpProxy(target: URL): Promise<{ port: number; close(): void; freeze(): void }> {
+export async function tcpProxy(
+  target: URL,
+): Promise<{ port: number; close(): void; freeze(): void; blackHoleNew(): void }> {
   const sockets = new Set<net.Socket>();
   const pairs = new Set<[net.Socket, net.Socket]>();
+  let blackHole = false;
   const server = net.createServer((client) => {
+    if (blackHole) {
+      // Accepted, then nothing passes: a connection that a firewall drops after its handshake.
+      sockets.add(client);
+      client.on('error', () => undefined);
+      client.on('close', () => sockets.delete(client));
+      client.pause();
+      return;
+    }
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
     const pair: [net.Socket, net.Socket] = [client, upstream];
     pairs.add(pair);
@@ -39,6 +51,9 @@ export async function tcpProxy(target: URL): Promise<{ port: number; close(): vo
         upstream.pause();
       }
       pairs.clear();
+    },
+    blackHoleNew() {
+      blackHole = true;
     },
   };
 }

@@ -113,30 +113,44 @@ describe('Kafka outbox', () => {
     expect((await db.pool.query('SELECT 1 FROM bus_outbox')).rows).toHaveLength(1);
   });
 
-  it('stops at once when its listening connection was dropped silently', async () => {
-    const proxy = await tcpProxy(new URL(db.url));
-    const relay = new OutboxRelay({
-      pool: db.pool,
-      connectionString: throughProxy(db.url, proxy),
-      log: createLogger({ level: 'silent' }),
-      send: async () => undefined,
-    });
-    try {
-      relay.start();
-      await expect
-        .poll(
-          async () =>
-            (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'otmoic-outbox'`))
-              .rowCount,
-        )
-        .toBe(1);
-      proxy.freeze();
-      const started = performance.now();
-      await relay.stop();
-      // Before, stop() waited for ever for the server's answer to its end.
-      expect(performance.now() - started).toBeLessThan(3_000);
-    } finally {
-      proxy.close();
-    }
-  });
+  it.each([
+    { when: 'listening', connecting: false },
+    { when: 'connecting', connecting: true },
+  ])(
+    'stops at once when its listening connection is dropped silently while $when',
+    async ({ connecting }) => {
+      const proxy = await tcpProxy(new URL(db.url));
+      const relay = new OutboxRelay({
+        pool: db.pool,
+        connectionString: throughProxy(db.url, proxy),
+        log: createLogger({ level: 'silent' }),
+        send: async () => undefined,
+      });
+      try {
+        if (connecting) proxy.blackHoleNew();
+        relay.start();
+        if (connecting) await new Promise((resolve) => setTimeout(resolve, 300));
+        else {
+          await expect
+            .poll(
+              async () =>
+                (
+                  await db.pool.query(
+                    `SELECT 1 FROM pg_stat_activity WHERE application_name = 'otmoic-outbox'
+                      AND state = 'idle' AND query = 'LISTEN otmoic_outbox'`,
+                  )
+                ).rowCount,
+            )
+            .toBe(1);
+          proxy.freeze();
+        }
+        const started = performance.now();
+        await relay.stop();
+        // Before, stop() waited for ever for the server's answer to its end, or to the connect.
+        expect(performance.now() - started).toBeLessThan(3_000);
+      } finally {
+        proxy.close();
+      }
+    },
+  );
 });

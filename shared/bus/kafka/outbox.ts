@@ -1,5 +1,11 @@
 import pg from 'pg';
-import { DEDICATED_QUERY_TIMEOUT_MS, endWithin, startHeartbeat } from '../../db/dedicated-connection.js';
+import {
+  DEDICATED_QUERY_TIMEOUT_MS,
+  destroyConnection,
+  endWithin,
+  queryWithin,
+  startHeartbeat,
+} from '../../db/dedicated-connection.js';
 import { packTexts, unpackedText } from '../../db/packed-texts.js';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.js';
 import type { Logger } from '../../logging/logger.js';
@@ -333,14 +339,19 @@ export class OutboxRelay {
     client.on('error', lost);
     client.on('end', lost);
     client.on('notification', () => this.wake.wake());
+    // A stop while it connects ends it by force: the loop, which stop() waits for, is waiting here.
+    const onStop = () => destroyConnection(client);
+    this.stopController.signal.addEventListener('abort', onStop, { once: true });
     try {
       await client.connect();
-      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await queryWithin(client, DEDICATED_QUERY_TIMEOUT_MS, `LISTEN ${OUTBOX_CHANNEL}`);
     } catch (err) {
-      await client.end().catch(() => undefined);
+      await endWithin(client, STOP_LISTENER_MS);
       throw err;
+    } finally {
+      this.stopController.signal.removeEventListener('abort', onStop);
     }
-    if (this.stopController.signal.aborted) return void (await client.end());
+    if (this.stopController.signal.aborted) return void (await endWithin(client, STOP_LISTENER_MS));
     this.listener = client;
     // Ended when a `SELECT 1` goes unanswered (lost() runs on its end); listened again by the next pass.
     this.stopHeartbeat = startHeartbeat(client, {
