@@ -9,7 +9,20 @@ import type { ChainEvent } from '../../topics/index.js';
 import { ClassifierEngine, type ClassifierInput, type EngineOptions } from './engine.js';
 import { addFact, emptyFacts, type JudgeEnv, type SwapFacts } from './facts.js';
 import { watchedChains } from './index.js';
-import { buildTimeline, DID_NAMES, DST, REPUTATION_CHAIN, SRC, type TimelineSpec } from './swap-timeline.js';
+import { SigningKey } from 'ethers';
+import { bidId } from '../../shared/chain/bid-id.js';
+import { swapDigest } from '../../shared/chain/otmoic-swap-eip712.js';
+import {
+  buildTimeline,
+  DID_NAMES,
+  DST,
+  LP,
+  LP_ID,
+  REPUTATION_CHAIN,
+  SRC,
+  USER,
+  type TimelineSpec,
+} from './swap-timeline.js';
 import { SYNTHETIC_CHAIN_CLIENTS } from './synthetic-deployment.js';
 import { classifierDdl, classifierTables } from './tables.js';
 
@@ -107,3 +120,98 @@ export const batchContext = () => ({
   signal: new AbortController().signal,
   commitIn: async () => undefined,
 });
+
+/** The address members of an OtmoicSwap Message, as its authors wrote them (each a string, in its own casing). */
+export interface WrittenMembers {
+  src_address: string;
+  src_token: string;
+  dst_address: string;
+  dst_token: string;
+}
+
+/**
+ * An honest swap with an LP complaint (HONEST_SWAP), its Message signed by the user and the LP with the address
+ * members written as in `written` (the timeline's agreement where not given), its Complaint filled as the SDK
+ * fills it (addresses as uint256 decimals, tokens verbatim) and its bid the LP node's hash of that. A token given
+ * is also what the events carry: the chain client's checksummed source token, the uint256 tokenDst in decimal,
+ * and the TransferIn's token as written.
+ */
+export function swapSignedAs(written: Partial<WrittenMembers>) {
+  const t = buildTimeline({ ...HONEST_SWAP, complaint: { by: 'lp', at: 1001 } });
+  const a = t.agreement;
+  const m: WrittenMembers = {
+    src_address: a.srcAddress,
+    src_token: a.srcToken,
+    dst_address: a.dstAddress,
+    dst_token: a.dstToken,
+    ...written,
+  };
+  // Written out as the SDK writes it, not through swapMessage: the Classifier's own reading is what is tested.
+  const message = {
+    src_chain_id: a.srcChainId,
+    src_address: m.src_address,
+    src_token: m.src_token,
+    src_amount: a.srcAmount,
+    dst_chain_id: a.dstChainId,
+    dst_address: m.dst_address,
+    dst_token: m.dst_token,
+    dst_amount: a.dstAmount,
+    dst_native_amount: a.dstNativeAmount,
+    requestor: a.requestor,
+    lp_id: a.lpId,
+    agreement_reached_time: a.agreementReachedTime,
+    expected_single_step_time: a.expectedSingleStepTime,
+    tolerant_single_step_time: a.tolerantSingleStepTime,
+    earliest_refund_time: a.earliestRefundTime,
+  };
+  const sign = (key: string, evm: number) =>
+    new SigningKey(key).sign(swapDigest(message, evm, 'swap')).serialized;
+  const userSign = sign(USER.privateKey, SRC.evm);
+  const lpSign = sign(LP.privateKey, DST.evm);
+  const complaint = {
+    srcChainId: SRC.chainId,
+    srcAddress: BigInt(m.src_address).toString(),
+    srcToken: m.src_token,
+    dstChainId: DST.chainId,
+    dstAddress: BigInt(m.dst_address).toString(),
+    dstToken: m.dst_token,
+    srcAmount: a.srcAmount,
+    dstAmount: a.dstAmount,
+    dstNativeAmount: a.dstNativeAmount,
+    requestor: a.requestor,
+    lpId: LP_ID,
+    expectedSingleStepTime: a.expectedSingleStepTime.toString(),
+    tolerantSingleStepTime: a.tolerantSingleStepTime.toString(),
+    earliestRefundTime: a.earliestRefundTime.toString(),
+    agreementReachedTime: a.agreementReachedTime.toString(),
+    userSign,
+    lpSign,
+  };
+  const bid = bidId({
+    ...complaint,
+    srcChainId: BigInt(complaint.srcChainId),
+    srcAddress: BigInt(complaint.srcAddress),
+    dstChainId: BigInt(complaint.dstChainId),
+    dstAddress: BigInt(complaint.dstAddress),
+    expectedSingleStepTime: a.expectedSingleStepTime,
+    tolerantSingleStepTime: a.tolerantSingleStepTime,
+    earliestRefundTime: a.earliestRefundTime,
+    agreementReachedTime: a.agreementReachedTime,
+  });
+  const tokens = {
+    ...(written.src_token === undefined ? {} : { token: written.src_token }),
+    ...(written.dst_token === undefined ? {} : { tokenDst: BigInt(written.dst_token).toString() }),
+  };
+  const events = Object.values(t.streams)
+    .flat()
+    .map((e): ChainEvent => {
+      if (e.kind === 'TransferOut') return { ...e, ...tokens, bidId: bid, userSign, lpSign };
+      if (e.kind === 'TransferIn' && written.dst_token !== undefined)
+        return { ...e, token: written.dst_token };
+      if (e.kind === 'Complaint') return { ...e, bidId: bid, complaint };
+      return e;
+    });
+  const lock = events.find((e) => e.kind === 'TransferOut')!;
+  if (lock.kind !== 'TransferOut') throw new Error('no TransferOut');
+  return { bid, events, lock };
+}

@@ -6,88 +6,16 @@
  * original form is accepted as an alias. Before the alias, such a swap's TransferOut was foreign (its fields
  * did not hash to its bid), and its complaint case 0 or 2.
  */
-import { SigningKey } from 'ethers';
 import { describe, expect, it } from 'vitest';
-import { bidId } from '../../shared/chain/bid-id.js';
-import { swapDigest } from '../../shared/chain/otmoic-swap-eip712.js';
 import { agreementOfTransferOut, bidIdOfAgreement, transferOutBid } from '../../shared/otmoic/agreement.js';
-import type { ChainEvent } from '../../topics/index.js';
-import { envAt, factsOf, HONEST_SWAP } from './judge-test-kit.js';
+import { envAt, factsOf, swapSignedAs } from './judge-test-kit.js';
 import { judge } from './judge.js';
-import { buildTimeline, DST, LP, LP_ID, SRC, STRANGER, USER, USER_DID } from './swap-timeline.js';
+import { DST, LP, SRC, STRANGER, USER, USER_DID } from './swap-timeline.js';
 
 const CLOCKS = { [SRC.chainId]: 200_000, [DST.chainId]: 200_000 };
 
-/** An honest swap with an LP complaint, its Message and Complaint signed with `src_address` = `srcAddress`. */
-function swapSignedWith(srcAddress: string) {
-  const t = buildTimeline({ ...HONEST_SWAP, complaint: { by: 'lp', at: 1001 } });
-  const a = t.agreement;
-  const message = {
-    src_chain_id: a.srcChainId,
-    src_address: srcAddress,
-    src_token: a.srcToken,
-    src_amount: a.srcAmount,
-    dst_chain_id: a.dstChainId,
-    dst_address: a.dstAddress,
-    dst_token: a.dstToken,
-    dst_amount: a.dstAmount,
-    dst_native_amount: a.dstNativeAmount,
-    requestor: a.requestor,
-    lp_id: a.lpId,
-    agreement_reached_time: a.agreementReachedTime,
-    expected_single_step_time: a.expectedSingleStepTime,
-    tolerant_single_step_time: a.tolerantSingleStepTime,
-    earliest_refund_time: a.earliestRefundTime,
-  };
-  const sign = (key: string, evm: number) =>
-    new SigningKey(key).sign(swapDigest(message, evm, 'swap')).serialized;
-  const userSign = sign(USER.privateKey, SRC.evm);
-  const lpSign = sign(LP.privateKey, DST.evm);
-  // The Complaint struct as the SDK fills it (srcAddress = the same address) and the LP node hashes it.
-  const complaint = {
-    srcChainId: SRC.chainId,
-    srcAddress: BigInt(srcAddress).toString(),
-    srcToken: a.srcToken,
-    dstChainId: DST.chainId,
-    dstAddress: BigInt(a.dstAddress).toString(),
-    dstToken: a.dstToken,
-    srcAmount: a.srcAmount,
-    dstAmount: a.dstAmount,
-    dstNativeAmount: a.dstNativeAmount,
-    requestor: a.requestor,
-    lpId: LP_ID,
-    expectedSingleStepTime: a.expectedSingleStepTime.toString(),
-    tolerantSingleStepTime: a.tolerantSingleStepTime.toString(),
-    earliestRefundTime: a.earliestRefundTime.toString(),
-    agreementReachedTime: a.agreementReachedTime.toString(),
-    userSign,
-    lpSign,
-  };
-  const bid = bidId({
-    ...complaint,
-    srcChainId: BigInt(complaint.srcChainId),
-    srcAddress: BigInt(complaint.srcAddress),
-    dstChainId: BigInt(complaint.dstChainId),
-    dstAddress: BigInt(complaint.dstAddress),
-    expectedSingleStepTime: a.expectedSingleStepTime,
-    tolerantSingleStepTime: a.tolerantSingleStepTime,
-    earliestRefundTime: a.earliestRefundTime,
-    agreementReachedTime: a.agreementReachedTime,
-  });
-  const events = Object.values(t.streams)
-    .flat()
-    .map((e): ChainEvent => {
-      if (e.kind === 'TransferOut') return { ...e, bidId: bid, userSign, lpSign };
-      if (e.kind === 'Complaint') return { ...e, bidId: bid, complaint };
-      return e;
-    });
-  const lock = events.find((e) => e.kind === 'TransferOut')!;
-  if (lock.kind !== 'TransferOut') throw new Error('no TransferOut');
-  return { bid, events, lock };
-}
-
 describe("an agreement signed with src_address = the TransferOut's receiver (the SDK's lp_bridge_address)", () => {
-  const { bid, events, lock } = swapSignedWith(LP.address);
+  const { bid, events, lock } = swapSignedAs({ src_address: LP.address });
 
   it('the swap is built as the SDK does: the lock pays the LP, sent by the user', () => {
     expect([lock.sender, lock.receiver]).toEqual([USER.address, LP.address]);
@@ -130,7 +58,7 @@ describe("an agreement signed with src_address = the TransferOut's receiver (the
 });
 
 describe('an agreement whose src_address is neither the sender nor the receiver', () => {
-  const { bid, events, lock } = swapSignedWith(STRANGER.address);
+  const { bid, events, lock } = swapSignedAs({ src_address: STRANGER.address });
 
   it('is still not the swap: the TransferOut is foreign, and the complaint alone decides (case 1)', () => {
     expect(transferOutBid(lock)).toMatchObject({ executes: false });
