@@ -8,6 +8,7 @@
  * connection that replaces it.
  */
 import pg from 'pg';
+import { withDeadline } from '../runtime/deadline.js';
 import type { Queryable } from './pool.js';
 
 /** How long a dedicated connection's `SELECT 1` (or other short statement) may take before it counts as lost. */
@@ -66,37 +67,23 @@ export async function queryWithin<R extends pg.QueryResultRow = pg.QueryResultRo
   values?: unknown[],
   onLate?: (reason: string) => void,
 ): Promise<pg.QueryResult<R>> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const reason = `no answer from the database within ${timeoutMs} ms`;
-      onLate?.(reason);
-      destroyConnection(client);
-      reject(new ConnectionLostError(reason));
-    }, timeoutMs);
+  // The query is not waited for after the deadline: it fails once the connection is destroyed.
+  return withDeadline(client.query<R>(text, values), timeoutMs, () => {
+    const reason = `no answer from the database within ${timeoutMs} ms`;
+    onLate?.(reason);
+    destroyConnection(client);
+    return new ConnectionLostError(reason);
   });
-  const query = client.query<R>(text, values);
-  try {
-    return await Promise.race([query, late]);
-  } finally {
-    clearTimeout(timer);
-    // The query fails once the connection is destroyed: nobody waits for it any more.
-    query.catch(() => undefined);
-  }
 }
 
 /** Ends the connection, or destroys it when the server's goodbye has not come within `timeoutMs`. */
 export async function endWithin(client: pg.Client, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const ended = await Promise.race([
-    client.end().then(
-      () => true,
-      () => true,
-    ),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
-  ]);
-  clearTimeout(timer);
-  if (!ended) destroyConnection(client);
+  const late = new ConnectionLostError(`no goodbye from the database within ${timeoutMs} ms`);
+  try {
+    await withDeadline(client.end(), timeoutMs, () => late);
+  } catch (err) {
+    if (err === late) destroyConnection(client);
+  }
 }
 
 /**
