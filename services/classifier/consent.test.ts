@@ -13,7 +13,14 @@ import {
   type MessageVersion,
   type SrcAddressForm,
 } from '../../shared/otmoic/agreement.js';
-import { candidateSigners, memoKeyOf, rememberSigners, takeNewSigners, versionKey } from './consent.js';
+import {
+  candidateSigners,
+  freshSignerMemoForTests,
+  memoKeyOf,
+  rememberSigners,
+  takeNewSigners,
+  versionKey,
+} from './consent.js';
 import { HONEST_SWAP } from './judge-test-kit.js';
 import { buildTimeline, DST, LP, SRC, USER } from './swap-timeline.js';
 
@@ -57,6 +64,36 @@ describe('the signer memo keys', () => {
     expect(keyOf(aliased, first, agreement.lpSign)).not.toBe(keyOf(aliased, first));
   });
 
+  it('stay the ones saved memos hold (otmoic-swap-signer/3): a change must change the format too', () => {
+    // Computed once and written here. Keys that drift silently leave every saved memo unread: each replay then
+    // recovers every signature again, and nothing but its time says so. Change MEMO_FORMAT with the keys.
+    const fixed: Agreement = {
+      srcChainId: 97n,
+      srcAddress: '0x1111111111111111111111111111111111111111',
+      srcAddressAlias: '0x2222222222222222222222222222222222222222',
+      srcToken: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+      srcAmount: '1000000000000000000',
+      dstChainId: 614n,
+      dstAddress: '0x3333333333333333333333333333333333333333',
+      dstToken: '0x0000000000000000000000000000000000000000',
+      dstAmount: '2500000',
+      dstNativeAmount: '0',
+      requestor: '0x1111111111111111111111111111111111111111',
+      lpId: 'lp-golden',
+      agreementReachedTime: 1700000000n,
+      expectedSingleStepTime: 60n,
+      tolerantSingleStepTime: 120n,
+      earliestRefundTime: 1700003600n,
+    };
+    expect(memoKeyOf(fixed, `0x${'1b'.repeat(65)}`, 97)).toBe('3fFnR2JdN+rG5y+fWvKnlEo1qYBN3t7gVvmAwr2T/LI=');
+    expect(messageVersions(fixed).map((v) => versionKey(fixed, v))).toEqual([
+      '0x1111111111111111111111111111111111111111ccc',
+      '0x2222222222222222222222222222222222222222ccc',
+      '0x1111111111111111111111111111111111111111lll',
+      '0x2222222222222222222222222222222222222222lll',
+    ]);
+  });
+
   it('an agreement has one version per distinct Message, in the order of the first that writes it', () => {
     const withLetters = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
     const agreements: Agreement[] = [
@@ -91,5 +128,39 @@ describe('the signer memo keys', () => {
     expect(takeNewSigners()).toEqual([]);
     // Under another chain's domain the key differs: recovered, not read from the memo.
     expect([...candidateSigners({ ...agreement }, agreement.userSign, DST.evm)]).not.toContain(planted);
+  });
+});
+
+describe('the signer memo bound', () => {
+  const agreements = [1, 2, 3].map((n) => buildTimeline({ ...HONEST_SWAP, id: 5_000 + n }).agreement);
+  /** The first candidate of userSign, read from another object each time (as a replay reads its events). */
+  const firstSigner = (a: (typeof agreements)[number]) =>
+    candidateSigners({ ...a }, a.userSign, SRC.evm).next().value;
+  const user = USER.address.toLowerCase();
+  const planted = '0x000000000000000000000000000000000000beef';
+
+  it('a live memo is cleared when full; a loaded one keeps what it loaded, and leaves out what does not fit', () => {
+    const undo = freshSignerMemoForTests(2);
+    try {
+      // Live: the third recovery finds the memo full and clears it, so the first is recovered again.
+      for (const a of agreements) expect(firstSigner(a)).toBe(user);
+      const saved = takeNewSigners();
+      expect(saved).toHaveLength(3);
+      expect(firstSigner(agreements[0]!)).toBe(user);
+      expect(takeNewSigners()).toHaveLength(1);
+
+      // Loaded (planted signers prove what is read from it): two of the three fit.
+      freshSignerMemoForTests(2);
+      expect(rememberSigners(saved.map(([key]) => [key, planted]))).toBe(2);
+      expect(firstSigner(agreements[0]!)).toBe(planted);
+      expect(firstSigner(agreements[1]!)).toBe(planted);
+      // The one left out is recovered, and the full memo is not cleared for it: the loaded entries stay read.
+      expect(firstSigner(agreements[2]!)).toBe(user);
+      expect(firstSigner(agreements[0]!)).toBe(planted);
+      expect(firstSigner(agreements[2]!)).toBe(user);
+      expect(takeNewSigners()).toHaveLength(2);
+    } finally {
+      undo();
+    }
   });
 });

@@ -88,9 +88,12 @@ function recoverNext(found: Candidates): void {
   else if (!found.signers.includes(signer)) found.signers.push(signer);
 }
 
-/** Signers by memo key (see memoKeyOf); null for a signature that recovers nobody. Bounded. */
+/** Signers by memo key (see memoKeyOf); null for a signature that recovers nobody. Bounded (see remember). */
 const signers = new Map<string, string | null>();
-const MAX_REMEMBERED = 2_000_000;
+/** About 330 bytes an entry: 2,000,000 take some 660 MB. */
+let maxRemembered = 2_000_000;
+/** Whether a saved memo was loaded (a replay's): see remember. */
+let loaded = false;
 /** Recovered since the last takeNewSigners(): what a live classifier saves with its transaction. */
 const unsaved: Array<[string, string | null]> = [];
 
@@ -144,9 +147,19 @@ export const versionKey = (agreement: Agreement, { rendering: r, srcAddress }: M
   (r.dstAddress === 'checksum' ? 'c' : 'l') +
   (r.dstToken === 'checksum' ? 'c' : 'l');
 
-function remember(key: string, signer: string | null): void {
-  if (signers.size >= MAX_REMEMBERED) signers.clear();
+/**
+ * Remembers a signer, unless the memo is full. A live classifier's memo is a cache of what it judges now: full,
+ * it is cleared. A loaded one (a replay's) is what spares the replay its recoveries, and most of it is still to
+ * be read: it is never cleared, and what no longer fits is not remembered (recovered when needed, the same
+ * answer). Clearing it there made a replay whose saved memo passed the bound recover nearly everything again.
+ */
+function remember(key: string, signer: string | null): boolean {
+  if (signers.size >= maxRemembered && !signers.has(key)) {
+    if (loaded) return false;
+    signers.clear();
+  }
   signers.set(key, signer);
+  return true;
 }
 
 /** Signers recovered since the last call (and forgets that they were new). */
@@ -154,7 +167,25 @@ export function takeNewSigners(): Array<[string, string | null]> {
   return unsaved.splice(0);
 }
 
-/** Signers recovered before (by a live classifier, loaded from its memo table). */
-export function rememberSigners(entries: Iterable<[string, string | null]>): void {
-  for (const [key, signer] of entries) remember(key, signer);
+/**
+ * Signers recovered before (by a live classifier, loaded from its memo table). Returns how many are remembered:
+ * all of them, unless there are more than the memo holds.
+ */
+export function rememberSigners(entries: Iterable<[string, string | null]>): number {
+  loaded = true;
+  let kept = 0;
+  for (const [key, signer] of entries) if (remember(key, signer)) kept++;
+  return kept;
+}
+
+/** Tests: an empty memo, never loaded, of at most `max` entries (one a test can fill); returns the undo of the bound. */
+export function freshSignerMemoForTests(max: number): () => void {
+  const before = maxRemembered;
+  signers.clear();
+  unsaved.length = 0;
+  loaded = false;
+  maxRemembered = max;
+  return () => {
+    maxRemembered = before;
+  };
 }

@@ -53,6 +53,11 @@ export interface ClassifierReplayReport {
    * difference may be messages it had not handled yet).
    */
   exactCut: boolean;
+  /**
+   * The live classifier's saved signer memo: entries saved, and those this process held (fewer when the memo's
+   * bound was passed: the others were recovered again when needed, more slowly, with the same results).
+   */
+  signerMemo: { saved: number; kept: number };
 }
 
 export interface ReplayOptions {
@@ -115,7 +120,12 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       releasedHolds: new Set(released.rows.map((r) => r.event_id)),
     });
     // Signatures the live classifier recovered are not recovered again (a pure function's saved results).
-    await loadSigners(options.pool);
+    const signerMemo = await loadSigners(options.pool);
+    if (signerMemo.kept < signerMemo.saved)
+      options.log.warn(
+        signerMemo,
+        'the saved signer memo is larger than this process holds: the signatures left out are recovered again (slower, same results)',
+      );
     clock.mark('signers');
     const total = await lagOf(options.bus, group);
     clock.mark('setup');
@@ -203,6 +213,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       violations,
       identical: verdicts.identical && violations.identical,
       exactCut: settled.exact,
+      signerMemo,
     };
   } catch (err) {
     // A failed replay leaves nothing behind but what --keep asks for: its tables may be gigabytes.

@@ -18,13 +18,13 @@ export async function saveNewSigners(db: Queryable): Promise<void> {
   );
 }
 
-/** Loads every saved signer into the memo. Returns how many. */
-export async function loadSigners(db: Queryable): Promise<number> {
+/** Loads the saved signers into the memo: how many were saved, and how many of them it holds. */
+export async function loadSigners(db: Queryable): Promise<{ saved: number; kept: number }> {
   const { rows } = await db.query<{ key: string; signer: string | null }>(
     `SELECT key, signer FROM ${SIGNER_MEMO}`,
   );
-  rememberSigners(rows.map((r) => [r.key, r.signer]));
-  return rows.length;
+  const kept = rememberSigners(rows.map((r) => [r.key, r.signer]));
+  return { saved: rows.length, kept };
 }
 
 /** Drops what was recovered since the last call without saving it (a replay saves nothing). */

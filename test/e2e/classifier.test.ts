@@ -3,6 +3,7 @@ import { watchedChains } from '../../services/classifier/index.js';
 import { classifierDdl, classifierTables } from '../../services/classifier/tables.js';
 import { ClassifierEngine, type ClassifierInput } from '../../services/classifier/engine.js';
 import { replayClassifier } from '../../services/classifier/replay.js';
+import { freshSignerMemoForTests } from '../../services/classifier/consent.js';
 import { listMissingEvents, releaseMissingEvent } from '../../services/classifier/holds.js';
 import { INVALID_COMPLAINT_HOLD_SECONDS } from '../../services/classifier/judge.js';
 import type { DidSupport } from '../../services/stand-ins/did-support/index.js';
@@ -43,6 +44,16 @@ describe('classifier end to end on the devnet', () => {
   const src = () => pipeline.src();
   const dst = () => pipeline.dst();
   const options = (extra: Partial<ScenarioOptions> = {}) => pipeline.options(extra);
+  /** `npm run replay -- classifier` on the pipeline's database and bus. */
+  const replay = (extra: Partial<Parameters<typeof replayClassifier>[0]> = {}) =>
+    replayClassifier({
+      pool: db.pool,
+      bus: ctx.bus,
+      chainClients: ctx.config.chainClients!,
+      didSupportUrl: did.url,
+      log: ctx.log,
+      ...extra,
+    });
 
   async function verdictOf(bidId: string, timeoutMs = 60_000): Promise<SwapVerdict> {
     let verdict: SwapVerdict | undefined;
@@ -421,13 +432,7 @@ describe('classifier end to end on the devnet', () => {
   }, 120_000);
 
   it('replays chain.events and chain.heights into fresh tables with identical verdicts and violations', async () => {
-    const report = await replayClassifier({
-      pool: db.pool,
-      bus: ctx.bus,
-      chainClients: ctx.config.chainClients!,
-      didSupportUrl: did.url,
-      log: ctx.log,
-    });
+    const report = await replay();
     expect(report.verdicts.live).toBeGreaterThanOrEqual(15);
     expect(report.verdicts).toMatchObject({ identical: true, different: [], onlyLive: [], onlyReplay: [] });
     expect(report.violations.identical).toBe(true);
@@ -437,6 +442,12 @@ describe('classifier end to end on the devnet', () => {
     expect(report.identical).toBe(true);
     // Compared where the live classifier was (replay-cut.ts).
     expect(report.exactCut).toBe(true);
+    // The live run's saved signers, every one of them loaded (the memo's bound is far off).
+    const saved = Number(
+      (await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM classifier_signers')).rows[0]!.n,
+    );
+    expect(saved).toBeGreaterThan(0);
+    expect(report.signerMemo).toEqual({ saved, kept: saved });
     // The two malformed events the live classifier dead-lettered are passed over, not dead-lettered again:
     // `npm run dead-letters` would count and re-send a second copy of each. Released live, they hold nothing
     // in the replay either (else its source chain's swaps would stay pending there).
@@ -460,6 +471,18 @@ describe('classifier end to end on the devnet', () => {
     expect(Math.abs(spent - report.seconds)).toBeLessThan(0.05);
   }, 120_000);
 
+  it('a replay whose saved signer memo passes the bound keeps what fits, and decides the same', async () => {
+    const undo = freshSignerMemoForTests(2);
+    try {
+      const report = await replay();
+      expect(report.signerMemo.saved).toBeGreaterThan(2);
+      expect(report.signerMemo.kept).toBe(2);
+      expect(report.identical).toBe(true);
+    } finally {
+      undo();
+    }
+  }, 120_000);
+
   it('a replay that fails drops the schema it made (its tables may be gigabytes)', async () => {
     const schemas = async () =>
       (
@@ -468,16 +491,8 @@ describe('classifier end to end on the devnet', () => {
         )
       ).rows[0]!.n;
     const before = await schemas();
-    await expect(
-      replayClassifier({
-        pool: db.pool,
-        bus: ctx.bus,
-        chainClients: ctx.config.chainClients!,
-        didSupportUrl: did.url,
-        log: ctx.log,
-        live: classifierTables('no_such_schema'), // its first read fails
-      }),
-    ).rejects.toThrow(/no_such_schema/);
+    // Its first read fails.
+    await expect(replay({ live: classifierTables('no_such_schema') })).rejects.toThrow(/no_such_schema/);
     expect(await schemas()).toBe(before);
   }, 60_000);
 });
