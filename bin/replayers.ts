@@ -39,6 +39,7 @@ export const replayers: Record<string, Replayer> = {
         bus,
         chainClients: config.chainClients!,
         didSupportUrl: config.classifier!.didSupportUrl,
+        signerMemoEntries: config.classifier!.signerMemoEntries,
         log,
         keep,
         onProgress,

@@ -90,8 +90,9 @@ function recoverNext(found: Candidates): void {
 
 /** Signers by memo key (see memoKeyOf); null for a signature that recovers nobody. Bounded (see remember). */
 const signers = new Map<string, string | null>();
-/** About 330 bytes an entry: 2,000,000 take some 660 MB. */
-let maxRemembered = 2_000_000;
+/** About 330 bytes an entry: 2,000,000 take some 660 MB. classifier.signerMemoEntries sets it. */
+export const DEFAULT_SIGNER_MEMO_ENTRIES = 2_000_000;
+let maxRemembered = DEFAULT_SIGNER_MEMO_ENTRIES;
 /** Whether a saved memo was loaded (a replay's): see remember. */
 let loaded = false;
 /** Recovered since the last takeNewSigners(): what a live classifier saves with its transaction. */
@@ -167,11 +168,17 @@ export function takeNewSigners(): Array<[string, string | null]> {
   return unsaved.splice(0);
 }
 
+/** At most `max` signers in memory from now on (one memo a process: the classifier's configuration sets it). */
+export function boundSignerMemo(max: number): void {
+  maxRemembered = max;
+}
+
 /**
- * Signers recovered before (by a live classifier, loaded from its memo table). Returns how many are remembered:
- * all of them, unless there are more than the memo holds.
+ * The memo as a live classifier saved it (loaded from its memo table), instead of what this process held.
+ * Returns how many entries are remembered: all of them, unless there are more than the memo holds.
  */
 export function rememberSigners(entries: Iterable<[string, string | null]>): number {
+  signers.clear();
   loaded = true;
   let kept = 0;
   for (const [key, signer] of entries) if (remember(key, signer)) kept++;
@@ -185,7 +192,5 @@ export function freshSignerMemoForTests(max: number): () => void {
   unsaved.length = 0;
   loaded = false;
   maxRemembered = max;
-  return () => {
-    maxRemembered = before;
-  };
+  return () => boundSignerMemo(before);
 }

@@ -4,6 +4,7 @@ import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { ServiceDefinition } from '../../shared/runtime/service.js';
 import { chainEvents, chainHeights, decode } from '../../topics/index.js';
 import type { BatchHandler, BusMessage, EventBus, Subscription } from '../../shared/bus/port.js';
+import { boundSignerMemo, DEFAULT_SIGNER_MEMO_ENTRIES } from './consent.js';
 import { HttpDidSource, type DidNames } from './did-source.js';
 import { ClassifierEngine, type ClassifierInput, type WatchedChain } from './engine.js';
 import { classifierMetrics, type ClassifierMetrics } from './metrics.js';
@@ -92,6 +93,8 @@ export function createClassifier(options: {
   chains: Map<string, WatchedChain>;
   didSupportUrl: string;
   didCacheMs: number;
+  /** classifier.signerMemoEntries: the bound of this process's signer memo (default DEFAULT_SIGNER_MEMO_ENTRIES). */
+  signerMemoEntries?: number;
   bus?: EventBus;
   metrics?: ClassifierMetrics;
   log: Logger;
@@ -100,6 +103,7 @@ export function createClassifier(options: {
   resident?: 'decisions' | 'keep';
   releasedHolds?: ReadonlySet<string>;
 }): ClassifierParts {
+  boundSignerMemo(options.signerMemoEntries ?? DEFAULT_SIGNER_MEMO_ENTRIES);
   let engine: ClassifierEngine | undefined;
   const live = new HttpDidSource({
     url: options.didSupportUrl,
@@ -146,6 +150,7 @@ export const classifierService: ServiceDefinition = {
       chains: watchedChains(context.config.chainClients!),
       didSupportUrl: config.didSupportUrl,
       didCacheMs: config.didCacheMs,
+      signerMemoEntries: config.signerMemoEntries,
       bus: context.bus,
       metrics,
       log: context.log,

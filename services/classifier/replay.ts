@@ -79,6 +79,8 @@ export interface ReplayOptions {
    * are compared anyway and the report says so (`exactCut` false).
    */
   settleTimeoutMs?: number;
+  /** classifier.signerMemoEntries: how many of the saved signers this process holds (default 2,000,000). */
+  signerMemoEntries?: number;
 }
 
 /** A replay's batches: larger than live ones, nothing being read back per batch. */
@@ -113,6 +115,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       chains: watchedChains(options.chainClients),
       didSupportUrl: options.didSupportUrl,
       didCacheMs: 60_000,
+      signerMemoEntries: options.signerMemoEntries,
       log: options.log,
       wrapDid: (fallback) => new RecordedDidSource(recorded, fallback),
       // Only this process writes the fresh tables: the state stays in memory, only decisions are written.
@@ -124,7 +127,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
     if (signerMemo.kept < signerMemo.saved)
       options.log.warn(
         signerMemo,
-        'the saved signer memo is larger than this process holds: the signatures left out are recovered again (slower, same results)',
+        'the saved signer memo is larger than this process holds: the signatures left out are recovered again (slower, same results); classifier.signerMemoEntries (about 330 bytes each) raises the bound',
       );
     clock.mark('signers');
     const total = await lagOf(options.bus, group);

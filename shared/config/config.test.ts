@@ -146,6 +146,17 @@ describe('configuration', () => {
     expect(issues).toEqual([{ key: 'connector.chunkCommit', problem: expect.stringMatching(/async.*sync/) }]);
   });
 
+  it('reads classifier.signerMemoEntries (2,000,000 by default) and refuses a bound too small to be a memo', () => {
+    const classifier = (extra: string) =>
+      `[classifier]\nport = 1\ndidSupportUrl = "http://127.0.0.1:1"\n${extra}`;
+    expect(load(classifier(''), {}, ['classifier']).classifier?.signerMemoEntries).toBe(2_000_000);
+    expect(
+      load(classifier('signerMemoEntries = 8000000'), {}, ['classifier']).classifier?.signerMemoEntries,
+    ).toBe(8_000_000);
+    const issues = issuesOf(() => load(classifier('signerMemoEntries = 10'), {}, ['classifier']));
+    expect(issues.map((i) => i.key)).toEqual(['classifier.signerMemoEntries']);
+  });
+
   it('reports a missing section and bad chain-client entries by index', () => {
     expect(issuesOf(() => load('', {}, ['agent']))).toEqual([
       { key: 'agent', problem: 'is required by the service being started but missing' },

@@ -151,6 +151,11 @@ export const classifierSection = z.strictObject({
   didSupportUrl: httpUrl,
   /** How long a DID answer is used before it is asked again. */
   didCacheMs: z.number().int().min(1_000).default(60_000),
+  /**
+   * Ours: at most this many recovered signers kept in memory (about 330 bytes each). The live classifier's
+   * cache of what it judges now; a replay holds the live classifier's saved memo in it (see consent.ts).
+   */
+  signerMemoEntries: z.number().int().min(10_000).max(1_000_000_000).default(2_000_000),
 });
 
 export const connectorSection = z.strictObject({
