@@ -173,6 +173,9 @@ export function boundSignerMemo(max: number): void {
   maxRemembered = max;
 }
 
+/** How many signers the memo holds at most. */
+export const signerMemoBound = (): number => maxRemembered;
+
 /**
  * The memo as a live classifier saved it (loaded from its memo table), instead of what this process held.
  * Returns how many entries are remembered: all of them, unless there are more than the memo holds.

@@ -4,7 +4,7 @@
  * effort by design: an entry lost with a crash is recovered again.
  */
 import type { Queryable } from '../../shared/db/pool.js';
-import { rememberSigners, takeNewSigners } from './consent.js';
+import { rememberSigners, signerMemoBound, takeNewSigners } from './consent.js';
 
 export const SIGNER_MEMO = 'classifier_signers';
 
@@ -18,13 +18,24 @@ export async function saveNewSigners(db: Queryable): Promise<void> {
   );
 }
 
-/** Loads the saved signers into the memo: how many were saved, and how many of them it holds. */
+/**
+ * Loads the saved signers into the memo, no more of them than it holds (the rows of a larger memo would take
+ * the memory its bound keeps free): how many were saved, and how many it holds.
+ */
 export async function loadSigners(db: Queryable): Promise<{ saved: number; kept: number }> {
+  const bound = signerMemoBound();
   const { rows } = await db.query<{ key: string; signer: string | null }>(
-    `SELECT key, signer FROM ${SIGNER_MEMO}`,
+    `SELECT key, signer FROM ${SIGNER_MEMO} LIMIT $1`,
+    [bound],
   );
-  const kept = rememberSigners(rows.map((r) => [r.key, r.signer]));
-  return { saved: rows.length, kept };
+  const kept = rememberSigners(entriesOf(rows));
+  if (rows.length < bound) return { saved: rows.length, kept };
+  const { rows: counted } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${SIGNER_MEMO}`);
+  return { saved: Number(counted[0]!.n), kept };
+}
+
+function* entriesOf(rows: ReadonlyArray<{ key: string; signer: string | null }>) {
+  for (const { key, signer } of rows) yield [key, signer] as [string, string | null];
 }
 
 /** Drops what was recovered since the last call without saving it (a replay saves nothing). */
