@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../logging/logger.js';
 import { redactUrl } from '../config/redact.js';
+import { PoolWatch, WatchedClient } from './pool-watch.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -18,9 +19,14 @@ export function createPool(
     application?: string;
     /** The server cancels any statement of this pool's connections that runs longer (SQLSTATE 57014). */
     statementTimeoutMs?: number;
+    /** How often the statements in flight are looked at (pool-watch.ts; POOL_WATCH_EVERY_MS by default). */
+    watchEveryMs?: number;
+    /** How long the server may take to answer the watch's look (tests shorten it). */
+    watchProbeTimeoutMs?: number;
   } = {},
 ): pg.Pool {
   const pool = new pg.Pool({
+    Client: WatchedClient,
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.application ?? 'otmoic',
@@ -33,7 +39,26 @@ export function createPool(
   pool.on('error', (err) =>
     options.log?.warn({ err: err.message, db: redactUrl(url) }, 'idle database client error'),
   );
+  const watch = new PoolWatch(pool, {
+    connectionString: url,
+    everyMs: options.watchEveryMs,
+    probeTimeoutMs: options.watchProbeTimeoutMs,
+    log: options.log,
+  });
+  watches.set(pool, watch);
+  const end = pool.end.bind(pool);
+  pool.end = ((callback?: () => void) => {
+    watch.stop();
+    return callback ? end(callback) : end();
+  }) as typeof pool.end;
   return pool;
+}
+
+const watches = new WeakMap<pg.Pool, PoolWatch>();
+
+/** Connections of `pool` (made by createPool) ended because their statement's answer would never come. */
+export function lostConnections(pool: object): number | undefined {
+  return watches.get(pool as pg.Pool)?.lost;
 }
 
 /**

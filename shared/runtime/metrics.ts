@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DeliveryObserver, EventBus } from '../bus/port.js';
-import type { Queryable } from '../db/pool.js';
+import { lostConnections, type Queryable } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import { LagReader } from './lag-reader.js';
 import { singleFlight } from './single-flight.js';
@@ -101,6 +101,19 @@ export function createMetrics(
     help: 'Outbox messages the Kafka broker refused for good (e.g. too large), set aside in bus_outbox_refused',
     labelNames: ['topic'],
     registers: [registry],
+  });
+  // Alert on any increase: the network between the process and its database drops connections silently.
+  new Counter({
+    name: 'db_connections_lost_total',
+    help: 'Pooled database connections ended by force because their statement would never be answered (dropped silently on the way; see shared/db/pool-watch.ts)',
+    registers: [registry],
+    collect() {
+      const pool = db();
+      const lost = pool === undefined ? undefined : lostConnections(pool);
+      if (lost === undefined) return;
+      this.reset();
+      this.inc(lost);
+    },
   });
   const observer: DeliveryObserver = {
     handled(group, topic, count) {
