@@ -97,3 +97,36 @@ describe('the dashboard verdicts under a concurrent write', () => {
     expect(summed).toBe(series.total);
   });
 });
+
+describe('the dashboard verdict buckets', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('are at most 24, also when the first verdict is not on a bucket boundary', async () => {
+    // Spans from 2 to 48 hours, each starting one second past a multiple of the minute: the first bucket starts
+    // before the first verdict, and with a width of span / 24 a 25th bucket was needed for the last one.
+    for (const hours of [2, 12, 24, 48]) {
+      await db.pool.query('DELETE FROM points_verdicts');
+      const lo = NEWEST - hours * 3600 + 1;
+      await db.pool.query(
+        `INSERT INTO points_verdicts (bid_id, outcome, block_time, verdict, event_id)
+         VALUES ('a', 'normal', $1, '{}', 'a'), ('b', 'normal', $2, '{}', 'b')`,
+        [lo, NEWEST],
+      );
+      const series = await verdictSeries(db.pool, { windowDays: WINDOW_DAYS });
+      expect(series.buckets.length).toBeLessThanOrEqual(24);
+      expect(series.buckets[0]).toBeLessThanOrEqual(lo);
+      expect(series.buckets.at(-1)! + series.bucket_seconds).toBeGreaterThan(NEWEST);
+      expect(
+        Object.values(series.series)
+          .flat()
+          .reduce((a, b) => a + b, 0),
+      ).toBe(2);
+    }
+  });
+});

@@ -58,7 +58,9 @@ export async function verdictSeries(
   if ((bounds[0]?.lo ?? null) === null) return empty();
   const lo = Number(bounds[0]!.lo);
   const hi = Number(bounds[0]!.hi);
-  const width = Math.max(MIN_BUCKET_SECONDS, Math.ceil((hi - lo + 1) / BUCKETS));
+  // BUCKETS - 1: the first bucket starts at a multiple of the width, up to a width before lo, so the span
+  // to cover is up to a width longer than hi - lo.
+  const width = Math.max(MIN_BUCKET_SECONDS, Math.ceil((hi - lo + 1) / (BUCKETS - 1)));
   const first = lo - (lo % width);
   // Bounded by lo and hi: a verdict stored since the bounds were read (verdicts are not stored in block-time
   // order) would fall before the first bucket or past the last one, counted in the total and in no series.
