@@ -4,7 +4,7 @@
  * nothing is stored or sent before the complaint passed every check that can be made without gas.
  */
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
 import { complainantParty } from './complainant-party.js';
 import { parseComplaintBody, type ParsedComplaint } from './complaint-body.js';
@@ -123,6 +123,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
    */
   const checkBeforeGas = async (
     request: FastifyRequest,
+    reply: FastifyReply,
     parsed: ParsedComplaint,
     chain: AgentChain,
   ): Promise<void> => {
@@ -162,11 +163,14 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
         `the complainant is neither the swap's user nor its LP: the signer ${parsed.signer} is not the requestor ${parsed.complaint.requestor}, and the domain ${JSON.stringify(parsed.domain)} is not the LP id ${JSON.stringify(parsed.complaint.lpId)}, whose DID the signer does not own; such a complaint is judged invalid (case 0), so the Agent does not pay for it`,
       );
     const limit = await domainLimit(request);
-    if (!limit.isAllowed && limit.isExceeded)
+    if (!limit.isAllowed && limit.isExceeded) {
+      // As the client IP limit's answer has it (errors.ts promises it): the plugin sets it only for its hook.
+      reply.header('retry-after', String(limit.ttlInSeconds));
       throw new AgentError(
         'DOMAIN_RATE_LIMITED',
         `too many complaints for DID ${parsed.domain}; retry in ${limit.ttlInSeconds} s`,
       );
+    }
     let exists: boolean;
     try {
       exists = await chain.hasComplaint(parsed.bidId);
@@ -192,75 +196,79 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
 
   // The key and the allow-list are checked before the body is read: a refused client costs no parsing.
   const restricted = async (request: FastifyRequest) => guard.check(request.ip, request.headers['x-api-key']);
-  app.post('/submit-complaint', { bodyLimit: options.bodyLimit, onRequest: restricted }, async (request) => {
-    const chain = options.chain();
-    if (chain === undefined)
-      throw new AgentError(
-        'CHAIN_UNAVAILABLE',
-        'the chain id of agent.rpc could not be read yet (the signature cannot be checked); nothing was accepted, retry',
-      );
-    const parsed = parseComplaintBody(request.body, {
-      chainId: chain.chainId,
-      contractAddr: options.contractAddr,
-    });
-    const known = await stored(() => store.get(parsed.bidId));
-    const same =
-      known !== undefined &&
-      sameComplaint(known, {
-        signer: parsed.signer,
-        domain: parsed.domain,
-        complaint: parsed.stored,
-        signature: parsed.signature,
+  app.post(
+    '/submit-complaint',
+    { bodyLimit: options.bodyLimit, onRequest: restricted },
+    async (request, reply) => {
+      const chain = options.chain();
+      if (chain === undefined)
+        throw new AgentError(
+          'CHAIN_UNAVAILABLE',
+          'the chain id of agent.rpc could not be read yet (the signature cannot be checked); nothing was accepted, retry',
+        );
+      const parsed = parseComplaintBody(request.body, {
+        chainId: chain.chainId,
+        contractAddr: options.contractAddr,
       });
-    // A failed complaint does not hold the bid: nothing of it is on chain (store.ts, accept), so another
-    // complainant's is taken in its place. Otherwise anyone could fail a bid's complaint first (a DID
-    // given away after signing) and lock its genuine complainant out.
-    if (known !== undefined && !same && known.status !== 'failed') throw taken(known);
-    // Refused before any chain read; the store decides again under the row's lock.
-    if (known?.status === 'failed') {
-      const paid = paidFailuresOf(known, parsed.domain);
-      if (paid >= options.maxPaidFailures) throw exhausted(known, parsed.domain, paid);
-    }
-    // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
-    const checked = known === undefined || known.status === 'failed';
-    if (checked) await checkBeforeGas(request, parsed, chain);
-    const outcome: AcceptOutcome = await stored(() =>
-      store.accept(
-        {
-          bidId: parsed.bidId,
+      const known = await stored(() => store.get(parsed.bidId));
+      const same =
+        known !== undefined &&
+        sameComplaint(known, {
+          signer: parsed.signer,
+          domain: parsed.domain,
           complaint: parsed.stored,
           signature: parsed.signature,
-          domain: parsed.domain,
-          signer: parsed.signer,
-        },
-        // Only what was checked above is re-opened or replaced: a complaint read under way that failed since
-        // answers its status (failed), and its next post is checked again.
-        { reopen: checked, replaceFailed: checked, maxPaidFailures: options.maxPaidFailures },
-      ),
-    );
-    if (outcome.kind === 'taken') throw taken(outcome.row);
-    if (outcome.kind === 'exhausted') throw exhausted(outcome.row, parsed.domain, outcome.paid);
-    if (outcome.kind !== 'repeated')
-      log.info(
-        {
-          bid: parsed.bidId,
-          domain: parsed.domain,
-          signer: parsed.signer,
-          reopened: outcome.kind === 'reopened',
-          ...(outcome.kind === 'replaced'
-            ? { replaced: { domain: outcome.previous.domain, signer: outcome.previous.signer } }
-            : {}),
-        },
-        'complaint accepted',
+        });
+      // A failed complaint does not hold the bid: nothing of it is on chain (store.ts, accept), so another
+      // complainant's is taken in its place. Otherwise anyone could fail a bid's complaint first (a DID
+      // given away after signing) and lock its genuine complainant out.
+      if (known !== undefined && !same && known.status !== 'failed') throw taken(known);
+      // Refused before any chain read; the store decides again under the row's lock.
+      if (known?.status === 'failed') {
+        const paid = paidFailuresOf(known, parsed.domain);
+        if (paid >= options.maxPaidFailures) throw exhausted(known, parsed.domain, paid);
+      }
+      // A complaint under way or done answers its status without asking anyone; a failed one is checked again.
+      const checked = known === undefined || known.status === 'failed';
+      if (checked) await checkBeforeGas(request, reply, parsed, chain);
+      const outcome: AcceptOutcome = await stored(() =>
+        store.accept(
+          {
+            bidId: parsed.bidId,
+            complaint: parsed.stored,
+            signature: parsed.signature,
+            domain: parsed.domain,
+            signer: parsed.signer,
+          },
+          // Only what was checked above is re-opened or replaced: a complaint read under way that failed since
+          // answers its status (failed), and its next post is checked again.
+          { reopen: checked, replaceFailed: checked, maxPaidFailures: options.maxPaidFailures },
+        ),
       );
-    if (outcome.kind === 'reopened') options.onReopened?.();
-    options.onOutcome?.(outcome.kind === 'created' ? 'accepted' : outcome.kind);
-    return {
-      code: 0,
-      message: ACCEPT_MESSAGES[outcome.kind],
-      ...publicComplaint(outcome.row, scrub),
-    };
-  });
+      if (outcome.kind === 'taken') throw taken(outcome.row);
+      if (outcome.kind === 'exhausted') throw exhausted(outcome.row, parsed.domain, outcome.paid);
+      if (outcome.kind !== 'repeated')
+        log.info(
+          {
+            bid: parsed.bidId,
+            domain: parsed.domain,
+            signer: parsed.signer,
+            reopened: outcome.kind === 'reopened',
+            ...(outcome.kind === 'replaced'
+              ? { replaced: { domain: outcome.previous.domain, signer: outcome.previous.signer } }
+              : {}),
+          },
+          'complaint accepted',
+        );
+      if (outcome.kind === 'reopened') options.onReopened?.();
+      options.onOutcome?.(outcome.kind === 'created' ? 'accepted' : outcome.kind);
+      return {
+        code: 0,
+        message: ACCEPT_MESSAGES[outcome.kind],
+        ...publicComplaint(outcome.row, scrub),
+      };
+    },
+  );
 
   app.get('/complaint-status', async (request) => {
     const bid = (request.query as Record<string, unknown>)['bid'];

@@ -74,7 +74,11 @@ export async function startTestAgent(
         headers: { 'content-type': 'application/json', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
-      return { status: response.status, body: (await response.json()) as Record<string, any> };
+      return {
+        status: response.status,
+        body: (await response.json()) as Record<string, any>,
+        retryAfter: response.headers.get('retry-after'),
+      };
     },
     async get(path: string) {
       const response = await fetch(`${base}${path}`);
