@@ -104,6 +104,16 @@ export const AGENT_ERRORS = {
     meaning:
       "the complainant is neither the swap's user (the signer is not the complaint's requestor) nor its LP (the domain is not the LP id, and the signer does not own the LP id's DID): such a complaint is judged invalid (case 0) and would take the bid's one place on chain, so the Agent does not pay for it",
   },
+  EXPECTATION_FAILED: {
+    code: 41024,
+    status: 417,
+    meaning: 'the request has an Expect header other than 100-continue (answered before any route)',
+  },
+  STOPPING: {
+    code: 41025,
+    status: 503,
+    meaning: 'the service is stopping (a request on a connection still open during a graceful stop); retry',
+  },
 } as const;
 
 export type AgentErrorName = keyof typeof AGENT_ERRORS;

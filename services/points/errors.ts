@@ -61,6 +61,16 @@ export const POINTS_ERRORS = {
   REQUEST_MALFORMED: { code: 32015, status: 400, meaning: 'the request is not valid HTTP' },
   REQUEST_TIMEOUT: { code: 32016, status: 408, meaning: 'the request was not sent whole within 15 s' },
   HEADERS_TOO_LARGE: { code: 32017, status: 431, meaning: 'the request line or its headers are too large' },
+  EXPECTATION_FAILED: {
+    code: 32018,
+    status: 417,
+    meaning: 'the request has an Expect header other than 100-continue (answered before any route)',
+  },
+  STOPPING: {
+    code: 32019,
+    status: 503,
+    meaning: 'the service is stopping (a request on a connection still open during a graceful stop); retry',
+  },
 } as const;
 
 export type PointsErrorName = keyof typeof POINTS_ERRORS;

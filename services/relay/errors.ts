@@ -122,6 +122,16 @@ export const RELAY_ERRORS = {
   REQUEST_MALFORMED: { code: 30226, status: 400, meaning: 'the request is not valid HTTP' },
   REQUEST_TIMEOUT: { code: 30227, status: 408, meaning: 'the request was not sent whole within 15 s' },
   HEADERS_TOO_LARGE: { code: 30228, status: 431, meaning: 'the request line or its headers are too large' },
+  EXPECTATION_FAILED: {
+    code: 30229,
+    status: 417,
+    meaning: 'the request has an Expect header other than 100-continue (answered before any route)',
+  },
+  STOPPING: {
+    code: 30230,
+    status: 503,
+    meaning: 'the service is stopping (a request on a connection still open during a graceful stop); retry',
+  },
 } as const;
 
 export type RelayErrorName = keyof typeof RELAY_ERRORS;

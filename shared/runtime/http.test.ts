@@ -297,7 +297,11 @@ describe("answers to requests Node's parser refuses", () => {
 
   it.each([
     ['default codes', undefined, [400, 431]],
-    ['a service vocabulary', { malformed: 30226, timeout: 30227, tooLarge: 30228 }, [30226, 30228]],
+    [
+      'a service vocabulary',
+      { malformed: 30226, timeout: 30227, tooLarge: 30228, expectationFailed: 30229, stopping: 30230 },
+      [30226, 30228],
+    ],
   ] as const)('a malformed request line and headers too large (%s)', async (_, codes, expected) => {
     const app = createHttpServer({
       service: 't',

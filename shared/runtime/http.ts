@@ -23,8 +23,9 @@ export interface HttpServerOptions {
   /** Time a client has to send a whole request (default REQUEST_TIMEOUT_MS). */
   requestTimeoutMs?: number;
   /**
-   * The service's registered codes for what Node's HTTP parser refuses before any route (a malformed request,
-   * one not sent whole in time, a request line or headers too large); default: the HTTP status, as 404.
+   * The service's registered codes for what is answered before any route (a malformed request, one not sent
+   * whole in time, a request line or headers too large, an Expect header other than 100-continue, a request
+   * during a graceful stop); default: the HTTP status, as 404.
    */
   clientErrorCodes?: ClientErrorCodes;
   /** Checks a service adds to GET /health beside the database check, by name (see HealthCheck). */
@@ -182,18 +183,24 @@ export interface ClientErrorCodes {
   malformed: number;
   timeout: number;
   tooLarge: number;
+  expectationFailed: number;
+  stopping: number;
 }
 
-/** A service's ClientErrorCodes from the three entries of its error registry. */
+/** A service's ClientErrorCodes from the five entries of its error registry. */
 export function clientErrorCodesOf(registry: {
   REQUEST_MALFORMED: { code: number };
   REQUEST_TIMEOUT: { code: number };
   HEADERS_TOO_LARGE: { code: number };
+  EXPECTATION_FAILED: { code: number };
+  STOPPING: { code: number };
 }): ClientErrorCodes {
   return {
     malformed: registry.REQUEST_MALFORMED.code,
     timeout: registry.REQUEST_TIMEOUT.code,
     tooLarge: registry.HEADERS_TOO_LARGE.code,
+    expectationFailed: registry.EXPECTATION_FAILED.code,
+    stopping: registry.STOPPING.code,
   };
 }
 
@@ -270,11 +277,14 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     return reply
       .code(503)
       .header('connection', 'close')
-      .send({ code: 503, message: 'the service is stopping; retry' });
+      .send({ code: options.clientErrorCodes?.stopping ?? 503, message: 'the service is stopping; retry' });
   });
   // An Expect header other than 100-continue: Node answered 417 with an empty body.
   app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
-    const body = JSON.stringify({ code: 417, message: 'only Expect: 100-continue is supported' });
+    const body = JSON.stringify({
+      code: options.clientErrorCodes?.expectationFailed ?? 417,
+      message: 'only Expect: 100-continue is supported',
+    });
     response.writeHead(417, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
