@@ -146,7 +146,11 @@ export class Sender {
   private readonly walletLock: SessionLock;
   private chainChecked = false;
   private passes: Promise<void> = Promise.resolve();
-  /** Per job id, the (lower-case) address that signed its transactions (recovered once from the raw one). */
+  /**
+   * Per job's first transaction hash, the (lower-case) address that signed the job's transactions (recovered
+   * once from the raw one: a recovery costs milliseconds, and is asked twice per job and pass). Not per job id:
+   * a job its owner re-opens is signed afresh, by this wallet, which may not be the one that signed it before.
+   */
   private readonly signers = new Map<string, string>();
   /** Jobs of another wallet already logged and noted by this process. */
   private readonly foreignTold = new Set<string>();
@@ -583,11 +587,12 @@ export class Sender {
 
   /** The address that signed a job's transactions (another wallet's when the key changed in flight). */
   private signerOf(job: SenderJob): string {
-    let signer = this.signers.get(job.id);
+    const first = job.attempts[0]!;
+    let signer = this.signers.get(first.hash);
     if (signer === undefined) {
-      signer = Transaction.from(job.attempts[0]!.raw).from!.toLowerCase();
-      makeRoom(this.signers, job.id);
-      this.signers.set(job.id, signer);
+      signer = Transaction.from(first.raw).from!.toLowerCase();
+      makeRoom(this.signers, first.hash);
+      this.signers.set(first.hash, signer);
     }
     return signer;
   }

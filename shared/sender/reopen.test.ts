@@ -1,0 +1,218 @@
+import { Transaction, Wallet } from 'ethers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { createLogger } from '../logging/logger.js';
+import type { RpcPool } from './rpc.js';
+import { Sender } from './sender.js';
+import { OPEN_STATUSES, type SenderJob, type SenderStore } from './types.js';
+
+const GWEI = 10n ** 9n;
+const TO = '0x000000000000000000000000000000000000dEaD';
+const blockHash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+
+/**
+ * A job its owner re-opens (the relay's re-post of a failed command, the Agent's of a complaint) is signed
+ * afresh: another nonce, by this service's wallet. What the sender remembered of the job's earlier signing
+ * must not carry over to it: the wallet that signed it (a key changed since), or when its nonce was first seen
+ * used with no receipt found (the grace for receipts lagging the mined count). Against a fake node; the devnet
+ * cases of a key change and of lagging receipts are in services/relay/sender.test.ts.
+ */
+describe('the sender and a re-opened job', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  /** A sender over an in-memory job store and a fake node whose head, mined counts and receipts the test sets. */
+  const setUp = (wallet: Wallet, jobs: SenderJob[]) => {
+    const node = {
+      block: 10,
+      /** Mined transaction count per (lower-case) address. */
+      counts: new Map<string, number>(),
+      receipts: new Map<string, { blockNumber: number; blockHash: string; hash: string; status: number }>(),
+      broadcasts: [] as Transaction[],
+    };
+    const provider = {
+      send: async (method: string) => {
+        if (method === 'eth_chainId') return '0x61';
+        if (method === 'eth_gasPrice') return `0x${(2n * GWEI).toString(16)}`;
+        if (method === 'eth_maxPriorityFeePerGas') return `0x${GWEI.toString(16)}`;
+        throw new Error(`unexpected ${method}`);
+      },
+      getBlock: async (tag: number | string) => {
+        const n = tag === 'latest' ? node.block : Number(tag);
+        return { number: n, timestamp: 1_000 + n, baseFeePerGas: GWEI, hash: blockHash(n) };
+      },
+      getBalance: async () => 10n ** 18n,
+      estimateGas: async (tx: { from?: string; to?: string }) => (tx.to === tx.from ? 21_000n : 50_000n),
+      getTransactionCount: async (address: string) => node.counts.get(address.toLowerCase()) ?? 0,
+      getTransactionReceipt: async (hash: string) => node.receipts.get(hash) ?? null,
+      call: async () => '0x',
+    };
+    const rpc = {
+      read: async (call: (p: unknown) => unknown) => call(provider),
+      broadcast: async (raw: string) => {
+        node.broadcasts.push(Transaction.from(raw));
+      },
+    } as unknown as RpcPool;
+    const find = (id: string) => jobs.find((j) => j.id === id)!;
+    let nextNonce = 0;
+    const store: SenderStore = {
+      open: async () =>
+        jobs
+          .filter((j) => OPEN_STATUSES.includes(j.status))
+          .map((j) => ({ ...j, attempts: [...j.attempts] })),
+      async signFirst(id, _wallet, sign) {
+        const job = find(id);
+        if (job.status !== 'scheduled') return undefined;
+        const nonce = nextNonce++;
+        const attempt = await sign(nonce);
+        Object.assign(job, { status: 'signed', nonce, attempts: [attempt] });
+        return { nonce, attempt };
+      },
+      async addAttempt(id, known, attempt, reason) {
+        const job = find(id);
+        if (job.attempts.length !== known) return false;
+        job.attempts.push(attempt);
+        if (attempt.kind === 'cancel')
+          Object.assign(job, { status: 'cancelling', cancelReason: reason ?? null });
+        return true;
+      },
+      async markSent(id) {
+        const job = find(id);
+        if (job.status === 'signed') job.status = 'sent';
+      },
+      async note() {},
+      async setMinedBlock(id, block) {
+        find(id).minedBlock = block;
+      },
+      async finish(id, outcome) {
+        Object.assign(find(id), {
+          status: outcome.status,
+          reason: 'reason' in outcome ? outcome.reason : null,
+        });
+      },
+    };
+    const sender = new Sender({
+      pool: db.pool,
+      store,
+      rpc,
+      wallet,
+      chainId: 97,
+      pollIntervalMs: 60_000,
+      caps: { maxFeePerGas: 200n * GWEI, maxGasLimit: 300_000n },
+      confirmations: 1,
+      windowMarginSeconds: 0,
+      bumpAfterBlocks: 3,
+      maxRefusals: 3,
+      scrub: (t) => t,
+      log: createLogger({ level: 'silent' }),
+    });
+    /** The head moves to `block`, and the sender makes a pass. */
+    const passAt = async (block: number) => {
+      node.block = block;
+      await sender.tick();
+    };
+    /** `hash` is mined at `block` (status 1, or 0: reverted, gas paid). */
+    const mine = (hash: string, block: number, status = 1) =>
+      node.receipts.set(hash, { blockNumber: block, blockHash: blockHash(block), hash, status });
+    return { sender, node, passAt, mine };
+  };
+
+  const job = (id: string, fields: Partial<SenderJob> = {}): SenderJob & { reason?: string | null } => ({
+    id,
+    status: 'scheduled',
+    window: { start: 0, end: null },
+    windowText: 'no window',
+    call: { to: TO, data: '0x', value: 0n },
+    strategy: { percent: 100n },
+    nonce: null,
+    attempts: [],
+    refusals: 0,
+    minedBlock: null,
+    cancelReason: null,
+    ...fields,
+  });
+
+  /** What the owner's re-open leaves of the job (the relay's CLEARED_TRANSACTION_STATE). */
+  const reopen = (j: SenderJob) =>
+    Object.assign(j, {
+      status: 'scheduled',
+      nonce: null,
+      attempts: [],
+      refusals: 0,
+      minedBlock: null,
+      cancelReason: null,
+    });
+
+  it("a job signed by the old key, then re-opened, is signed, broadcast and followed as the new wallet's", async () => {
+    const oldKey = new Wallet(Wallet.createRandom().privateKey);
+    const wallet = new Wallet(Wallet.createRandom().privateKey);
+    // Signed by the old key at its nonce 5 before the service restarted with the new one.
+    const raw = await oldKey.signTransaction({
+      to: TO,
+      data: '0x',
+      value: 0n,
+      chainId: 97,
+      nonce: 5,
+      gasLimit: 65_000n,
+      type: 2,
+      maxFeePerGas: 3n * GWEI,
+      maxPriorityFeePerGas: GWEI,
+    });
+    const hash = Transaction.from(raw).hash!;
+    const j = job('rotated', {
+      status: 'sent',
+      nonce: 5,
+      attempts: [
+        {
+          kind: 'call',
+          hash,
+          raw,
+          fee: { type: 2, maxFeePerGas: (3n * GWEI).toString(), maxPriorityFeePerGas: GWEI.toString() },
+          gasLimit: '65000',
+          signedAtBlock: 9,
+          signedAtMs: Date.now(),
+        },
+      ],
+    });
+    const { sender, node, passAt, mine } = setUp(wallet, [j]);
+    const oldCount = oldKey.address.toLowerCase();
+    const newCount = wallet.address.toLowerCase();
+    try {
+      // Unmined: the old key's transaction is only followed (re-broadcast as it is).
+      node.counts.set(oldCount, 5);
+      await passAt(10);
+      expect(node.broadcasts.map((t) => t.hash)).toEqual([hash]);
+      // It mines and reverts (gas paid): the job fails.
+      node.counts.set(oldCount, 6);
+      mine(hash, 11, 0);
+      await passAt(11);
+      expect(j.status).toBe('failed');
+
+      // Re-opened: signed with this service's wallet at its nonce 0, and broadcast in the same pass.
+      reopen(j);
+      node.broadcasts.length = 0;
+      await passAt(20);
+      expect([j.status, j.nonce]).toEqual(['sent', 0]);
+      expect(Transaction.from(j.attempts[0]!.raw).from).toBe(wallet.address);
+      expect(node.broadcasts.map((t) => t.hash)).toEqual([j.attempts[0]!.hash]);
+      // Unmined for bumpAfterBlocks: sped up at the same nonce, as only the wallet's own job is (the old
+      // key's count, past nonce 0, says nothing of it).
+      for (const block of [21, 22, 23]) await passAt(block);
+      expect(j.status).toBe('sent');
+      expect(j.attempts.map((a) => a.kind)).toEqual(['call', 'call']);
+      expect(node.broadcasts.every((t) => t.from === wallet.address && t.nonce === 0)).toBe(true);
+      // It mines: confirmed.
+      node.counts.set(newCount, 1);
+      mine(j.attempts[1]!.hash, 24);
+      await passAt(24);
+      expect(j.status).toBe('confirmed');
+    } finally {
+      await sender.stop();
+    }
+  });
+});
