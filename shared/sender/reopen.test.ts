@@ -215,4 +215,39 @@ describe('the sender and a re-opened job', () => {
       await sender.stop();
     }
   });
+
+  it('a re-opened job whose receipt lags the mined count gets the whole grace again, and confirms', async () => {
+    const wallet = new Wallet(Wallet.createRandom().privateKey);
+    const j = job('reopened');
+    const { sender, node, passAt, mine } = setUp(wallet, [j]);
+    const count = wallet.address.toLowerCase();
+    try {
+      await passAt(10);
+      expect([j.status, j.nonce]).toEqual(['sent', 0]);
+      // Nonce 0 mined, its receipt not indexed yet (a node a block behind): the grace starts.
+      node.counts.set(count, 1);
+      await passAt(11);
+      expect(j.status).toBe('sent');
+      // The receipt comes (reverted, gas paid): the job fails on chain.
+      mine(j.attempts[0]!.hash, 11, 0);
+      await passAt(12);
+      expect(j.status).toBe('failed');
+
+      // Re-opened: signed at nonce 1, which mines while its receipt lags for the 3 blocks of the grace.
+      reopen(j);
+      await passAt(20);
+      expect([j.status, j.nonce]).toEqual(['sent', 1]);
+      node.counts.set(count, 2);
+      for (const block of [21, 22, 23]) {
+        await passAt(block);
+        expect([block, j.status]).toEqual([block, 'sent']);
+      }
+      // The receipt comes: the job confirms on it, never failed as "used by another transaction".
+      mine(j.attempts[0]!.hash, 21);
+      await passAt(24);
+      expect(j.status).toBe('confirmed');
+    } finally {
+      await sender.stop();
+    }
+  });
 });

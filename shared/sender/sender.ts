@@ -156,7 +156,10 @@ export class Sender {
   private readonly foreignTold = new Set<string>();
   /** This pass's view of the wallet's balance (undefined: it could not be read, and nothing new is signed). */
   private funds?: Funds;
-  /** Per job: the head block at which its nonce was first seen used with none of its receipts found. */
+  /**
+   * Per job's first transaction hash (as `signers`: a re-opened job's new nonce gets its own grace): the head
+   * block at which its nonce was first seen used with none of its receipts found. Dropped on a receipt.
+   */
   private readonly nonceUsedSince = new Map<string, number>();
   /** Jobs whose wait for funds was logged and noted (once per wait: see `waitForFunds`). */
   private readonly unfundedTold = new Set<string>();
@@ -619,16 +622,14 @@ export class Sender {
     if (mined > job.nonce!) {
       // The nonce is used; ask once more in case the receipt was just not indexed.
       const again = await this.findReceipt(job);
-      if (again !== undefined) {
-        this.nonceUsedSince.delete(job.id);
-        return this.onReceipt(job, again, head);
-      }
+      if (again !== undefined) return this.onReceipt(job, again, head);
       // A failure is final: only once the count has said so for a few blocks (receipts may lag it).
-      const since = this.nonceUsedSince.get(job.id) ?? head.number;
-      makeRoom(this.nonceUsedSince, job.id);
-      this.nonceUsedSince.set(job.id, since);
+      const first = job.attempts[0]!.hash;
+      const since = this.nonceUsedSince.get(first) ?? head.number;
+      makeRoom(this.nonceUsedSince, first);
+      this.nonceUsedSince.set(first, since);
       if (head.number - since < NONCE_USED_GRACE_BLOCKS) return;
-      this.nonceUsedSince.delete(job.id);
+      this.nonceUsedSince.delete(first);
       log.error({ job: job.id, nonce: job.nonce }, 'nonce used by a transaction this job did not sign');
       const whose = ours ? 'of the wallet' : `of ${signer}, which signed this job before the key changed,`;
       return this.fail(
@@ -882,6 +883,7 @@ export class Sender {
     const { rpc, store, log } = this.options;
     const { attempt, receipt } = found;
     this.settled(job, receipt.blockNumber);
+    this.nonceUsedSince.delete(job.attempts[0]!.hash); // found: the receipts no longer lag the count
     const depth = head.number - receipt.blockNumber + 1;
     if (depth < this.options.confirmations) {
       if (job.minedBlock !== receipt.blockNumber) await store.setMinedBlock(job.id, receipt.blockNumber);
