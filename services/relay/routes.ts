@@ -274,11 +274,14 @@ export async function registerRelayRoutes(app: FastifyInstance, options: RelayRo
     // re-open it (it decides again under the row's lock); any other known command answers its status.
     if (known?.status === 'failed') refuseExhausted(action, known.id, paidFailures(known));
     // A command already under way (or done) answers its status; only a new or failed one is checked on chain.
-    if (known === undefined || known.status === 'failed') await checkOnChain(parsed);
+    const checked = known === undefined || known.status === 'failed';
+    if (checked) await checkOnChain(parsed);
     let accepted: Awaited<ReturnType<CommandStore['accept']>>;
     try {
       accepted = await store.accept(parsed, {
-        reopen: options.chain !== undefined,
+        // Only after the checks: a command under way when read may have failed since (the sender finished it
+        // before the store's lock); it then answers `failed`, and its next post is checked and re-opens it.
+        reopen: options.chain !== undefined && checked,
         maxPaidFailures: options.maxPaidFailures,
       });
     } catch (error) {
