@@ -536,9 +536,30 @@ class TransferOutDecision {
     return lower(address) === this.lp || didNamesInclude(this.j.didNames(address, at), this.out.lpId);
   }
 
-  /** An address that acts for the LP: the sender of its answer, or one of its own. */
-  private isLpTx(address: string, at: number): boolean {
-    return lower(address) === lower(this.tin!.sender) || this.isLp(address, at);
+  /** An address that acts for the LP on its answer: the answer's sender, or one of the LP's own. */
+  private isLpTx(address: string, answer: TransferIn, at: number): boolean {
+    return lower(address) === lower(answer.sender) || this.isLp(address, at);
+  }
+
+  /**
+   * The LP's answer a ConfirmIn names: `first` (the LP's first answer), or another answer that is its sender's
+   * first and whose sender is an address of the LP (asked about at `at`, else at that answer's time).
+   */
+  private lpAnswerConfirmed(
+    confirmIn: SwapFacts['confirmIns'][number],
+    first: TransferIn,
+    at?: number,
+  ): TransferIn | undefined {
+    const { facts, out, D } = this;
+    if (confirmIn.chainId !== D) return undefined;
+    if (confirmIn.transferId === first.transferId) return first;
+    const answers = answersOf(facts.ins, out);
+    const other = answers.find((e) => e.transferId === confirmIn.transferId);
+    return other !== undefined &&
+      answers.find((e) => lower(e.sender) === lower(other.sender)) === other &&
+      this.isLp(other.sender, at ?? other.blockTimestamp)
+      ? other
+      : undefined;
   }
 
   /**
@@ -554,18 +575,9 @@ class TransferOutDecision {
     answer: TransferIn;
     confirmIn: SwapFacts['confirmIns'][number] | undefined;
   } {
-    const { facts, out, D } = this;
-    for (const confirmIn of facts.confirmIns) {
-      if (confirmIn.chainId !== D) continue;
-      if (confirmIn.transferId === first.transferId) return { answer: first, confirmIn };
-      const answers = answersOf(facts.ins, out);
-      const other = answers.find((e) => e.transferId === confirmIn.transferId);
-      if (
-        other !== undefined &&
-        answers.find((e) => lower(e.sender) === lower(other.sender)) === other &&
-        this.isLp(other.sender, other.blockTimestamp)
-      )
-        return { answer: other, confirmIn };
+    for (const confirmIn of this.facts.confirmIns) {
+      const answer = this.lpAnswerConfirmed(confirmIn, first);
+      if (answer !== undefined) return { answer, confirmIn };
     }
     return { answer: first, confirmIn: undefined };
   }
@@ -625,8 +637,8 @@ class TransferOutDecision {
       e.blockTimestamp <= userConfirmEnd &&
       (e.blockTimestamp < thirdPartyConfirmOutStart || lower(e.txFrom) === user);
     // From T+3E+Tol the LP's own call reverts, but another wallet of the LP may confirm in as anyone else.
-    const confirmedInByLp = (e: ChainEvent, at: number) =>
-      e.blockTimestamp < lpConfirmEnd || this.isLpTx(e.txFrom, at);
+    const confirmedInByLp = (e: ChainEvent, answer: TransferIn, at: number) =>
+      e.blockTimestamp < lpConfirmEnd || this.isLpTx(e.txFrom, answer, at);
 
     // Cases 3 and 4: the LP's answer on the destination chain (a TransferIn by anyone else is not the LP's).
     // In block order; a sender is looked up only as far as needed (griefers after the answer are not asked about).
@@ -682,30 +694,41 @@ class TransferOutDecision {
     this.tin = answer;
     const confirmOut = this.confirmOuts[0];
 
-    // Case 7: someone other than the LP confirmed in while the user had not confirmed out (the known cheat).
-    // Whether the user confirmed out first is settled before the ConfirmIn's sender is asked about: the answer
-    // is then asked for in every arrival order, and recorded with the verdict even when the ConfirmIn comes
-    // after the verdict's time (a case 5 at T+3E that rests on a ConfirmIn by an LP wallet known through DID).
-    const confirmedOutBefore =
-      confirmIn !== undefined &&
-      confirmOut !== undefined &&
-      confirmOut.blockTimestamp <= confirmIn.blockTimestamp;
-    if (confirmIn && !confirmedOutBefore) {
+    // Case 7: someone other than the LP confirmed in one of the LP's answers while the user had not confirmed out
+    // (the known cheat). Every answer's ConfirmIn counts, not only the one the swap goes on with: the LP may
+    // confirm in one answer and the user the other. Whether the user confirmed out first is settled before the
+    // ConfirmIn's answer and sender are asked about: the answers are then asked for in every arrival order, and
+    // recorded with the verdict even when the ConfirmIn comes after the verdict's time (a case 5 at T+3E that
+    // rests on a ConfirmIn by an LP wallet known through DID).
+    for (const e of facts.confirmIns) {
+      if (e.chainId !== D || (confirmOut !== undefined && confirmOut.blockTimestamp <= e.blockTimestamp))
+        continue;
       j.clock(
         S,
-        confirmIn.blockTimestamp + 1,
+        e.blockTimestamp + 1,
         'a ConfirmOut by the ConfirmIn (in a later block of the same second too) would be seen by then',
       );
-      if (!confirmedInByLp(confirmIn, DECISIVE)) {
+      const cheated = this.lpAnswerConfirmed(e, firstAnswer, DECISIVE);
+      if (cheated !== undefined && !confirmedInByLp(e, cheated, DECISIVE)) {
+        this.tin = cheated;
         return this.violation(
           'user',
           7,
-          `case 7: ${confirmIn.txFrom} confirmed in at ${confirmIn.blockTimestamp} while the user had not confirmed out`,
-          confirmIn.blockTimestamp,
+          `case 7: ${e.txFrom} confirmed in at ${e.blockTimestamp} while the user had not confirmed out`,
+          e.blockTimestamp,
           S,
         );
       }
-    } else if (!confirmIn) {
+    }
+    // An answer not confirmed in yet may still be, by anyone once the LP's window closed (a sender's later
+    // answers are none, as in lpAnswerConfirmed).
+    const answers = answersOf(facts.ins, out);
+    const unconfirmed = answers.some(
+      (a, i) =>
+        answers.findIndex((e) => lower(e.sender) === lower(a.sender)) === i &&
+        !facts.confirmIns.some((e) => e.transferId === a.transferId && e.chainId === D),
+    );
+    if (unconfirmed) {
       // Settled once no ConfirmIn can come before the ConfirmOut, or none can come at all.
       const nowD = j.env.now(D);
       const settled =
@@ -739,7 +762,7 @@ class TransferOutDecision {
     const lpConfirmedIn =
       confirmIn !== undefined &&
       confirmIn.blockTimestamp <= lpConfirmEnd &&
-      confirmedInByLp(confirmIn, confirmIn.blockTimestamp);
+      confirmedInByLp(confirmIn, answer, confirmIn.blockTimestamp);
     if (!lpConfirmedIn) {
       j.clock(D, lpConfirmEnd + 1, 'the LP may confirm in until T+3E+Tol');
       return this.violation(
