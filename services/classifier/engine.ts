@@ -35,6 +35,8 @@ import {
   displacesOut,
   emptyFacts,
   executesItsBid,
+  lockKeysOf,
+  type AgreementLock,
   type JudgeEnv,
   type SwapFacts,
   type TransferOut,
@@ -410,8 +412,8 @@ export class ClassifierEngine {
     );
   }
 
-  private env(clocks: ReadonlyMap<string, number>, bidId: string): JudgeEnv {
-    return new SwapEnv(this.o, this.reputationChains, this.swapChains, clocks, bidId);
+  private env(w: WorkingSet, bidId: string): JudgeEnv {
+    return new SwapEnv(this.o, this.reputationChains, this.swapChains, w, bidId);
   }
 
   private advanceClock(
@@ -451,6 +453,14 @@ export class ClassifierEngine {
           this.ignoreOut(w, event, 'foreign', `not the swap of its bid: ${executes.reason}`);
           return null;
         }
+        // A lock of its agreement, whatever becomes of it here (the swap, or a copy): a complaint quoting the
+        // agreement under another of its bids is told apart from case 1 by it (judge.ts).
+        w.recordLock(lockKeysOf(event), {
+          bidId: event.bidId,
+          chainId: event.chainId,
+          transferId: event.transferId,
+          blockTime: event.blockTimestamp,
+        });
         const existing = w.swap(event.bidId);
         const current = existing?.facts.out;
         if (current) {
@@ -576,7 +586,7 @@ export class ClassifierEngine {
    */
   private judgeAndSave(w: WorkingSet, swap: Loaded): void {
     const { facts } = swap;
-    const judgement = swap.decided ? null : judge(facts, this.env(w.clocks, facts.bidId));
+    const judgement = swap.decided ? null : judge(facts, this.env(w, facts.bidId));
     const wait = judgement?.status === 'pending' ? judgement.wait : null;
     w.putSwap({
       facts,
@@ -658,16 +668,20 @@ class SwapEnv implements JudgeEnv {
     private readonly o: Pick<EngineOptions, 'chains' | 'did'>,
     private readonly reputationChains: readonly string[],
     private readonly watchedChains: readonly string[],
-    private readonly clocks: ReadonlyMap<string, number>,
+    private readonly w: WorkingSet,
     private readonly bidId: string,
   ) {}
 
   now(chainId: string): number | undefined {
-    return this.clocks.get(clockKey(chainId, 'swap'));
+    return this.w.clocks.get(clockKey(chainId, 'swap'));
   }
 
   complaintsSeenThrough(): number | undefined {
-    return complaintsSeenThrough(this.reputationChains, this.clocks);
+    return complaintsSeenThrough(this.reputationChains, this.w.clocks);
+  }
+
+  agreementLocks(key: string): readonly AgreementLock[] {
+    return this.w.agreementLocks(key);
   }
 
   evmChainId(chainId: string): number | undefined {

@@ -2,7 +2,14 @@
  * The facts of one swap as the classifier has seen them, and the outside knowledge its decision may use.
  * Everything here is plain data: the decision function (judge.ts) is pure over it.
  */
-import { transferOutBid } from '../../shared/otmoic/agreement.js';
+import {
+  AgreementFieldError,
+  agreementKey,
+  agreementKeys,
+  agreementOfComplaint,
+  agreementOfTransferOut,
+  transferOutBid,
+} from '../../shared/otmoic/agreement.js';
 import type { ChainEvent } from '../../topics/index.js';
 import { differsButHashlock, inAnswerWindow, mismatchesOf } from './lock-terms.js';
 
@@ -73,6 +80,51 @@ export function executesItsBid(out: TransferOut): ReturnType<typeof transferOutB
     executes.set(out, known);
   }
   return known;
+}
+
+/**
+ * A TransferOut that executes its bid, as a lock of its agreement (agreementKey): what a complaint of the same
+ * agreement under another bid is told apart from case 1 by (judge.ts). Recorded per key in
+ * classifier_agreement_locks.
+ */
+export interface AgreementLock {
+  bidId: string;
+  chainId: string;
+  transferId: string;
+  blockTime: number;
+}
+
+const lockKeys = new WeakMap<TransferOut, readonly string[]>();
+/**
+ * The agreement keys of a TransferOut that executes its bid (its sender form, and its receiver form when that is
+ * another address); none for one that does not (foreign: it is no lock of any agreement). Remembered per object.
+ */
+export function lockKeysOf(out: TransferOut): readonly string[] {
+  let keys = lockKeys.get(out);
+  if (!keys) {
+    keys = executesItsBid(out).executes ? agreementKeys(agreementOfTransferOut(out)) : [];
+    lockKeys.set(out, keys);
+  }
+  return keys;
+}
+
+const complaintKeys = new WeakMap<ComplaintEvent, string | null>();
+/**
+ * The agreement key of a complaint's agreement (its srcAddress as it is: a complaint has no alias); null when its
+ * fields cannot be read as an agreement. Remembered per object.
+ */
+export function complaintKeyOf(event: ComplaintEvent): string | null {
+  let key = complaintKeys.get(event);
+  if (key === undefined) {
+    try {
+      key = agreementKey(agreementOfComplaint(event.complaint));
+    } catch (err) {
+      if (!(err instanceof AgreementFieldError)) throw err;
+      key = null;
+    }
+    complaintKeys.set(event, key);
+  }
+  return key;
 }
 
 /**
@@ -278,6 +330,11 @@ export interface JudgeEnv {
   swapChains(): readonly string[];
   /** DID names owned by a (lower-case) address; undefined when not known yet (the shell asks the service). */
   didNames(address: string): readonly string[] | undefined;
+  /**
+   * Every lock seen of the agreement with this key (agreementKey), under any bid. Complete for a chain up to its
+   * clock: a lock is recorded when its TransferOut is handled.
+   */
+  agreementLocks(key: string): readonly AgreementLock[];
 }
 
 /** What a pending swap waits for. */

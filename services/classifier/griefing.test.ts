@@ -150,6 +150,7 @@ describe('the TransferIns the facts keep', () => {
             complaintsSeenThrough: () => complaints,
             evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
             swapChains: () => [SRC.chainId, DST.chainId],
+            agreementLocks: () => [],
             didNames: (address) => (address === SILENT ? undefined : (NAMES[address] ?? [])),
           };
           let kept = emptyFacts(timeline.bidId);
@@ -230,6 +231,7 @@ describe('the work of a griefing TransferIn', () => {
         complaintsSeenThrough: () => 2_000,
         evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
         swapChains: () => [SRC.chainId, DST.chainId],
+        agreementLocks: () => [],
         didNames: (address) => DID_NAMES[address] ?? [],
       };
       const work = (n: number) => {

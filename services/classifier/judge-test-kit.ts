@@ -32,6 +32,7 @@ export const envAt = (clocks: Record<string, number>, complaints = Number.POSITI
   complaintsSeenThrough: () => complaints,
   evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
   swapChains: () => [SRC.chainId, DST.chainId],
+  agreementLocks: () => [],
   didNames: (address) => DID_NAMES[address] ?? [],
 });
 

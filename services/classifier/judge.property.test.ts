@@ -46,6 +46,7 @@ describe('judge (pure decision) against the reference model', () => {
             complaintsSeenThrough: () => clocks.get('reputation'),
             evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
             swapChains: () => [SRC.chainId, DST.chainId],
+            agreementLocks: () => [],
             didNames: (address) => DID_NAMES[address] ?? [],
           };
           let facts = emptyFacts(timeline.bidId);
@@ -128,6 +129,7 @@ describe('judge (pure decision) against the reference model', () => {
       complaintsSeenThrough: () => 2_000,
       evmChainId: (chainId) => ({ [SRC.chainId]: SRC.evm, [DST.chainId]: DST.evm })[chainId],
       swapChains: () => [SRC.chainId, DST.chainId],
+      agreementLocks: () => [],
       didNames: () => undefined,
     });
     expect(judgement).toMatchObject({ status: 'pending', wait: { kind: 'did' } });

@@ -22,8 +22,16 @@ import {
 import type { SignedAgreement } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent, SwapTransaction, SwapVerdict } from '../../topics/index.js';
 import { candidateSigners, userConsents } from './consent.js';
-import { answersOf } from './facts.js';
-import type { ComplaintEvent, JudgeEnv, SwapFacts, TransferIn, TransferOut, Wait } from './facts.js';
+import { answersOf, complaintKeyOf } from './facts.js';
+import type {
+  AgreementLock,
+  ComplaintEvent,
+  JudgeEnv,
+  SwapFacts,
+  TransferIn,
+  TransferOut,
+  Wait,
+} from './facts.js';
 import { differsButHashlock, inAnswerWindow, mismatchesOf, seconds, windowsOf } from './lock-terms.js';
 
 export type Judgement =
@@ -359,6 +367,24 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
         decidedOn: event.chainId,
       });
     }
+    // One signed agreement has many bids (the bid hashes free strings: a token's casing, the signatures' encoding,
+    // srcAddress's form; the LP can even sign its part again), and the classifier reads them all as the same
+    // agreement. A complaint quoting it under another bid than the one it was locked under is no proof that the
+    // user did not lock it: any lock of its key (the same signed terms, however spelled) by T+E answers case 1.
+    // Every such lock is seen by now: the contract takes a lock only by its own T+E, which is this one.
+    const key = complaintKeyOf(event);
+    const lock = key === null ? undefined : earliestLock(j.env.agreementLocks(key), src, transferOutDeadline);
+    if (lock !== undefined)
+      return verdictOf({
+        ...common,
+        outcome: 'unknown',
+        case: null,
+        party: null,
+        subject: null,
+        rule: `unknown: no TransferOut with this bid, but its agreement (the same signed terms, spelled otherwise) was locked on chain ${src} by T+E = ${transferOutDeadline} under bid ${lock.bidId} (transfer ${lock.transferId}): not case 1`,
+        blockTime: seconds(transferOutDeadline),
+        decidedOn: src,
+      });
     return verdictOf({
       ...common,
       outcome: 'violation',
@@ -372,6 +398,25 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
   }
 
   return new TransferOutDecision(facts, out, j, base).decide();
+}
+
+/** The first lock on chain `src` by `deadline` (T+E), in a fixed order whatever the order they were recorded in. */
+function earliestLock(
+  locks: readonly AgreementLock[],
+  src: string,
+  deadline: bigint,
+): AgreementLock | undefined {
+  let first: AgreementLock | undefined;
+  for (const l of locks) {
+    if (l.chainId !== src || BigInt(l.blockTime) > deadline) continue;
+    if (
+      first === undefined ||
+      l.blockTime < first.blockTime ||
+      (l.blockTime === first.blockTime && l.transferId < first.transferId)
+    )
+      first = l;
+  }
+  return first;
 }
 
 function tx(

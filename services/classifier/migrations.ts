@@ -1,6 +1,8 @@
 import type { MigrationSet } from '../../shared/db/migrate.js';
 import { SIGNER_MEMO } from './signer-memo.js';
 import {
+  agreementLocksBackfill,
+  agreementLocksDdl,
   classifierTables,
   ignoredOutsDdl,
   lockLinksDdl,
@@ -55,6 +57,11 @@ export const classifierMigrations: MigrationSet = {
         -- dropped is recovered again when needed.
         DELETE FROM ${SIGNER_MEMO};
       `,
+    },
+    {
+      version: 8,
+      name: 'the locks of each agreement under any of its bids',
+      sql: agreementLocksDdl(classifierTables()) + agreementLocksBackfill(classifierTables()),
     },
   ],
 };

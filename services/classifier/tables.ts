@@ -15,6 +15,7 @@ export interface ClassifierTables {
   violations: string;
   ignoredOuts: string;
   missingEvents: string;
+  agreementLocks: string;
 }
 
 export function classifierTables(schema = 'public'): ClassifierTables {
@@ -30,13 +31,19 @@ export function classifierTables(schema = 'public'): ClassifierTables {
     violations: q('classifier_violations'),
     ignoredOuts: q('classifier_ignored_transfer_outs'),
     missingEvents: q('classifier_missing_events'),
+    agreementLocks: q('classifier_agreement_locks'),
   };
 }
 
 /** Every table of the projection (a replay's fresh schema, a test's). */
 export function classifierDdl(t: ClassifierTables): string {
   return (
-    swapProjectionDdl(t) + ignoredOutsDdl(t) + missingEventsDdl(t) + lockLinksDdl(t) + orphanExpiryDdl(t)
+    swapProjectionDdl(t) +
+    ignoredOutsDdl(t) +
+    missingEventsDdl(t) +
+    lockLinksDdl(t) +
+    orphanExpiryDdl(t) +
+    agreementLocksDdl(t)
   );
 }
 
@@ -172,5 +179,95 @@ export function orphanExpiryDdl(t: ClassifierTables): string {
     UPDATE ${t.orphans} SET expires_at = ${orphanExpirySql('event')};
     ALTER TABLE ${t.orphans} ALTER COLUMN expires_at SET NOT NULL;
     CREATE INDEX ON ${t.orphans} (expires_at);
+  `;
+}
+
+/**
+ * Every TransferOut that executes its bid (a swap's lock, or a copy of it), under each key of its agreement
+ * (shared/otmoic/agreement.ts agreementKey: its sender form, and its receiver form when that is another address).
+ * One signed agreement has many bids; a complaint quoting it under a bid nothing was locked under is not case 1
+ * when the agreement was locked under another (judge.ts). Kept for ever, as the swaps are: a complaint may be
+ * filed long after its T+E. The rows of the locks seen before this table are computed from the stored
+ * TransferOuts (agreementLocksBackfill).
+ */
+export function agreementLocksDdl(t: ClassifierTables): string {
+  return `
+    CREATE TABLE ${t.agreementLocks} (
+      agreement_key text NOT NULL,
+      chain_id text NOT NULL,
+      transfer_id text NOT NULL,
+      bid_id text NOT NULL,
+      block_time bigint NOT NULL,
+      PRIMARY KEY (agreement_key, chain_id, transfer_id)
+    );
+  `;
+}
+
+/**
+ * The lock rows of the TransferOuts stored before the table (the swaps' own locks, and the copies), their keys
+ * computed in SQL exactly as agreementKey does: members written as UTF-8 byte length, ':', value; chain ids and
+ * times in base 10; every address as its number (hex → decimal in a session function); SHA-256 in hex. A
+ * document stored escaped for U+0000 (jsonb-nul.ts, marked by a member U+F000) is left out: PostgreSQL text cannot
+ * hold what it says. A TransferOut whose receiver is its sender has one key.
+ */
+export function agreementLocksBackfill(t: ClassifierTables): string {
+  const member = (v: string) => `(octet_length(${v})::text || ':' || (${v}))`;
+  const num = (v: string) => `(${v})::numeric::text`;
+  const addr = (v: string) => `pg_temp.classifier_hex_to_dec(${v})`;
+  const key = (src: string) =>
+    `encode(sha256(convert_to(${[
+      member(num(`e->>'chainId'`)),
+      member(addr(src)),
+      member(addr(`e->>'token'`)),
+      member(`e->>'amount'`),
+      member(num(`e->>'dstChainId'`)),
+      member(num(`e->>'dstAddress'`)),
+      member(num(`e->>'tokenDst'`)),
+      member(`e->>'amountDst'`),
+      member(`e->>'nativeAmountDst'`),
+      member(`e->>'requestor'`),
+      member(`e->>'lpId'`),
+      member(num(`e->>'agreementReachedTime'`)),
+      member(num(`e->>'expectedSingleStepTime'`)),
+      member(num(`e->>'tolerantSingleStepTime'`)),
+      member(num(`e->>'earliestRefundTime'`)),
+    ].join(' || ')}, 'UTF8')), 'hex')`;
+  return `
+    CREATE FUNCTION pg_temp.classifier_hex_to_dec(h text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+    DECLARE
+      r numeric := 0;
+      i int;
+    BEGIN
+      h := lower(substr(h, 3));
+      FOR i IN 1..length(h) LOOP
+        r := r * 16 + (strpos('0123456789abcdef', substr(h, i, 1)) - 1);
+      END LOOP;
+      RETURN r::text;
+    END $$;
+    WITH stored AS (
+      SELECT facts->'out' AS e FROM ${t.swaps}
+       WHERE jsonb_typeof(facts->'out') = 'object' AND NOT facts ? ''
+      UNION ALL
+      SELECT event AS e FROM ${t.ignoredOuts} WHERE reason = 'copy' AND NOT event ? ''
+    ), outs AS (
+      -- Only what reads as a TransferOut (the event schema's forms): anything else is no lock.
+      SELECT e FROM stored
+       WHERE e->>'kind' = 'TransferOut'
+         AND e ?& array['requestor', 'lpId', 'amount', 'amountDst', 'nativeAmountDst', 'transferId', 'bidId']
+         AND e->>'chainId' ~ '^[0-9]+$' AND e->>'blockTimestamp' ~ '^[0-9]+$'
+         AND e->>'sender' ~ '^0x[0-9a-fA-F]{40}$' AND e->>'receiver' ~ '^0x[0-9a-fA-F]{40}$'
+         AND e->>'token' ~ '^0x[0-9a-fA-F]{40}$'
+         AND e->>'dstChainId' ~ '^[0-9]+$' AND e->>'dstAddress' ~ '^[0-9]+$' AND e->>'tokenDst' ~ '^[0-9]+$'
+         AND e->>'agreementReachedTime' ~ '^[0-9]+$' AND e->>'expectedSingleStepTime' ~ '^[0-9]+$'
+         AND e->>'tolerantSingleStepTime' ~ '^[0-9]+$' AND e->>'earliestRefundTime' ~ '^[0-9]+$'
+    ), keyed AS (
+      SELECT ${key(`e->>'sender'`)} AS agreement_key, e FROM outs
+      UNION ALL
+      SELECT ${key(`e->>'receiver'`)}, e FROM outs WHERE lower(e->>'receiver') <> lower(e->>'sender')
+    )
+    INSERT INTO ${t.agreementLocks} (agreement_key, chain_id, transfer_id, bid_id, block_time)
+    SELECT agreement_key, e->>'chainId', e->>'transferId', e->>'bidId', (e->>'blockTimestamp')::bigint FROM keyed
+    ON CONFLICT DO NOTHING;
+    DROP FUNCTION pg_temp.classifier_hex_to_dec(text);
   `;
 }

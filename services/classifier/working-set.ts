@@ -8,7 +8,7 @@
 import { nulAsText } from '../../shared/db/nul.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
-import { emptyFacts, type SwapFacts, type TransferOut } from './facts.js';
+import { complaintKeyOf, emptyFacts, type AgreementLock, type SwapFacts, type TransferOut } from './facts.js';
 import { fromJsonb, jsonbArrayText, jsonbText } from './jsonb-nul.js';
 import { MinHeap } from './min-heap.js';
 import { orphanExpiry } from './orphan-retention.js';
@@ -89,6 +89,8 @@ export interface ReadPlan {
   heightEventIds: Set<string>;
   /** Newest block time per chain stream the batch's heights carry. */
   heightTimes: Map<string, number>;
+  /** Agreement keys of the batch's complaints (their locks under any bid are read). */
+  complaintKeys: Set<string>;
 }
 
 export function readPlan(
@@ -103,6 +105,7 @@ export function readPlan(
     eventIds: new Set(),
     heightEventIds: new Set(),
     heightTimes: new Map(),
+    complaintKeys: new Set(),
   };
   for (const { id, event } of events) {
     plan.eventIds.add(id);
@@ -123,9 +126,12 @@ export function readPlan(
       case 'RefundIn':
         plan.inTransferIds.add(event.transferId);
         break;
-      case 'Complaint':
+      case 'Complaint': {
         plan.bids.add(event.bidId);
+        const key = complaintKeyOf(event);
+        if (key !== null) plan.complaintKeys.add(key);
         break;
+      }
     }
   }
   for (const h of heights) {
@@ -230,6 +236,12 @@ export class WorkingSet {
   readonly violations: Violation[] = [];
   /** TransferOuts set aside in this transaction (resident: since the last write). */
   private readonly ignored: IgnoredOut[] = [];
+  /** Locks of agreements by agreement key (tables.ts agreementLocksDdl): those read, and those of this batch. */
+  private readonly locks = new Map<string, AgreementLock[]>();
+  /** The keys whose locks were read (resident: every key is known, nothing is read). */
+  private readonly locksRead = new Set<string>();
+  /** Locks recorded in this transaction (resident: since the last write), by key. */
+  private readonly newLocks: Array<[key: string, lock: AgreementLock]> = [];
 
   /** Resident only: every input id handled so far (a resident set reads nothing back). */
   readonly processed = new Set<string>();
@@ -383,7 +395,67 @@ export class WorkingSet {
       ],
     );
     for (const r of rows) w.keepSwap(r);
+    await w.readLocks(tx, plan.complaintKeys);
     return w;
+  }
+
+  /**
+   * The locks of the agreements of the batch's complaints (`keys`) and of every complaint-only swap read: what
+   * their judgement asks (JudgeEnv.agreementLocks). One statement.
+   */
+  private async readLocks(tx: PoolClient, keys: ReadonlySet<string>): Promise<void> {
+    const wanted = new Set(keys);
+    for (const swap of this.swaps.values()) {
+      if (swap.facts.out !== null || swap.decided) continue;
+      for (const c of swap.facts.complaints) {
+        const key = complaintKeyOf(c);
+        if (key !== null) wanted.add(key);
+      }
+    }
+    if (wanted.size === 0) return;
+    const { rows } = await tx.query<{
+      agreement_key: string;
+      bid_id: string;
+      chain_id: string;
+      transfer_id: string;
+      block_time: string;
+    }>(
+      `SELECT agreement_key, bid_id, chain_id, transfer_id, block_time FROM ${this.tables.agreementLocks}
+        WHERE agreement_key = ANY($1)`,
+      [[...wanted]],
+    );
+    for (const key of wanted) this.locksRead.add(key);
+    for (const r of rows)
+      this.keepLock(r.agreement_key, {
+        bidId: r.bid_id,
+        chainId: r.chain_id,
+        transferId: r.transfer_id,
+        blockTime: Number(r.block_time),
+      });
+  }
+
+  /** Keeps a lock in memory under its key; false when it is known already. */
+  private keepLock(key: string, lock: AgreementLock): boolean {
+    const list = this.locks.get(key);
+    if (list?.some((l) => l.chainId === lock.chainId && l.transferId === lock.transferId)) return false;
+    if (list) list.push(lock);
+    else this.locks.set(key, [lock]);
+    return true;
+  }
+
+  /** Records a TransferOut that executes its bid as a lock of its agreement, under each of its keys. */
+  recordLock(keys: readonly string[], lock: AgreementLock): void {
+    for (const key of keys) if (this.keepLock(key, lock)) this.newLocks.push([key, lock]);
+  }
+
+  /**
+   * Every lock known of the agreement with this key. Live, only the keys read for the batch are complete (and
+   * the judgements of the batch ask only those): any other is an error, never an empty answer.
+   */
+  agreementLocks(key: string): readonly AgreementLock[] {
+    if (!this.resident && !this.locksRead.has(key))
+      throw new Error(`the locks of agreement ${key} were not read for this transaction`);
+    return this.locks.get(key) ?? [];
   }
 
   /** The pending swaps waiting for the DID names of any of `addresses` (answers came). */
@@ -400,6 +472,7 @@ export class WorkingSet {
       [addresses.map((a) => a.toLowerCase())],
     );
     for (const r of rows) w.keepSwap(r);
+    await w.readLocks(tx, new Set());
     return w;
   }
 
@@ -714,6 +787,8 @@ export class WorkingSet {
       this.newLinks.length = 0;
       this.released.length = 0;
       this.ignored.length = 0;
+      // The locks stay in memory (a complaint may come long after): only their rows are not written.
+      this.newLocks.length = 0;
     }
     try {
       await withTransaction(pool, (tx) => writeDecided(tx, this.tables, verdicts, violations));
@@ -795,6 +870,21 @@ export class WorkingSet {
           // Words for the operator (text: U+0000 written as the six characters \u0000).
           rows.map((r) => nulAsText(r.detail)),
           rows.map((r) => jsonbText(r.event)),
+        ],
+      );
+    }
+    if (this.newLocks.length > 0) {
+      const rows = this.newLocks;
+      await tx.query(
+        `INSERT INTO ${t.agreementLocks} (agreement_key, chain_id, transfer_id, bid_id, block_time)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+         ON CONFLICT DO NOTHING`,
+        [
+          rows.map(([k]) => k),
+          rows.map(([, l]) => l.chainId),
+          rows.map(([, l]) => l.transferId),
+          rows.map(([, l]) => l.bidId),
+          rows.map(([, l]) => l.blockTime),
         ],
       );
     }

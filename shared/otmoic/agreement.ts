@@ -41,6 +41,7 @@
  * from a TransferOut carries its receiver as `srcAddressAlias`, and wherever it is rebuilt or compared (its bid,
  * the signatures, a complaint's terms) the alias is tried after the sender (`MessageVersion`, `differingTerms`).
  */
+import { createHash } from 'node:crypto';
 import { getAddress } from 'ethers';
 import { bidId } from '../chain/bid-id.js';
 import type { Complaint } from '../chain/complaint-eip712.js';
@@ -487,4 +488,57 @@ export function transferOutBid(
     }
   }
   return { executes: false, reason: `its own fields hash to ${computed.join(' / ')}, not to its bid` };
+}
+
+/** An address member as the key writes it: the base-10 number of the address (its casing is no part of it). */
+const keyAddress = (address: string) => BigInt(address).toString();
+/** A token member: an address as its number; a token that is no address (a free string) as it is. */
+const keyToken = (value: string) => (/^0x[0-9a-fA-F]{40}$/.test(value) ? keyAddress(value) : value);
+
+/**
+ * The agreement's key: one agreement whatever its spelling. The bid hashes free strings (the token members as
+ * typed, srcAddress in either form, the signatures as text), and the classifier reads all of those spellings as
+ * one agreement, so one signed agreement has many valid bids. The key is what the signatures bind, read as the
+ * classifier reads them (consent.ts tries every address member in both casings, and src_address as the sender
+ * and as the receiver alias): chain ids and times in base 10, every address member as its number, amounts,
+ * requestor and lpId as their exact strings (signed as such). Two agreements have one key exactly when consent.ts
+ * accepts the same signatures for both; then differingTerms finds no difference.
+ *
+ * No signature is part of it: the LP can always sign its part again (a fresh nonce, or another casing of the
+ * Message), and the parties are in the terms (requestor, lpId), whose consent the judge proves.
+ *
+ * SHA-256 (hex) of the members, each written as its UTF-8 byte length, ':', and itself (unambiguous: no member
+ * can be shifted across a border, as the bid's can). tables.ts agreementLocksBackfillDdl computes the same in SQL.
+ */
+export function agreementKey(a: Agreement, srcAddressForm: SrcAddressForm = 'own'): string {
+  const members = [
+    a.srcChainId.toString(),
+    keyAddress(srcAddressOf(a, srcAddressForm)),
+    keyToken(a.srcToken),
+    a.srcAmount,
+    a.dstChainId.toString(),
+    keyAddress(a.dstAddress),
+    keyToken(a.dstToken),
+    a.dstAmount,
+    a.dstNativeAmount,
+    a.requestor,
+    a.lpId,
+    a.agreementReachedTime.toString(),
+    a.expectedSingleStepTime.toString(),
+    a.tolerantSingleStepTime.toString(),
+    a.earliestRefundTime.toString(),
+  ];
+  return createHash('sha256')
+    .update(members.map((m) => `${Buffer.byteLength(m, 'utf8')}:${m}`).join(''), 'utf8')
+    .digest('hex');
+}
+
+/**
+ * The keys of an agreement in each form of src_address it has (a TransferOut's: its sender, then its receiver
+ * when that is another address; a complaint's: its own).
+ */
+export function agreementKeys(a: Agreement): string[] {
+  return a.srcAddressAlias === undefined
+    ? [agreementKey(a)]
+    : [agreementKey(a, 'own'), agreementKey(a, 'alias')];
 }
