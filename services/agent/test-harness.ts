@@ -74,11 +74,7 @@ export async function startTestAgent(
         headers: { 'content-type': 'application/json', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
-      return {
-        status: response.status,
-        body: (await response.json()) as Record<string, any>,
-        retryAfter: response.headers.get('retry-after'),
-      };
+      return { status: response.status, body: (await response.json()) as Record<string, any> };
     },
     async get(path: string) {
       const response = await fetch(`${base}${path}`);

@@ -25,11 +25,12 @@ export interface ServerSession {
   backendStart: string;
 }
 
+/** The statement that reads a connection's own server session (pid, backend_start). */
+export const SESSION_QUERY = `SELECT pid, backend_start::text AS backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`;
+
 /** The server session of `client`'s connection. */
 export async function sessionOf(client: Queryable): Promise<ServerSession> {
-  const { rows } = await client.query<{ pid: number; backend_start: string }>(
-    `SELECT pid, backend_start::text AS backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
-  );
+  const { rows } = await client.query<{ pid: number; backend_start: string }>(SESSION_QUERY);
   return { pid: rows[0]!.pid, backendStart: rows[0]!.backend_start };
 }
 

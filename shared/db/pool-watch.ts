@@ -18,7 +18,8 @@ import {
   destroyConnection,
   endLostSession,
   endWithin,
-  sessionOf,
+  queryWithin,
+  SESSION_QUERY,
   type ServerSession,
 } from './dedicated-connection.js';
 
@@ -83,7 +84,10 @@ interface Suspect {
   statement: InFlight;
 }
 
-/** Watches a pool made with `Client: WatchedClient` (createPool makes them so), until stop(). */
+/**
+ * Watches the clients of a pool made with `Client: WatchedClient`, whose `onConnect` is connected() and whose
+ * 'remove' event calls removed() (createPool wires them), until stop().
+ */
 export class PoolWatch {
   private readonly clients = new Set<WatchedClient>();
   private readonly suspects = new WeakMap<WatchedClient, Suspect>();
@@ -92,23 +96,30 @@ export class PoolWatch {
   /** Connections ended because their statement's answer would never come. */
   lost = 0;
 
-  constructor(
-    pool: pg.Pool,
-    private readonly options: PoolWatchOptions,
-  ) {
-    pool.on('connect', (client) => {
-      const watched = client as unknown as WatchedClient;
-      this.clients.add(watched);
-      client.once('end', () => this.clients.delete(watched));
-      // Queued before the caller's first statement: the session is known before anything can hang.
-      sessionOf(watched)
-        .then((session) => (watched.session = session))
-        // A failure is the connection's: the caller's statement queued behind it fails too, and reports it.
-        .catch(() => undefined);
-    });
-    pool.on('remove', (client) => this.clients.delete(client as unknown as WatchedClient));
+  constructor(private readonly options: PoolWatchOptions) {
     this.timer = setInterval(() => void this.look(), options.everyMs ?? POOL_WATCH_EVERY_MS);
     this.timer.unref();
+  }
+
+  /**
+   * The pool's `onConnect`: reads the new connection's server session before the pool hands it out (within a
+   * deadline: a connection that does not answer is dropped, and the caller's connect fails), and watches it.
+   */
+  async connected(client: pg.ClientBase): Promise<void> {
+    const watched = client as unknown as WatchedClient;
+    const { rows } = await queryWithin<{ pid: number; backend_start: string }>(
+      watched,
+      this.options.probeTimeoutMs ?? DEDICATED_QUERY_TIMEOUT_MS,
+      SESSION_QUERY,
+    );
+    watched.session = { pid: rows[0]!.pid, backendStart: rows[0]!.backend_start };
+    this.clients.add(watched);
+    watched.once('end', () => this.clients.delete(watched));
+  }
+
+  /** The pool's 'remove' event: a client it let go. */
+  removed(client: pg.ClientBase): void {
+    this.clients.delete(client as unknown as WatchedClient);
   }
 
   stop(): void {

@@ -25,8 +25,15 @@ export function createPool(
     watchProbeTimeoutMs?: number;
   } = {},
 ): pg.Pool {
+  const watch = new PoolWatch({
+    connectionString: url,
+    everyMs: options.watchEveryMs,
+    probeTimeoutMs: options.watchProbeTimeoutMs,
+    log: options.log,
+  });
   const pool = new pg.Pool({
     Client: WatchedClient,
+    onConnect: (client) => watch.connected(client),
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.application ?? 'otmoic',
@@ -39,12 +46,7 @@ export function createPool(
   pool.on('error', (err) =>
     options.log?.warn({ err: err.message, db: redactUrl(url) }, 'idle database client error'),
   );
-  const watch = new PoolWatch(pool, {
-    connectionString: url,
-    everyMs: options.watchEveryMs,
-    probeTimeoutMs: options.watchProbeTimeoutMs,
-    log: options.log,
-  });
+  pool.on('remove', (client) => watch.removed(client));
   watches.set(pool, watch);
   const end = pool.end.bind(pool);
   pool.end = ((callback?: () => void) => {
