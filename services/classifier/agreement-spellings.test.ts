@@ -17,6 +17,7 @@ import {
   agreementOfTransferOut,
   bidIdOfAgreement,
   swapMessage,
+  transferOutBid,
   uniform,
 } from '../../shared/otmoic/agreement.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
@@ -33,7 +34,7 @@ import {
 } from './judge-test-kit.js';
 import { judge } from './judge.js';
 import { classifierMigrations } from './migrations.js';
-import { CONTRACT, DST, LP, SRC } from './swap-timeline.js';
+import { CONTRACT, DST, LP, SRC, STRANGER, USER } from './swap-timeline.js';
 import { agreementLocksBackfill } from './tables.js';
 
 type Complaint = Extract<ChainEvent, { kind: 'Complaint' }>;
@@ -230,5 +231,241 @@ describe('a complaint quoting the agreement under another bid than it was locked
       await db.pool.query(agreementLocksBackfill(tables));
       expect(await rows()).toEqual(written);
     });
+  });
+});
+
+/**
+ * (B) The user locks the agreement a second time under another of its bids, with a fresh hashlock: the lock
+ * executes its own bid, with the LP's consent, but the LP's node never saw that bid. As its own swap it was case 3
+ * on the LP, which had answered the agreement's genuine lock. A lock with the copy key of another (the same
+ * agreement, the same lpSign however encoded) is a copy of the agreement's swap, its earliest lock in chain order,
+ * whatever its bid; the LP's answer to the other lock then joins that swap as for two locks of one bid.
+ */
+describe('the agreement locked again under another of its bids (same agreement and lpSign)', () => {
+  type Lock = (typeof erc20)['lock'];
+  /** A lock of `swap`'s agreement re-spelled by `respell` (fresh hashlock and transfer), its bid `bidOf` of it. */
+  function relocked(
+    swap: typeof erc20,
+    respell: (l: Lock) => Lock,
+    bidOf: (l: Lock) => string,
+    n: number,
+  ): Lock {
+    const l = respell({
+      ...swap.lock,
+      txHash: '0x' + n.toString(16).padStart(2, '0').repeat(32),
+      hashlock: '0x' + (n + 1).toString(16).padStart(2, '0').repeat(32),
+      transferId: '0x' + (n + 2).toString(16).padStart(2, '0').repeat(32),
+    });
+    return { ...l, bidId: bidOf(l) };
+  }
+  const alias =
+    (rendering = uniform('checksum')) =>
+    (l: Lock) =>
+      bidIdOfAgreement(agreementOfTransferOut(l), rendering, 'alias');
+  const same = (l: Lock) => l;
+  /** The user signs the Message again with its address members in lower case: another valid userSign. */
+  const userSignsAgain = (l: Lock): Lock => ({
+    ...l,
+    userSign: new SigningKey(USER.privateKey).sign(
+      swapDigest(swapMessage(agreementOfTransferOut(l), uniform('lower'), 'alias'), SRC.evm, 'swap'),
+    ).serialized,
+  });
+  const fromWallet =
+    (address: string) =>
+    (l: Lock): Lock => ({ ...l, sender: address, txFrom: address });
+  const relocks: Array<[string, typeof erc20, (n: number) => Lock]> = [
+    [
+      'srcAddress in the sender form',
+      native,
+      (n) =>
+        relocked(
+          native,
+          same,
+          (l) => bidIdOfAgreement(agreementOfTransferOut(l), uniform('checksum'), 'own'),
+          n,
+        ),
+    ],
+    [
+      'the source token in lower case',
+      erc20,
+      (n) => relocked(erc20, same, alias({ ...uniform('checksum'), srcToken: 'lower' }), n),
+    ],
+    [
+      'userSign in EIP-2098 compact form',
+      native,
+      (n) =>
+        relocked(
+          native,
+          (l) => ({ ...l, userSign: Signature.from(l.userSign).compactSerialized }),
+          alias(),
+          n,
+        ),
+    ],
+    [
+      'lpSign with v as 0/1 and in upper-case hex',
+      native,
+      (n) =>
+        relocked(
+          native,
+          (l) => ({ ...l, lpSign: '0x' + vAsParity(l.lpSign).slice(2).toUpperCase() }),
+          alias(),
+          n,
+        ),
+    ],
+    ['a fresh userSign (the user signed again)', erc20, (n) => relocked(erc20, userSignsAgain, alias(), n)],
+    [
+      'another wallet of the user’s, the bid in the SDK’s form (which leaves the sender out), token lower-case',
+      erc20,
+      (n) =>
+        relocked(
+          erc20,
+          fromWallet(STRANGER.address),
+          alias({ ...uniform('checksum'), srcToken: 'lower' }),
+          n,
+        ),
+    ],
+  ];
+
+  it('each relock names another bid and executes it (the audit: a second swap with the LP’s consent)', () => {
+    for (const [, swap, relock] of relocks) {
+      const l = relock(0xa0);
+      expect(l.bidId).not.toBe(swap.bid);
+      expect(transferOutBid(l)).toEqual({ executes: true });
+    }
+  });
+
+  describe('through the engine, live and resident (a replay), in either arrival order', () => {
+    let db: TestDatabase;
+    beforeAll(async () => {
+      db = await createTestDatabase([classifierMigrations]);
+    });
+    afterAll(async () => {
+      await db?.drop();
+    });
+    const input = (e: ChainEvent): ClassifierInput => ({ kind: 'event', id: chainEventId(e), event: e });
+    let schemas = 0;
+
+    async function run(events: readonly ChainEvent[], resident: boolean) {
+      const { engine, tables } = await syntheticEngine(
+        db.pool,
+        `relocks_${++schemas}`,
+        resident ? 'keep' : undefined,
+      );
+      for (const e of events) await engine.handleBatch([input(e)], batchContext());
+      for (const h of finalHeights(2_000)) await engine.handleBatch([h], batchContext());
+      await engine.writeResident();
+      const verdicts = await db.pool.query<{ bid_id: string; verdict: SwapVerdict }>(
+        `SELECT bid_id, verdict FROM ${tables.verdicts}`,
+      );
+      const ignored = await db.pool.query<{ transfer_id: string; reason: string }>(
+        `SELECT transfer_id, reason FROM ${tables.ignoredOuts} ORDER BY transfer_id`,
+      );
+      const links = await db.pool.query<{ in_transfer_id: string; bid_id: string }>(
+        `SELECT in_transfer_id, bid_id FROM ${tables.inLinks}`,
+      );
+      const swaps = await db.pool.query<{ bid_id: string }>(
+        `SELECT bid_id FROM ${tables.swaps} ORDER BY bid_id`,
+      );
+      return {
+        verdicts: new Map(verdicts.rows.map((r) => [r.bid_id, r.verdict])),
+        ignored: ignored.rows,
+        links: new Map(links.rows.map((r) => [r.in_transfer_id, r.bid_id])),
+        swaps: swaps.rows.map((r) => r.bid_id),
+      };
+    }
+
+    const chainOf = (swap: typeof erc20) => swap.events.filter((e) => e.kind !== 'Complaint');
+    const answerOf = (swap: typeof erc20) => swap.events.find((e) => e.kind === 'TransferIn')!;
+
+    for (const [name, swap, relock] of relocks)
+      for (const resident of [false, true])
+        for (const relockFirst of [false, true]) {
+          const order = `${resident ? 'resident' : 'live'}, the relock arriving ${relockFirst ? 'first' : 'last'}`;
+          it(`${name}, locked after the genuine lock: a copy of its swap, no case 3; ${order}`, async () => {
+            const l = relock(0xa0);
+            const later = { ...l, blockTimestamp: 1_001, blockNumber: swap.lock.blockNumber + 100 };
+            const chain = chainOf(swap);
+            const r = await run(relockFirst ? [later, ...chain] : [...chain, later], resident);
+            expect(shown(r.verdicts.get(swap.bid)!)).toEqual(['normal', null, null]);
+            expect(r.verdicts.has(later.bidId)).toBe(false);
+            expect(r.verdicts.size).toBe(1);
+            expect(r.ignored).toEqual([{ transfer_id: later.transferId, reason: 'copy' }]);
+            expect(r.swaps).toEqual([swap.bid]);
+          });
+          it(`${name}, locked before the genuine lock: its swap, whose LP answered the other lock (unknown, no case 3); ${order}`, async () => {
+            const l = relock(0xb0);
+            const earlier = { ...l, blockNumber: swap.lock.blockNumber - 1 };
+            const chain = chainOf(swap);
+            // The relock last: it takes over the genuine lock's swap (its TransferIn, ConfirmOut, ConfirmIn).
+            const r = await run(relockFirst ? [earlier, ...chain] : [...chain, earlier], resident);
+            const verdict = r.verdicts.get(earlier.bidId)!;
+            expect(shown(verdict)).toEqual(['unknown', null, null]);
+            expect(verdict.rule).toContain(
+              `the LP answered another lock of this agreement (transfer ${swap.lock.transferId})`,
+            );
+            expect(verdict.transferOutId).toBe(earlier.transferId);
+            expect(r.verdicts.size).toBe(1);
+            expect(r.ignored).toEqual([{ transfer_id: swap.lock.transferId, reason: 'copy' }]);
+            // Every link names the swap now: the LP's answer, and the genuine lock as another lock.
+            expect(r.links.get(answerOf(swap).transferId)).toBe(earlier.bidId);
+            expect(r.links.get(swap.lock.transferId)).toBe(earlier.bidId);
+            expect(r.swaps).toEqual([earlier.bidId]);
+          });
+        }
+
+    for (const resident of [false, true])
+      for (const relockFirst of [false, true])
+        it(`the genuine bid's complaint stays with its bid when an earlier relock takes the swap; ${resident ? 'resident' : 'live'}, relock ${relockFirst ? 'first' : 'last'}`, async () => {
+          const l = relocks[1]![2](0xc0);
+          const earlier = { ...l, blockNumber: erc20.lock.blockNumber - 1 };
+          const r = await run(
+            relockFirst ? [earlier, ...erc20.events] : [...erc20.events, earlier],
+            resident,
+          );
+          expect(shown(r.verdicts.get(earlier.bidId)!)).toEqual(['unknown', null, null]);
+          const complained = r.verdicts.get(erc20.bid)!;
+          expect(shown(complained)).toEqual(['unknown', null, null]);
+          expect(complained.rule).toContain('not case 1');
+          expect(r.swaps).toEqual([earlier.bidId, erc20.bid].sort());
+        });
+
+    for (const resident of [false, true])
+      for (const frontRunFirst of [false, true])
+        it(`a front-run lock of the terms with a garbage lpSign is its own swap, the genuine lock stays the swap; ${resident ? 'resident' : 'live'}, front-run ${frontRunFirst ? 'first' : 'last'}`, async () => {
+          const frontRun = relocked(
+            erc20,
+            (l) => ({
+              ...l,
+              sender: STRANGER.address,
+              txFrom: STRANGER.address,
+              lpSign: '0x' + '11'.repeat(65),
+            }),
+            alias(),
+            0xd0,
+          );
+          expect(transferOutBid(frontRun)).toEqual({ executes: true });
+          const early = { ...frontRun, blockNumber: erc20.lock.blockNumber - 1 };
+          const chain = chainOf(erc20);
+          const r = await run(frontRunFirst ? [early, ...chain] : [...chain, early], resident);
+          expect(shown(r.verdicts.get(erc20.bid)!)).toEqual(['normal', null, null]);
+          expect(shown(r.verdicts.get(early.bidId)!)).toEqual(['violation', 2, 'user']);
+          expect(r.ignored).toEqual([]);
+        });
+
+    // The agreement signed in the sender form (spec §2.1): the LP locks the same terms with the same signatures from a
+    // throwaway before the user, and never answers. The throwaway's lock shares the user's lock's receiver-form key
+    // and lpSign, but not its sender: it is no copy-maker, and the user's lock stays a swap the LP must answer.
+    const senderForm = swapSignedAs({});
+    for (const resident of [false, true])
+      for (const frontRunFirst of [false, true])
+        it(`the LP's front-run of a sender-form agreement from another wallet does not spare it case 3; ${resident ? 'resident' : 'live'}, front-run ${frontRunFirst ? 'first' : 'last'}`, async () => {
+          const frontRun = relocked(senderForm, fromWallet(STRANGER.address), alias(), 0xe0);
+          expect(transferOutBid(frontRun)).toEqual({ executes: true });
+          const early = { ...frontRun, blockNumber: senderForm.lock.blockNumber - 1 };
+          const r = await run(frontRunFirst ? [early, senderForm.lock] : [senderForm.lock, early], resident);
+          expect(shown(r.verdicts.get(senderForm.bid)!)).toEqual(['violation', 3, 'lp']);
+          expect(shown(r.verdicts.get(early.bidId)!)).toEqual(['violation', 2, 'user']);
+          expect(r.ignored).toEqual([]);
+        });
   });
 });

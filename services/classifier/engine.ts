@@ -32,6 +32,7 @@ import type { DidNames } from './did-source.js';
 import {
   addFact,
   confirmsAnAnswer,
+  copyKeysOf,
   displacesOut,
   emptyFacts,
   executesItsBid,
@@ -455,7 +456,8 @@ export class ClassifierEngine {
         }
         // A lock of its agreement, whatever becomes of it here (the swap, or a copy): a complaint quoting the
         // agreement under another of its bids is told apart from case 1 by it (judge.ts).
-        w.recordLock(lockKeysOf(event), {
+        const copyKeys = copyKeysOf(event);
+        w.recordLock(lockKeysOf(event), copyKeys, {
           bidId: event.bidId,
           chainId: event.chainId,
           transferId: event.transferId,
@@ -463,6 +465,12 @@ export class ClassifierEngine {
         });
         const existing = w.swap(event.bidId);
         const current = existing?.facts.out;
+        if (!current) {
+          // The same agreement with the same LP consent (copy key) locked under another of its bids: one swap, the
+          // earliest lock, as for two locks of one bid below.
+          const other = w.agreementSwap(copyKeys, event.bidId);
+          if (other) return this.anotherBidsLock(w, event, other, existing);
+        }
         if (current) {
           // The swap's own lock again (a replay keeps only the transfer id of a decided swap's TransferOut).
           if (current.transferId === event.transferId) return null;
@@ -514,6 +522,64 @@ export class ClassifierEngine {
         };
       }
     }
+  }
+
+  /**
+   * `event` locks the agreement (its copy key) of `other`, the swap of another bid: the swap is the earlier lock
+   * in chain order, the other a copy, as for two locks of one bid (route). A later lock joins `other` as a copy
+   * (linked as a lock: the LP's answer to it joins the swap, judge.ts cases 3 and 4). An earlier one takes the
+   * swap over under its own bid: `other`'s lock becomes its copy, its events and links move, and its row keeps
+   * only its complaints (judged as a complaint under a bid whose agreement was locked under another: judge.ts),
+   * or goes. `other` is still pending then: its verdict waits for the source clock past its lock, so past this
+   * one (the same chain: the copy key holds the source chain). `existing`: `event`'s bid's row (its complaints).
+   */
+  private anotherBidsLock(
+    w: WorkingSet,
+    event: TransferOut,
+    other: StoredSwap,
+    existing: StoredSwap | undefined,
+  ): Loaded | null {
+    const otherOut = other.facts.out!;
+    if (other.decided || !displacesOut(other.facts, event)) {
+      this.ignoreOut(
+        w,
+        event,
+        'copy',
+        `a later lock of the agreement of swap ${otherOut.transferId} (bid ${other.facts.bidId}) under another of its bids`,
+      );
+      w.link([event.transferId], other.facts.bidId, true);
+      const { facts: joined, adopted } = this.adopt(w, other.facts, event.transferId, 'lock');
+      return adopted ? { facts: joined, decided: other.decided } : null;
+    }
+    const bid = event.bidId;
+    const moved = other.facts;
+    this.ignoreOut(
+      w,
+      otherOut,
+      'copy',
+      `a later lock of the agreement of swap ${event.transferId} (bid ${bid}) under another of its bids`,
+    );
+    let facts = addFact(existing?.facts ?? emptyFacts(bid), event);
+    for (const e of [
+      ...moved.ins,
+      ...moved.confirmOuts,
+      ...moved.refundOuts,
+      ...moved.confirmIns,
+      ...moved.refundIns,
+    ])
+      facts = addFact(facts, e);
+    w.forgetOut(otherOut.transferId);
+    w.repointLinks(moved.bidId, bid);
+    w.link([otherOut.transferId], bid, true);
+    if (moved.complaints.length > 0) {
+      this.judgeAndSave(w, {
+        facts: { ...emptyFacts(moved.bidId), complaints: moved.complaints },
+        decided: false,
+      });
+    } else w.dropSwap(moved.bidId);
+    const swap: Loaded = { facts, decided: existing?.decided ?? false };
+    swap.facts = this.adopt(w, swap.facts, event.transferId, 'lock').facts;
+    return swap;
   }
 
   /**

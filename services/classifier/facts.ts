@@ -8,6 +8,8 @@ import {
   agreementKeys,
   agreementOfComplaint,
   agreementOfTransferOut,
+  bidInReceiverForm,
+  copyKeysOfLock,
   transferOutBid,
 } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent } from '../../topics/index.js';
@@ -104,6 +106,24 @@ export function lockKeysOf(out: TransferOut): readonly string[] {
   if (!keys) {
     keys = executesItsBid(out).executes ? agreementKeys(agreementOfTransferOut(out)) : [];
     lockKeys.set(out, keys);
+  }
+  return keys;
+}
+
+const copyKeys = new WeakMap<TransferOut, readonly string[]>();
+/**
+ * The copy keys of a TransferOut that executes its bid (shared/otmoic/agreement.ts copyKeysOfLock: the agreement
+ * with its lpSign, and its sender unless its bid leaves the sender out), one per key of lockKeysOf, in its order;
+ * none for a foreign one. Locks of one agreement under any of its bids that share a copy key are one swap, the
+ * earliest lock (engine route). Remembered per object.
+ */
+export function copyKeysOf(out: TransferOut): readonly string[] {
+  let keys = copyKeys.get(out);
+  if (!keys) {
+    keys = executesItsBid(out).executes
+      ? copyKeysOfLock(agreementOfTransferOut(out), out.lpSign, bidInReceiverForm(out))
+      : [];
+    copyKeys.set(out, keys);
   }
   return keys;
 }
@@ -293,7 +313,7 @@ function indexOf(ins: readonly TransferIn[]): InsIndex {
  * later makes it another lock's, which the next case covers. Naming another transfer, the decision asks only
  * whether it matches the agreement but for the hashlock (the LP answered another lock), unless that transfer
  * is a lock still to come that takes the swap (an earlier copy): then with the same hashlock. The locks of one
- * agreement carry the same terms but for the hashlock (they hash to one bid, as the chain gives them).
+ * agreement carry the same terms but for the hashlock (they hash to one bid, or share a copy key: one agreement).
  */
 function covers(out: TransferOut, earlier: TransferIn, later: TransferIn): boolean {
   const a = mismatchesOf(out, earlier);

@@ -189,6 +189,11 @@ export function orphanExpiryDdl(t: ClassifierTables): string {
  * when the agreement was locked under another (judge.ts). Kept for ever, as the swaps are: a complaint may be
  * filed long after its T+E. The rows of the locks seen before this table are computed from the stored
  * TransferOuts (agreementLocksBackfill).
+ *
+ * `copy_key` (facts.ts copyKeysOf: the agreement key with the lock's lpSign) finds the other locks of the same
+ * agreement and LP consent under any bid: the earliest is the swap, the others its copies (engine route). The
+ * migration leaves it NULL for the locks seen before it (their canonical lpSign is not computed in SQL): a lock
+ * of such an agreement that comes after the upgrade is judged as its own bid's swap, as before.
  */
 export function agreementLocksDdl(t: ClassifierTables): string {
   return `
@@ -198,8 +203,11 @@ export function agreementLocksDdl(t: ClassifierTables): string {
       transfer_id text NOT NULL,
       bid_id text NOT NULL,
       block_time bigint NOT NULL,
+      -- copyKey of this agreement key and the lock's lpSign; NULL for a row computed by the migration.
+      copy_key text,
       PRIMARY KEY (agreement_key, chain_id, transfer_id)
     );
+    CREATE INDEX ON ${t.agreementLocks} (copy_key) WHERE copy_key IS NOT NULL;
   `;
 }
 

@@ -8,7 +8,15 @@
 import { nulAsText } from '../../shared/db/nul.js';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../shared/db/pool.js';
 import type { ChainEvent, ChainHeight, SwapVerdict, Violation } from '../../topics/index.js';
-import { complaintKeyOf, emptyFacts, type AgreementLock, type SwapFacts, type TransferOut } from './facts.js';
+import {
+  byChainPosition,
+  complaintKeyOf,
+  copyKeysOf,
+  emptyFacts,
+  type AgreementLock,
+  type SwapFacts,
+  type TransferOut,
+} from './facts.js';
 import { fromJsonb, jsonbArrayText, jsonbText } from './jsonb-nul.js';
 import { MinHeap } from './min-heap.js';
 import { orphanExpiry } from './orphan-retention.js';
@@ -91,6 +99,8 @@ export interface ReadPlan {
   heightTimes: Map<string, number>;
   /** Agreement keys of the batch's complaints (their locks under any bid are read). */
   complaintKeys: Set<string>;
+  /** Copy keys of the batch's TransferOuts (the locks of the same agreement and LP consent, and their swaps). */
+  copyKeys: Set<string>;
 }
 
 export function readPlan(
@@ -106,6 +116,7 @@ export function readPlan(
     heightEventIds: new Set(),
     heightTimes: new Map(),
     complaintKeys: new Set(),
+    copyKeys: new Set(),
   };
   for (const { id, event } of events) {
     plan.eventIds.add(id);
@@ -113,6 +124,7 @@ export function readPlan(
       case 'TransferOut':
         plan.bids.add(event.bidId);
         plan.orphanRefs.add(event.transferId);
+        for (const key of copyKeysOf(event)) plan.copyKeys.add(key);
         break;
       case 'TransferIn':
         plan.outTransferIds.add(event.srcTransferId);
@@ -240,8 +252,16 @@ export class WorkingSet {
   private readonly locks = new Map<string, AgreementLock[]>();
   /** The keys whose locks were read (resident: every key is known, nothing is read). */
   private readonly locksRead = new Set<string>();
-  /** Locks recorded in this transaction (resident: since the last write), by key. */
-  private readonly newLocks: Array<[key: string, lock: AgreementLock]> = [];
+  /** Locks recorded in this transaction (resident: since the last write), by key, with their copy keys. */
+  private readonly newLocks: Array<[key: string, lock: AgreementLock, copyKey: string]> = [];
+  /** Locks by copy key (facts.ts copyKeysOf): those read, and those of this batch. */
+  private readonly copyLocks = new Map<string, AgreementLock[]>();
+  /** The copy keys whose locks (and their bids' swaps) were read (resident: every one is known). */
+  private readonly copyKeysRead = new Set<string>();
+  /** Swaps whose rows go (a later lock of an agreement that became a copy of an earlier one: dropSwap). */
+  private readonly droppedSwaps = new Set<string>();
+  /** Links moved from a swap to another (the first bid to the second: repointLinks), in order. */
+  private readonly repointed: Array<[from: string, to: string]> = [];
 
   /** Resident only: every input id handled so far (a resident set reads nothing back). */
   readonly processed = new Set<string>();
@@ -368,6 +388,7 @@ export class WorkingSet {
       );
       for (const r of rows) w.handledBefore.add(r.event_id);
     }
+    await w.readCopyLocks(tx, plan);
     // Swaps: those named, and the pending ones a clock can reach within this batch (no clock moves past the
     // newest height the batch carries or releases).
     const clockBounds: Array<[string, number]> = [];
@@ -400,13 +421,43 @@ export class WorkingSet {
   }
 
   /**
-   * The locks of the agreements of the batch's complaints (`keys`) and of every complaint-only swap read: what
+   * The locks that share a copy key with the batch's TransferOuts, under any bid: their bids' swaps are read
+   * with the others (`plan.bids`), one of them holds the agreement's swap (agreementSwap). One statement.
+   */
+  private async readCopyLocks(tx: PoolClient, plan: ReadPlan): Promise<void> {
+    if (plan.copyKeys.size === 0) return;
+    const { rows } = await tx.query<{
+      copy_key: string;
+      bid_id: string;
+      chain_id: string;
+      transfer_id: string;
+      block_time: string;
+    }>(
+      `SELECT copy_key, bid_id, chain_id, transfer_id, block_time FROM ${this.tables.agreementLocks}
+        WHERE copy_key = ANY($1)`,
+      [[...plan.copyKeys]],
+    );
+    for (const key of plan.copyKeys) this.copyKeysRead.add(key);
+    for (const r of rows) {
+      plan.bids.add(r.bid_id);
+      keepIn(this.copyLocks, r.copy_key, {
+        bidId: r.bid_id,
+        chainId: r.chain_id,
+        transferId: r.transfer_id,
+        blockTime: Number(r.block_time),
+      });
+    }
+  }
+
+  /**
+   * The locks of the agreements of the batch's complaints (`keys`) and of every pending swap read with
+   * complaints (a complaint-only one asks them; one whose lock becomes a copy keeps only its complaints): what
    * their judgement asks (JudgeEnv.agreementLocks). One statement.
    */
   private async readLocks(tx: PoolClient, keys: ReadonlySet<string>): Promise<void> {
     const wanted = new Set(keys);
     for (const swap of this.swaps.values()) {
-      if (swap.facts.out !== null || swap.decided) continue;
+      if (swap.decided) continue;
       for (const c of swap.facts.complaints) {
         const key = complaintKeyOf(c);
         if (key !== null) wanted.add(key);
@@ -436,16 +487,73 @@ export class WorkingSet {
 
   /** Keeps a lock in memory under its key; false when it is known already. */
   private keepLock(key: string, lock: AgreementLock): boolean {
-    const list = this.locks.get(key);
-    if (list?.some((l) => l.chainId === lock.chainId && l.transferId === lock.transferId)) return false;
-    if (list) list.push(lock);
-    else this.locks.set(key, [lock]);
-    return true;
+    return keepIn(this.locks, key, lock);
   }
 
-  /** Records a TransferOut that executes its bid as a lock of its agreement, under each of its keys. */
-  recordLock(keys: readonly string[], lock: AgreementLock): void {
-    for (const key of keys) if (this.keepLock(key, lock)) this.newLocks.push([key, lock]);
+  /**
+   * Records a TransferOut that executes its bid as a lock of its agreement, under each of its keys, with the copy
+   * key of each (same order: facts.ts lockKeysOf, copyKeysOf).
+   */
+  recordLock(keys: readonly string[], copyKeys: readonly string[], lock: AgreementLock): void {
+    keys.forEach((key, i) => {
+      const copyKey = copyKeys[i]!;
+      keepIn(this.copyLocks, copyKey, lock);
+      if (this.keepLock(key, lock)) this.newLocks.push([key, lock, copyKey]);
+    });
+  }
+
+  /**
+   * The swap that holds the lock of the agreement (the same copy key: facts.ts copyKeysOf) under a bid other than
+   * `exceptBid`: the swap of the earliest of its locks seen, or none. At most one such swap holds a lock of a copy
+   * key (the engine makes every other lock of it a copy). Live, the copy keys of the batch's TransferOuts were
+   * read with their bids' swaps: any other is an error, never an empty answer.
+   */
+  agreementSwap(copyKeys: readonly string[], exceptBid: string): StoredSwap | undefined {
+    let found: StoredSwap | undefined;
+    for (const key of copyKeys) {
+      if (!this.resident && !this.copyKeysRead.has(key))
+        throw new Error(`the locks of copy key ${key} were not read for this transaction`);
+      for (const lock of this.copyLocks.get(key) ?? []) {
+        if (lock.bidId === exceptBid) continue;
+        const swap = this.swaps.get(lock.bidId);
+        if (swap?.facts.out?.transferId !== lock.transferId) continue;
+        // Two only when copy keys chain without being one (a lock sharing its sender key with one swap's lock and
+        // its receiver-form key with another's, both the user's): the one of the earlier lock.
+        if (found === undefined || earlierLock(swap, found)) found = swap;
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The swap's row goes (its lock became a copy of another's swap, and nothing else is its own): live deleted
+   * with the transaction, resident forgotten.
+   */
+  dropSwap(bid: string): void {
+    const swap = this.swaps.get(bid);
+    if (swap === undefined) return;
+    this.swaps.delete(bid);
+    this.waiting.set(bid, null);
+    this.decidedSinceWrite.delete(bid);
+    if (swap.facts.out && this.byOut.get(swap.facts.out.transferId) === bid)
+      this.byOut.delete(swap.facts.out.transferId);
+    this.droppedSwaps.add(bid);
+  }
+
+  /** The lock `transferId` is no longer a swap's own (it became a copy: it is linked to the swap as a lock). */
+  forgetOut(transferId: string): void {
+    this.byOut.delete(transferId);
+  }
+
+  /**
+   * Every link to swap `from` (its TransferIns', its copies') now names swap `to`: `from`'s lock became a copy of
+   * `to`'s, and what joined it joins `to`. In memory at once, in the table with the transaction (every row of
+   * `from`, read or not).
+   */
+  repointLinks(from: string, to: string): void {
+    for (const [id, bid] of this.inLinks) if (bid === from) this.inLinks.set(id, to);
+    for (const link of this.newLinks) if (link[1] === from) link[1] = to;
+    this.repointed.push([from, to]);
   }
 
   /**
@@ -624,6 +732,7 @@ export class WorkingSet {
 
   putSwap(swap: StoredSwap): void {
     swap.dirty = true;
+    this.droppedSwaps.delete(swap.facts.bidId);
     if (swap.decided && this.resident) this.decidedSinceWrite.add(swap.facts.bidId);
     this.swaps.set(swap.facts.bidId, swap);
     this.waiting.set(swap.facts.bidId, swap.decided ? null : swap.wait);
@@ -789,6 +898,8 @@ export class WorkingSet {
       this.ignored.length = 0;
       // The locks stay in memory (a complaint may come long after): only their rows are not written.
       this.newLocks.length = 0;
+      this.droppedSwaps.clear();
+      this.repointed.length = 0;
     }
     try {
       await withTransaction(pool, (tx) => writeDecided(tx, this.tables, verdicts, violations));
@@ -804,6 +915,10 @@ export class WorkingSet {
   /** Writes everything back: a fixed number of statements. */
   async write(tx: Queryable): Promise<void> {
     const { tables: t } = this;
+    if (this.droppedSwaps.size > 0) {
+      await tx.query(`DELETE FROM ${t.swaps} WHERE bid_id = ANY($1)`, [[...this.droppedSwaps]]);
+      this.droppedSwaps.clear();
+    }
     const swaps = [...this.swaps.values()].filter((s) => s.dirty);
     if (swaps.length > 0) {
       await tx.query(
@@ -876,8 +991,8 @@ export class WorkingSet {
     if (this.newLocks.length > 0) {
       const rows = this.newLocks;
       await tx.query(
-        `INSERT INTO ${t.agreementLocks} (agreement_key, chain_id, transfer_id, bid_id, block_time)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+        `INSERT INTO ${t.agreementLocks} (agreement_key, chain_id, transfer_id, bid_id, block_time, copy_key)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
          ON CONFLICT DO NOTHING`,
         [
           rows.map(([k]) => k),
@@ -885,6 +1000,7 @@ export class WorkingSet {
           rows.map(([, l]) => l.transferId),
           rows.map(([, l]) => l.bidId),
           rows.map(([, l]) => l.blockTime),
+          rows.map(([, , c]) => c),
         ],
       );
     }
@@ -895,6 +1011,19 @@ export class WorkingSet {
          ON CONFLICT DO NOTHING`,
         [this.newLinks.map(([i]) => i), this.newLinks.map(([, b]) => b), this.newLinks.map(([, , l]) => l)],
       );
+    }
+    if (this.repointed.length > 0) {
+      // Each swap's links to where they end (moved on again later in the transaction, they follow).
+      const moves = new Map<string, string>();
+      for (const [from, to] of this.repointed) {
+        for (const [f, t] of moves) if (t === from) moves.set(f, to);
+        moves.set(from, to);
+      }
+      await tx.query(
+        `UPDATE ${t.inLinks} l SET bid_id = m.t FROM unnest($1::text[], $2::text[]) AS m(f, t) WHERE l.bid_id = m.f`,
+        [[...moves.keys()], [...moves.values()]],
+      );
+      this.repointed.length = 0;
     }
     if (this.dirtyClocks.size > 0) {
       const keys = [...this.dirtyClocks].map(splitClockKey);
@@ -1025,4 +1154,21 @@ async function writeDecided(
 function decidedSkeleton(facts: SwapFacts): SwapFacts {
   const out = facts.out && ({ kind: 'TransferOut', transferId: facts.out.transferId } as TransferOut);
   return { ...emptyFacts(facts.bidId), out };
+}
+
+/** Keeps a lock in a list by key; false when it is known already (same chain and transfer). */
+function keepIn(map: Map<string, AgreementLock[]>, key: string, lock: AgreementLock): boolean {
+  const list = map.get(key);
+  if (list?.some((l) => l.chainId === lock.chainId && l.transferId === lock.transferId)) return false;
+  if (list) list.push(lock);
+  else map.set(key, [lock]);
+  return true;
+}
+
+/** Whether swap `a`'s lock comes before `b`'s in chain order (a decided one's, kept as a skeleton, by transfer id). */
+function earlierLock(a: StoredSwap, b: StoredSwap): boolean {
+  const x = a.facts.out!;
+  const y = b.facts.out!;
+  if (x.blockTimestamp === undefined || y.blockTimestamp === undefined) return x.transferId < y.transferId;
+  return byChainPosition(x, y) < 0;
 }

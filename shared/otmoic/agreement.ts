@@ -44,6 +44,7 @@
 import { createHash } from 'node:crypto';
 import { getAddress } from 'ethers';
 import { bidId } from '../chain/bid-id.js';
+import { parseSignature } from '../chain/signature.js';
 import type { Complaint } from '../chain/complaint-eip712.js';
 import type { SwapAgreement } from '../chain/otmoic-swap-eip712.js';
 import { uint256ToAddress } from '../chain/conversions.js';
@@ -541,4 +542,81 @@ export function agreementKeys(a: Agreement): string[] {
   return a.srcAddressAlias === undefined
     ? [agreementKey(a)]
     : [agreementKey(a, 'own'), agreementKey(a, 'alias')];
+}
+
+/** secp256k1's group order: s and n − s are the same signature (with the other y parity). */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/**
+ * One signature whatever its encoding, as parseSignature reads it (what consent.ts recovers with): r, s folded to
+ * low-s, and the y parity, in lower-case hex. The encodings it folds: hex casing, 65 bytes with v 27/28 or 0/1,
+ * EIP-2098 compact, high-s (s and n − s with the other parity recover the same signer). A string that does not
+ * parse stays itself (`raw:` and the string): it proves nobody's consent, and only the very same string equals it.
+ */
+export function canonicalSignature(signature: string): string {
+  let parsed: ReturnType<typeof parseSignature>;
+  try {
+    parsed = parseSignature(signature);
+  } catch {
+    return `raw:${signature}`;
+  }
+  const hex = Buffer.from(parsed.compact).toString('hex');
+  const r = hex.slice(0, 64);
+  let s = BigInt('0x' + hex.slice(64));
+  let parity: number = parsed.recoveryId;
+  if (s > SECP256K1_N / 2n) {
+    s = SECP256K1_N - s;
+    parity ^= 1;
+  }
+  return `${r}${s.toString(16).padStart(64, '0')}${parity}`;
+}
+
+/**
+ * The copy keys of a lock (a TransferOut that executes its bid), one per key of its agreement (agreementKeys, same
+ * order): two locks that share one are the same agreement with the same LP consent locked twice, whatever their
+ * bids' spellings, and the later is a copy of the earlier's swap (the classifier's engine, route). What they bind
+ * is what the bid binds, less its spellings:
+ * - `lpSign` (canonicalSignature), or anyone could lock the user's terms first with a garbage lpSign from a
+ *   throwaway (case 2 there) and make the user's genuine lock a copy of it, sparing the LP case 3; not `userSign`,
+ *   or the user could sign again (a fresh nonce) and have the LP blamed for a lock its node never saw;
+ * - the lock's sender, with the receiver (`by sender`: its agreement keys in both forms), as a bid in the sender
+ *   form binds it: only the user's wallet makes such a copy. Without the sender, an LP whose agreement was signed
+ *   in the sender form (spec §2.1) could lock the same terms with the same signatures from a throwaway before the
+ *   user: the receiver form of that lock has the user's lock's agreement key and lpSign, but the lpSign consents
+ *   to neither form of the throwaway's lock (case 2 there), and the user's lock, a copy, would spare the LP case 3;
+ * - or, for a lock whose bid hashes in the receiver form (`aliasBid`: the SDK's, which leaves the sender out, so
+ *   that anyone can already make a copy under the very bid), that form's key alone, shared by any sender's lock of
+ *   that form: a second wallet of the user's in the SDK's form is one agreement too.
+ * The first key (the sender form's row) is `by sender`; the second (the receiver form's) is the receiver form's
+ * own key when `aliasBid`, else `by sender` again. Length-prefixed members, SHA-256 in hex, as agreementKey.
+ */
+export function copyKeysOfLock(a: Agreement, lpSign: string, aliasBid: boolean): string[] {
+  const keys = agreementKeys(a);
+  const signature = canonicalSignature(lpSign);
+  const bySender = copyKeyOf(['sender', ...keys, signature]);
+  if (keys.length === 1) return [bySender];
+  return [bySender, aliasBid ? copyKeyOf(['receiver', keys[1]!, signature]) : bySender];
+}
+
+function copyKeyOf(members: readonly string[]): string {
+  return createHash('sha256')
+    .update(members.map((m) => `${Buffer.byteLength(m, 'utf8')}:${m}`).join(''), 'utf8')
+    .digest('hex');
+}
+
+/**
+ * Whether a TransferOut's bid hashes in the receiver form of src_address (the SDK's: its sender is no part of
+ * it); false without a receiver form (the receiver is the sender) or when the bid is not its fields'.
+ */
+export function bidInReceiverForm(out: TransferOutTerms & { bidId: string }): boolean {
+  let agreement: SignedAgreement;
+  try {
+    agreement = agreementOfTransferOut(out);
+  } catch (err) {
+    if (!(err instanceof AgreementFieldError)) throw err;
+    return false;
+  }
+  if (agreement.srcAddressAlias === undefined) return false;
+  const claimed = out.bidId.toLowerCase();
+  return TOKEN_RENDERINGS.some((rendering) => bidIdOfAgreement(agreement, rendering, 'alias') === claimed);
 }
