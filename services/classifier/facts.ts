@@ -7,10 +7,9 @@ import {
   agreementKey,
   agreementKeys,
   agreementOfComplaint,
-  agreementOfTransferOut,
-  bidInReceiverForm,
   copyKeysOfLock,
   transferOutBid,
+  transferOutBidForm,
 } from '../../shared/otmoic/agreement.js';
 import type { ChainEvent } from '../../topics/index.js';
 import { differsButHashlock, inAnswerWindow, mismatchesOf } from './lock-terms.js';
@@ -69,16 +68,23 @@ export function byChainPosition(a: ChainEvent, b: ChainEvent): number {
 const samePosition = (a: ChainEvent, b: ChainEvent): boolean =>
   a.chainId === b.chainId && a.txHash === b.txHash && a.logIndex === b.logIndex;
 
-const executes = new WeakMap<TransferOut, ReturnType<typeof transferOutBid>>();
+const executes = new WeakMap<TransferOut, ReturnType<typeof transferOutBidForm>>();
+const EXECUTES = Object.freeze({ executes: true as const });
 /**
  * Whether a TransferOut is a swap of the bid it names: its own fields hash to that bidId (spec §5, mapped by
  * shared/otmoic/agreement.ts). The contract does not check the bid, so a TransferOut that fails this is
  * anyone's claim, not the bid's swap. Remembered per event object.
  */
 export function executesItsBid(out: TransferOut): ReturnType<typeof transferOutBid> {
+  const found = bidFormOf(out);
+  return found.executes ? EXECUTES : found;
+}
+
+/** transferOutBidForm of a TransferOut, remembered per event object (executesItsBid and the lock keys use it). */
+function bidFormOf(out: TransferOut): ReturnType<typeof transferOutBidForm> {
   let known = executes.get(out);
   if (!known) {
-    known = transferOutBid(out);
+    known = transferOutBidForm(out);
     executes.set(out, known);
   }
   return known;
@@ -96,21 +102,30 @@ export interface AgreementLock {
   blockTime: number;
 }
 
-const lockKeys = new WeakMap<TransferOut, readonly string[]>();
-/**
- * The agreement keys of a TransferOut that executes its bid (its sender form, and its receiver form when that is
- * another address); none for one that does not (foreign: it is no lock of any agreement). Remembered per object.
- */
-export function lockKeysOf(out: TransferOut): readonly string[] {
+const lockKeys = new WeakMap<TransferOut, { lock: readonly string[]; copy: readonly string[] }>();
+/** Both kinds of keys of a lock, computed together from one reading of its agreement. Remembered per object. */
+function keysOfLock(out: TransferOut): { lock: readonly string[]; copy: readonly string[] } {
   let keys = lockKeys.get(out);
   if (!keys) {
-    keys = executesItsBid(out).executes ? agreementKeys(agreementOfTransferOut(out)) : [];
+    const found = bidFormOf(out);
+    if (!found.executes) keys = { lock: [], copy: [] };
+    else {
+      const lock = agreementKeys(found.agreement);
+      keys = { lock, copy: copyKeysOfLock(found.agreement, out.lpSign, found.form === 'alias', lock) };
+    }
     lockKeys.set(out, keys);
   }
   return keys;
 }
 
-const copyKeys = new WeakMap<TransferOut, readonly string[]>();
+/**
+ * The agreement keys of a TransferOut that executes its bid (its sender form, and its receiver form when that is
+ * another address); none for one that does not (foreign: it is no lock of any agreement). Remembered per object.
+ */
+export function lockKeysOf(out: TransferOut): readonly string[] {
+  return keysOfLock(out).lock;
+}
+
 /**
  * The copy keys of a TransferOut that executes its bid (shared/otmoic/agreement.ts copyKeysOfLock: the agreement
  * with its lpSign, and its sender unless its bid leaves the sender out), one per key of lockKeysOf, in its order;
@@ -118,14 +133,7 @@ const copyKeys = new WeakMap<TransferOut, readonly string[]>();
  * earliest lock (engine route). Remembered per object.
  */
 export function copyKeysOf(out: TransferOut): readonly string[] {
-  let keys = copyKeys.get(out);
-  if (!keys) {
-    keys = executesItsBid(out).executes
-      ? copyKeysOfLock(agreementOfTransferOut(out), out.lpSign, bidInReceiverForm(out))
-      : [];
-    copyKeys.set(out, keys);
-  }
-  return keys;
+  return keysOfLock(out).copy;
 }
 
 const complaintKeys = new WeakMap<ComplaintEvent, string | null>();

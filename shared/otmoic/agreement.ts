@@ -466,6 +466,18 @@ export function bidIdOfAgreement(
 export function transferOutBid(
   out: TransferOutTerms & { bidId: string },
 ): { executes: true } | { executes: false; reason: string } {
+  const found = transferOutBidForm(out);
+  return found.executes ? { executes: true } : found;
+}
+
+/**
+ * transferOutBid, with what the classifier goes on to use when it executes: the agreement its fields claim and
+ * the form of src_address its bid hashes in ('alias': the SDK's receiver form, which leaves the sender out).
+ */
+export function transferOutBidForm(
+  out: TransferOutTerms & { bidId: string },
+):
+  { executes: true; agreement: SignedAgreement; form: SrcAddressForm } | { executes: false; reason: string } {
   let agreement: SignedAgreement;
   try {
     agreement = agreementOfTransferOut(out);
@@ -484,7 +496,7 @@ export function transferOutBid(
   for (const form of forms) {
     for (const rendering of TOKEN_RENDERINGS) {
       const id = bidIdOfAgreement(agreement, rendering, form);
-      if (id === claimed) return { executes: true };
+      if (id === claimed) return { executes: true, agreement, form };
       if (!computed.includes(id)) computed.push(id);
     }
   }
@@ -590,8 +602,12 @@ export function canonicalSignature(signature: string): string {
  * The first key (the sender form's row) is `by sender`; the second (the receiver form's) is the receiver form's
  * own key when `aliasBid`, else `by sender` again. Length-prefixed members, SHA-256 in hex, as agreementKey.
  */
-export function copyKeysOfLock(a: Agreement, lpSign: string, aliasBid: boolean): string[] {
-  const keys = agreementKeys(a);
+export function copyKeysOfLock(
+  a: Agreement,
+  lpSign: string,
+  aliasBid: boolean,
+  keys: readonly string[] = agreementKeys(a),
+): string[] {
   const signature = canonicalSignature(lpSign);
   const bySender = copyKeyOf(['sender', ...keys, signature]);
   if (keys.length === 1) return [bySender];
@@ -602,21 +618,4 @@ function copyKeyOf(members: readonly string[]): string {
   return createHash('sha256')
     .update(members.map((m) => `${Buffer.byteLength(m, 'utf8')}:${m}`).join(''), 'utf8')
     .digest('hex');
-}
-
-/**
- * Whether a TransferOut's bid hashes in the receiver form of src_address (the SDK's: its sender is no part of
- * it); false without a receiver form (the receiver is the sender) or when the bid is not its fields'.
- */
-export function bidInReceiverForm(out: TransferOutTerms & { bidId: string }): boolean {
-  let agreement: SignedAgreement;
-  try {
-    agreement = agreementOfTransferOut(out);
-  } catch (err) {
-    if (!(err instanceof AgreementFieldError)) throw err;
-    return false;
-  }
-  if (agreement.srcAddressAlias === undefined) return false;
-  const claimed = out.bidId.toLowerCase();
-  return TOKEN_RENDERINGS.some((rendering) => bidIdOfAgreement(agreement, rendering, 'alias') === claimed);
 }
