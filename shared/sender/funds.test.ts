@@ -5,7 +5,8 @@ import { createLogger } from '../logging/logger.js';
 import { loadFee, maxCost, storeFee, type Fee } from './fees.js';
 import type { RpcPool } from './rpc.js';
 import { Sender } from './sender.js';
-import { OPEN_STATUSES, type SenderJob, type SenderStore, type SignedAttempt } from './types.js';
+import { memoryStore } from './test-harness.js';
+import { type SenderJob, type SignedAttempt } from './types.js';
 
 const GWEI = 10n ** 9n;
 /** The market of the fake node: base fee 1 gwei, tip 1 gwei, so the market's fee is 2 × 1 + 1 = 3 gwei. */
@@ -64,48 +65,7 @@ describe('the sender and the wallet balance', () => {
         if (node.refuse !== undefined) throw new Error(node.refuse);
       },
     } as unknown as RpcPool;
-    const notes: Array<{ id: string; problem: string; refused: boolean }> = [];
-    const find = (id: string) => jobs.find((j) => j.id === id)!;
-    let nextNonce = Math.max(-1, ...jobs.map((j) => j.nonce ?? -1)) + 1;
-    const store: SenderStore = {
-      open: async () =>
-        jobs
-          .filter((j) => OPEN_STATUSES.includes(j.status))
-          .map((j) => ({ ...j, attempts: [...j.attempts] })),
-      async signFirst(id, _wallet, sign) {
-        const job = find(id);
-        if (job.status !== 'scheduled') return undefined;
-        const nonce = nextNonce++;
-        const attempt = await sign(nonce);
-        Object.assign(job, { status: 'signed', nonce, attempts: [attempt] });
-        return { nonce, attempt };
-      },
-      async addAttempt(id, known, attempt, reason) {
-        const job = find(id);
-        if (job.attempts.length !== known) return false;
-        job.attempts.push(attempt);
-        if (attempt.kind === 'cancel')
-          Object.assign(job, { status: 'cancelling', cancelReason: reason ?? null });
-        return true;
-      },
-      async markSent(id) {
-        const job = find(id);
-        if (job.status === 'signed') job.status = 'sent';
-      },
-      async note(id, problem, refused = false) {
-        notes.push({ id, problem, refused });
-        if (refused) find(id).refusals += 1;
-      },
-      async setMinedBlock(id, block) {
-        find(id).minedBlock = block;
-      },
-      async finish(id, outcome) {
-        Object.assign(find(id), {
-          status: outcome.status,
-          reason: 'reason' in outcome ? outcome.reason : null,
-        });
-      },
-    };
+    const { store, notes } = memoryStore(jobs);
     const sender = new Sender({
       pool: db.pool,
       store,

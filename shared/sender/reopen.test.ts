@@ -4,7 +4,8 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import { createLogger } from '../logging/logger.js';
 import type { RpcPool } from './rpc.js';
 import { Sender } from './sender.js';
-import { OPEN_STATUSES, type SenderJob, type SenderStore } from './types.js';
+import { memoryStore } from './test-harness.js';
+import { type SenderJob } from './types.js';
 
 const GWEI = 10n ** 9n;
 const TO = '0x000000000000000000000000000000000000dEaD';
@@ -58,44 +59,8 @@ describe('the sender and a re-opened job', () => {
         node.broadcasts.push(Transaction.from(raw));
       },
     } as unknown as RpcPool;
-    const find = (id: string) => jobs.find((j) => j.id === id)!;
-    let nextNonce = 0;
-    const store: SenderStore = {
-      open: async () =>
-        jobs
-          .filter((j) => OPEN_STATUSES.includes(j.status))
-          .map((j) => ({ ...j, attempts: [...j.attempts] })),
-      async signFirst(id, _wallet, sign) {
-        const job = find(id);
-        if (job.status !== 'scheduled') return undefined;
-        const nonce = nextNonce++;
-        const attempt = await sign(nonce);
-        Object.assign(job, { status: 'signed', nonce, attempts: [attempt] });
-        return { nonce, attempt };
-      },
-      async addAttempt(id, known, attempt, reason) {
-        const job = find(id);
-        if (job.attempts.length !== known) return false;
-        job.attempts.push(attempt);
-        if (attempt.kind === 'cancel')
-          Object.assign(job, { status: 'cancelling', cancelReason: reason ?? null });
-        return true;
-      },
-      async markSent(id) {
-        const job = find(id);
-        if (job.status === 'signed') job.status = 'sent';
-      },
-      async note() {},
-      async setMinedBlock(id, block) {
-        find(id).minedBlock = block;
-      },
-      async finish(id, outcome) {
-        Object.assign(find(id), {
-          status: outcome.status,
-          reason: 'reason' in outcome ? outcome.reason : null,
-        });
-      },
-    };
+    // The jobs' nonces are the old key's: this wallet's start at 0.
+    const { store } = memoryStore(jobs, { firstNonce: 0 });
     const sender = new Sender({
       pool: db.pool,
       store,
