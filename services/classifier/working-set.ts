@@ -426,26 +426,11 @@ export class WorkingSet {
    */
   private async readCopyLocks(tx: PoolClient, plan: ReadPlan): Promise<void> {
     if (plan.copyKeys.size === 0) return;
-    const { rows } = await tx.query<{
-      copy_key: string;
-      bid_id: string;
-      chain_id: string;
-      transfer_id: string;
-      block_time: string;
-    }>(
-      `SELECT copy_key, bid_id, chain_id, transfer_id, block_time FROM ${this.tables.agreementLocks}
-        WHERE copy_key = ANY($1)`,
-      [[...plan.copyKeys]],
-    );
+    const rows = await this.lockRows(tx, 'copy_key', plan.copyKeys);
     for (const key of plan.copyKeys) this.copyKeysRead.add(key);
-    for (const r of rows) {
-      plan.bids.add(r.bid_id);
-      keepIn(this.copyLocks, r.copy_key, {
-        bidId: r.bid_id,
-        chainId: r.chain_id,
-        transferId: r.transfer_id,
-        blockTime: Number(r.block_time),
-      });
+    for (const { key, lock } of rows) {
+      plan.bids.add(lock.bidId);
+      keepIn(this.copyLocks, key, lock);
     }
   }
 
@@ -464,25 +449,37 @@ export class WorkingSet {
       }
     }
     if (wanted.size === 0) return;
+    const rows = await this.lockRows(tx, 'agreement_key', wanted);
+    for (const key of wanted) this.locksRead.add(key);
+    for (const { key, lock } of rows) this.keepLock(key, lock);
+  }
+
+  /** The rows of classifier_agreement_locks whose `column` is one of `keys`, each with that key. One statement. */
+  private async lockRows(
+    tx: PoolClient,
+    column: 'agreement_key' | 'copy_key',
+    keys: ReadonlySet<string>,
+  ): Promise<Array<{ key: string; lock: AgreementLock }>> {
     const { rows } = await tx.query<{
-      agreement_key: string;
+      key: string;
       bid_id: string;
       chain_id: string;
       transfer_id: string;
       block_time: string;
     }>(
-      `SELECT agreement_key, bid_id, chain_id, transfer_id, block_time FROM ${this.tables.agreementLocks}
-        WHERE agreement_key = ANY($1)`,
-      [[...wanted]],
+      `SELECT ${column} AS key, bid_id, chain_id, transfer_id, block_time FROM ${this.tables.agreementLocks}
+        WHERE ${column} = ANY($1)`,
+      [[...keys]],
     );
-    for (const key of wanted) this.locksRead.add(key);
-    for (const r of rows)
-      this.keepLock(r.agreement_key, {
+    return rows.map((r) => ({
+      key: r.key,
+      lock: {
         bidId: r.bid_id,
         chainId: r.chain_id,
         transferId: r.transfer_id,
         blockTime: Number(r.block_time),
-      });
+      },
+    }));
   }
 
   /** Keeps a lock in memory under its key; false when it is known already. */

@@ -541,9 +541,7 @@ export function agreementKey(a: Agreement, srcAddressForm: SrcAddressForm = 'own
     a.tolerantSingleStepTime.toString(),
     a.earliestRefundTime.toString(),
   ];
-  return createHash('sha256')
-    .update(members.map((m) => `${Buffer.byteLength(m, 'utf8')}:${m}`).join(''), 'utf8')
-    .digest('hex');
+  return hashOfMembers(members);
 }
 
 /**
@@ -609,12 +607,13 @@ export function copyKeysOfLock(
   keys: readonly string[] = agreementKeys(a),
 ): string[] {
   const signature = canonicalSignature(lpSign);
-  const bySender = copyKeyOf(['sender', ...keys, signature]);
+  const bySender = hashOfMembers(['sender', ...keys, signature]);
   if (keys.length === 1) return [bySender];
-  return [bySender, aliasBid ? copyKeyOf(['receiver', keys[1]!, signature]) : bySender];
+  return [bySender, aliasBid ? hashOfMembers(['receiver', keys[1]!, signature]) : bySender];
 }
 
-function copyKeyOf(members: readonly string[]): string {
+/** SHA-256 (hex) of the members, each written as its UTF-8 byte length, ':', and itself (the keys' form). */
+function hashOfMembers(members: readonly string[]): string {
   return createHash('sha256')
     .update(members.map((m) => `${Buffer.byteLength(m, 'utf8')}:${m}`).join(''), 'utf8')
     .digest('hex');
