@@ -49,6 +49,8 @@ export function userPointAnswer(input: {
   violations: number;
   kyc: { verified: boolean | undefined } & LookupFlag;
   did: { names: string[] | undefined } & LookupFlag;
+  /** The DID name the address was resolved from (did=), or null when the address was given. */
+  resolvedFrom: ({ name: string } & LookupFlag) | null;
 }) {
   const verified = input.kyc.verified === true;
   const score = applyDeductions(userBasisTenths(verified), input.violations);
@@ -59,7 +61,12 @@ export function userPointAnswer(input: {
         ? 'KYC-verified: basis 5'
         : 'not KYC-verified: basis 2';
   return {
-    subject: { kind: 'user', address: input.address, did_names: input.did.names ?? [] },
+    subject: {
+      kind: 'user',
+      address: input.address,
+      did_names: input.did.names ?? [],
+      resolved_from_did: input.resolvedFrom,
+    },
     at: input.at,
     at_source: input.explicitAt ? 'query' : 'now',
     ...scoreFields(score.scoreTenths),
@@ -74,7 +81,12 @@ export function userPointAnswer(input: {
       fetched_at: input.kyc.fetched_at,
       note: 'the current KYC status (its history is not kept), also for a past `at`',
     },
-    did: { names: input.did.names ?? [], stale: input.did.stale, fetched_at: input.did.fetched_at },
+    // Stale when any DID answer it rests on is: the address's names, or the owner of the name asked for.
+    did: {
+      names: input.did.names ?? [],
+      stale: input.did.stale || input.resolvedFrom?.stale === true,
+      fetched_at: input.did.fetched_at,
+    },
     records: `/user-deduction-records?address=${input.address}${input.explicitAt ? `&at=${input.at}` : ''}`,
   };
 }

@@ -223,3 +223,52 @@ describe('a refusal of one key does not mark the service down for everyone', () 
     });
   });
 });
+
+describe('a DID name resolved from a stale answer', () => {
+  const ALICE = userAddress(0xa11ce);
+  let db: TestDatabase;
+  let did: Awaited<ReturnType<typeof startFakeDidSupport>>;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+  const clock = { ms: 1_800_000_000_000 };
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    did = await startFakeDidSupport(new Map([[ALICE, ['shared.example']]]));
+    points = await startTestPoints(
+      db,
+      pointTestConfig({ didSupportUrl: did.url, refreshInterval: REFRESH_MS }),
+      { clockMs: () => clock.ms, nowSeconds: () => Math.floor(clock.ms / 1000), consume: false },
+    );
+  });
+  afterAll(async () => {
+    await points?.close();
+    await did?.close();
+    await db?.drop();
+  });
+
+  it('says so: the answer for did= is flagged stale when its owner came from the last known answer', async () => {
+    expect((await points.get('/user-point?did=shared.example')).body).toMatchObject({
+      subject: { address: ALICE },
+      did: { stale: false },
+    });
+    // Alice's names are asked again later (a query by her address), so they are fresher than the name's owner.
+    clock.ms += REFRESH_MS;
+    expect((await points.get(`/user-point?address=${ALICE}`)).body.did.stale).toBe(false);
+    // The DID support service goes down once the name's owner is due again: that owner is the last known one
+    // (the name may have moved to someone else since), and the answer must say it is not current.
+    await did.close();
+    clock.ms += 1;
+    const answer = await points.get('/user-point?did=shared.example');
+    expect(answer.status).toBe(200);
+    expect(answer.body.subject).toMatchObject({
+      address: ALICE,
+      resolved_from_did: { name: 'shared.example', stale: true, fetched_at: 1_800_000_000 },
+    });
+    expect(answer.body.did.stale).toBe(true);
+    // By address, nothing was resolved, and Alice's own names are still current.
+    expect((await points.get(`/user-point?address=${ALICE}`)).body).toMatchObject({
+      subject: { resolved_from_did: null },
+      did: { stale: false },
+    });
+  });
+});

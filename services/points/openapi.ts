@@ -157,6 +157,11 @@ export function pointsOpenApi() {
                     kind: { const: 'user' },
                     address: text,
                     did_names: { type: 'array', items: text },
+                    resolved_from_did: {
+                      description:
+                        'with did=: the name asked for and its owner lookup (stale: the last known owner, the DID support service being down); null with address=',
+                      oneOf: [obj({ name: text, ...stale }), { type: 'null' }],
+                    },
                   }),
                   kyc: obj({
                     verified: { type: 'boolean' },
@@ -164,7 +169,15 @@ export function pointsOpenApi() {
                     ...stale,
                     note: text,
                   }),
-                  did: obj({ names: { type: 'array', items: text }, ...stale }),
+                  did: obj({
+                    names: { type: 'array', items: text },
+                    stale: {
+                      type: 'boolean',
+                      description:
+                        "whether any DID answer behind this one is the last known one: the address's names, or (did=) the name's owner",
+                    },
+                    fetched_at: nullableInteger,
+                  }),
                 }),
               ),
             },

@@ -55,8 +55,8 @@ export class PointsQueries {
     return { now, explicitAt: at !== undefined, window: windowEndingAt(now, this.options.windowDays) };
   }
 
-  /** The address a DID name stands for (its owner at the DID support service). */
-  async resolveDid(name: string): Promise<string> {
+  /** The address a DID name stands for (its owner at the DID support service), and how current that is. */
+  async resolveDid(name: string): Promise<{ address: string } & ReturnType<typeof flag>> {
     const owner = await this.options.didOwner.get(name);
     if (owner.value === undefined) {
       throw new PointsError(
@@ -66,11 +66,14 @@ export class PointsQueries {
     }
     if (owner.value === null)
       throw new PointsError('DID_NOT_FOUND', `no owner is known for the DID name ${name}`);
-    return owner.value;
+    return { address: owner.value, ...flag(owner) };
   }
 
   async userPoint(query: { address?: string; did?: string; at?: number }) {
-    const address = query.address ?? (await this.resolveDid(query.did!));
+    // By DID name: its owner may be the last known one (the service down), and the answer must say so: a
+    // name can move to another owner, and this answer would then be someone else's score.
+    const resolved = query.did === undefined ? null : await this.resolveDid(query.did);
+    const address = query.address ?? resolved!.address;
     const { now, explicitAt, window } = this.moment(query.at);
     const [violations, kyc, names] = await Promise.all([
       this.figures.violationsInWindow('user', address, window),
@@ -85,6 +88,7 @@ export class PointsQueries {
       violations,
       kyc: { verified: kyc.value, ...flag(kyc) },
       did: { names: names.value, ...flag(names) },
+      resolvedFrom: resolved && { name: query.did!, stale: resolved.stale, fetched_at: resolved.fetched_at },
     });
   }
 
