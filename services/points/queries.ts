@@ -17,6 +17,7 @@ import type { FiguresSource } from './facts-cache.js';
 import { storedLpId } from './projection.js';
 import { formatTenths, lpBasisTenths, windowEndingAt } from './scoring.js';
 import type { LpRankingRow, PointsStore, RecordCursor } from './store.js';
+import type { SwapVerdict } from '../../topics/swap.verdicts.js';
 
 export interface PointsQueriesOptions {
   store: PointsStore;
@@ -145,7 +146,7 @@ export class PointsQueries {
       this.options.store.verdict(bidId),
     ]);
     const complaints = at === undefined ? allComplaints : allComplaints.filter((c) => c.blockTime <= at);
-    const verdict = at !== undefined && storedVerdict && storedVerdict.blockTime > at ? null : storedVerdict;
+    const verdict = at !== undefined && storedVerdict && reachedAt(storedVerdict) > at ? null : storedVerdict;
     if (complaints.length === 0 && verdict === null) {
       throw new PointsError('COMPLAINT_NOT_FOUND', `no complaint and no verdict is known for bid ${bidId}`);
     }
@@ -193,4 +194,17 @@ export class PointsQueries {
       total: rows.length,
     };
   }
+}
+
+/**
+ * When a verdict was reached, at the earliest: its block time, or the latest block time of the transactions it
+ * rests on when that is later. A verdict's block time is that of its deciding fact (case 1: T+E; case 2 by
+ * complaint: the TransferOut), but one that answers a complaint could not be reached before that complaint was
+ * filed (nor before the other transactions it lists): as of an earlier moment it, and the complaint it shows,
+ * had not happened.
+ */
+function reachedAt(verdict: SwapVerdict): number {
+  let reached = verdict.blockTime;
+  for (const t of verdict.transactions) if (t.blockTime > reached) reached = t.blockTime;
+  return reached;
 }

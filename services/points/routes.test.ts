@@ -530,3 +530,59 @@ describe('points with its database down', () => {
     }
   });
 });
+
+describe('a verdict that rests on a complaint, as of a moment before the complaint', () => {
+  // Case 1: no TransferOut by T+E. The verdict's block time is T+E, but it answers a complaint filed later.
+  const T = NOW - 10_000;
+  const FILED = T + 60 + 500;
+  let db: TestDatabase;
+  let points: Awaited<ReturnType<typeof startTestPoints>>;
+
+  beforeAll(async () => {
+    db = await createTestDatabase([pointsMigrations]);
+    points = await startTestPoints(db, pointTestConfig(), { nowSeconds: () => NOW });
+    const complaint = complaintEvent({ bid: hex32(30), blockTime: FILED, agreementReachedTime: T });
+    await publishChainEvent(points.bus, complaint);
+    const verdict = verdictPayload({
+      bid: hex32(30),
+      lpId: 'lp-1',
+      outcome: 'violation',
+      party: 'user',
+      case: 1,
+      blockTime: T + 60,
+      complaint: {
+        complainant: 'lp-1',
+        complainantParty: 'lp',
+        valid: true,
+        invalidReason: null,
+        fields: complaint.kind === 'Complaint' ? complaint.complaint : {},
+      },
+    });
+    verdict.transactions = [{ step: 'complaint', chainId: '614', txHash: hex32(FILED, 9), blockTime: FILED }];
+    await publishVerdict(points.bus, verdict);
+    await waitFor(
+      async () =>
+        Number((await db.pool.query('SELECT count(*) AS n FROM points_verdicts')).rows[0].n) === 1 &&
+        Number((await db.pool.query('SELECT count(*) AS n FROM points_complaints')).rows[0].n) === 1,
+      'the projections',
+    );
+  });
+  afterAll(async () => {
+    await points?.close();
+    await db?.drop();
+  });
+
+  it('is not shown as reached before its complaint was filed, nor that complaint with it', async () => {
+    expect((await points.get(`/complaint?bid=${hex32(30)}`)).body).toMatchObject({
+      status: 'decided',
+      verdict: { case: 1 },
+    });
+    expect((await points.get(`/complaint?bid=${hex32(30)}&at=${FILED}`)).body).toMatchObject({
+      status: 'decided',
+      verdict: { case: 1 },
+    });
+    // After T+E but before the complaint: nothing was filed and nothing was decided yet.
+    const before = await points.get(`/complaint?bid=${hex32(30)}&at=${FILED - 1}`);
+    expect(before).toMatchObject({ status: 404, body: { code: POINTS_ERRORS.COMPLAINT_NOT_FOUND.code } });
+  });
+});
