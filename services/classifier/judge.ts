@@ -639,11 +639,22 @@ class TransferOutDecision {
     const srcEvm = j.env.evmChainId(S);
     const dstEvm = j.env.evmChainId(D);
     if (srcEvm === undefined || dstEvm === undefined) {
+      // Unknown only once every window of the agreement has closed (DESIGN §7), on a chain still watched: decided
+      // at once, a pending swap whose chain was taken out of chainClients for a moment (a configuration slip) was
+      // unknown for good at its next event or clock move, its case lost, and a replay with the chain back differed.
+      // With neither chain watched it waits, and /health shows it (swapsWaitingForUnwatchedChains).
+      const watched = srcEvm !== undefined ? [S] : dstEvm !== undefined ? [D] : [];
+      const decidedOn = watched[0] ?? S;
+      j.clock(
+        decidedOn,
+        windowsOf(out).thirdPartyConfirmOutEnd + 1,
+        'a swap on a chain not watched is unknown once every window (to T+3E+3Tol) has closed',
+      );
       return this.unknown(
         `unknown: chain ${srcEvm === undefined ? S : D} is not watched by this deployment`,
         out.blockTimestamp,
-        S,
-        [S],
+        decidedOn,
+        watched,
       );
     }
 

@@ -18,6 +18,8 @@ export interface Windows {
   thirdPartyConfirmOutStart: number;
   lpConfirmEnd: number;
   thirdPartyConfirmInEnd: number;
+  /** The last window of the agreement: anyone else may confirm out until T+3E+3Tol. */
+  thirdPartyConfirmOutEnd: number;
 }
 const windows = new WeakMap<TransferOut, Windows>();
 export function windowsOf(out: TransferOut): Windows {
@@ -32,6 +34,7 @@ export function windowsOf(out: TransferOut): Windows {
       thirdPartyConfirmOutStart: seconds(T + 3n * E + 2n * Tol),
       lpConfirmEnd: seconds(T + 3n * E + Tol),
       thirdPartyConfirmInEnd: seconds(T + 3n * E + 2n * Tol),
+      thirdPartyConfirmOutEnd: seconds(T + 3n * E + 3n * Tol),
     };
     windows.set(out, w);
   }
