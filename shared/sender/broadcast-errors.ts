@@ -1,6 +1,6 @@
 /**
  * What a node's errors mean for the sender: a refusal of eth_sendRawTransaction, and a failed estimate. Node
- * texts differ (geth, erigon, Hardhat, BSC); these patterns cover the common ones.
+ * texts differ (geth, Erigon, Nethermind, Hardhat, BSC); these patterns cover the common ones.
  */
 export type BroadcastOutcome =
   /** In the pool already or mined: the receipt decides. */
@@ -22,24 +22,29 @@ export type BroadcastOutcome =
   | 'refused';
 
 export function classifyBroadcastError(message: string): BroadcastOutcome {
+  // The sender broadcasts a pending transaction again on every pass: a node that holds it says so, each client in
+  // its words (geth "already known", Erigon "existing tx with same hash", Nethermind "AlreadyKnown", "OldNonce"
+  // once mined). Counted as refusals, a call waiting a few blocks had its nonce freed (Sender.follow also asks
+  // the node whether it holds a transaction it refused).
   if (
-    /already known|known transaction|nonce too low|nonce has already been used|already imported/i.test(
+    /already ?known|known transaction|existing tx with same hash|nonce too low|old ?nonce|nonce has already been used|already imported/i.test(
       message,
     )
   )
     return 'known';
   if (
-    /underpriced|fee too low|replacement|txpool is full|too low for the next block|less than (the )?block base fee/i.test(
+    /underpriced|fee ?too ?low|replacement|could not replace existing|txpool is full|sub-pool is full|too low for the next block|less than (the )?block base fee/i.test(
       message,
     )
   )
     return 'underpriced';
   if (/insufficient ?(funds|balance|sender balance)|overdraft/i.test(message)) return 'unfunded';
-  // An endpoint's limits and hiccups (Infura "project ID request rate exceeded", Alchemy "exceeded its compute
+  // Nethermind's "NonceGap" is geth's "nonce too high" (an earlier nonce not in its pool yet). An endpoint's
+  // limits and hiccups (Infura "project ID request rate exceeded", Alchemy "exceeded its compute
   // units per second capacity", "too many requests", a load-balanced node without the head's header): never
   // counted toward freeing the nonce, which would cancel a transaction the next pass can send.
   if (
-    /nonce too high|timed? ?out|ECONN|socket|fetch failed|network|rate limit|429|503|502|exceeded|capacity|too many requests|throttl|try again|temporarily|unavailable|busy|header not found/i.test(
+    /nonce too high|nonce ?gap|timed? ?out|ECONN|socket|fetch failed|network|rate limit|429|503|502|exceeded|capacity|too many requests|throttl|try again|temporarily|unavailable|busy|header not found/i.test(
       message,
     )
   )

@@ -112,6 +112,13 @@ describe('sender fees', () => {
     expect(classifyBroadcastError('already known')).toBe('known');
     expect(classifyBroadcastError('nonce too low')).toBe('known');
     expect(classifyBroadcastError('replacement transaction underpriced')).toBe('underpriced');
+    // Erigon's and Nethermind's words for the same answers.
+    expect(classifyBroadcastError('INTERNAL_ERROR: existing tx with same hash')).toBe('known');
+    expect(classifyBroadcastError('AlreadyKnown')).toBe('known');
+    expect(classifyBroadcastError('OldNonce')).toBe('known');
+    expect(classifyBroadcastError('INTERNAL_ERROR: could not replace existing tx')).toBe('underpriced');
+    expect(classifyBroadcastError('FeeTooLowToCompete')).toBe('underpriced');
+    expect(classifyBroadcastError('NonceGap')).toBe('transient');
     expect(classifyBroadcastError('Nonce too high. Expected nonce to be 3 but got 4')).toBe('transient');
     // The sender decides what an unaffordable transaction means (a node seeing another balance is a refusal).
     expect(classifyBroadcastError('insufficient funds for gas * price + value')).toBe('unfunded');

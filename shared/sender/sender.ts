@@ -690,12 +690,28 @@ export class Sender {
         // (nothing cheaper to send) or another wallet's transaction waits for the funds.
         outcome = ours && latest.kind === 'call' && this.funds !== undefined ? 'refused' : 'transient';
       }
+      // A node that holds the transaction (pooled, or mined) has not refused it, whatever its words for "sent
+      // before" (every pass broadcasts it again): counted, a call waiting a few blocks had its nonce freed.
+      if (outcome === 'refused' && (await this.held(latest))) outcome = 'known';
       if (outcome !== 'known') {
         await store.note(job.id, `broadcast ${outcome}, retrying: ${message}`, outcome === 'refused');
         log.warn({ job: job.id, err: message, outcome }, 'broadcast not taken');
       }
     }
     if (job.status === 'signed') await store.markSent(job.id);
+  }
+
+  /**
+   * Whether the node has `attempt` (in its pool, or mined). A failed read says nothing: the refusal counts, as
+   * before.
+   */
+  private async held(attempt: SignedAttempt): Promise<boolean> {
+    try {
+      return (await this.options.rpc.read((p) => p.getTransaction(attempt.hash))) !== null;
+    } catch (error) {
+      if (this.halted(error)) throw error;
+      return false;
+    }
   }
 
   /**
