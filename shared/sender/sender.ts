@@ -158,7 +158,8 @@ export class Sender {
   private funds?: Funds;
   /**
    * Per job's first transaction hash (as `signers`: a re-opened job's new nonce gets its own grace): the head
-   * block at which its nonce was first seen used with none of its receipts found. Dropped on a receipt.
+   * block at which its nonce was first seen used with none of its receipts found. Dropped on a receipt, and when
+   * the count shows the nonce free again.
    */
   private readonly nonceUsedSince = new Map<string, number>();
   /** Jobs whose wait for funds was logged and noted (once per wait: see `waitForFunds`). */
@@ -637,6 +638,9 @@ export class Sender {
         `nonce ${job.nonce} ${whose} was used by another transaction; none of this job's ${job.attempts.length} transaction(s) was mined`,
       );
     }
+    // Free again (a reorg took the block out, or the count came from a node that was wrong): the grace was of
+    // that sighting. Kept, the next one whose receipt lagged a pass failed the job at once, its own call mined.
+    this.nonceUsedSince.delete(job.attempts[0]!.hash);
 
     let latest = job.attempts.at(-1)!;
     if (!ours) {
