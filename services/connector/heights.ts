@@ -34,24 +34,55 @@ export class HeightStore {
     chainId: string,
     stream: Stream,
     upTo: number,
-  ): Promise<{ height: number; lastEventId: string | null; pending: unknown[] }> {
+  ): Promise<{ height: number; lastEventId: string | null; pending: unknown[]; pendingIds: string[] }> {
     const { rows } = await this.pool.query<{
       height: string;
       last_event_id: string | null;
-      pending: unknown[] | null;
+      pending: Array<{ id: string; body: unknown }> | null;
     }>(
       `SELECT h.height, h.last_event_id,
-              (SELECT json_agg(p.body ORDER BY p.block_number, p.received_at DESC, p.event_id) FROM connector_pending_events p
+              (SELECT json_agg(json_build_object('id', p.event_id, 'body', p.body)
+                               ORDER BY p.block_number, p.received_at DESC, p.event_id) FROM connector_pending_events p
                 WHERE p.chain_id = h.chain_id AND p.stream = h.stream AND p.block_number <= $3) AS pending
          FROM connector_heights h WHERE h.chain_id = $1 AND h.stream = $2`,
       [chainId, stream, upTo],
     );
     if (!rows[0]) throw new Error(`no stored height for chain ${chainId} (${stream})`);
+    const pending = rows[0].pending ?? [];
     return {
       height: Number(rows[0].height),
       lastEventId: rows[0].last_event_id,
-      pending: rows[0].pending ?? [],
+      pending: pending.map((p) => p.body),
+      pendingIds: pending.map((p) => p.id),
     };
+  }
+
+  /**
+   * Holds a single event of a block above the stored height, read under a lock on the height's row (it waits
+   * for a chunk write in flight, and reads the height that write left). Returns the stored height: when it is
+   * at or above the event's block, nothing was held (another process's chunk went past the block meanwhile,
+   * and the caller publishes the event late). A repeat of the same body changes nothing.
+   */
+  async hold(
+    chainId: string,
+    stream: Stream,
+    eventId: string,
+    block: number,
+    body: unknown,
+  ): Promise<number> {
+    const { rows } = await this.pool.query<{ height: string }>(
+      `WITH h AS (SELECT height FROM connector_heights WHERE chain_id = $1 AND stream = $2 FOR SHARE),
+            held AS (
+              INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
+              SELECT $1, $2, $3, $4, $5::json FROM h WHERE h.height < $4
+              ON CONFLICT (chain_id, stream, event_id) DO UPDATE
+                 SET body = EXCLUDED.body, block_number = EXCLUDED.block_number, received_at = now()
+               WHERE connector_pending_events.body::text IS DISTINCT FROM EXCLUDED.body::text)
+       SELECT height FROM h`,
+      [chainId, stream, eventId, block, JSON.stringify(body)],
+    );
+    if (!rows[0]) throw new Error(`no stored height for chain ${chainId} (${stream})`);
+    return Number(rows[0].height);
   }
 
   /** addLastEvent inside `tx`, unconditionally (the caller decided within the transaction). */
@@ -77,9 +108,19 @@ export class HeightStore {
     dropPending = false,
     /** The transaction commits without waiting for the WAL flush (Statement.commitWithoutFlush). */
     commitWithoutFlush = false,
+    /** addAdvance's `heldRead`. */
+    heldRead?: readonly string[],
   ): Promise<{ lastEventId: string | null } | false> {
     const statement = new Statement();
-    const moved = addAdvance(statement, { chainId, stream, expected, next, lastEventId, dropPending });
+    const moved = addAdvance(statement, {
+      chainId,
+      stream,
+      expected,
+      next,
+      lastEventId,
+      dropPending,
+      heldRead,
+    });
     if (commitWithoutFlush) statement.commitWithoutFlush();
     statement.output('moved', `(SELECT count(*) FROM ${moved})`);
     statement.output('last_event_id', `(SELECT last_event_id FROM ${moved})`);
@@ -104,8 +145,12 @@ export function addAdvance(
     lastEventId: string | null;
     expectedLastEventId?: string | null;
     dropPending: boolean;
-    /** Move only if no single event is held for the blocks up to `next` (the caller did not read them). */
-    noneHeld?: boolean;
+    /**
+     * Move only if no single event is held for the blocks up to `next` but these (the ones the caller read and
+     * publishes; [] when it read none). Another process may hold one after the caller's read: moved past its
+     * block without it, the event was published only late. Undefined: not checked.
+     */
+    heldRead?: readonly string[];
   },
 ): string {
   const moved = statement.name('height_moved');
@@ -120,10 +165,14 @@ export function addAdvance(
       WHERE chain_id = ${chain} AND stream = ${stream} AND height = ${statement.param(a.expected, 'bigint')}
         ${a.expectedLastEventId === undefined ? '' : `AND last_event_id IS NOT DISTINCT FROM ${statement.param(a.expectedLastEventId, 'text')}`}
         ${
-          a.noneHeld
-            ? `AND NOT EXISTS (SELECT 1 FROM connector_pending_events
-                 WHERE chain_id = ${chain} AND stream = ${stream} AND block_number <= ${next})`
-            : ''
+          a.heldRead === undefined
+            ? ''
+            : `AND NOT EXISTS (SELECT 1 FROM connector_pending_events
+                 WHERE chain_id = ${chain} AND stream = ${stream} AND block_number <= ${next}${
+                   a.heldRead.length === 0
+                     ? ''
+                     : ` AND event_id <> ALL(${statement.param([...a.heldRead], 'text[]')})`
+                 })`
         }
       RETURNING last_event_id`,
   );

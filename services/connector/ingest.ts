@@ -98,8 +98,8 @@ interface ChunkWrite {
   timestamp: number | undefined;
   /** Held single events were read: remove those of the chunk's blocks with it. */
   dropPending: boolean;
-  /** Nothing was read: write only if no event is held for the chunk's blocks. */
-  noneHeld: boolean;
+  /** Write only if no event is held for the chunk's blocks but these (the ones read; [] when none were). */
+  heldRead: readonly string[];
 }
 
 /** What publishing a late single event writes. */
@@ -381,15 +381,17 @@ export class Ingestor {
       // id; only a forger could grow them (connector.callbackToken closes the route). A post of the same event
       // in another version of its block (a reorg re-included it) replaces the held one and counts as the newest
       // post (joiningHeld): kept as first posted, it was dropped as held_conflict beside its block's new
-      // events. A retry of the same body changes nothing.
-      await this.options.pool.query(
-        `INSERT INTO connector_pending_events (chain_id, stream, event_id, block_number, body)
-         VALUES ($1, $2, $3, $4, $5::json)
-         ON CONFLICT (chain_id, stream, event_id) DO UPDATE
-            SET body = EXCLUDED.body, block_number = EXCLUDED.block_number, received_at = now()
-          WHERE connector_pending_events.body::text IS DISTINCT FROM EXCLUDED.body::text`,
-        [chainId, stream, chainEventId(event!), event!.blockNumber, JSON.stringify(body)],
+      // events. A retry of the same body changes nothing. Held only while the height, read again under a lock
+      // on its row, is below the block: another Connector process may have moved it past the block since the
+      // read above, and a row held then was dropped with the next chunk, never published.
+      const now = await this.options.heights.hold(
+        chainId,
+        stream,
+        chainEventId(event!),
+        event!.blockNumber,
+        body,
       );
+      if (event!.blockNumber <= now) return this.lateEvent(chainId, stream, now, body, event!);
       return 'held until its height update';
     });
   }
@@ -547,8 +549,8 @@ export class Ingestor {
     const key = `${chainId}/${stream}`;
     const known = this.known.get(key);
     if (!partialStart && known && height > known.height && first <= known.height + 1 && this.oneStatement()) {
-      const state = { height: known.height, lastEventId: known.lastEventId, pending: [] };
-      if (await this.writeChunk(chainId, stream, height, bodies, events, state, true)) return 'processed';
+      const state = { height: known.height, lastEventId: known.lastEventId, pending: [], pendingIds: [] };
+      if (await this.writeChunk(chainId, stream, height, bodies, events, state)) return 'processed';
     }
     const state = await heights.chunkState(chainId, stream, height);
     this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
@@ -582,7 +584,7 @@ export class Ingestor {
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }
-    if (!(await this.writeChunk(chainId, stream, height, bodies, events, state, false)))
+    if (!(await this.writeChunk(chainId, stream, height, bodies, events, state)))
       throw new HeightConflictError(chainId, stream);
     return 'processed';
   }
@@ -594,7 +596,8 @@ export class Ingestor {
 
   /**
    * Writes a chunk that follows `state.height`. Returns false, having written nothing, when the stored
-   * height or last event id is not `state`'s any more (or, `noneHeld`, an event is held for its blocks).
+   * height or last event id is not `state`'s any more, or an event is held for its blocks that `state` did
+   * not read (another Connector process held it meanwhile: the chunk is read again, and takes it in order).
    */
   private async writeChunk(
     chainId: string,
@@ -602,16 +605,25 @@ export class Ingestor {
     height: number,
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
-    state: { height: number; lastEventId: string | null; pending: readonly unknown[] },
-    noneHeld: boolean,
+    state: {
+      height: number;
+      lastEventId: string | null;
+      pending: readonly unknown[];
+      pendingIds: readonly string[];
+    },
   ): Promise<boolean> {
     const { metrics, log } = this.options;
     const stored = state.height;
     // Events posted one by one for this chunk (history without merge) join it, once each, and only where
     // they agree with the chunk on their block.
-    const held = this.heldEvents(chainId, stream, stored, state.pending);
+    const { held, passed } = this.heldEvents(chainId, stream, stored, state.pending);
     const extra = held.length === 0 ? [] : this.joiningHeld(chainId, stream, bodies, held);
-    const all = [...bodies, ...extra.map((h) => h.body)];
+    // Held for blocks the stream has passed: another Connector process held it while this one's chunk of its
+    // block went on without it (its hold read the height before that chunk's write). Its chain client was
+    // answered "held" and posts it no more: dropped, it was lost for good. Published now, late (lateEvent),
+    // unless it was published (archived means published).
+    const late = passed.length === 0 ? [] : await this.unpublished(chainId, stream, stored, passed);
+    const all = [...bodies, ...extra.map((h) => h.body), ...late.map((h) => h.body)];
     const merged = [...events, ...extra.map((h) => h.event)].sort(
       (a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex,
     );
@@ -620,19 +632,21 @@ export class Ingestor {
     const timestamp =
       fresh.find((e) => e.blockNumber === height)?.blockTimestamp ??
       (await this.blockTime(chainId, stream, height));
-    const last = fresh.at(-1);
+    // The late ones first: the chunk's height names its own last event, or the last of them.
+    const published = [...late.map((h) => h.event), ...fresh];
+    const last = published.at(-1);
     const chunk: ChunkWrite = {
       chainId,
       stream,
       stored,
       height,
       lastEventId: last ? chainEventId(last) : null,
-      events: fresh.map((e) => this.eventMessage(e)),
+      events: published.map((e) => this.eventMessage(e)),
       // Only what is published: an archived body means a published event (see lateEvent).
-      documents: this.documents(all, fresh),
+      documents: this.documents(all, published),
       timestamp,
       dropPending: state.pending.length > 0,
-      noneHeld,
+      heldRead: state.pendingIds,
     };
     const key = `${chainId}/${stream}`;
     const lastEventId = this.oneStatement()
@@ -643,7 +657,14 @@ export class Ingestor {
       return false;
     }
     this.known.set(key, { height, lastEventId });
-    for (const e of fresh) metrics.events.inc({ chain: chainId, type: e.kind });
+    for (const e of published) metrics.events.inc({ chain: chainId, type: e.kind });
+    for (const h of late) {
+      metrics.late.inc({ chain: chainId, stream });
+      log.warn(
+        { chain: chainId, stream, event: chainEventId(h.event), block: h.event.blockNumber, stored },
+        'event held for blocks processed without it (another Connector process): published late, out of block order',
+      );
+    }
     metrics.height.set({ chain: chainId, stream }, height);
     // Behind the highest height a chain client reported, not the chunk's own: a history chunk of a catch-up
     // leaves the stream as far behind as the live head says.
@@ -673,7 +694,7 @@ export class Ingestor {
       lastEventId: chunk.lastEventId,
       expectedLastEventId: storedLastEventId,
       dropPending: chunk.dropPending,
-      noneHeld: chunk.noneHeld,
+      heldRead: chunk.heldRead,
     });
     const guard = `EXISTS (SELECT 1 FROM ${moved})`;
     if (this.options.chunkCommit === 'async') statement.commitWithoutFlush();
@@ -717,6 +738,7 @@ export class Ingestor {
           chunk.lastEventId,
           chunk.dropPending,
           this.options.chunkCommit === 'async',
+          chunk.heldRead,
         );
         if (!advanced) throw new NotMoved();
         if (shared) await this.options.archive.putMany('chain-events', chunk.documents, { tx });
@@ -821,14 +843,19 @@ export class Ingestor {
     stream: Stream,
     stored: number,
     pending: readonly unknown[],
-  ): Array<{ body: EventBody; event: ChainEvent }> {
+  ): {
+    held: Array<{ body: EventBody; event: ChainEvent }>;
+    passed: Array<{ body: EventBody; event: ChainEvent }>;
+  } {
     const chain = this.options.chains.get(chainId)!;
-    return pending.flatMap((row) => {
+    const held: Array<{ body: EventBody; event: ChainEvent }> = [];
+    const passed: Array<{ body: EventBody; event: ChainEvent }> = [];
+    for (const row of pending) {
       try {
         const body = eventBodySchema.parse(row);
         const event = normalizeEvent(body, chain);
         this.publishable(event);
-        return event.blockNumber > stored ? [{ body, event }] : [];
+        (event.blockNumber > stored ? held : passed).push({ body, event });
       } catch (err) {
         const reason = err instanceof RejectedEvent ? err.message : 'invalid held body';
         this.refused(chainId, 'held_invalid');
@@ -836,9 +863,34 @@ export class Ingestor {
           { chain: chainId, stream, reason },
           'held event dropped: it cannot be published',
         );
-        return [];
       }
-    });
+    }
+    return { held, passed };
+  }
+
+  /**
+   * Held events of blocks the stream passed (`stored`) that were never published (not archived), in block order.
+   * Only a hold racing another process's chunk leaves one (Ingestor.writeChunk).
+   */
+  private async unpublished(
+    chainId: string,
+    stream: Stream,
+    stored: number,
+    passed: ReadonlyArray<{ body: EventBody; event: ChainEvent }>,
+  ): Promise<Array<{ body: EventBody; event: ChainEvent }>> {
+    const late: Array<{ body: EventBody; event: ChainEvent }> = [];
+    for (const h of passed) {
+      const id = chainEventId(h.event);
+      if ((await this.options.archive.get('chain-events', id)) === undefined) late.push(h);
+      else
+        this.options.log.debug(
+          { chain: chainId, stream, event: id, stored },
+          'held event was published already',
+        );
+    }
+    return late.sort(
+      (a, b) => a.event.blockNumber - b.event.blockNumber || a.event.logIndex - b.event.logIndex,
+    );
   }
 
   /**
