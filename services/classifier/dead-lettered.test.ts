@@ -230,6 +230,46 @@ describe('classifier: an event dead-lettered in the middle of a chunk', () => {
     expect(await dstClock(tables)).toBe(6_000);
   });
 
+  it.each(['live', 'resident'] as const)(
+    'a released event that stays its stream’s last one: the heights naming it after the release move the clock (%s)',
+    async (mode) => {
+      const schema = `dead_release_last_${mode}`;
+      const released = new Set([chainEventId(confirmIn)]);
+      const { engine, tables } = await syntheticEngine(
+        db.pool,
+        schema,
+        mode === 'resident' ? 'keep' : undefined,
+        // A replay is told what the operator released live.
+        mode === 'resident' ? { releasedHolds: released } : {},
+      );
+      const run = (...inputs: ClassifierInput[]) => engine.handleBatch(inputs, batchContext());
+      await run(...sourceDone(), event(transferIn));
+      // The ConfirmIn, the chunk's last event, never applies; the chunk's height names it.
+      if (mode === 'live') {
+        await inTransaction((tx) => engine.deadLettered(busMessage(confirmIn), 'boom', tx));
+        await run(dstChunkHeight());
+        expect(await releaseMissingEvent(db.pool, tables, chainEventId(confirmIn))).toBe(1);
+        await run(height(heightOf(REPUTATION_CHAIN, 'reputation', 101, 5_001, null)));
+        expect(await dstClock(tables)).toBe(5_000);
+      } else {
+        await engine.deadLettered(busMessage(confirmIn), 'malformed');
+        await run(dstChunkHeight());
+      }
+      // The Connector's next chunks have no events: their heights name the released ConfirmIn, the stream's
+      // last event, and the clock must pass them as it passed the first.
+      await run(
+        height(heightOf(DST.chainId, 'swap', confirmIn.blockNumber + 5, 6_000, chainEventId(confirmIn))),
+      );
+      await run(
+        height(heightOf(DST.chainId, 'swap', confirmIn.blockNumber + 10, 7_000, chainEventId(confirmIn))),
+      );
+      await engine.writeResident();
+      expect(await dstClock(tables)).toBe(7_000);
+      // Judged without it, as the operator chose: the LP's ConfirmIn never applied.
+      expect(await verdictsOf(tables)).toEqual([['violation', 6, 'lp']]);
+    },
+  );
+
   it('an envelope id with U+0000 is held (escaped) and the dead letter commits', async () => {
     const { engine, tables } = await syntheticEngine(db.pool, 'dead_nul');
     const message = garbage(DST.chainId, JSON.stringify({ id: 'a\u0000b', payload: 1 }));

@@ -382,7 +382,12 @@ export class ClassifierEngine {
   }
 
   private onHeight(w: WorkingSet, height: ChainHeight, handledInBatch: ReadonlySet<string>): void {
-    const ownHandled = height.lastEventId === null || w.handled(height.lastEventId, handledInBatch);
+    // A dead-lettered event the operator released counts as handled (live: WorkingSet.read asks for it): it
+    // never applies, and the heights naming it as their stream's last event would otherwise wait for ever.
+    const ownHandled =
+      height.lastEventId === null ||
+      w.handled(height.lastEventId, handledInBatch) ||
+      (this.resident !== undefined && this.o.releasedHolds?.has(nulAsText(height.lastEventId)) === true);
     // Held for its own last event first: once that one is handled it stays handled, so a height released
     // later only asks heldFor.
     const waitFor = ownHandled

@@ -382,9 +382,16 @@ export class WorkingSet {
       }
     }
     if (plan.heightEventIds.size > 0) {
+      // Handled, or released by the operator (it will never apply): a height naming a released event as its
+      // stream's last one (the Connector's chunks after it had no events) was otherwise held for it for ever,
+      // and every later height of the stream behind it. Released ids are stored as dead-lettered (\u0000).
+      const ids = [...plan.heightEventIds];
       const { rows } = await tx.query<{ event_id: string }>(
-        'SELECT event_id FROM processed_events WHERE consumer = $1 AND event_id = ANY($2)',
-        [group, [...plan.heightEventIds]],
+        `SELECT event_id FROM processed_events WHERE consumer = $1 AND event_id = ANY($2)
+         UNION
+         SELECT h.id FROM unnest($2::text[], $3::text[]) AS h(id, stored)
+          WHERE EXISTS (SELECT 1 FROM ${tables.missingEvents} m WHERE m.event_id = h.stored AND m.released)`,
+        [group, ids, ids.map(nulAsText)],
       );
       for (const r of rows) w.handledBefore.add(r.event_id);
     }
