@@ -103,6 +103,11 @@ export const chainEvents = defineTopic<ChainEvent>({
   // Points uses complaints only: with this header it passes over the other events without reading them.
   headers: (p) => ({ [CHAIN_EVENT_KIND_HEADER]: p.kind }),
   retentionMs: null,
+  // The Classifier's clocks rely on a chain's events staying in one partition in publish order: a height moves a
+  // chain's clock once the event it names is handled, taking every earlier event of the chain as handled. Grown,
+  // a chain's new events could be handled before its backlog in the old partition, and a window close without
+  // them (a party blamed for an event that happened).
+  fixedPartitions: true,
 });
 
 /**

@@ -28,6 +28,8 @@ export const chainHeights = defineTopic<ChainHeight>({
   payload: chainHeightPayload,
   // As long as chain.events: a replay of the classifier needs the heights (the chains' clocks) too.
   retentionMs: null,
+  // As chain.events: a chain's heights in order, never grown (a later height handled before an earlier one).
+  fixedPartitions: true,
 });
 
 export const chainHeightId = (h: Pick<ChainHeight, 'chainId' | 'stream' | 'height'>): string =>

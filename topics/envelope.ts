@@ -35,6 +35,8 @@ export interface TopicDefinition<P> {
   partitions?: number;
   /** null: kept for ever, so projections can be rebuilt by replay. */
   retentionMs: number | null;
+  /** TopicSpec.fixedPartitions: never grown once created (its consumers rely on per-key order over all of it). */
+  fixedPartitions?: true;
 }
 
 export function defineTopic<P>(definition: TopicDefinition<P>): TopicDefinition<P> {
@@ -139,5 +141,6 @@ export function topicSpec(topic: TopicDefinition<unknown>, defaultPartitions: nu
     name: topic.name,
     partitions: topic.partitions ?? defaultPartitions,
     retentionMs: topic.retentionMs,
+    ...(topic.fixedPartitions && { fixedPartitions: true }),
   };
 }

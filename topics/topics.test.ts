@@ -11,7 +11,7 @@ import {
   relayCommands,
   violations,
 } from './index.js';
-import { envelopeShape, plainEnvelope } from './envelope.js';
+import { envelopeShape, plainEnvelope, topicSpec } from './envelope.js';
 
 const asMessage = (topic: string, value: string): BusMessage => ({
   topic,
@@ -157,6 +157,17 @@ describe('topics', () => {
     }
     expect(plainEnvelope(good)).toStrictEqual(good);
     expect(plainEnvelope({ ...good, extra: 1 })).toStrictEqual(good);
+  });
+
+  it('keeps the partition count of the topics the Classifier reads in order (chain.events, chain.heights)', () => {
+    // A height moves a chain's clock once the event it names is handled: every earlier event of the chain must be
+    // in the same partition, before it. Kafka grows other topics when bus.partitions is raised.
+    expect(
+      allTopics
+        .filter((t) => topicSpec(t, 8).fixedPartitions)
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual([chainEvents.name, chainHeights.name]);
   });
 
   it('keys relay commands by transfer so commands for one transfer stay in order', () => {

@@ -14,6 +14,12 @@ export interface TopicSpec {
   partitions: number;
   /** Milliseconds a message is kept; null keeps it for ever (topics that rebuild projections on replay). */
   retentionMs: number | null;
+  /**
+   * Its consumers rely on per-key order over the topic's whole history: its partition count stays what it was
+   * created with, whatever the configuration says later (Kafka grows other topics; the postgres log never
+   * changes a count).
+   */
+  fixedPartitions?: boolean;
 }
 
 export interface OutgoingMessage {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
-import type { BusMessage } from '../../shared/bus/port.js';
+import { deadLetterTopic, type BusMessage } from '../../shared/bus/port.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { announceSkip, kafkaForTests } from '../support/external.js';
@@ -102,6 +102,26 @@ describe.skipIf(kafka.skipReason)('Kafka partitions added while a group runs', (
       ]);
     } finally {
       await subscription.stop();
+    }
+  });
+
+  it('never grows a topic whose partitions are fixed (chain.events, chain.heights), nor its dead-letter topic', async () => {
+    const topic = `fixed-${randomBytes(4).toString('hex')}`;
+    await make().ensureTopics([{ name: topic, partitions: 1, retentionMs: null, fixedPartitions: true }]);
+    // A later start with more partitions configured (bus.partitions raised).
+    await make().ensureTopics([{ name: topic, partitions: 3, retentionMs: null, fixedPartitions: true }]);
+    const admin = new Kafka({ brokers: kafka.target!.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic, deadLetterTopic(topic)] });
+      expect(topics.map((t) => [t.name, t.partitions.length]).sort()).toEqual(
+        [
+          [topic, 1],
+          [deadLetterTopic(topic), 1],
+        ].sort(),
+      );
+    } finally {
+      await admin.disconnect();
     }
   });
 });

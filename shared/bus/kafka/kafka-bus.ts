@@ -231,7 +231,8 @@ export class KafkaBus implements EventBus {
 
   /**
    * Existing topics follow the configuration: more partitions when it says more (never fewer: Kafka cannot,
-   * and keys would move), retention and min.insync.replicas as configured. Replication is only reported.
+   * and keys would move; never for a topic with fixedPartitions), retention and min.insync.replicas as
+   * configured. Replication is only reported.
    */
   private async reconcile(specs: readonly TopicSpec[]): Promise<void> {
     const { topics } = await this.admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
@@ -239,7 +240,13 @@ export class KafkaBus implements EventBus {
     for (const spec of specs) {
       const meta = topics.find((t) => t.name === spec.name);
       if (!meta) continue;
-      if (meta.partitions.length < spec.partitions) {
+      if (meta.partitions.length < spec.partitions && spec.fixedPartitions) {
+        // As the postgres log does for every topic: its consumers rely on per-key order over all of it.
+        this.log.warn(
+          { topic: spec.name, existing: meta.partitions.length, configured: spec.partitions },
+          'topic keeps its existing partition count: its consumers rely on per-key order over its whole history',
+        );
+      } else if (meta.partitions.length < spec.partitions) {
         grow.push({ topic: spec.name, count: spec.partitions });
         this.log.warn(
           { topic: spec.name, from: meta.partitions.length, to: spec.partitions },
