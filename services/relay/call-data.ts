@@ -9,6 +9,12 @@ const FUNCTIONS = {
   refund_in: 'refundTransferIn',
 } as const;
 
+/** The action whose call `data` is (by its function selector), or undefined for any other call. */
+export function actionOfCallData(data: string): RelayCommand['action'] | undefined {
+  const name = swapInterface.getFunction(data.slice(0, 10))?.name;
+  return (Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>).find((a) => FUNCTIONS[a] === name);
+}
+
 export function callDataOf(action: RelayCommand['action'], call: RelayCommand['call']): string {
   const c = call;
   const head = [

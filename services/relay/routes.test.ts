@@ -3,7 +3,7 @@ import { relayVectors } from '../../test/fixtures/otmoic-relay-vectors.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { startDevnet, type Devnet } from '../../shared/devnet/devnet.js';
 import { waitFor } from '../../test/support/wait.js';
-import { callDataOf } from './call-data.js';
+import { actionOfCallData, callDataOf } from './call-data.js';
 import { relayMigrationSets } from './migrations.js';
 import { relayTestConfig, startTestRelay } from './test-harness.js';
 
@@ -232,6 +232,8 @@ describe('relay routes: golden vectors and documented errors', () => {
         ]);
         const command = stored.rows[0].command;
         expect(callDataOf(command.action, command.call)).toBe(expectedCalldata);
+        // The sender's settled-command metric reads the action back from the call (no per-job map kept).
+        expect(actionOfCallData(expectedCalldata!)).toBe(command.action);
       }
       // Another spelling of an earlier vector's command (token "0" vs the zero address, decimal vs hex) is
       // that same command: normalised content, same id.
@@ -603,3 +605,10 @@ function nativeRefundCalldata(v: { request: Record<string, any> }): string {
     agreementReachedTime: c.agreement_reached_time,
   });
 }
+
+describe('actionOfCallData', () => {
+  it('is undefined for a call that is none of the four actions (a cancel, another function)', () => {
+    expect(actionOfCallData('0x')).toBeUndefined();
+    expect(actionOfCallData('0xa9059cbb' + '00'.repeat(64))).toBeUndefined(); // ERC-20 transfer
+  });
+});

@@ -13,7 +13,7 @@ import {
   type SenderJob,
   type SenderStore,
 } from '../../shared/sender/index.js';
-import { callDataOf } from './call-data.js';
+import { actionOfCallData, callDataOf } from './call-data.js';
 import { GAS_LEVEL_PERCENT, GAS_LEVELS, type GasLevel } from './gas-price.js';
 import { contractRevertOf } from './revert-reason.js';
 import type { CommandRow, CommandStore } from './store.js';
@@ -64,11 +64,9 @@ export function jobOf(row: CommandRow, contractAddr: string, window: CallWindow)
 
 export function createRelaySender(options: RelaySenderOptions): Sender {
   const { store, contractAddr } = options;
-  const actions = new Map<string, CommandRow['action']>();
   const jobs: SenderStore = {
     async open() {
       const rows = await store.open();
-      for (const row of rows) actions.set(row.id, row.action);
       return rows.map((row) => jobOf(row, contractAddr, store.windowOf(row.action, row.command.call)));
     },
     signFirst: (id, wallet, sign) => store.signFirst(id, wallet, sign),
@@ -94,8 +92,10 @@ export function createRelaySender(options: RelaySenderOptions): Sender {
     // The node's pending block may still be just before the window: look again on the next pass.
     notYet: (name, now, job) =>
       (name === 'NotInOpWindow' || name === 'NotUnlock') && now < job.window.start + 2,
+    // The action from the call's selector: a map of job ids filled at every read of open jobs was never emptied
+    // (a long-running relay kept an entry per command it ever sent).
     onSettled: (job, outcome) => {
-      const action = actions.get(job.id);
+      const action = actionOfCallData(job.call.data);
       if (action !== undefined) options.onSettled?.(action, outcome);
     },
     scrub: options.scrub,
