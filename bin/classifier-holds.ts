@@ -10,12 +10,12 @@ import { commandLine, usageError } from './command-line.js';
 
 const usage = 'usage: npm run classifier-holds [-- release <event id>]';
 const [command, ...rest] = commandLine(usage, { allowPositionals: true }).positionals;
-if (!(
-  command === undefined ||
-  (command === 'list' && rest.length === 0) ||
-  (command === 'release' && rest.length === 1)
-))
-  usageError(usage);
+// Refused with what is wrong, not the usage alone (README, Scripts): a runbook typo must say which word.
+if (command !== undefined && command !== 'list' && command !== 'release')
+  usageError(usage, `unknown command ${JSON.stringify(command)}`);
+if (command === 'list' && rest.length > 0) usageError(usage, 'list takes no arguments');
+if (command === 'release' && rest.length !== 1)
+  usageError(usage, `release needs one event id (given ${rest.length})`);
 
 const { infra } = await operatorInfrastructure('classifier-holds');
 const tables = classifierTables();

@@ -16,12 +16,11 @@ const usage = `usage: npm run dead-letters [-- redrive <topic> …]   (topics: $
 const [command, ...named] = commandLine(usage, { allowPositionals: true }).positionals;
 const unknown = named.filter((n) => !topics.includes(n));
 if (unknown.length > 0) usageError(usage, `unknown topic ${unknown.join(', ')}`);
-if (
-  (command !== undefined && command !== 'list' && command !== 'redrive') ||
-  (command === 'redrive' && named.length === 0) ||
-  (command !== 'redrive' && named.length > 0)
-)
-  usageError(usage);
+// Refused with what is wrong, not the usage alone (README, Scripts): a runbook typo must say which word.
+if (command !== undefined && command !== 'list' && command !== 'redrive')
+  usageError(usage, `unknown command ${JSON.stringify(command)}`);
+if (command === 'redrive' && named.length === 0) usageError(usage, 'redrive needs at least one topic');
+if (command !== 'redrive' && named.length > 0) usageError(usage, `${command} takes no topics`);
 
 const { infra } = await operatorInfrastructure('dead-letters');
 await runCommand('dead-letters', infra, async () => {

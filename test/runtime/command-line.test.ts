@@ -79,6 +79,31 @@ describe('operator commands: --help and refused arguments', () => {
       wrong: ['--all'],
       problem: "Unknown option '--all'",
     },
+    // README (Scripts): a wrong word is refused "with what is wrong and the usage", not the usage alone.
+    {
+      entry: 'bin/classifier-holds.ts',
+      usage: 'usage: npm run classifier-holds',
+      wrong: ['release'],
+      problem: 'release needs one event id',
+    },
+    {
+      entry: 'bin/classifier-holds.ts',
+      usage: 'usage: npm run classifier-holds',
+      wrong: ['relase', 'x'],
+      problem: 'unknown command "relase"',
+    },
+    {
+      entry: 'bin/dead-letters.ts',
+      usage: 'usage: npm run dead-letters',
+      wrong: ['redrive'],
+      problem: 'redrive needs at least one topic',
+    },
+    {
+      entry: 'bin/dead-letters.ts',
+      usage: 'usage: npm run dead-letters',
+      wrong: ['redrve', 'chain.events'],
+      problem: 'unknown command "redrve"',
+    },
   ];
 
   for (const { entry, usage } of new Map(commands.map((c) => [c.entry, c])).values()) {
