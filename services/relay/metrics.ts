@@ -24,7 +24,7 @@ export function relayMetrics(registry: Registry, signals?: RelaySignals): RelayM
     metrics = {
       commands: new Counter({
         name: 'relay_commands_total',
-        help: 'Behalf commands by action and outcome (accepted, repeated, reopened, exhausted, confirmed, failed, missed)',
+        help: 'Behalf commands by action and outcome (accepted, repeated, reopened, exhausted, confirmed, failed; a missed window is failed, and counted in relay_windows_missed_total)',
         labelNames: ['action', 'outcome'],
         registers: [registry],
       }),
