@@ -1,20 +1,16 @@
 /**
  * DID names of addresses, from the DID support service the real SDK uses: `GET {didSupportUrl}/find/owner/
- * {address}` → `{data:[{name}]}`, asked checksummed then lower-case (shared/otmoic/did-lookup.ts). Answers are cached for `ttlMs`; an address without a fresh answer is
+ * {address}` → `{code: 0, data:[{name}]}` (a `code` other than 0 is a failure, never "owns no DID"), asked checksummed
+ * then lower-case (shared/otmoic/did-lookup.ts). Answers are cached for `ttlMs`; an address without a fresh answer is
  * unknown, so the swap that needs it waits (never a guess), and is fetched in the background with back-off
  * while the service is down. `onAnswer` tells the classifier which swaps to look at again. Lookups run beside
  * the batches (a batch never waits for one): stop() aborts those in flight, which are then no failure (not
  * counted, not logged) and are asked again after the restart (requestPendingDids).
  */
-import { z } from 'zod';
 import type { Logger } from '../../shared/logging/logger.js';
 import { redactUrl } from '../../shared/config/redact.js';
-import { didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
+import { didNamesUnderAnyForm, namesOfFindOwnerAnswer } from '../../shared/otmoic/did-lookup.js';
 import { outboundSignal } from '../../shared/runtime/deadline.js';
-
-const answerSchema = z.object({
-  data: z.array(z.object({ name: z.string() }).loose()),
-});
 
 export interface DidNames {
   /** Names owned by `address` (lower-case) as known for the swap `bidId`; undefined: not known yet. */
@@ -98,10 +94,8 @@ export class HttpDidSource implements DidNames {
         signal: outboundSignal(this.options.timeoutMs ?? 5_000, this.stopping.signal),
       });
       if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
-      const parsed = answerSchema.safeParse(await response.json());
-      if (!parsed.success)
-        throw new Error(`DID support answered an unexpected body: ${z.prettifyError(parsed.error)}`);
-      return parsed.data.data.map((entry) => entry.name);
+      // A code other than 0 throws: the service failing, retried, never "owns no DID" (namesOfFindOwnerAnswer).
+      return namesOfFindOwnerAnswer(await response.json());
     });
   }
 

@@ -7,6 +7,32 @@
  * the same; one that does not finds the address in whichever form it stored.
  */
 import { getAddress, isAddress } from 'ethers';
+import { z } from 'zod';
+
+const findOwnerAnswer = z.looseObject({
+  code: z.unknown().optional(),
+  message: z.unknown().optional(),
+  data: z.array(z.looseObject({ name: z.string() })),
+});
+
+/**
+ * The names of a `GET /find/owner/{address}` answer: `{code: 0, data: [{name}]}` (the devnet stand-in's, and
+ * what the Agent read), or `{data: [{name}]}` (DESIGN §5). A `code` other than 0 is the service saying it
+ * failed, whatever `data` holds (often `[]`): it throws, as for any unreadable answer, so that every caller
+ * (Classifier, Agent) takes it for the service being down and never for a decisive "owns no DID", which the
+ * Classifier would record and blame on (an LP's signer that owns nothing: case 2 on the user).
+ */
+export function namesOfFindOwnerAnswer(body: unknown): string[] {
+  const answer = findOwnerAnswer.safeParse(body);
+  if (!answer.success)
+    throw new Error(`DID support answered an unexpected body: ${z.prettifyError(answer.error)}`);
+  const { code, message } = answer.data;
+  if (code !== undefined && code !== 0)
+    throw new Error(
+      `DID support answered code ${JSON.stringify(code)}${typeof message === 'string' ? `: ${message.slice(0, 200)}` : ''}`,
+    );
+  return answer.data.data.map((d) => d.name);
+}
 
 /** The forms to ask the DID support service for, in order: checksummed then lower-case (one when equal). */
 export function didAddressForms(address: string): string[] {
