@@ -31,3 +31,34 @@ describe('DID ownership through the DID support service', () => {
     });
   });
 });
+
+/**
+ * DESIGN §5 gives the DID support service's answer as `{data:[{name}]}`, and the Classifier and Points read it
+ * so. The Agent alone required `code: 0`: with a service answering that shape, every complaint was refused
+ * 503 (the DID source "down") while the Classifier judged on the same answers. A code other than 0 is still the
+ * service failing (shared/otmoic/did-lookup.ts namesOfFindOwnerAnswer).
+ */
+describe('DID ownership through a DID support service answering without a code', () => {
+  const app = Fastify();
+  let url: string;
+  beforeAll(async () => {
+    app.get('/find/owner/:address', async (request) => {
+      const address = (request.params as { address: string }).address;
+      if (address === FAILING) return { code: 1, message: 'internal error', data: [] };
+      return address === SIGNER ? { data: [{ name: 'alice.olares.com' }] } : { data: [] };
+    });
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(() => app.close());
+  const FAILING = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+
+  it('reads {data:[{name}]} as an answer, and a code other than 0 as the service failing', async () => {
+    const ownership = didSupportOwnership(url);
+    expect(await ownership.check('alice.olares.com', SIGNER)).toEqual({ owns: true });
+    expect(await ownership.check('bob.olares.com', SIGNER)).toEqual({
+      owns: false,
+      detail: 'it owns alice.olares.com',
+    });
+    await expect(ownership.check('alice.olares.com', FAILING)).rejects.toThrow(/code 1/);
+  });
+});

@@ -1,12 +1,15 @@
 /**
  * Does the complainant's key own the DID domain it names? Asked before any gas is spent (the contract asks
  * again when the call is made). Production asks the DID support service (`GET /find/owner/{address}` →
- * `{code:0, data:[{name}]}`, the real SDK's route; checksummed, then lower-case: shared/otmoic/did-lookup.ts); the devnet asks the reputation contract's own registry
+ * `{code:0, data:[{name}]}` or, as DESIGN §5 gives it, `{data:[{name}]}`, the real SDK's route; checksummed, then lower-case: shared/otmoic/did-lookup.ts); the devnet asks the reputation contract's own registry
  * (`ownerOfDomain`), which only our devnet contract has.
  */
 import { Contract, getAddress, ZeroAddress } from 'ethers';
-import { z } from 'zod';
-import { didNamesInclude, didNamesUnderAnyForm } from '../../shared/otmoic/did-lookup.js';
+import {
+  didNamesInclude,
+  didNamesUnderAnyForm,
+  namesOfFindOwnerAnswer,
+} from '../../shared/otmoic/did-lookup.js';
 import { outboundSignal } from '../../shared/runtime/deadline.js';
 import type { RpcPool } from '../../shared/sender/index.js';
 
@@ -17,11 +20,6 @@ export interface DidOwnership {
   /** Throws when the source cannot be read (the caller answers 503 and stores nothing). */
   check(domain: string, signer: string): Promise<Ownership>;
 }
-
-const findOwnerAnswer = z.object({
-  code: z.literal(0),
-  data: z.array(z.object({ name: z.string() })),
-});
 
 /** `stop` (ServiceContext.stopSignal): a lookup in flight ends when the process stops, not at its timeout. */
 export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000, stop?: AbortSignal): DidOwnership {
@@ -34,9 +32,8 @@ export function didSupportOwnership(baseUrl: string, timeoutMs = 5_000, stop?: A
           signal: outboundSignal(timeoutMs, stop),
         });
         if (!response.ok) throw new Error(`DID support answered HTTP ${response.status}`);
-        const answer = findOwnerAnswer.safeParse(await response.json());
-        if (!answer.success) throw new Error('DID support answered an unexpected body');
-        return answer.data.data.map((d) => d.name);
+        // As the Classifier reads it: `{data}` with no code (DESIGN §5) is an answer, a code other than 0 a failure.
+        return namesOfFindOwnerAnswer(await response.json());
       });
       if (didNamesInclude(names, domain)) return { owns: true };
       return {
