@@ -72,6 +72,8 @@ interface ComplaintReading {
   valid: boolean;
   invalidReason: string | null;
   party: 'user' | 'lp' | null;
+  /** Both signatures prove the agreement (whoever the complainant): its times are the agreement's. */
+  proven: boolean;
   /** The complaint names chains this deployment does not watch: it cannot be checked. */
   unjudgeable: string | null;
 }
@@ -201,6 +203,7 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
     valid: false,
     invalidReason: null,
     party: null,
+    proven: false,
     unjudgeable: null,
     ...fields,
   });
@@ -253,14 +256,15 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
   }
   const complainant = event.complainant;
   if (complainant === agreement.lpId || didNamesInclude(j.didNames(lpSigner, at), complainant))
-    return reading({ agreement, valid: true, party: 'lp' });
+    return reading({ agreement, valid: true, party: 'lp', proven: true });
   if (
     /^0x[0-9a-fA-F]{40}$/.test(agreement.requestor) &&
     didNamesInclude(j.didNames(agreement.requestor, at), complainant)
   )
-    return reading({ agreement, valid: true, party: 'user' });
+    return reading({ agreement, valid: true, party: 'user', proven: true });
   return reading({
     agreement,
+    proven: true,
     invalidReason: `case 0: the complainant ${complainant} is neither the user's nor the LP's DID`,
   });
 }
@@ -346,8 +350,12 @@ function decide(facts: SwapFacts, j: Judging): SwapVerdict {
     }
     const src = a.srcChainId.toString();
     const transferOutDeadline = a.agreementReachedTime + a.expectedSingleStepTime;
-    // A TransferOut can only happen by T+E: once the source chain passed it, its absence is settled.
-    j.clock(src, seconds(transferOutDeadline) + 1, 'a TransferOut with this bid can happen until T+E');
+    // A TransferOut can only happen by T+E: once the source chain passed it, its absence is settled. Only the
+    // times of an agreement both signatures prove are a window: a complaint whose signatures prove nothing has
+    // no agreement (the hold alone bounds its wait), or anyone could file one with T near 2^64 and keep it
+    // pending for ever.
+    if (c.proven)
+      j.clock(src, seconds(transferOutDeadline) + 1, 'a TransferOut with this bid can happen until T+E');
     const common = {
       srcChainId: src,
       dstChainId: a.dstChainId.toString(),
