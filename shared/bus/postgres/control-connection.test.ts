@@ -57,9 +57,14 @@ describe('postgres log: a control connection dropped silently', () => {
     try {
       await bus.publish('control', [{ key: 'a', value: 'before' }]);
       await waitFor(() => seen.includes('before'), 'the message published before');
-      const [frozen, ...others] = await lockHolders();
-      expect(frozen).toBeDefined();
-      expect(others).toEqual([]);
+      // One control session holds the partitions. Polled: on a loaded machine (CI beside other work) a heartbeat
+      // late past its 400 ms may replace the session once, and both hold a partition for a moment.
+      let frozen: number | undefined;
+      await waitFor(async () => {
+        const holders = await lockHolders();
+        frozen = holders.length === 1 ? holders[0] : undefined;
+        return frozen !== undefined;
+      }, 'one control session holding the partitions');
 
       proxy.freeze();
       await waitFor(
