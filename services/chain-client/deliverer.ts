@@ -182,13 +182,35 @@ export class Deliverer {
       return;
     }
     if (refused || attempt >= maxAttempts) {
-      await pool.query(
-        `UPDATE chain_client_deliveries SET status = 'failed', attempts = $2, settled_at = now(), last_error = $3 WHERE id = $1`,
-        [row.id, attempt, error],
+      // A single event given up (a registration or history without merge): the data-less update_height of
+      // its chunk, next in the lane, would tell the receiver the chunk is complete, and it would move its
+      // height past an event it never got, for good. That height is not sent either: the receiver sees the
+      // chunk missing at the next height and asks for its blocks again (a gap), as after a lost merged chunk.
+      const { rows: withheld } = await pool.query<{ id: string }>(
+        `WITH failed AS (
+           UPDATE chain_client_deliveries SET status = 'failed', attempts = $2, settled_at = now(), last_error = $3
+            WHERE id = $1 RETURNING lane, body
+         ), chunk_height AS (
+           SELECT d.id FROM chain_client_deliveries d, failed f
+            WHERE f.body NOT LIKE '{"type":"update_height"%'
+              AND d.instance = $4 AND d.lane = f.lane AND d.status = 'pending' AND d.id > $1
+              AND d.body LIKE '{"type":"update_height"%'
+            ORDER BY d.id LIMIT 1
+         )
+         UPDATE chain_client_deliveries d
+            SET status = 'failed', settled_at = now(), last_error = 'not sent: an event of its chunk was not delivered'
+           FROM chunk_height h WHERE d.id = h.id RETURNING d.id`,
+        [row.id, attempt, error, instance],
       );
       outcomes?.inc({ instance, outcome: 'failed' });
       log.error(
-        { url: urlOrigin(row.url), delivery: row.id, attempts: attempt, err: error },
+        {
+          url: urlOrigin(row.url),
+          delivery: row.id,
+          attempts: attempt,
+          err: error,
+          ...(withheld[0] ? { heightWithheld: withheld[0].id } : {}),
+        },
         refused ? 'callback refused by the receiver; not retried' : 'callback delivery given up',
       );
       return;

@@ -473,3 +473,67 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
     }
   }, 30_000);
 });
+
+/** A receiver of per-event posts (history without merge, as the Connector's `historyMerge = false` asks it). */
+describe('chain client: a per-event post the receiver never took', () => {
+  let db: TestDatabase;
+  const log = pino({ level: 'silent' });
+  beforeAll(async () => {
+    db = await createTestDatabase([chainClientMigrations]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("its chunk's update_height does not go out: the height would claim an event the receiver never got", async () => {
+    const rpc = await fakeNode();
+    rpc.state.head = 20;
+    rpc.state.logs = [refundLog(9)];
+    // The receiver refuses the first single event post (a proxy's 4xx while the Connector restarts, or
+    // the Connector's own 400), and takes everything after it.
+    const taken: any[] = [];
+    let refused = 0;
+    const server = await serve((text, response) => {
+      const body = JSON.parse(text);
+      if (body.event && refused++ === 0) return void response.writeHead(400).end('{"code":400}');
+      taken.push(body);
+      response.writeHead(200).end('{"code":200}');
+    });
+    const url = server.url + '/cb';
+    const client = await startChainClient(
+      { db: db.pool, log, metrics: new Registry() },
+      {
+        port: 0,
+        rpc: rpc.url,
+        systemChainId: '9900',
+        contractAddr: CONTRACT,
+        confirmations: 0,
+        startBlock: 20,
+        pollIntervalMs: 100,
+        deliveryAttempts: 3,
+        keepSettledDays: 7,
+      },
+    );
+    try {
+      const response = await fetch(`http://127.0.0.1:${client.port}/support/history`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          start: 6,
+          end: 15,
+          callback: { on_refunded_out: url, on_height_update: url },
+        }),
+      });
+      expect(((await response.json()) as { code: number }).code).toBe(200);
+      await waitFor(() => taken.some((b) => b.height === 15), 'the last chunk of the history', 10_000);
+      expect(refused).toBe(1);
+      // Height 10 (blocks 6…10) said "done" without its event, and the receiver moved past block 9 for good;
+      // without it, height 15 opens a gap at 6…10 and the receiver asks for those blocks again.
+      expect(taken.map((b) => b.height)).toEqual([15]);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await server.close();
+    }
+  }, 30_000);
+});
