@@ -107,13 +107,26 @@ export class ChainReader {
    * and progress would move past events it never saw.
    */
   async logs(from: number, to: number): Promise<RawLog[]> {
-    const [logs, last] = (await Promise.all([
+    return (await this.logsAndHead(from, to)).logs;
+  }
+
+  /**
+   * logs(), with the head of the node that answered (the same batch): the head another node reported says
+   * nothing of how deep `to` is on this one, so the confirmations are counted on this head (Follower).
+   */
+  async logsAndHead(from: number, to: number): Promise<{ logs: RawLog[]; head: number }> {
+    const [head, last, logs] = (await Promise.all([
+      this.send('eth_blockNumber', []),
+      this.send('eth_getBlockByNumber', [toQuantity(to), false]),
       this.send('eth_getLogs', [
         { fromBlock: toQuantity(from), toBlock: toQuantity(to), address: this.addresses },
       ]),
-      this.send('eth_getBlockByNumber', [toQuantity(to), false]),
-    ])) as [RawLog[], RawBlock | null];
+    ])) as [string, RawBlock | null, RawLog[]];
     if (last === null) throw new ChainReadError(`the node does not know block ${to} yet`);
+    return { logs: this.ours(logs), head: Number(head) };
+  }
+
+  private ours(logs: RawLog[]): RawLog[] {
     // Defence in depth: a node that ignores the filter must not smuggle foreign events in.
     const allowed = new Set(this.addresses.map((a) => a.toLowerCase()));
     return logs

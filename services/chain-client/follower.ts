@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/logging/logger.js';
 import { errorText } from '../../shared/logging/error-text.js';
 import { backoffMs, sleep } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
-import { ChainReadError, RpcRateLimitedError, type ChainReader } from './chain-reader.js';
+import { ChainReadError, RpcRateLimitedError, type ChainReader, type RawLog } from './chain-reader.js';
 import { buildEventBodies, type ContractAddresses } from './event-body.js';
 import {
   CHUNK_BLOCKS,
@@ -82,15 +82,30 @@ export class Follower {
     return Math.min(last, Math.max(from, Math.floor((from + span) / CHUNK_BLOCKS) * CHUNK_BLOCKS));
   }
 
-  /** The logs of [from, to]; a failure narrows the range of the next reads. */
-  private async logs(from: number, to: number) {
+  /**
+   * The logs of [from, to], or of [from, t] for a chunk end t below `to`: the blocks the node that answered
+   * holds `confirmations` deep. The confirmed head was read from a node, the logs may come from another (a
+   * load balancer): one lagging at `to` on a fork the chain replaced gave the events of blocks it forgets when
+   * it catches up, as confirmed. A failure, or a node with no whole chunk confirmed from `from`, narrows the
+   * range of the next reads.
+   */
+  private async logs(from: number, to: number): Promise<{ logs: RawLog[]; to: number }> {
     try {
-      const logs = await this.options.reader.logs(from, to);
+      const read = await this.options.reader.logsAndHead(from, to);
+      const confirmedThere = read.head - this.options.confirmations;
+      let end = to;
+      if (!(confirmedThere >= to)) {
+        end = Math.floor(confirmedThere / CHUNK_BLOCKS) * CHUNK_BLOCKS;
+        if (!(end >= from))
+          throw new ChainReadError(
+            `the node that answered is at block ${read.head}: block ${to} has fewer than ${this.options.confirmations} confirmations there`,
+          );
+      }
       if (this.span < MAX_RANGE && ++this.readsInRow >= WIDEN_AFTER) {
         this.span = Math.min(MAX_RANGE, this.span * 2);
         this.readsInRow = 0;
       }
-      return logs;
+      return { logs: read.logs.filter((l) => Number(l.blockNumber) <= end), to: end };
     } catch (err) {
       this.readsInRow = 0;
       if (this.span > CHUNK_BLOCKS && !this.stopController.signal.aborted) {
@@ -173,21 +188,35 @@ export class Follower {
     // Only whole chunks: the highest chunk end not above the confirmed head.
     const lastWhole = Math.floor(confirmed / CHUNK_BLOCKS) * CHUNK_BLOCKS;
     if (lastWhole < from) return false;
-    const to = this.rangeEnd(from, lastWhole);
-    const deliveries = await this.plan(from, to, await store.registrations());
+    const { deliveries, to } = await this.plan(
+      from,
+      this.rangeEnd(from, lastWhole),
+      await store.registrations(),
+    );
     await store.commitRange(last, to, deliveries);
     this.options.onHeight?.(to);
     if (deliveries.length > 0) this.options.onQueued();
     return true;
   }
 
-  /** Deliveries of blocks [from, to] for the given registrations (also used by history requests). */
-  async plan(from: number, to: number, registrations: readonly Registration[]): Promise<PlannedDelivery[]> {
+  /**
+   * Deliveries of blocks [from, to] for the given registrations (also used by history requests), or of
+   * [from, t] for an earlier chunk end t (the node that answered holds no more blocks confirmed): `to` says.
+   */
+  async plan(
+    from: number,
+    to: number,
+    registrations: readonly Registration[],
+  ): Promise<{ deliveries: PlannedDelivery[]; to: number }> {
     const { reader, contracts, systemChainId } = this.options;
-    if (registrations.length === 0) return [];
-    const events = await buildEventBodies(reader, await this.logs(from, to), contracts, systemChainId);
-    const chunks = chunksOf(from, to, events);
-    return chunks.flatMap((chunk) => registrations.flatMap((r) => planChunk(r, chunk)));
+    if (registrations.length === 0) return { deliveries: [], to };
+    const read = await this.logs(from, to);
+    const events = await buildEventBodies(reader, read.logs, contracts, systemChainId);
+    const chunks = chunksOf(from, read.to, events);
+    return {
+      deliveries: chunks.flatMap((chunk) => registrations.flatMap((r) => planChunk(r, chunk))),
+      to: read.to,
+    };
   }
 
   /**
@@ -202,9 +231,10 @@ export class Follower {
     for (const task of await store.historyTasks()) {
       if (this.stopController.signal.aborted) break;
       const span = Math.min(this.span, this.historySpans.get(task.id) ?? MAX_RANGE);
-      const to = this.rangeEnd(task.next, task.end, span);
       try {
-        const deliveries = await this.plan(task.next, to, [task.registration]);
+        const { deliveries, to } = await this.plan(task.next, this.rangeEnd(task.next, task.end, span), [
+          task.registration,
+        ]);
         await store.commitHistoryRange(task, to + 1, deliveries);
         if (deliveries.length > 0) this.options.onQueued();
         if (to >= task.end) {

@@ -120,7 +120,7 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
   const start = (
     rpc: string,
     rpcTimeoutMs = 10_000,
-    more: { historyAttempts?: number; startBlock?: number } = {},
+    more: { historyAttempts?: number; startBlock?: number; confirmations?: number } = {},
     metrics = new Registry(),
   ) =>
     startChainClient(
@@ -287,6 +287,62 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
       rpc.state.head = 20;
       await waitFor(() => callbacks.bodies.some((b) => b.height === 20), 'height 20', 10_000);
       expect(callbacks.bodies.flatMap((b) => b.data ?? []).map((d) => d.block.hash)).toEqual([BLOCK_HASH]);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
+    }
+  }, 30_000);
+  it('confirmations count on the node that answered the logs: a lagging node on a stale fork delivers nothing, one behind delivers what it holds confirmed', async () => {
+    // A balancer: the head is read from a synced node (A, at 100), the logs batch lands on a node (B) stuck at
+    // 90 on a fork whose block 88 the chain replaced. Block 90 has 10 confirmations on A, none on B, and B
+    // will forget block 88 and its event when it catches up.
+    const STALE = '0x' + '88'.repeat(32);
+    const b = { head: 90, logs: [{ ...refundLog(88), blockHash: STALE }] as any[] };
+    const answer = (c: Call, head: number, logs: any[]) =>
+      ({
+        eth_chainId: '0x61',
+        eth_blockNumber: `0x${head.toString(16)}`,
+        eth_getLogs: logs.filter(
+          (l) =>
+            Number(l.blockNumber) >= Number(c.params[0]?.fromBlock) &&
+            Number(l.blockNumber) <= Number(c.params[0]?.toBlock),
+        ),
+        eth_getBlockByNumber:
+          Number(c.params[0]) <= head ? { number: c.params[0], timestamp: '0x10', hash: BLOCK_HASH } : null,
+        eth_getBlockByHash: { number: '0x58', timestamp: '0x10', hash: c.params[0] },
+        eth_getTransactionReceipt: { transactionHash: '0x' + 'ab'.repeat(32), from: CONTRACT },
+      })[c.method] ?? null;
+    const rpc = await serve((text, response) => {
+      const parsed = JSON.parse(text);
+      const calls: Call[] = Array.isArray(parsed) ? parsed : [parsed];
+      // Batches (the logs and their block) go to B; single calls (the head) to A.
+      const answers = calls.map((c) => ({
+        jsonrpc: '2.0',
+        id: c.id,
+        result: Array.isArray(parsed) ? answer(c, b.head, b.logs) : answer(c, 100, []),
+      }));
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
+    });
+    const callbacks = await receiver();
+    const client = await start(rpc.url, 10_000, { startBlock: 81, confirmations: 6 });
+    try {
+      await post(client.port, '/support/register', merged(callbacks.url));
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(callbacks.bodies.filter((body) => body.height === 90)).toEqual([]);
+      // B moves on to 95 on the chain A follows, and stays 5 blocks behind A: it has blocks 81…85 six deep,
+      // which are delivered rather than waiting for a read that lands on a node with 90 six deep.
+      b.head = 95;
+      b.logs = [];
+      await waitFor(() => callbacks.bodies.some((body) => body.height === 85), 'height 85', 10_000);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(callbacks.bodies.map((body) => body.height)).toEqual([85]);
+      // B catches up: block 88 is another block, without the event.
+      b.head = 100;
+      await waitFor(() => callbacks.bodies.some((body) => body.height === 90), 'height 90', 10_000);
+      expect(callbacks.bodies.flatMap((body) => body.data)).toEqual([]);
     } finally {
       await client.stop();
       await rpc.close();
