@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/databa
 import { startRelayAdminStandIn, type RelayAdminStandIn } from '../stand-ins/relay-admin/server.js';
 import { CachedLookup } from './cached-lookup.js';
 import { POINTS_ERRORS } from './errors.js';
-import { fetchKyc } from './external-services.js';
+import { fetchDidNames, fetchDidOwner, fetchKyc } from './external-services.js';
 import { pointsMigrations } from './migrations.js';
 import { pointTestConfig, startFakeDidSupport, startTestPoints, userAddress } from './test-harness.js';
 
@@ -270,5 +270,33 @@ describe('a DID name resolved from a stale answer', () => {
       subject: { resolved_from_did: null },
       did: { stale: false },
     });
+  });
+});
+
+describe('a DID support service that answers with a code other than 0', () => {
+  let server: FastifyInstance;
+  let url: string;
+  const answers = new Map<string, unknown>();
+  beforeAll(async () => {
+    server = Fastify();
+    server.get('/find/owner/:address', async () => answers.get('owner'));
+    server.get('/find/name/:name', async () => answers.get('name'));
+    url = await server.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => server?.close());
+
+  it('has failed (the last known value is kept, flagged stale), not answered that the address owns no DID', async () => {
+    const signal = new AbortController().signal;
+    answers.set('owner', { code: 500, message: 'database down', data: [] });
+    answers.set('name', { code: 500, message: 'database down', data: [] });
+    await expect(fetchDidNames(url)(BOB, signal)).rejects.toThrow(/unexpected answer/);
+    await expect(fetchDidOwner(url)('bob.example', signal)).rejects.toThrow(/unexpected answer/);
+    // Without a code (DESIGN §5) or with code 0: an answer.
+    answers.set('owner', { data: [{ name: 'bob.example' }] });
+    expect(await fetchDidNames(url)(BOB, signal)).toEqual(['bob.example']);
+    answers.set('owner', { code: 0, data: [] });
+    expect(await fetchDidNames(url)(BOB, signal)).toEqual([]);
+    answers.set('name', { code: 0, data: [{ owner: BOB }] });
+    expect(await fetchDidOwner(url)('bob.example', signal)).toBe(BOB.toLowerCase());
   });
 });

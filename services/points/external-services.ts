@@ -9,7 +9,8 @@
  *   `GET /kyc/{address}` (lower-case 0x address) → 200 `{"data":{"address":"0x…","verified":true|false}}`,
  *   for any address (an unknown one is simply not verified).
  * - DID names, at `point.didSupportUrl` (the real SDK's route, and our extension):
- *   `GET /find/owner/{address}` → `{"data":[{"name":"alice.example"}]}` (asked checksummed, then lower-case:
+ *   `GET /find/owner/{address}` → `{"data":[{"name":"alice.example"}]}`, or with `"code":0` (another code is the
+ *   service failing; asked checksummed, then lower-case:
  *   shared/otmoic/did-lookup.ts);
  *   `GET /find/name/{name}` → `{"data":[{"owner":"0x…"}]}` (empty `data`: no such name).
  */
@@ -21,8 +22,14 @@ import { KeyRefusedError } from './cached-lookup.js';
 export const kycAnswer = z.object({
   data: z.object({ address: addressSchema, verified: z.boolean() }),
 });
-export const didNamesAnswer = z.object({ data: z.array(z.object({ name: z.string().min(1) })) });
-export const didOwnersAnswer = z.object({ data: z.array(z.object({ owner: addressSchema })) });
+// A `code` other than 0 is the service saying it failed, whatever `data` holds (often []): a malformed answer, so
+// the service counts as down (last known value, stale) and never as "owns no DID" (shared/otmoic/did-lookup.ts).
+const didCode = z.literal(0).optional();
+export const didNamesAnswer = z.object({
+  code: didCode,
+  data: z.array(z.object({ name: z.string().min(1) })),
+});
+export const didOwnersAnswer = z.object({ code: didCode, data: z.array(z.object({ owner: addressSchema })) });
 
 async function getJson<T>(url: string, schema: z.ZodType<T>, signal: AbortSignal): Promise<T> {
   const response = await fetch(url, { signal, headers: { accept: 'application/json' } });
