@@ -1,15 +1,7 @@
-import { Transaction, Wallet } from 'ethers';
+import { Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { createLogger } from '../logging/logger.js';
-import type { RpcPool } from './rpc.js';
-import { Sender } from './sender.js';
-import { memoryStore } from './test-harness.js';
-import { type SenderJob } from './types.js';
-
-const GWEI = 10n ** 9n;
-const TO = '0x000000000000000000000000000000000000dEaD';
-const blockHash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+import { blockHash, fakeNodeSender, testJob } from './test-harness.js';
 
 /**
  * A job whose nonce the wallet's mined count shows used while none of its receipts is found is failed ("used by
@@ -28,74 +20,10 @@ describe('the sender and the grace for receipts lagging the mined count', () => 
     await db?.drop();
   });
 
-  const setUp = (wallet: Wallet, jobs: SenderJob[]) => {
-    const node = {
-      block: 10,
-      count: 0,
-      receipts: new Map<string, { blockNumber: number; blockHash: string; hash: string; status: number }>(),
-    };
-    const provider = {
-      send: async (method: string) => {
-        if (method === 'eth_chainId') return '0x61';
-        if (method === 'eth_gasPrice') return `0x${(2n * GWEI).toString(16)}`;
-        if (method === 'eth_maxPriorityFeePerGas') return `0x${GWEI.toString(16)}`;
-        throw new Error(`unexpected ${method}`);
-      },
-      getBlock: async (tag: number | string) => {
-        const n = tag === 'latest' ? node.block : Number(tag);
-        return { number: n, timestamp: 1_000 + n, baseFeePerGas: GWEI, hash: blockHash(n) };
-      },
-      getBalance: async () => 10n ** 18n,
-      estimateGas: async (tx: { from?: string; to?: string }) => (tx.to === tx.from ? 21_000n : 50_000n),
-      getTransactionCount: async () => node.count,
-      getTransactionReceipt: async (hash: string) => node.receipts.get(hash) ?? null,
-      call: async () => '0x',
-    };
-    const rpc = {
-      read: async (call: (p: unknown) => unknown) => call(provider),
-      broadcast: async (raw: string) => void Transaction.from(raw),
-    } as unknown as RpcPool;
-    const { store } = memoryStore(jobs, { firstNonce: 0 });
-    const sender = new Sender({
-      pool: db.pool,
-      store,
-      rpc,
-      wallet,
-      chainId: 97,
-      pollIntervalMs: 60_000,
-      caps: { maxFeePerGas: 200n * GWEI, maxGasLimit: 300_000n },
-      confirmations: 1,
-      windowMarginSeconds: 0,
-      bumpAfterBlocks: 100,
-      maxRefusals: 3,
-      scrub: (t) => t,
-      log: createLogger({ level: 'silent' }),
-    });
-    const passAt = async (block: number) => {
-      node.block = block;
-      await sender.tick();
-    };
-    return { sender, node, passAt };
-  };
-
-  const job = (id: string): SenderJob & { reason?: string | null } => ({
-    id,
-    status: 'scheduled',
-    window: { start: 0, end: null },
-    windowText: 'no window',
-    call: { to: TO, data: '0x', value: 0n },
-    strategy: { percent: 100n },
-    nonce: null,
-    attempts: [],
-    refusals: 0,
-    minedBlock: null,
-    cancelReason: null,
-  });
-
   it('a call mined, reorged out and mined again, whose receipt lags both times, confirms', async () => {
     const wallet = new Wallet(Wallet.createRandom().privateKey);
-    const j = job('reorged');
-    const { sender, node, passAt } = setUp(wallet, [j]);
+    const j = testJob('reorged');
+    const { sender, node, passAt } = fakeNodeSender(db.pool, wallet, [j]);
     try {
       await passAt(10);
       expect([j.status, j.nonce]).toEqual(['sent', 0]);

@@ -1,15 +1,7 @@
-import { Transaction, Wallet } from 'ethers';
+import { Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { createLogger } from '../logging/logger.js';
-import { RpcError, type RpcPool } from './rpc.js';
-import { Sender } from './sender.js';
-import { memoryStore } from './test-harness.js';
-import { type SenderJob } from './types.js';
-
-const GWEI = 10n ** 9n;
-const TO = '0x000000000000000000000000000000000000dEaD';
-const blockHash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+import { blockHash, fakeNodeSender, testJob } from './test-harness.js';
 
 /**
  * The sender broadcasts a job's latest transaction again on every pass until its receipt is found. A node that
@@ -28,86 +20,6 @@ describe('the sender and a node that already holds the transaction', () => {
     await db?.drop();
   });
 
-  /**
-   * A fake node with a pool: a broadcast of a transaction it holds is answered `duplicate` (as ethers words an
-   * error it cannot coalesce); `refuse` refuses every transaction without pooling it.
-   */
-  const setUp = (wallet: Wallet, jobs: SenderJob[], duplicate: string) => {
-    const node = {
-      block: 10,
-      count: 0,
-      pool: new Map<string, Transaction>(),
-      receipts: new Map<string, { blockNumber: number; blockHash: string; hash: string; status: number }>(),
-      refuse: undefined as string | undefined,
-    };
-    const provider = {
-      send: async (method: string) => {
-        if (method === 'eth_chainId') return '0x61';
-        if (method === 'eth_gasPrice') return `0x${(2n * GWEI).toString(16)}`;
-        if (method === 'eth_maxPriorityFeePerGas') return `0x${GWEI.toString(16)}`;
-        throw new Error(`unexpected ${method}`);
-      },
-      getBlock: async (tag: number | string) => {
-        const n = tag === 'latest' ? node.block : Number(tag);
-        return { number: n, timestamp: 1_000 + n, baseFeePerGas: GWEI, hash: blockHash(n) };
-      },
-      getBalance: async () => 10n ** 18n,
-      estimateGas: async (tx: { from?: string; to?: string }) => (tx.to === tx.from ? 21_000n : 50_000n),
-      getTransactionCount: async () => node.count,
-      getTransactionReceipt: async (hash: string) => node.receipts.get(hash) ?? null,
-      getTransaction: async (hash: string) => node.pool.get(hash) ?? null,
-      call: async () => '0x',
-    };
-    const rpc = {
-      read: async (call: (p: unknown) => unknown) => call(provider),
-      broadcast: async (raw: string) => {
-        const tx = Transaction.from(raw);
-        if (node.refuse !== undefined) throw new RpcError(node.refuse, new Error(node.refuse));
-        if (node.pool.has(tx.hash!)) {
-          const text = `could not coalesce error: ${duplicate}`;
-          throw new RpcError(text, new Error(text));
-        }
-        node.pool.set(tx.hash!, tx);
-      },
-    } as unknown as RpcPool;
-    const { store, notes } = memoryStore(jobs, { firstNonce: 0 });
-    const sender = new Sender({
-      pool: db.pool,
-      store,
-      rpc,
-      wallet,
-      chainId: 97,
-      pollIntervalMs: 60_000,
-      caps: { maxFeePerGas: 200n * GWEI, maxGasLimit: 300_000n },
-      confirmations: 1,
-      windowMarginSeconds: 0,
-      // No speed-up in these tests: only the re-broadcasts of the one call.
-      bumpAfterBlocks: 100,
-      maxRefusals: 3,
-      scrub: (t) => t,
-      log: createLogger({ level: 'silent' }),
-    });
-    const passAt = async (block: number) => {
-      node.block = block;
-      await sender.tick();
-    };
-    return { sender, node, notes, passAt };
-  };
-
-  const job = (id: string): SenderJob => ({
-    id,
-    status: 'scheduled',
-    window: { start: 0, end: null },
-    windowText: 'no window',
-    call: { to: TO, data: '0x', value: 0n },
-    strategy: { percent: 100n },
-    nonce: null,
-    attempts: [],
-    refusals: 0,
-    minedBlock: null,
-    cancelReason: null,
-  });
-
   for (const [client, duplicate] of [
     ['geth', 'already known'],
     ['Erigon', 'INTERNAL_ERROR: existing tx with same hash'],
@@ -115,8 +27,8 @@ describe('the sender and a node that already holds the transaction', () => {
   ] as const) {
     it(`a call waiting in the pool of a node that says so as ${client} does ("${duplicate}") is never cancelled as refused`, async () => {
       const wallet = new Wallet(Wallet.createRandom().privateKey);
-      const j = job(`pooled-${client}`);
-      const { sender, node, notes, passAt } = setUp(wallet, [j], duplicate);
+      const j = testJob(`pooled-${client}`);
+      const { sender, node, notes, passAt } = fakeNodeSender(db.pool, wallet, [j], { duplicate });
       try {
         await passAt(10);
         expect([j.status, j.nonce]).toEqual(['sent', 0]);
@@ -143,8 +55,8 @@ describe('the sender and a node that already holds the transaction', () => {
 
   it('a transaction the node refuses and does not hold is still counted, and its nonce freed after maxRefusals', async () => {
     const wallet = new Wallet(Wallet.createRandom().privateKey);
-    const j = job('refused');
-    const { sender, node, passAt } = setUp(wallet, [j], 'already known');
+    const j = testJob('refused');
+    const { sender, node, passAt } = fakeNodeSender(db.pool, wallet, [j], { duplicate: 'already known' });
     node.refuse = 'transaction rejected by policy';
     try {
       for (const block of [10, 11, 12]) await passAt(block);

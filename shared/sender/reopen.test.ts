@@ -1,15 +1,8 @@
 import { Transaction, Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { createLogger } from '../logging/logger.js';
-import type { RpcPool } from './rpc.js';
-import { Sender } from './sender.js';
-import { memoryStore } from './test-harness.js';
+import { fakeNodeSender, GWEI, TO, testJob } from './test-harness.js';
 import { type SenderJob } from './types.js';
-
-const GWEI = 10n ** 9n;
-const TO = '0x000000000000000000000000000000000000dEaD';
-const blockHash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
 
 /**
  * A job its owner re-opens (the relay's re-post of a failed command, the Agent's of a complaint) is signed
@@ -25,81 +18,6 @@ describe('the sender and a re-opened job', () => {
   });
   afterAll(async () => {
     await db?.drop();
-  });
-
-  /** A sender over an in-memory job store and a fake node whose head, mined counts and receipts the test sets. */
-  const setUp = (wallet: Wallet, jobs: SenderJob[]) => {
-    const node = {
-      block: 10,
-      /** Mined transaction count per (lower-case) address. */
-      counts: new Map<string, number>(),
-      receipts: new Map<string, { blockNumber: number; blockHash: string; hash: string; status: number }>(),
-      broadcasts: [] as Transaction[],
-    };
-    const provider = {
-      send: async (method: string) => {
-        if (method === 'eth_chainId') return '0x61';
-        if (method === 'eth_gasPrice') return `0x${(2n * GWEI).toString(16)}`;
-        if (method === 'eth_maxPriorityFeePerGas') return `0x${GWEI.toString(16)}`;
-        throw new Error(`unexpected ${method}`);
-      },
-      getBlock: async (tag: number | string) => {
-        const n = tag === 'latest' ? node.block : Number(tag);
-        return { number: n, timestamp: 1_000 + n, baseFeePerGas: GWEI, hash: blockHash(n) };
-      },
-      getBalance: async () => 10n ** 18n,
-      estimateGas: async (tx: { from?: string; to?: string }) => (tx.to === tx.from ? 21_000n : 50_000n),
-      getTransactionCount: async (address: string) => node.counts.get(address.toLowerCase()) ?? 0,
-      getTransactionReceipt: async (hash: string) => node.receipts.get(hash) ?? null,
-      call: async () => '0x',
-    };
-    const rpc = {
-      read: async (call: (p: unknown) => unknown) => call(provider),
-      broadcast: async (raw: string) => {
-        node.broadcasts.push(Transaction.from(raw));
-      },
-    } as unknown as RpcPool;
-    // The jobs' nonces are the old key's: this wallet's start at 0.
-    const { store } = memoryStore(jobs, { firstNonce: 0 });
-    const sender = new Sender({
-      pool: db.pool,
-      store,
-      rpc,
-      wallet,
-      chainId: 97,
-      pollIntervalMs: 60_000,
-      caps: { maxFeePerGas: 200n * GWEI, maxGasLimit: 300_000n },
-      confirmations: 1,
-      windowMarginSeconds: 0,
-      bumpAfterBlocks: 3,
-      maxRefusals: 3,
-      scrub: (t) => t,
-      log: createLogger({ level: 'silent' }),
-    });
-    /** The head moves to `block`, and the sender makes a pass. */
-    const passAt = async (block: number) => {
-      node.block = block;
-      await sender.tick();
-    };
-    /** `hash` is mined at `block` (status 1, or 0: reverted, gas paid). */
-    const mine = (hash: string, block: number, status = 1) =>
-      node.receipts.set(hash, { blockNumber: block, blockHash: blockHash(block), hash, status });
-    return { sender, node, passAt, mine };
-  };
-
-  const job = (id: string, fields: Partial<SenderJob> = {}): SenderJob & { reason?: string | null } => ({
-    id,
-    status: 'scheduled',
-    window: { start: 0, end: null },
-    windowText: 'no window',
-    call: { to: TO, data: '0x', value: 0n },
-    strategy: { percent: 100n },
-    nonce: null,
-    attempts: [],
-    refusals: 0,
-    minedBlock: null,
-    cancelReason: null,
-    ...fields,
   });
 
   /** What the owner's re-open leaves of the job (the relay's CLEARED_TRANSACTION_STATE). */
@@ -129,7 +47,7 @@ describe('the sender and a re-opened job', () => {
       maxPriorityFeePerGas: GWEI,
     });
     const hash = Transaction.from(raw).hash!;
-    const j = job('rotated', {
+    const j = testJob('rotated', {
       status: 'sent',
       nonce: 5,
       attempts: [
@@ -144,7 +62,7 @@ describe('the sender and a re-opened job', () => {
         },
       ],
     });
-    const { sender, node, passAt, mine } = setUp(wallet, [j]);
+    const { sender, node, passAt, mine } = fakeNodeSender(db.pool, wallet, [j], { bumpAfterBlocks: 3 });
     const oldCount = oldKey.address.toLowerCase();
     const newCount = wallet.address.toLowerCase();
     try {
@@ -183,8 +101,8 @@ describe('the sender and a re-opened job', () => {
 
   it('a re-opened job whose receipt lags the mined count gets the whole grace again, and confirms', async () => {
     const wallet = new Wallet(Wallet.createRandom().privateKey);
-    const j = job('reopened');
-    const { sender, node, passAt, mine } = setUp(wallet, [j]);
+    const j = testJob('reopened');
+    const { sender, node, passAt, mine } = fakeNodeSender(db.pool, wallet, [j], { bumpAfterBlocks: 3 });
     const count = wallet.address.toLowerCase();
     try {
       await passAt(10);
