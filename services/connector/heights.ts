@@ -26,21 +26,28 @@ export class HeightStore {
   }
 
   /**
-   * The stored height and last published event id and, in the same round trip, the held single events of
-   * blocks up to `upTo` (their bodies, in block order, those of one block newest first) that the chunk ending
-   * there may have to take along.
+   * The stored height and last published event id, the live start marks (see markLiveStart) and, in the same
+   * round trip, the held single events of blocks up to `upTo` (their bodies, in block order, those of one
+   * block newest first) that the chunk ending there may have to take along.
    */
   async chunkState(
     chainId: string,
     stream: Stream,
     upTo: number,
-  ): Promise<{ height: number; lastEventId: string | null; pending: unknown[]; pendingIds: string[] }> {
+  ): Promise<{
+    height: number;
+    lastEventId: string | null;
+    pending: unknown[];
+    pendingIds: string[];
+    liveStart: string[];
+  }> {
     const { rows } = await this.pool.query<{
       height: string;
       last_event_id: string | null;
+      live_start: string[];
       pending: Array<{ id: string; body: unknown }> | null;
     }>(
-      `SELECT h.height, h.last_event_id,
+      `SELECT h.height, h.last_event_id, h.live_start,
               (SELECT json_agg(json_build_object('id', p.event_id, 'body', p.body)
                                ORDER BY p.block_number, p.received_at DESC, p.event_id) FROM connector_pending_events p
                 WHERE p.chain_id = h.chain_id AND p.stream = h.stream AND p.block_number <= $3) AS pending
@@ -54,7 +61,48 @@ export class HeightStore {
       lastEventId: rows[0].last_event_id,
       pending: pending.map((p) => p.body),
       pendingIds: pending.map((p) => p.id),
+      liveStart: rows[0].live_start,
     };
+  }
+
+  /**
+   * Marks the stream's next live chunk as possibly partial for `owner` (one Connector process), before its
+   * registration is sent: a chain client that takes it as new restarts its live delivery mid-chunk. In the
+   * database, so the mark holds whichever process that chunk reaches. Returns whether `owner`'s mark was
+   * there already (an earlier registration of this process whose first chunk is still awaited).
+   */
+  async markLiveStart(chainId: string, stream: Stream, owner: string): Promise<boolean> {
+    const { rows } = await this.pool.query<{ pending: boolean }>(
+      `WITH h AS (SELECT live_start FROM connector_heights WHERE chain_id = $1 AND stream = $2),
+            marked AS (
+              UPDATE connector_heights SET live_start = array_append(live_start, $3)
+               WHERE chain_id = $1 AND stream = $2 AND NOT ($3 = ANY(live_start)))
+       SELECT $3 = ANY(live_start) AS pending FROM h`,
+      [chainId, stream, owner],
+    );
+    if (!rows[0]) throw new Error(`no stored height for chain ${chainId} (${stream})`);
+    return rows[0].pending;
+  }
+
+  /** Takes back `owner`'s live start mark (its registration was already there); others' stay. */
+  async unmarkLiveStart(chainId: string, stream: Stream, owner: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE connector_heights SET live_start = array_remove(live_start, $3)
+        WHERE chain_id = $1 AND stream = $2 AND $3 = ANY(live_start)`,
+      [chainId, stream, owner],
+    );
+  }
+
+  /**
+   * A live chunk read the marks `read` and is asked through history: they are consumed. Marks set since the
+   * read (a registration sent meanwhile) stay, for the chunk after it.
+   */
+  async consumeLiveStart(chainId: string, stream: Stream, read: readonly string[]): Promise<void> {
+    await this.pool.query(
+      `UPDATE connector_heights SET live_start = ARRAY(SELECT m FROM unnest(live_start) m WHERE m <> ALL($3::text[]))
+        WHERE chain_id = $1 AND stream = $2 AND live_start && $3::text[]`,
+      [chainId, stream, [...read]],
+    );
   }
 
   /**
@@ -110,6 +158,8 @@ export class HeightStore {
     commitWithoutFlush = false,
     /** addAdvance's `heldRead`. */
     heldRead?: readonly string[],
+    /** addAdvance's `live`. */
+    live = false,
   ): Promise<{ lastEventId: string | null } | false> {
     const statement = new Statement();
     const moved = addAdvance(statement, {
@@ -120,6 +170,7 @@ export class HeightStore {
       lastEventId,
       dropPending,
       heldRead,
+      live,
     });
     if (commitWithoutFlush) statement.commitWithoutFlush();
     statement.output('moved', `(SELECT count(*) FROM ${moved})`);
@@ -151,6 +202,13 @@ export function addAdvance(
      * block without it, the event was published only late. Undefined: not checked.
      */
     heldRead?: readonly string[];
+    /**
+     * A live chunk: move only while no live start is marked (HeightStore.markLiveStart). The chunk may be the
+     * first of a chain client's restarted delivery, covering only the tail of its 5 blocks; the caller, told
+     * nothing moved, reads the marks and asks its blocks through history. History and RPC chunks cover their
+     * blocks and move regardless.
+     */
+    live?: boolean;
   },
 ): string {
   const moved = statement.name('height_moved');
@@ -163,6 +221,7 @@ export function addAdvance(
         SET height = ${next}, last_event_id = COALESCE(${statement.param(a.lastEventId, 'text')}, last_event_id),
             updated_at = now()
       WHERE chain_id = ${chain} AND stream = ${stream} AND height = ${statement.param(a.expected, 'bigint')}
+        ${a.live ? `AND cardinality(live_start) = 0` : ''}
         ${a.expectedLastEventId === undefined ? '' : `AND last_event_id IS NOT DISTINCT FROM ${statement.param(a.expectedLastEventId, 'text')}`}
         ${
           a.heldRead === undefined

@@ -213,14 +213,16 @@ export const connectorService: ServiceDefinition = {
       let failing = false; // log changes of state, not every retry (the counter has every attempt)
       while (!stopController.signal.aborted) {
         try {
-          const pending = ingestor.liveStarting(client.chainId, stream);
+          // In the database: a failure here sends no registration (retried like a failed one).
+          const pending = await ingestor.liveStarting(client.chainId, stream);
           const outcome = await scrubbed(() =>
             register(client, stream, callbackFor(client.chainId, stream), stopController.signal),
           );
           // Not while an earlier registration's first chunk is awaited: its answer may have been lost, or it was
           // answered "registered", and then "already registered" is about that one, whose live delivery
           // started after the chain client's head.
-          if (outcome === 'already registered' && !pending) ingestor.liveContinues(client.chainId, stream);
+          if (outcome === 'already registered' && !pending)
+            await ingestor.liveContinues(client.chainId, stream);
           registrations.inc({ chain: client.chainId, stream, outcome });
           log[failing ? 'info' : 'debug'](
             { chain: client.chainId, stream, outcome },

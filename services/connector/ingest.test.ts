@@ -312,7 +312,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   it('after a registration the chain client took as new, its first chunk is asked again through history', async () => {
     // A restarted chain client delivers live from the block after its head (here 13): its first chunk, height
     // 15, holds blocks 13 to 15 only; the event of block 12 is in no chunk it will post live.
-    connector.ingestor.liveStarting('9006', 'swap');
+    await connector.ingestor.liveStarting('9006', 'swap');
     const live = { type: 'update_height', height: 15, data: [originalBody(confirmOutVector, 14)] };
     expect((await post('/callback/9006/swap', live)).json()).toEqual({
       code: 200,
@@ -336,7 +336,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   });
 
   it('keeps that mark when the first chunk fails before it is taken: its retry is asked again through history', async () => {
-    connector.ingestor.liveStarting('9006', 'swap');
+    await connector.ingestor.liveStarting('9006', 'swap');
     const original = heights.chunkState.bind(heights);
     heights.chunkState = async () => {
       heights.chunkState = original;
@@ -353,7 +353,7 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   });
 
   it('a history chunk (its URL marked source=history) is taken as it comes, and leaves the mark to the live chunk', async () => {
-    connector.ingestor.liveStarting('9006', 'swap');
+    await connector.ingestor.liveStarting('9006', 'swap');
     const history = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
     expect((await post('/callback/9006/swap?source=history', history)).json().message).toBe('processed');
     // The restarted chain client's first live chunk is still asked again through history.
@@ -371,8 +371,8 @@ describe('connector callbacks: original bodies in, chain.events out', () => {
   });
 
   it('a registration the chain client already had changes nothing: its next chunk is taken', async () => {
-    connector.ingestor.liveStarting('9006', 'swap');
-    connector.ingestor.liveContinues('9006', 'swap');
+    await connector.ingestor.liveStarting('9006', 'swap');
+    await connector.ingestor.liveContinues('9006', 'swap');
     const live = { type: 'update_height', height: 15, data: [originalBody(transferOutVector, 12)] };
     expect((await post('/callback/9006/swap', live)).json().message).toBe('processed');
     expect(backfills).toEqual([]);

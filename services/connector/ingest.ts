@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Counter, Gauge } from 'prom-client';
 import { ZodError, z } from 'zod';
 import type { Archive } from '../../shared/archive/port.js';
@@ -98,6 +99,8 @@ interface ChunkWrite {
   timestamp: number | undefined;
   /** Held single events were read: remove those of the chunk's blocks with it. */
   dropPending: boolean;
+  /** A live chunk: written only while no live start is marked (addAdvance's `live`). */
+  live: boolean;
   /** Write only if no event is held for the chunk's blocks but these (the ones read; [] when none were). */
   heldRead: readonly string[];
 }
@@ -174,10 +177,10 @@ export class Ingestor {
    */
   private readonly known = new Map<string, { height: number; lastEventId: string | null }>();
   /**
-   * Streams whose next posted chunk may cover only the tail of its 5 blocks: a chain client's live delivery
-   * (re)starts at the block after its head, not at a chunk boundary (see liveStarting).
+   * This process's name in the streams' live start marks (see liveStarting), which are kept in the database:
+   * another process may receive the chunk they are about.
    */
-  private readonly liveStart = new Set<string>();
+  private readonly instance = randomUUID();
   /** Per chain and stream, the highest height a chunk reported (connector_lag_blocks counts from it). */
   private readonly reported = new Map<string, number>();
 
@@ -301,23 +304,27 @@ export class Ingestor {
    * A registration is about to be sent to a chain client. If the chain client takes it as new (it restarted
    * and forgot its registrations, or this is the first), its live delivery starts at the block after its
    * head: the first chunk it posts may cover fewer than its 5 blocks, and the blocks before it are in no
-   * chunk, yet a chunk says only its height. So the next posted chunk is not trusted to cover its blocks: its
-   * range is asked for again through history (the usual gap path; duplicates change nothing). Marked before
-   * the request, since a chunk may arrive before its answer; `liveContinues` takes the mark back when the
-   * chain client says the registration was already there. Returns whether the mark was there already: an
-   * earlier registration the chain client may have taken as new (answered "registered", or its answer lost)
-   * and no chunk since, in which case "already registered" may be about that registration and proves nothing.
+   * chunk, yet a chunk says only its height. So the next posted live chunk is not trusted to cover its
+   * blocks: its range is asked for again through history (the usual gap path; duplicates change nothing).
+   * Marked before the request, since a chunk may arrive before its answer, and in the database under this
+   * process's name, since that chunk may reach another Connector process on the database (whose own
+   * registration was answered 30209: kept in each process's memory, that one took the chunk whole and the
+   * blocks before the chain client's head were skipped for good). The first live chunk, at any process,
+   * consumes every mark. `liveContinues` takes this process's mark back when the chain client says the
+   * registration was already there. Returns whether this process's mark was there already: an earlier
+   * registration of it the chain client may have taken as new (answered "registered", or its answer lost) and
+   * no live chunk since, in which case "already registered" may be about that registration and proves nothing.
    */
-  liveStarting(chainId: string, stream: Stream): boolean {
-    const key = `${chainId}/${stream}`;
-    const pending = this.liveStart.has(key);
-    this.liveStart.add(key);
-    return pending;
+  liveStarting(chainId: string, stream: Stream): Promise<boolean> {
+    return this.options.heights.markLiveStart(chainId, stream, this.instance);
   }
 
-  /** The chain client kept its registration: its live chunks go on from where they were. */
-  liveContinues(chainId: string, stream: Stream): void {
-    this.liveStart.delete(`${chainId}/${stream}`);
+  /**
+   * The chain client kept this process's registration: it starts no live delivery. Other processes' marks
+   * stay (one of theirs may have been taken as new).
+   */
+  liveContinues(chainId: string, stream: Stream): Promise<void> {
+    return this.options.heights.unmarkLiveStart(chainId, stream, this.instance);
   }
 
   /**
@@ -341,22 +348,10 @@ export class Ingestor {
       }
     }
     return this.serialized(chainId, stream, async () => {
-      const key = `${chainId}/${stream}`;
-      const partialStart = !history && this.liveStart.delete(key);
-      try {
-        // A history chunk covers no block before its request's first one (the original's may: it aligns its
-        // start down to a chunk boundary, and is then only asked again).
-        const first = Math.max(chunkStart(body.height), from ?? 0);
-        return await this.processChunk(chainId, stream, body.height, bodies, events, {
-          partialStart,
-          first,
-        });
-      } catch (err) {
-        // Not taken (a database error, a refusal): its retry, or the next chunk, is still the first of the
-        // live delivery, and taken whole it would skip the blocks before the chain client's head.
-        if (partialStart) this.liveStart.add(key);
-        throw err;
-      }
+      // A history chunk covers no block before its request's first one (the original's may: it aligns its
+      // start down to a chunk boundary, and is then only asked again).
+      const first = Math.max(chunkStart(body.height), from ?? 0);
+      return this.processChunk(chainId, stream, body.height, bodies, events, { live: !history, first });
     });
   }
 
@@ -526,7 +521,8 @@ export class Ingestor {
    * chain.events and chain.heights published: atomic by itself); otherwise one transaction of three
    * statements. Before it, one read of the stored height and the held events — skipped when this process
    * knows the height from its own last write: that write then also requires that no event is held for the
-   * chunk's blocks, and if anything differs it writes nothing and the chunk takes the read path.
+   * chunk's blocks (and, for a live chunk, that no live start is marked), and if anything differs it writes
+   * nothing and the chunk takes the read path.
    */
   private async processChunk(
     chainId: string,
@@ -535,8 +531,11 @@ export class Ingestor {
     bodies: readonly EventBody[],
     events: readonly ChainEvent[],
     {
-      /** The first chunk of a live delivery that (re)started: it may not cover the start of its blocks. */
-      partialStart = false,
+      /**
+       * Posted live (not to a history URL, nor read from the RPC): while a live start is marked it may be the
+       * first chunk of a delivery that restarted, and not cover the start of its blocks.
+       */
+      live = false,
       /**
        * The first block the chunk covers: the start of its 5 unless it is the first of a history or RPC range
        * that starts mid-chunk. Taken for all 5, such a chunk moved the height past blocks nobody sent (a
@@ -548,17 +547,27 @@ export class Ingestor {
     const { heights, metrics } = this.options;
     const key = `${chainId}/${stream}`;
     const known = this.known.get(key);
-    if (!partialStart && known && height > known.height && first <= known.height + 1 && this.oneStatement()) {
+    if (known && height > known.height && first <= known.height + 1 && this.oneStatement()) {
       const state = { height: known.height, lastEventId: known.lastEventId, pending: [], pendingIds: [] };
-      if (await this.writeChunk(chainId, stream, height, bodies, events, state)) return 'processed';
+      if (await this.writeChunk(chainId, stream, height, bodies, events, state, live)) return 'processed';
     }
     const state = await heights.chunkState(chainId, stream, height);
     this.known.set(key, { height: state.height, lastEventId: state.lastEventId });
+    // The first live chunk since a registration some process sent (and the chain client may have taken as
+    // new). It consumes the marks it read on every outcome but a refusal or error, where its retry, or the next
+    // chunk, is still the first of the live delivery.
+    const partialStart = live && state.liveStart.length > 0;
+    const consumed = async () => {
+      if (partialStart) await heights.consumeLiveStart(chainId, stream, state.liveStart);
+    };
     // A height refused as too far ahead (forged or buggy) is not taken as the chain's.
     const reported =
       height - state.height > this.options.maxBlocksAhead ? height : this.reportedHeight(key, height);
     metrics.lag.set({ chain: chainId, stream }, Math.max(0, reported - state.height));
-    if (height <= state.height) return 'already processed';
+    if (height <= state.height) {
+      await consumed();
+      return 'already processed';
+    }
     if (height - state.height > this.options.maxBlocksAhead) {
       // Still asks for the blocks within reach: after a long downtime each live chunk moves the stream on.
       const reach = state.height + this.options.maxBlocksAhead;
@@ -573,10 +582,12 @@ export class Ingestor {
       );
     }
     if (first > state.height + 1) {
+      await consumed();
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }
     if (partialStart) {
+      await consumed();
       this.options.log.info(
         { chain: chainId, stream, stored: state.height, height },
         'first chunk since the chain client took our registration as new: its blocks are asked through history',
@@ -584,7 +595,9 @@ export class Ingestor {
       this.options.requestBackfill(chainId, stream, state.height, height);
       return 'gap: backfill requested';
     }
-    if (!(await this.writeChunk(chainId, stream, height, bodies, events, state)))
+    // A live chunk moves nothing if a mark was set since the read (a registration sent meanwhile): its retry
+    // reads the mark.
+    if (!(await this.writeChunk(chainId, stream, height, bodies, events, state, live)))
       throw new HeightConflictError(chainId, stream);
     return 'processed';
   }
@@ -611,6 +624,8 @@ export class Ingestor {
       pending: readonly unknown[];
       pendingIds: readonly string[];
     },
+    /** A live chunk: written only while no live start is marked. */
+    live = false,
   ): Promise<boolean> {
     const { metrics, log } = this.options;
     const stored = state.height;
@@ -647,6 +662,7 @@ export class Ingestor {
       timestamp,
       dropPending: state.pending.length > 0,
       heldRead: state.pendingIds,
+      live,
     };
     const key = `${chainId}/${stream}`;
     const lastEventId = this.oneStatement()
@@ -695,6 +711,7 @@ export class Ingestor {
       expectedLastEventId: storedLastEventId,
       dropPending: chunk.dropPending,
       heldRead: chunk.heldRead,
+      live: chunk.live,
     });
     const guard = `EXISTS (SELECT 1 FROM ${moved})`;
     if (this.options.chunkCommit === 'async') statement.commitWithoutFlush();
@@ -739,6 +756,7 @@ export class Ingestor {
           chunk.dropPending,
           this.options.chunkCommit === 'async',
           chunk.heldRead,
+          chunk.live,
         );
         if (!advanced) throw new NotMoved();
         if (shared) await this.options.archive.putMany('chain-events', chunk.documents, { tx });

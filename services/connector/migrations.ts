@@ -56,5 +56,17 @@ export const connectorMigrations: MigrationSet = {
         ALTER TABLE connector_pending_events ALTER COLUMN body TYPE json USING body::json;
       `,
     },
+    {
+      version: 5,
+      name: 'live starts shared by every process',
+      sql: `
+        -- The Connector processes (one per registration loop) whose registration a chain client may have taken as
+        -- new since the stream's last live chunk: that chain client's live delivery restarts at the block after its
+        -- head, mid-chunk, so the next live chunk, whichever process it reaches, is asked through history. Kept
+        -- here, not in each process's memory: with two processes on the database, the one answered 30209 "already
+        -- registered" took the first chunk whole and skipped the blocks before the chain client's head.
+        ALTER TABLE connector_heights ADD COLUMN live_start text[] NOT NULL DEFAULT '{}';
+      `,
+    },
   ],
 };
