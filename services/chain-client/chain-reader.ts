@@ -1,4 +1,5 @@
 import { FetchRequest, JsonRpcProvider, toQuantity } from 'ethers';
+import { wrongChainText } from '../../shared/chain/chain-id.js';
 import { secretScrubber } from '../../shared/config/redact.js';
 
 /** A log exactly as eth_getLogs returns it (hex quantities). */
@@ -40,6 +41,12 @@ export class RpcRateLimitedError extends ChainReadError {
 }
 
 /**
+ * The endpoint answered `eth_chainId` with another chain than `chainClient.nativeChainId`: nothing it answers
+ * is taken (its events would go out labelled with this instance's system chain id). Its text names both ids.
+ */
+export class WrongChainError extends ChainReadError {}
+
+/**
  * The wait a Retry-After value asks for (delay-seconds or an HTTP date, RFC 9110 §10.2.3), at most `capMs`;
  * undefined when it is absent or unreadable.
  */
@@ -53,6 +60,11 @@ export function retryAfterMs(value: string | undefined, nowMs: number, capMs: nu
 export interface ChainReaderOptions {
   /** The longest Retry-After honoured (default MAX_RETRY_AFTER_MS). */
   maxRetryAfterMs?: number;
+  /**
+   * The EVM chain id the endpoint must serve (chainClient.nativeChainId, a decimal string): asked with every
+   * head and logs read, in the same batch. Unset: not checked.
+   */
+  chainId?: string;
 }
 
 /**
@@ -70,6 +82,7 @@ export class ChainReader {
   /** Date.now() before which the endpoint asked not to be called (its Retry-After). */
   private quietUntil = 0;
   private readonly maxRetryAfterMs: number;
+  private readonly chainId: string | undefined;
 
   constructor(
     rpcUrl: string,
@@ -79,6 +92,7 @@ export class ChainReader {
     options: ChainReaderOptions = {},
   ) {
     this.maxRetryAfterMs = options.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
+    this.chainId = options.chainId;
     const request = new FetchRequest(rpcUrl);
     request.timeout = timeoutMs;
     // Ethers retries a 429 itself up to 12 times, taking Retry-After's seconds as milliseconds: it hammered a
@@ -97,8 +111,10 @@ export class ChainReader {
     this.scrub = secretScrubber([rpcUrl]);
   }
 
+  /** The head, read in one batch with the chain check: no step and no history request follows another chain. */
   async head(): Promise<number> {
-    return Number(await this.send('eth_blockNumber', []));
+    const [, head] = await Promise.all([this.servesTheChain(), this.send('eth_blockNumber', [])]);
+    return Number(head);
   }
 
   /**
@@ -115,13 +131,16 @@ export class ChainReader {
    * nothing of how deep `to` is on this one, so the confirmations are counted on this head (Follower).
    */
   async logsAndHead(from: number, to: number): Promise<{ logs: RawLog[]; head: number }> {
-    const [head, last, logs] = (await Promise.all([
+    // The chain check in the batch whose logs are delivered: one node answers a batch, and behind a load
+    // balancer the node that answered the head may not be this one.
+    const [, head, last, logs] = (await Promise.all([
+      this.servesTheChain(),
       this.send('eth_blockNumber', []),
       this.send('eth_getBlockByNumber', [toQuantity(to), false]),
       this.send('eth_getLogs', [
         { fromBlock: toQuantity(from), toBlock: toQuantity(to), address: this.addresses },
       ]),
-    ])) as [string, RawBlock | null, RawLog[]];
+    ])) as [void, string, RawBlock | null, RawLog[]];
     if (last === null) throw new ChainReadError(`the node does not know block ${to} yet`);
     return { logs: this.ours(logs), head: Number(head) };
   }
@@ -157,6 +176,20 @@ export class ChainReader {
   destroy(): void {
     this.destroyed.abort();
     this.provider.destroy();
+  }
+
+  /**
+   * Asks `eth_chainId` (sent at once, so it joins the batch of the reads sent beside it) when a chain id is
+   * configured; fails with WrongChainError when the endpoint serves another chain.
+   */
+  private async servesTheChain(): Promise<void> {
+    if (this.chainId === undefined) return;
+    const answer = await this.send('eth_chainId', []);
+    if (typeof answer !== 'string' || !/^0x[0-9a-fA-F]+$/.test(answer))
+      throw new ChainReadError('unexpected eth_chainId answer: not a hex quantity');
+    const wrong = wrongChainText(answer, this.chainId);
+    if (wrong !== undefined)
+      throw new WrongChainError(`${wrong} (chainClient.nativeChainId): nothing is delivered`);
   }
 
   /** A 429 or 503 with a Retry-After: the endpoint is left alone until then. */

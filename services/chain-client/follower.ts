@@ -3,7 +3,13 @@ import type { Logger } from '../../shared/logging/logger.js';
 import { errorText } from '../../shared/logging/error-text.js';
 import { backoffMs, sleep } from '../../shared/bus/retry.js';
 import { WakeSignal } from '../../shared/runtime/wake-signal.js';
-import { ChainReadError, RpcRateLimitedError, type ChainReader, type RawLog } from './chain-reader.js';
+import {
+  ChainReadError,
+  RpcRateLimitedError,
+  WrongChainError,
+  type ChainReader,
+  type RawLog,
+} from './chain-reader.js';
 import { buildEventBodies, type ContractAddresses } from './event-body.js';
 import {
   CHUNK_BLOCKS,
@@ -59,6 +65,8 @@ export class Follower {
   private followedAt: number | undefined;
   private startedAt = performance.now();
   private lastError: string | undefined;
+  /** Why the last step found the RPC serving another chain than nativeChainId; cleared by a step that read. */
+  private wrongChain: string | undefined;
 
   /**
    * Blocks read per eth_getLogs call now. Providers cap the range (some at a few dozen blocks or fewer), and a
@@ -108,7 +116,12 @@ export class Follower {
       return { logs: read.logs.filter((l) => Number(l.blockNumber) <= end), to: end };
     } catch (err) {
       this.readsInRow = 0;
-      if (this.span > CHUNK_BLOCKS && !this.stopController.signal.aborted) {
+      // Another chain says nothing of the range a node takes.
+      if (
+        this.span > CHUNK_BLOCKS &&
+        !this.stopController.signal.aborted &&
+        !(err instanceof WrongChainError)
+      ) {
         this.span = Math.max(CHUNK_BLOCKS, Math.floor(this.span / 2));
         this.options.log.info(
           { from, to, blocks: this.span },
@@ -129,6 +142,8 @@ export class Follower {
    * least). Its height stops while the RPC fails, and every receiver then catches up to it and looks well.
    */
   health(): HealthCheckResult {
+    // At once, not after ten intervals: nothing will be delivered until the RPC (or nativeChainId) is corrected.
+    if (this.wrongChain !== undefined) return { status: 'degraded', error: this.wrongChain };
     const staleMs = Math.max(5_000, 10 * this.options.pollIntervalMs);
     const since = performance.now() - (this.followedAt ?? this.startedAt);
     if (since < staleMs) return { status: 'ok' };
@@ -161,11 +176,25 @@ export class Follower {
         const advanced = await this.step();
         this.followedAt = performance.now();
         this.lastError = undefined;
+        if (this.wrongChain !== undefined) {
+          this.wrongChain = undefined;
+          log.info('the RPC serves the configured chain (chainClient.nativeChainId) again: following');
+        }
         const replayed = await this.historyStep();
         if (!advanced && !replayed) await this.wakeSignal.sleep(pollIntervalMs, this.stopController.signal);
       } catch (err) {
         // stop() fails the reads in flight: the step was stopped, it did not fail.
         if (this.stopController.signal.aborted) break;
+        if (err instanceof WrongChainError) {
+          // An operator's mistake (or a balancer's node of another chain), not an outage: an error, logged when
+          // it starts, not on every poll; /health says it meanwhile. Its text names both ids, never the URL.
+          if (this.wrongChain !== err.message) log.error(err.message);
+          this.wrongChain = this.lastError = err.message;
+          await sleep(pollIntervalMs, this.stopController.signal);
+          continue;
+        }
+        // Another failure (an outage) is what /health shows now; a wrong chain after it is logged again.
+        this.wrongChain = undefined;
         // Shown by the public /health: a chain read's own text (scrubbed of the RPC URL), anything else (the
         // database driver's message names hosts, ports, users) by its code only, as the database check does.
         this.lastError = err instanceof ChainReadError ? err.message : shownHealthError(err);
@@ -245,6 +274,8 @@ export class Follower {
         moved = true;
       } catch (err) {
         if (this.stopController.signal.aborted) break;
+        // The endpoint's state, not the range's: no attempt spent, the loop waits until it serves our chain.
+        if (err instanceof WrongChainError) throw err;
         if (span > CHUNK_BLOCKS && !(err instanceof RpcRateLimitedError)) {
           // Read again on the next pass, fewer blocks at a time (a node may cap the range): no attempt spent.
           this.historySpans.set(task.id, Math.max(CHUNK_BLOCKS, Math.floor(span / 2)));

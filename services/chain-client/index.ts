@@ -131,6 +131,7 @@ export async function startChainClient(
     config.rpc,
     [contracts.swap, ...(contracts.reputation ? [contracts.reputation] : [])],
     config.rpcTimeoutMs,
+    { chainId: config.nativeChainId },
   );
   const store = new ChainClientStore(context.db as Pool, config.systemChainId);
   const deliverer = new Deliverer({

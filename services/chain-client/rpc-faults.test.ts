@@ -43,13 +43,15 @@ async function fakeNode(path = '/', fail: (calls: Call[]) => number | Refusal | 
   const state = {
     head: 100,
     synced: Infinity,
+    /** What eth_chainId answers (97). */
+    chainId: '0x61',
     logs: [] as any[],
     logsError: (() => undefined) as (from: number, to: number) => string | undefined,
   };
   const known = (n: number) => n <= state.synced;
   const result = (c: Call) =>
     ({
-      eth_chainId: '0x61',
+      eth_chainId: state.chainId,
       eth_blockNumber: `0x${state.head.toString(16)}`,
       eth_getLogs: state.logs.filter((l) => {
         const n = Number(l.blockNumber);
@@ -120,7 +122,12 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
   const start = (
     rpc: string,
     rpcTimeoutMs = 10_000,
-    more: { historyAttempts?: number; startBlock?: number; confirmations?: number } = {},
+    more: {
+      historyAttempts?: number;
+      startBlock?: number;
+      confirmations?: number;
+      nativeChainId?: string;
+    } = {},
     metrics = new Registry(),
   ) =>
     startChainClient(
@@ -267,6 +274,79 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
     } finally {
       await client.stop();
       await rpc.close();
+    }
+  }, 30_000);
+
+  it('an RPC of another chain than nativeChainId: nothing is delivered, the error and /health name both ids (never the URL), checked again on every step', async () => {
+    // Our contracts have the same address on every chain: an `rpc` of another chain gave that chain's events,
+    // labelled with this instance's system chain id (the Classifier then judged swaps on them).
+    const rpc = await fakeNode('/v3/SECRET-KEY-0123456789');
+    rpc.state.head = 0;
+    rpc.state.logs = [refundLog(3)];
+    const callbacks = await receiver();
+    lines.length = 0;
+    const client = await start(rpc.url, 10_000, { nativeChainId: '11155420' });
+    const health = async () =>
+      (await (await fetch(`http://127.0.0.1:${client.port}/health`)).json()) as {
+        status: string;
+        checks: { follower: { ok: boolean; error?: string } };
+      };
+    const wrong = 'the RPC serves chain 97, not the configured 11155420';
+    try {
+      expect((await post(client.port, '/support/register', merged(callbacks.url))).code).toBe(200);
+      rpc.state.head = 10;
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(callbacks.bodies).toEqual([]);
+      await waitFor(async () => (await health()).status === 'degraded', 'health degraded', 10_000);
+      expect((await health()).checks.follower.error).toContain(wrong);
+      // A history request: its range could only be read on the wrong chain.
+      expect(
+        (await post(client.port, '/support/history', { start: 1, end: 5, ...merged(callbacks.url) })).status,
+      ).toBe(503);
+      const errors = lines.filter((l) => l.includes('"level":50'));
+      expect(errors).toHaveLength(1); // once, not on every poll
+      expect(errors[0]).toContain(wrong);
+      expect(lines.join('\n')).not.toContain('SECRET-KEY');
+      expect(JSON.stringify(await health())).not.toContain('SECRET-KEY');
+
+      // The node serves the configured chain (the operator fixed it, or a balancer's other node): followed.
+      rpc.state.chainId = '0xaa37dc';
+      await waitFor(
+        () => callbacks.bodies.some((b) => b.data?.length === 1),
+        'the event delivered on the configured chain',
+        10_000,
+      );
+      await waitFor(async () => (await health()).status === 'ok', 'health ok again', 10_000);
+
+      // It serves another chain again (a reconnect to another node): checked on every step, nothing more goes out.
+      rpc.state.chainId = '0x61';
+      await waitFor(async () => (await health()).status === 'degraded', 'health degraded again', 10_000);
+      const delivered = callbacks.bodies.length;
+      rpc.state.head = 30;
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(callbacks.bodies.length).toBe(delivered);
+      expect(callbacks.bodies.flatMap((b) => (b.height > 10 ? [b.height] : []))).toEqual([]);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
+    }
+  }, 40_000);
+
+  it('nativeChainId of the chain the RPC serves: followed as without it', async () => {
+    const rpc = await fakeNode();
+    rpc.state.head = 0;
+    rpc.state.logs = [refundLog(3)];
+    const callbacks = await receiver();
+    const client = await start(rpc.url, 10_000, { nativeChainId: '97' });
+    try {
+      expect((await post(client.port, '/support/register', merged(callbacks.url))).code).toBe(200);
+      rpc.state.head = 10;
+      await waitFor(() => callbacks.bodies.some((b) => b.data?.length === 1), 'the event delivered', 10_000);
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
     }
   }, 30_000);
 

@@ -1,5 +1,6 @@
 import { FetchRequest, JsonRpcProvider, Network, toQuantity } from 'ethers';
 import { z } from 'zod';
+import { wrongChainText } from '../../shared/chain/chain-id.js';
 import type { RawBlock, RawLog, RawReceipt } from '../../services/chain-client/chain-reader.js';
 
 const hexQuantity = z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be a 0x-prefixed hex quantity');
@@ -137,10 +138,8 @@ export class RpcReader {
    */
   private async servesTheChain(): Promise<void> {
     const check = (this.chainCheck ??= this.call('eth_chainId', [], hexQuantity).then((answer) => {
-      if (Number(answer) !== this.chainId)
-        throw new WrongChainError(
-          `${this.label}: the RPC serves chain ${Number(answer)}, not the configured ${this.chainId}`,
-        );
+      const wrong = wrongChainText(answer, this.chainId);
+      if (wrong !== undefined) throw new WrongChainError(`${this.label}: ${wrong}`);
     }));
     try {
       await check;

@@ -10,3 +10,16 @@ export function parseChainId(chainId: ChainIdInput): bigint {
   if (result === 0n) throw new ChainInputError('INVALID_CHAIN_ID', 'chainId must be positive');
   return result;
 }
+
+/**
+ * An RPC's `eth_chainId` answer (a 0x hex quantity) against the configured EVM chain id: the text saying the
+ * RPC serves another chain (both ids; never the URL, which may hold an API key: callers add a label), or
+ * undefined when it serves the configured one. Our contracts often have the same address on every chain, so
+ * an RPC of another chain gives that chain's events as if they were of the configured one.
+ */
+export function wrongChainText(answer: string, configured: number | bigint | string): string | undefined {
+  const served = BigInt(answer);
+  return served === BigInt(configured)
+    ? undefined
+    : `the RPC serves chain ${served}, not the configured ${configured}`;
+}

@@ -206,6 +206,27 @@ describe('configuration', () => {
     expect(load(entry('0') + entry('9006'), {}, ['chainClients']).chainClients).toHaveLength(2);
   });
 
+  it("[[chainClient]] takes nativeChainId as the Connector's entries do (optional, a decimal string); the shipped devnet entries set it", () => {
+    const entry = (more: string) =>
+      `[[chainClient]]\nport=9900\nrpc="http://a"\nsystemChainId="9006"\ncontractAddr="0x${'11'.repeat(20)}"\n${more}`;
+    expect(load(entry('nativeChainId="97"\n'), {}, ['chainClient']).chainClient?.[0]?.nativeChainId).toBe(
+      '97',
+    );
+    expect(load(entry(''), {}, ['chainClient']).chainClient?.[0]?.nativeChainId).toBeUndefined();
+    for (const wrong of ['nativeChainId=97', 'nativeChainId="097"', 'nativeChainId="0x61"'])
+      expect(issuesOf(() => load(entry(wrong + '\n'), {}, ['chainClient'])).map((i) => i.key)).toEqual([
+        'chainClient[0].nativeChainId',
+      ]);
+    // Each of the shipped instances checks its RPC against the chain its Connector entry names.
+    const shipped = load(example, {}, ['chainClients', 'chainClient']);
+    const native = new Map(shipped.chainClients!.map((c) => [c.chainId, c.nativeChainId]));
+    expect(shipped.chainClient!.map((c) => [c.systemChainId, c.nativeChainId])).toEqual([
+      ['9006', native.get('9006')],
+      ['614', native.get('614')],
+    ]);
+    expect(shipped.chainClient!.every((c) => c.nativeChainId !== undefined)).toBe(true);
+  });
+
   it('takes n8nUrl with percent-encoded credentials and refuses ones that do not decode, without echoing them', () => {
     const url = 'https://ops%40team:t%3Ak%2Fn@n8n.example/webhook/x';
     expect(load(`n8nUrl = "${url}"`, {}, ['n8nUrl']).n8nUrl).toBe(url);

@@ -219,6 +219,12 @@ export const chainClientInstance = z.strictObject({
   rpc: httpUrl,
   /** Otmoic system chain id reported as `chain_id` in every event body. */
   systemChainId: chainIdString,
+  /**
+   * EVM chain id the `rpc` must serve (`eth_chainId`, checked on every step; as the Connector's
+   * `chainClients[].nativeChainId`). Our contracts often have the same address on every chain: an `rpc` of
+   * another chain gave its events labelled `systemChainId`. Unset: not checked.
+   */
+  nativeChainId: chainIdString.optional(),
   /** The Otmoic swap contract: only its logs are delivered (address filter). */
   contractAddr: evmAddress,
   /** The reputation contract, when this chain has one (complaint events, `register_reputation`). */
