@@ -158,6 +158,10 @@ export async function startChainClient(
     onHeight: (h) => height.set({ instance: config.systemChainId }, h),
     onHead: (h) => head.set({ instance: config.systemChainId }, h),
   });
+  if (config.nativeChainId === undefined)
+    log.warn(
+      'chainClient.nativeChainId is not set: the chain its rpc serves is not checked (an rpc of another chain with the same contract address would be followed)',
+    );
   if (!config.allowIps?.length)
     log.warn(
       { limits: SUPPORT_LIMITS },

@@ -227,6 +227,22 @@ describe('configuration', () => {
     expect(shipped.chainClient!.every((c) => c.nativeChainId !== undefined)).toBe(true);
   });
 
+  it("refuses a [[chainClient]] nativeChainId that differs from the Connector's entry of the same chain", () => {
+    const connector = `[[chainClients]]\nurl="http://a"\nhistoryUrl="http://a"\ninitBlockHeight=1\nchainId="9006"\nnativeChainId="97"\nregisterPath="/r"\nhistoryPath="/h"\ncontractAddr="0x${'11'.repeat(20)}"\n`;
+    const instance = (native: string) =>
+      `[[chainClient]]\nport=9900\nrpc="http://a"\nsystemChainId="9006"\ncontractAddr="0x${'11'.repeat(20)}"\nnativeChainId="${native}"\n`;
+    const both = ['chainClients', 'chainClient'] as const;
+    expect(issuesOf(() => load(connector + instance('56'), {}, both))).toEqual([
+      {
+        key: 'chainClient[0].nativeChainId',
+        problem: 'is 56, but the chainClients entry of chain 9006 says 97',
+      },
+    ]);
+    expect(load(connector + instance('97'), {}, both).chainClient).toHaveLength(1);
+    // Each section alone (a service that loads one of them) is not compared.
+    expect(load(connector + instance('56'), {}, ['chainClient']).chainClient).toHaveLength(1);
+  });
+
   it('takes n8nUrl with percent-encoded credentials and refuses ones that do not decode, without echoing them', () => {
     const url = 'https://ops%40team:t%3Ak%2Fn@n8n.example/webhook/x';
     expect(load(`n8nUrl = "${url}"`, {}, ['n8nUrl']).n8nUrl).toBe(url);

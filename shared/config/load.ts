@@ -120,6 +120,8 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
     if (pointUrl.success) config.agent = { ...config.agent, didSupportUrl: pointUrl.data };
   }
 
+  issues.push(...nativeChainIdConflicts(config));
+
   const database = parseOwn(databaseSection, doc.database, 'database', issues);
   const bus = parseOwn(busSection, doc.bus, 'bus', issues);
   const archive = parseOwn(archiveSection, doc.archive, 'archive', issues);
@@ -191,6 +193,27 @@ function parseOwn<T extends z.ZodType>(schema: T, value: unknown, key: string, i
   if (parsed.success) return parsed.data as z.infer<T>;
   issues.push(...toIssues(parsed.error, key, value ?? {}));
   return undefined;
+}
+
+/**
+ * One system chain, one EVM chain: a `[[chainClient]]` whose `nativeChainId` differs from the Connector's
+ * `[[chainClients]]` entry of the same chain would check its RPC against another chain than the one the
+ * Connector, the Classifier and the relay take it for. Checked when both sections are loaded.
+ */
+function nativeChainIdConflicts(config: Partial<AppConfig>): ConfigIssue[] {
+  if (!config.chainClient || !config.chainClients) return [];
+  const native = new Map(config.chainClients.map((c) => [c.chainId, c.nativeChainId]));
+  return config.chainClient.flatMap((instance, i) => {
+    const expected = native.get(instance.systemChainId);
+    if (instance.nativeChainId === undefined || expected === undefined || expected === instance.nativeChainId)
+      return [];
+    return [
+      {
+        key: `chainClient[${i}].nativeChainId`,
+        problem: `is ${instance.nativeChainId}, but the chainClients entry of chain ${instance.systemChainId} says ${expected}`,
+      },
+    ];
+  });
 }
 
 function assignSection(config: Partial<AppConfig>, name: SectionName, value: unknown): void {
