@@ -162,6 +162,11 @@ export class Sender {
    * the count shows the nonce free again.
    */
   private readonly nonceUsedSince = new Map<string, number>();
+  /**
+   * Per job's first transaction hash, for a job another wallet signed: the head block at which its window was
+   * first seen closed with its nonce unused (see `follow`).
+   */
+  private readonly foreignPastWindowSince = new Map<string, number>();
   /** Jobs whose wait for funds was logged and noted (once per wait: see `waitForFunds`). */
   private readonly unfundedTold = new Set<string>();
   readonly state: SenderState = { chainOk: false, active: false };
@@ -643,6 +648,23 @@ export class Sender {
     this.nonceUsedSince.delete(job.attempts[0]!.hash);
 
     let latest = job.attempts.at(-1)!;
+    if (!ours && job.window.end !== null && head.timestamp > job.window.end) {
+      // Its window closed with its nonce unused: mined now, the call would revert, and nothing can replace or
+      // cancel it (the key is gone). Followed for ever, the command never ended, and stayed unconfirmed for
+      // good once the old wallet could not pay (drained). After the grace a lagging count gets: missed.
+      const first = job.attempts[0]!.hash;
+      const since = this.foreignPastWindowSince.get(first) ?? head.number;
+      makeRoom(this.foreignPastWindowSince, first);
+      this.foreignPastWindowSince.set(first, since);
+      if (head.number - since >= NONCE_USED_GRACE_BLOCKS) {
+        this.foreignPastWindowSince.delete(first);
+        return this.fail(
+          job,
+          `window closed: ${job.windowText}; the chain is at block time ${head.timestamp}, and the transaction ${signer} signed (before the key changed) was not mined: mined now it would revert; no longer followed`,
+          'missed',
+        );
+      }
+    }
     if (!ours) {
       if (!this.foreignTold.has(job.id)) {
         this.foreignTold.add(job.id);
@@ -904,6 +926,7 @@ export class Sender {
     const { attempt, receipt } = found;
     this.settled(job, receipt.blockNumber);
     this.nonceUsedSince.delete(job.attempts[0]!.hash); // found: the receipts no longer lag the count
+    this.foreignPastWindowSince.delete(job.attempts[0]!.hash);
     const depth = head.number - receipt.blockNumber + 1;
     if (depth < this.options.confirmations) {
       if (job.minedBlock !== receipt.blockNumber) await store.setMinedBlock(job.id, receipt.blockNumber);
