@@ -104,6 +104,13 @@ export class OutboxSender {
   private running: Promise<void> | undefined;
   private stopped = false;
   private downSince: number | undefined;
+  /**
+   * Whether the outage began with a failure before any delivery of its pass (the receiver away): only then do
+   * the rows that failed meanwhile go at once when it answers again. One that began with a failure right after
+   * a delivery is most likely that row's own (a workflow that hangs on its payload): reset, it was posted again
+   * after every single delivery, each time costing a whole timeout.
+   */
+  private resetOnRecovery = false;
   private readonly webhook: Webhook;
 
   constructor(private readonly options: OutboxSenderOptions) {
@@ -189,12 +196,14 @@ export class OutboxSender {
           if (this.downSince !== undefined) {
             // The rows that failed during the outage wait out their back-off (up to maxBackoffMs) no longer:
             // they go now, oldest first, instead of after newer ones.
-            await pool.query(
-              'UPDATE notifier_outbox SET next_attempt_at = now() WHERE delivered_at IS NULL AND next_attempt_at > now()',
-            );
+            if (this.resetOnRecovery)
+              await pool.query(
+                'UPDATE notifier_outbox SET next_attempt_at = now() WHERE delivered_at IS NULL AND next_attempt_at > now()',
+              );
             log.info({ id: row.id }, 'n8n receiver reachable again');
           }
           this.downSince = undefined;
+          this.resetOnRecovery = false;
           deliveredThisPass = true;
           refusedInRow = 0;
           continue;
@@ -222,6 +231,7 @@ export class OutboxSender {
           );
           continue;
         }
+        if (!deliveredThisPass) this.resetOnRecovery = true;
         // Once per outage, not per row and attempt.
         if (this.downSince === undefined) {
           this.downSince = Date.now();
