@@ -42,6 +42,14 @@ export async function pipelineHealth(registry: Registry): Promise<PipelineHealth
   for (const c of chains.values())
     if (c.chain_client_height !== undefined && c.connector_height !== undefined)
       c.lag_blocks = Math.max(0, c.chain_client_height - c.connector_height);
+  // No chain client in this process (the Otmoic chain client is a program of its own, or runs in another
+  // container): the Connector's own lag behind the heights the chain client reported, or a lagging Connector
+  // would never show here nor be told (DESIGN §5.7).
+  for (const v of values('connector_lag_blocks'))
+    if (v.labels.stream === 'swap') {
+      const c = chain(String(v.labels.chain));
+      if (c.chain_client_height === undefined) c.lag_blocks = Math.max(0, v.value);
+    }
 
   const consumers = new Map<string, PipelineHealth['consumers'][number]>();
   const consumer = (group: string) =>
