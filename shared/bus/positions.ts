@@ -66,12 +66,24 @@ export async function commitPosition(
   if (result.rowCount !== 1) throw new PartitionFencedError(ref.topic, ref.partition);
 }
 
-/** Moves the position unconditionally (seek); running members notice at their next commit or check. */
+/**
+ * Moves the position unconditionally (seek); running members notice at their next commit or check. The attempt
+ * counts start over, except the try of the next batch that the last commit recorded (armNext) when the seek
+ * leaves the position where it is: the member that committed goes on from there without a statement of its own
+ * (BatchTries), so its try must stay on record, or a member killed in that batch would leave nothing and its
+ * successor would try the same batch whole again.
+ */
 export async function setPosition(db: Queryable, ref: PartitionRef, next: bigint): Promise<void> {
+  const armed = `COALESCE(bus_group_offsets.next_offset = EXCLUDED.next_offset
+                   AND bus_group_offsets.attempt_offset = EXCLUDED.next_offset
+                   AND bus_group_offsets.attempt_batch AND bus_group_offsets.attempts = 1, false)`;
   await db.query(
     `INSERT INTO bus_group_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
      ON CONFLICT (group_id, topic, partition) DO UPDATE
-       SET next_offset = EXCLUDED.next_offset, attempt_offset = NULL, attempts = 0, attempt_batch = false,
+       SET next_offset = EXCLUDED.next_offset,
+           attempt_offset = CASE WHEN ${armed} THEN bus_group_offsets.attempt_offset END,
+           attempts = CASE WHEN ${armed} THEN 1 ELSE 0 END,
+           attempt_batch = ${armed},
            updated_at = now()`,
     [ref.group, ref.topic, ref.partition, next.toString()],
   );
