@@ -59,6 +59,16 @@ export function redrivenMessage(topic: string, dead: BusMessage): OutgoingMessag
   return { key: dead.key, value: dead.value, headers };
 }
 
+/** Whether `dead` is one a redrive to `topic` never re-sends (redrivenMessage refuses it). */
+function refusedToRedrive(topic: string, dead: BusMessage): boolean {
+  try {
+    redrivenMessage(topic, dead);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /** Messages of `topic` the group has not committed yet, over every partition. */
 const lagOf = async (bus: EventBus, group: string, topic: string): Promise<bigint> =>
   (await bus.lag(group, [topic])).reduce((n, p) => n + p.lag, 0n);
@@ -111,39 +121,36 @@ export async function redriveDeadLetters(options: {
   const report: RedriveReport = { topic, redriven: 0, refused: 0, failed: 0 };
   const left = async () => Number(await lagOf(bus, group, dlq));
   if ((await left()) === 0) return report;
+  // The dead letters moved on to <topic>.dlq.dlq, by where they were (a move retried counts once). Counted where
+  // the bus moves them, whatever the way: a dead letter whose attempts an earlier run spent (its database away,
+  // the run ended) is moved on by this run without its handler being called, and was reported by neither.
+  const movedOn = new Map<string, 'refused' | 'failed'>();
+  const count = (kind: 'refused' | 'failed') => [...movedOn.values()].filter((k) => k === kind).length;
   const subscription = await bus.subscribe({
     group,
     topics: [dlq],
     maxAttempts: REDRIVE_ATTEMPTS,
     handler: async (dead, context) => {
-      let message: OutgoingMessage;
-      try {
-        message = redrivenMessage(topic, dead);
-      } catch (err) {
-        report.refused++;
-        throw err;
-      }
-      try {
-        await withTransaction(pool, async (tx) => {
-          await bus.publish(topic, [message], { tx });
-          await context.commitIn(tx);
-        });
-      } catch (err) {
-        if (context.attempt >= REDRIVE_ATTEMPTS && !context.signal.aborted) report.failed++;
-        throw err;
-      }
+      const message = redrivenMessage(topic, dead);
+      await withTransaction(pool, async (tx) => {
+        await bus.publish(topic, [message], { tx });
+        await context.commitIn(tx);
+      });
       report.redriven++;
+    },
+    onDeadLetter: async (dead) => {
+      movedOn.set(`${dead.partition}/${dead.offset}`, refusedToRedrive(topic, dead) ? 'refused' : 'failed');
     },
   });
   try {
     for (;;) {
       const remaining = await left();
-      options.onProgress?.(report.redriven + report.refused + report.failed, remaining);
+      options.onProgress?.(report.redriven + movedOn.size, remaining);
       if (remaining === 0) break;
       await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
     }
   } finally {
     await subscription.stop();
   }
-  return report;
+  return { ...report, refused: count('refused'), failed: count('failed') };
 }
