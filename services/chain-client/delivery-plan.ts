@@ -23,6 +23,9 @@ export const CHUNK_BLOCKS = 5;
 /** The chunk end (height) of the chunk holding `block`. */
 export const chunkEnd = (block: number): number => Math.ceil(block / CHUNK_BLOCKS) * CHUNK_BLOCKS;
 
+/** The highest chunk end at or below `block`: where whole chunks up to it end. */
+export const wholeChunksEnd = (block: number): number => Math.floor(block / CHUNK_BLOCKS) * CHUNK_BLOCKS;
+
 export interface Chunk {
   from: number;
   to: number;

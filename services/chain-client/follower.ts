@@ -17,6 +17,7 @@ import {
   planChunk,
   type PlannedDelivery,
   type Registration,
+  wholeChunksEnd,
 } from './delivery-plan.js';
 import type { ChainClientStore, HistoryTask } from './store.js';
 
@@ -87,7 +88,7 @@ export class Follower {
 
   /** The last block of the range read from `from`: a chunk end at most `span` on, never past `last`. */
   private rangeEnd(from: number, last: number, span = this.span): number {
-    return Math.min(last, Math.max(from, Math.floor((from + span) / CHUNK_BLOCKS) * CHUNK_BLOCKS));
+    return Math.min(last, Math.max(from, wholeChunksEnd(from + span)));
   }
 
   /**
@@ -103,7 +104,7 @@ export class Follower {
       const confirmedThere = read.head - this.options.confirmations;
       let end = to;
       if (!(confirmedThere >= to)) {
-        end = Math.floor(confirmedThere / CHUNK_BLOCKS) * CHUNK_BLOCKS;
+        end = wholeChunksEnd(confirmedThere);
         if (!(end >= from))
           throw new ChainReadError(
             `the node that answered is at block ${read.head}: block ${to} has fewer than ${this.options.confirmations} confirmations there`,
@@ -215,7 +216,7 @@ export class Follower {
     const confirmed = await this.confirmedHead();
     this.options.onHead?.(confirmed);
     // Only whole chunks: the highest chunk end not above the confirmed head.
-    const lastWhole = Math.floor(confirmed / CHUNK_BLOCKS) * CHUNK_BLOCKS;
+    const lastWhole = wholeChunksEnd(confirmed);
     if (lastWhole < from) return false;
     const { deliveries, to } = await this.plan(
       from,

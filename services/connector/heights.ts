@@ -148,30 +148,12 @@ export class HeightStore {
    */
   async advance(
     tx: PoolClient,
-    chainId: string,
-    stream: Stream,
-    expected: number,
-    next: number,
-    lastEventId: string | null,
-    dropPending = false,
+    move: HeightMove,
     /** The transaction commits without waiting for the WAL flush (Statement.commitWithoutFlush). */
     commitWithoutFlush = false,
-    /** addAdvance's `heldRead`. */
-    heldRead?: readonly string[],
-    /** addAdvance's `live`. */
-    live = false,
   ): Promise<{ lastEventId: string | null } | false> {
     const statement = new Statement();
-    const moved = addAdvance(statement, {
-      chainId,
-      stream,
-      expected,
-      next,
-      lastEventId,
-      dropPending,
-      heldRead,
-      live,
-    });
+    const moved = addAdvance(statement, move);
     if (commitWithoutFlush) statement.commitWithoutFlush();
     statement.output('moved', `(SELECT count(*) FROM ${moved})`);
     statement.output('last_event_id', `(SELECT last_event_id FROM ${moved})`);
@@ -180,37 +162,37 @@ export class HeightStore {
   }
 }
 
+/** A move of a stream's height from `expected` to `next` (addAdvance, HeightStore.advance). */
+export interface HeightMove {
+  chainId: string;
+  stream: Stream;
+  expected: number;
+  next: number;
+  lastEventId: string | null;
+  expectedLastEventId?: string | null;
+  dropPending: boolean;
+  /**
+   * Move only if no single event is held for the blocks up to `next` but these (the ones the caller read and
+   * publishes; [] when it read none). Another process may hold one after the caller's read: moved past its
+   * block without it, the event was published only late. Undefined: not checked.
+   */
+  heldRead?: readonly string[];
+  /**
+   * A live chunk: move only while no live start is marked (HeightStore.markLiveStart). The chunk may be the
+   * first of a chain client's restarted delivery, covering only the tail of its 5 blocks; the caller, told
+   * nothing moved, reads the marks and asks its blocks through history. History and RPC chunks cover their
+   * blocks and move regardless.
+   */
+  live?: boolean;
+}
+
 /**
  * Adds the compare-and-set of a stream's height to `statement` (see HeightStore.advance) and returns the
  * name of its CTE, which holds one row when the height moved and none when another writer moved it first.
  * `expectedLastEventId`: also require the stored last event id to be this one (when the caller built
  * messages from it before the statement ran).
  */
-export function addAdvance(
-  statement: Statement,
-  a: {
-    chainId: string;
-    stream: Stream;
-    expected: number;
-    next: number;
-    lastEventId: string | null;
-    expectedLastEventId?: string | null;
-    dropPending: boolean;
-    /**
-     * Move only if no single event is held for the blocks up to `next` but these (the ones the caller read and
-     * publishes; [] when it read none). Another process may hold one after the caller's read: moved past its
-     * block without it, the event was published only late. Undefined: not checked.
-     */
-    heldRead?: readonly string[];
-    /**
-     * A live chunk: move only while no live start is marked (HeightStore.markLiveStart). The chunk may be the
-     * first of a chain client's restarted delivery, covering only the tail of its 5 blocks; the caller, told
-     * nothing moved, reads the marks and asks its blocks through history. History and RPC chunks cover their
-     * blocks and move regardless.
-     */
-    live?: boolean;
-  },
-): string {
+export function addAdvance(statement: Statement, a: HeightMove): string {
   const moved = statement.name('height_moved');
   const chain = statement.param(a.chainId, 'text');
   const stream = statement.param(a.stream, 'text');

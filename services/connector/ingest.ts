@@ -22,7 +22,14 @@ import {
 import { buildEventBodies } from '../chain-client/event-body.js';
 import { chunkEnd } from '../chain-client/delivery-plan.js';
 import { eventBodySchema, type EventBody, type HeightUpdate } from './body-schema.js';
-import { addAdvance, addLastEvent, chunkStart, type HeightStore, type Stream } from './heights.js';
+import {
+  addAdvance,
+  addLastEvent,
+  chunkStart,
+  type HeightMove,
+  type HeightStore,
+  type Stream,
+} from './heights.js';
 import { withDeadline } from '../../shared/runtime/deadline.js';
 import { RejectedEvent, configuredContract, normalizeEvent, type ChainContracts } from './normalize.js';
 import { RpcAnswerError, type RpcReader } from './rpc-reader.js';
@@ -104,6 +111,18 @@ interface ChunkWrite {
   /** Write only if no event is held for the chunk's blocks but these (the ones read; [] when none were). */
   heldRead: readonly string[];
 }
+
+/** The height's move a chunk's write makes, on either write path. */
+const heightMoveOf = (chunk: ChunkWrite): HeightMove => ({
+  chainId: chunk.chainId,
+  stream: chunk.stream,
+  expected: chunk.stored,
+  next: chunk.height,
+  lastEventId: chunk.lastEventId,
+  dropPending: chunk.dropPending,
+  heldRead: chunk.heldRead,
+  live: chunk.live,
+});
 
 /** What publishing a late single event writes. */
 interface LateWrite {
@@ -702,17 +721,7 @@ export class Ingestor {
     const bus = this.options.bus as PostgresBus;
     const archive = this.options.archive as PostgresArchive;
     const statement = new Statement();
-    const moved = addAdvance(statement, {
-      chainId: chunk.chainId,
-      stream: chunk.stream,
-      expected: chunk.stored,
-      next: chunk.height,
-      lastEventId: chunk.lastEventId,
-      expectedLastEventId: storedLastEventId,
-      dropPending: chunk.dropPending,
-      heldRead: chunk.heldRead,
-      live: chunk.live,
-    });
+    const moved = addAdvance(statement, { ...heightMoveOf(chunk), expectedLastEventId: storedLastEventId });
     const guard = `EXISTS (SELECT 1 FROM ${moved})`;
     if (this.options.chunkCommit === 'async') statement.commitWithoutFlush();
     if (chunk.documents.length > 0) archive.addPutMany(statement, 'chain-events', chunk.documents, guard);
@@ -748,15 +757,8 @@ export class Ingestor {
       written = await withTransaction(this.options.pool, async (tx) => {
         const advanced = await this.options.heights.advance(
           tx,
-          chunk.chainId,
-          chunk.stream,
-          chunk.stored,
-          chunk.height,
-          chunk.lastEventId,
-          chunk.dropPending,
+          heightMoveOf(chunk),
           this.options.chunkCommit === 'async',
-          chunk.heldRead,
-          chunk.live,
         );
         if (!advanced) throw new NotMoved();
         if (shared) await this.options.archive.putMany('chain-events', chunk.documents, { tx });

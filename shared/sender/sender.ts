@@ -114,6 +114,13 @@ const MEMO_LIMIT = 10_000;
 const makeRoom = (memo: Map<string, unknown> | Set<string>, key: string): void => {
   if (memo.size >= MEMO_LIMIT && !memo.has(key)) memo.delete(memo.keys().next().value!);
 };
+/** Blocks since `block` first saw what `memo` remembers under `key` (0, and remembered, the first time). */
+const blocksSinceFirstSeen = (memo: Map<string, number>, key: string, block: number): number => {
+  const since = memo.get(key) ?? block;
+  makeRoom(memo, key);
+  memo.set(key, since);
+  return block - since;
+};
 
 /**
  * A database driver's error: the server's (a SQLSTATE's severity) or the socket's (a syscall). A host with two
@@ -631,10 +638,7 @@ export class Sender {
       if (again !== undefined) return this.onReceipt(job, again, head);
       // A failure is final: only once the count has said so for a few blocks (receipts may lag it).
       const first = job.attempts[0]!.hash;
-      const since = this.nonceUsedSince.get(first) ?? head.number;
-      makeRoom(this.nonceUsedSince, first);
-      this.nonceUsedSince.set(first, since);
-      if (head.number - since < NONCE_USED_GRACE_BLOCKS) return;
+      if (blocksSinceFirstSeen(this.nonceUsedSince, first, head.number) < NONCE_USED_GRACE_BLOCKS) return;
       this.nonceUsedSince.delete(first);
       log.error({ job: job.id, nonce: job.nonce }, 'nonce used by a transaction this job did not sign');
       const whose = ours ? 'of the wallet' : `of ${signer}, which signed this job before the key changed,`;
@@ -653,10 +657,7 @@ export class Sender {
       // cancel it (the key is gone). Followed for ever, the command never ended, and stayed unconfirmed for
       // good once the old wallet could not pay (drained). After the grace a lagging count gets: missed.
       const first = job.attempts[0]!.hash;
-      const since = this.foreignPastWindowSince.get(first) ?? head.number;
-      makeRoom(this.foreignPastWindowSince, first);
-      this.foreignPastWindowSince.set(first, since);
-      if (head.number - since >= NONCE_USED_GRACE_BLOCKS) {
+      if (blocksSinceFirstSeen(this.foreignPastWindowSince, first, head.number) >= NONCE_USED_GRACE_BLOCKS) {
         this.foreignPastWindowSince.delete(first);
         return this.fail(
           job,

@@ -240,18 +240,20 @@ export class KafkaBus implements EventBus {
     for (const spec of specs) {
       const meta = topics.find((t) => t.name === spec.name);
       if (!meta) continue;
-      if (meta.partitions.length < spec.partitions && spec.fixedPartitions) {
-        // As the postgres log does for every topic: its consumers rely on per-key order over all of it.
-        this.log.warn(
-          { topic: spec.name, existing: meta.partitions.length, configured: spec.partitions },
-          'topic keeps its existing partition count: its consumers rely on per-key order over its whole history',
-        );
-      } else if (meta.partitions.length < spec.partitions) {
-        grow.push({ topic: spec.name, count: spec.partitions });
-        this.log.warn(
-          { topic: spec.name, from: meta.partitions.length, to: spec.partitions },
-          'adding partitions: keys hashed to new partitions lose their order across the change',
-        );
+      if (meta.partitions.length < spec.partitions) {
+        if (spec.fixedPartitions) {
+          // As the postgres log does for every topic: its consumers rely on per-key order over all of it.
+          this.log.warn(
+            { topic: spec.name, existing: meta.partitions.length, configured: spec.partitions },
+            'topic keeps its existing partition count: its consumers rely on per-key order over its whole history',
+          );
+        } else {
+          grow.push({ topic: spec.name, count: spec.partitions });
+          this.log.warn(
+            { topic: spec.name, from: meta.partitions.length, to: spec.partitions },
+            'adding partitions: keys hashed to new partitions lose their order across the change',
+          );
+        }
       }
       const replicas = meta.partitions[0]?.replicas.length ?? 0;
       if (this.options.replicationFactor && replicas !== this.options.replicationFactor) {
