@@ -1,7 +1,7 @@
-import { Transaction, Wallet } from 'ethers';
+import { Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { fakeNodeSender, GWEI, TO, testJob } from './test-harness.js';
+import { fakeNodeSender, sentByOldKey } from './test-harness.js';
 
 /**
  * A job signed by another wallet (the service restarted with a new key while it was in flight) is only followed:
@@ -19,38 +19,8 @@ describe('the sender and a job another wallet signed, past its window', () => {
   });
 
   /** A job the old key signed at its nonce 5; its window ends at block time 1015 (the fake node's block 15). */
-  const signedByOldKey = async (oldKey: Wallet) => {
-    const raw = await oldKey.signTransaction({
-      to: TO,
-      data: '0x',
-      value: 0n,
-      chainId: 97,
-      nonce: 5,
-      gasLimit: 65_000n,
-      type: 2,
-      maxFeePerGas: 3n * GWEI,
-      maxPriorityFeePerGas: GWEI,
-    });
-    const hash = Transaction.from(raw).hash!;
-    const job = testJob('rotated', {
-      status: 'sent',
-      nonce: 5,
-      window: { start: 0, end: 1_015 },
-      windowText: 'until 1015',
-      attempts: [
-        {
-          kind: 'call',
-          hash,
-          raw,
-          fee: { type: 2, maxFeePerGas: (3n * GWEI).toString(), maxPriorityFeePerGas: GWEI.toString() },
-          gasLimit: '65000',
-          signedAtBlock: 9,
-          signedAtMs: Date.now(),
-        },
-      ],
-    });
-    return { job, hash };
-  };
+  const signedByOldKey = (oldKey: Wallet) =>
+    sentByOldKey(oldKey, { window: { start: 0, end: 1_015 }, windowText: 'until 1015' });
 
   it('is missed once its window closed with the nonce unused, after the grace for a lagging count', async () => {
     const oldKey = new Wallet(Wallet.createRandom().privateKey);

@@ -1,7 +1,7 @@
 import { Transaction, Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { fakeNodeSender, GWEI, TO, testJob } from './test-harness.js';
+import { fakeNodeSender, sentByOldKey, testJob } from './test-harness.js';
 import { type SenderJob } from './types.js';
 
 /**
@@ -35,33 +35,7 @@ describe('the sender and a re-opened job', () => {
     const oldKey = new Wallet(Wallet.createRandom().privateKey);
     const wallet = new Wallet(Wallet.createRandom().privateKey);
     // Signed by the old key at its nonce 5 before the service restarted with the new one.
-    const raw = await oldKey.signTransaction({
-      to: TO,
-      data: '0x',
-      value: 0n,
-      chainId: 97,
-      nonce: 5,
-      gasLimit: 65_000n,
-      type: 2,
-      maxFeePerGas: 3n * GWEI,
-      maxPriorityFeePerGas: GWEI,
-    });
-    const hash = Transaction.from(raw).hash!;
-    const j = testJob('rotated', {
-      status: 'sent',
-      nonce: 5,
-      attempts: [
-        {
-          kind: 'call',
-          hash,
-          raw,
-          fee: { type: 2, maxFeePerGas: (3n * GWEI).toString(), maxPriorityFeePerGas: GWEI.toString() },
-          gasLimit: '65000',
-          signedAtBlock: 9,
-          signedAtMs: Date.now(),
-        },
-      ],
-    });
+    const { job: j, hash } = await sentByOldKey(oldKey);
     const { sender, node, passAt, mine } = fakeNodeSender(db.pool, wallet, [j], { bumpAfterBlocks: 3 });
     const oldCount = oldKey.address.toLowerCase();
     const newCount = wallet.address.toLowerCase();

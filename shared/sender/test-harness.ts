@@ -181,3 +181,42 @@ export const testJob = (
   cancelReason: null,
   ...fields,
 });
+
+/**
+ * A job `oldKey` signed and sent at its nonce 5 (a call to `TO`) before the service restarted with another key,
+ * with `fields` over it; `hash` is its transaction's.
+ */
+export async function sentByOldKey(
+  oldKey: Wallet,
+  fields: Partial<SenderJob> = {},
+): Promise<{ job: SenderJob & { reason?: string | null }; hash: string }> {
+  const raw = await oldKey.signTransaction({
+    to: TO,
+    data: '0x',
+    value: 0n,
+    chainId: 97,
+    nonce: 5,
+    gasLimit: 65_000n,
+    type: 2,
+    maxFeePerGas: 3n * GWEI,
+    maxPriorityFeePerGas: GWEI,
+  });
+  const hash = Transaction.from(raw).hash!;
+  const job = testJob('rotated', {
+    status: 'sent',
+    nonce: 5,
+    attempts: [
+      {
+        kind: 'call',
+        hash,
+        raw,
+        fee: { type: 2, maxFeePerGas: (3n * GWEI).toString(), maxPriorityFeePerGas: GWEI.toString() },
+        gasLimit: '65000',
+        signedAtBlock: 9,
+        signedAtMs: Date.now(),
+      },
+    ],
+    ...fields,
+  });
+  return { job, hash };
+}
