@@ -9,6 +9,7 @@ import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
 import { ReplayCut, replayRunId, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { consumeToEnds, replayTarget } from '../../shared/runtime/replay-ends.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
@@ -130,7 +131,8 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
         'the saved signer memo is larger than this process holds: the signatures left out are recovered again (slower, same results); classifier.signerMemoEntries (about 330 bytes each) raises the bound',
       );
     clock.mark('signers');
-    const total = await lagOf(options.bus, group);
+    const target = await replayTarget(options.bus, group, CLASSIFIER_TOPICS);
+    const total = Number(target.total);
     clock.mark('setup');
     // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).
     const cut = new ReplayCut();
@@ -144,15 +146,11 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
       });
     const subscription = await subscribe();
     try {
-      // Caught up when the group has nothing left on either topic twice in a row (looked at 4 times a second:
-      // the end of a replay is not waited for longer than that).
-      let quiet = 0;
-      while (quiet < 2) {
-        await new Promise((r) => setTimeout(r, 250));
-        const left = await lagOf(options.bus, group);
-        options.onProgress?.(Math.max(0, total - left), left);
-        quiet = left === 0 ? quiet + 1 : 0;
-      }
+      // Looked at 4 times a second: the end of a replay is not waited for longer than that.
+      await consumeToEnds(options.bus, group, CLASSIFIER_TOPICS, target, {
+        pollMs: 250,
+        onProgress: (done, left) => options.onProgress?.(Number(done), Number(left)),
+      });
     } finally {
       await subscription.stop();
     }
@@ -239,11 +237,6 @@ export async function recordedDidNames(
     NUL_ESCAPED,
   ]);
   return new Map(rows.map((r) => [r.bid_id, r.escaped ? unescapeNul(r.names) : r.names]));
-}
-
-async function lagOf(bus: EventBus, group: string): Promise<number> {
-  const lags = await bus.lag(group, CLASSIFIER_TOPICS);
-  return lags.reduce((sum, p) => sum + Number(p.lag), 0);
 }
 
 /** The two tables joined on bid_id in one pass: counts, and the first 20 keys of each kind of difference. */

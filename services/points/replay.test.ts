@@ -121,7 +121,7 @@ describe('npm run replay -- points', () => {
           points.bus,
           violationPayload({ bid: hex32(5_000 + n), party: 'lp', subject: 'lp-1', blockTime: NOW - n }),
         );
-        await new Promise((r) => setTimeout(r, 15));
+        await new Promise((r) => setTimeout(r, 1));
       }
     })();
     try {

@@ -10,6 +10,7 @@ import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
 import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
+import { consumeToEnds, replayTarget } from '../../shared/runtime/replay-ends.js';
 import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -45,9 +46,6 @@ export interface PointsReplayReport {
   phases: Record<string, number>;
 }
 
-const totalLag = async (context: PointsReplayOptions, group: string) =>
-  (await context.bus.lag(group, POINTS_TOPICS)).reduce((sum, p) => sum + p.lag, 0n);
-
 /** A replay's batches: larger than live ones (fewer transactions for a year of events). */
 const REPLAY_BATCH = 5_000;
 
@@ -82,18 +80,13 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         valuesOnly: POINTS_VALUES_ONLY,
         batchHandler: cut.handler(handle, context.log),
       });
+    const target = await replayTarget(context.bus, group, POINTS_TOPICS);
     const subscription = await subscribe();
-    const timeoutMs = context.timeoutMs ?? 10 * 60_000;
-    const deadline = Date.now() + timeoutMs;
     try {
-      for (;;) {
-        const left = await totalLag(context, group);
-        context.onProgress?.(Number(left));
-        if (left === 0n) break;
-        if (Date.now() > deadline)
-          throw new Error(`replay did not reach the ends of ${POINTS_TOPICS.join(', ')} in ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      await consumeToEnds(context.bus, group, POINTS_TOPICS, target, {
+        timeoutMs: context.timeoutMs ?? 10 * 60_000,
+        onProgress: (_done, left) => context.onProgress?.(Number(left)),
+      });
     } finally {
       await subscription.stop();
     }

@@ -178,6 +178,8 @@ export interface PartitionLag {
   partition: number;
   /** Messages published but not yet committed by the group. */
   lag: bigint;
+  /** The offset the partition's next message will get (its log end). */
+  end: bigint;
 }
 
 export interface PublishOptions {

@@ -16,7 +16,7 @@ function fakeBus() {
       state.reads++;
       if (state.down) return new Promise<never>(() => undefined);
       await new Promise((r) => setTimeout(r, state.delayMs));
-      return topics.map((topic) => ({ group, topic, partition: 0, lag: 5n }));
+      return topics.map((topic) => ({ group, topic, partition: 0, lag: 5n, end: 5n }));
     },
   } as unknown as EventBus;
   return { bus, state };

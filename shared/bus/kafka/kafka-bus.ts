@@ -522,7 +522,7 @@ export class KafkaBus implements EventBus {
         // (Stored positions are read before the ends, so a live group's is never above them.)
         if (at > high) at = low;
         const lag = high - (at > low ? at : low);
-        result.push({ group, topic, partition: end.partition, lag: lag > 0n ? lag : 0n });
+        result.push({ group, topic, partition: end.partition, lag: lag > 0n ? lag : 0n, end: high });
       }
     }
     return result.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);

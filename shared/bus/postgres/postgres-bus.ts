@@ -315,14 +315,25 @@ export class PostgresBus implements EventBus {
   }
 
   async lag(group: string, topics: readonly string[]): Promise<PartitionLag[]> {
-    const { rows } = await this.options.pool.query<{ topic: string; partition: number; lag: string }>(
-      `SELECT p.topic, p.partition, p.next_offset - COALESCE(g.next_offset, 0) AS lag
+    const { rows } = await this.options.pool.query<{
+      topic: string;
+      partition: number;
+      lag: string;
+      end: string;
+    }>(
+      `SELECT p.topic, p.partition, p.next_offset - COALESCE(g.next_offset, 0) AS lag, p.next_offset AS "end"
        FROM bus_partitions p
        LEFT JOIN bus_group_offsets g ON g.group_id = $1 AND g.topic = p.topic AND g.partition = p.partition
        WHERE p.topic = ANY($2) ORDER BY p.topic, p.partition`,
       [group, topics],
     );
-    return rows.map((r) => ({ group, topic: r.topic, partition: r.partition, lag: BigInt(r.lag) }));
+    return rows.map((r) => ({
+      group,
+      topic: r.topic,
+      partition: r.partition,
+      lag: BigInt(r.lag),
+      end: BigInt(r.end),
+    }));
   }
 
   /** Deletes messages past their topic's retention. Returns how many. */
