@@ -9,7 +9,7 @@ import type { Pool, Queryable } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
 import { ReplayCut, replayRunId, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
-import { consumeToEnds, replayTarget } from '../../shared/runtime/replay-ends.js';
+import { consumeToEnds, consumeTarget } from '../../shared/bus/consume-to-ends.js';
 import type { SwapVerdict } from '../../topics/index.js';
 import { RecordedDidSource } from './did-source.js';
 import { NUL_ESCAPED, unescapeNul } from './jsonb-nul.js';
@@ -131,7 +131,7 @@ export async function replayClassifier(options: ReplayOptions): Promise<Classifi
         'the saved signer memo is larger than this process holds: the signatures left out are recovered again (slower, same results); classifier.signerMemoEntries (about 330 bytes each) raises the bound',
       );
     clock.mark('signers');
-    const target = await replayTarget(options.bus, group, CLASSIFIER_TOPICS);
+    const target = await consumeTarget(options.bus, group, CLASSIFIER_TOPICS);
     const total = Number(target.total);
     clock.mark('setup');
     // Compared at a cut: the replay may have to stop exactly where the live consumer is (replay-cut.ts).

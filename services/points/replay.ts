@@ -10,7 +10,7 @@ import type { EventBus } from '../../shared/bus/port.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { PhaseClock } from '../../shared/runtime/phases.js';
 import { ReplayCut, settleAtLiveCut } from '../../shared/runtime/replay-cut.js';
-import { consumeToEnds, replayTarget } from '../../shared/runtime/replay-ends.js';
+import { consumeToEnds, consumeTarget } from '../../shared/bus/consume-to-ends.js';
 import { POINTS_GROUP, POINTS_TOPICS, POINTS_VALUES_ONLY, pointsBatchHandler } from './consumer.js';
 import {
   LIVE_SCHEMA,
@@ -80,7 +80,7 @@ export async function replayPoints(context: PointsReplayOptions): Promise<Points
         valuesOnly: POINTS_VALUES_ONLY,
         batchHandler: cut.handler(handle, context.log),
       });
-    const target = await replayTarget(context.bus, group, POINTS_TOPICS);
+    const target = await consumeTarget(context.bus, group, POINTS_TOPICS);
     const subscription = await subscribe();
     try {
       await consumeToEnds(context.bus, group, POINTS_TOPICS, target, {

@@ -9,6 +9,7 @@
  * envelope id), and the one that failed takes it, after the messages published meanwhile (its key's order is
  * not kept for it).
  */
+import { consumeTarget, consumeToEnds } from './consume-to-ends.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import { priorStack } from './deliver.js';
 import { PoisonMessageError } from './errors.js';
@@ -105,7 +106,8 @@ export interface RedriveReport {
 const REDRIVE_ATTEMPTS = 5;
 
 /**
- * Re-sends every dead letter of `topic` not re-sent before, then stops. `onProgress(done, left)` after each.
+ * Re-sends every dead letter of `topic` not re-sent before, up to the last one there when it began, then
+ * stops. `onProgress(done, left)` at each look.
  */
 export async function redriveDeadLetters(options: {
   bus: EventBus;
@@ -119,8 +121,9 @@ export async function redriveDeadLetters(options: {
   const dlq = deadLetterTopic(topic);
   const group = redriveGroup(topic);
   const report: RedriveReport = { topic, redriven: 0, refused: 0, failed: 0 };
-  const left = async () => Number(await lagOf(bus, group, dlq));
-  if ((await left()) === 0) return report;
+  // The dead letters there are now: one sent home that fails again comes back after them, for the next run.
+  const target = await consumeTarget(bus, group, [dlq]);
+  if (target.total === 0n) return report;
   // The dead letters moved on to <topic>.dlq.dlq, by where they were (a move retried counts once). Counted where
   // the bus moves them, whatever the way: a dead letter whose attempts an earlier run spent (its database away,
   // the run ended) is moved on by this run without its handler being called, and was reported by neither.
@@ -143,12 +146,10 @@ export async function redriveDeadLetters(options: {
     },
   });
   try {
-    for (;;) {
-      const remaining = await left();
-      options.onProgress?.(report.redriven + movedOn.size, remaining);
-      if (remaining === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
-    }
+    await consumeToEnds(bus, group, [dlq], target, {
+      pollMs: options.pollMs ?? 200,
+      onProgress: (_done, left) => options.onProgress?.(report.redriven + movedOn.size, Number(left)),
+    });
   } finally {
     await subscription.stop();
   }

@@ -646,7 +646,7 @@ export function busConformanceSuite(
       await expect(t.bus.seek(group, name, { to: 'offset', partition: 7, offset: 0n })).rejects.toThrow(
         `seek: ${name} has no partition 7`,
       );
-      // The log's end beside the lag (a replay consumes to the ends it read when it began: replay-ends.ts).
+      // The log's end beside the lag (a replay consumes to the ends it read when it began: consume-to-ends.ts).
       expect((await t.bus.lag(group, [name])).map((l) => [l.lag, l.end])).toEqual([[0n, 3n]]);
       await t.bus.seek(group, name, { to: 'offset', partition: 0, offset: 3n });
       await t.bus.seek(group, name, { to: 'offset', partition: 0, offset: 1n });

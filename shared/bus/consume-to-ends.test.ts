@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { EventBus, PartitionLag } from '../bus/port.js';
-import { consumeToEnds, leftBefore, replayTarget } from './replay-ends.js';
+import type { EventBus, PartitionLag } from './port.js';
+import { consumeToEnds, leftBefore, consumeTarget } from './consume-to-ends.js';
 
 /**
  * A deployment at work: every look at the lag finds more messages published (`perLook`), while the replay
@@ -25,10 +25,10 @@ function busyBus(start: { end: bigint; position: bigint }, perLook: bigint, hand
   return { bus, partitions, looks: () => looks };
 }
 
-describe('a replay consumes to the ends its topics had when it began', () => {
+describe('a group consumes to the ends its topics had when it began', () => {
   it('finishes on a topic that never stands still (a lag of 0 is never seen)', async () => {
     const { bus, looks } = busyBus({ end: 100n, position: 0n }, 3n, 20n);
-    const target = await replayTarget(bus, 'replay', ['t']);
+    const target = await consumeTarget(bus, 'replay', ['t']);
     expect(target.total).toBe(100n);
     const progress: Array<[bigint, bigint]> = [];
     await consumeToEnds(bus, 'replay', ['t'], target, {
@@ -58,9 +58,9 @@ describe('a replay consumes to the ends its topics had when it began', () => {
 
   it('gives up at its timeout with what is left', async () => {
     const { bus } = busyBus({ end: 100n, position: 0n }, 0n, 0n);
-    const target = await replayTarget(bus, 'replay', ['t']);
+    const target = await consumeTarget(bus, 'replay', ['t']);
     await expect(consumeToEnds(bus, 'replay', ['t'], target, { pollMs: 1, timeoutMs: 20 })).rejects.toThrow(
-      /did not reach the ends of t in 20 ms \(100 message\(s\) left\)/,
+      /replay did not reach the ends of t in 20 ms \(100 message\(s\) left\)/,
     );
   });
 });

@@ -1,9 +1,11 @@
 /**
- * How far a replay consumes before it compares: to the ends its topics had when it began. Waiting for a lag of
- * 0 instead never ends on a busy deployment, where a message comes in between every two looks; what comes
- * after those ends is applied later, by the cut, exactly as far as the live consumer went (replay-cut.ts).
+ * How far a command that consumes "everything there is" goes: to the ends its topics had when it began.
+ * Waiting for a lag of 0 instead never ends on a busy deployment, where a message comes in between every two
+ * looks. A replay applies what came after at its cut, exactly as far as the live consumer went
+ * (replay-cut.ts); a redrive leaves later dead letters to the next run (one it sent home that failed again
+ * among them).
  */
-import type { EventBus, PartitionLag } from '../bus/port.js';
+import type { EventBus, PartitionLag } from './port.js';
 
 /** The log end of each partition, keyed `topic/partition`. */
 export type Ends = ReadonlyMap<string, bigint>;
@@ -35,18 +37,18 @@ export interface ConsumeToEndsOptions {
   onProgress?(done: bigint, left: bigint): void;
 }
 
-/** Where a replay stops consuming, read before its subscription starts. */
-export interface ReplayTarget {
+/** Where the group stops consuming, read before its subscription starts. */
+export interface ConsumeTarget {
   readonly ends: Ends;
   /** Messages the group had to handle before them. */
   readonly total: bigint;
 }
 
-export async function replayTarget(
+export async function consumeTarget(
   bus: EventBus,
   group: string,
   topics: readonly string[],
-): Promise<ReplayTarget> {
+): Promise<ConsumeTarget> {
   const lags = await bus.lag(group, topics);
   const ends = endsOf(lags);
   return { ends, total: leftBefore(ends, lags) };
@@ -57,7 +59,7 @@ export async function consumeToEnds(
   bus: EventBus,
   group: string,
   topics: readonly string[],
-  target: ReplayTarget,
+  target: ConsumeTarget,
   options: ConsumeToEndsOptions = {},
 ): Promise<void> {
   const pollMs = options.pollMs ?? 200;
@@ -68,7 +70,7 @@ export async function consumeToEnds(
     if (left === 0n) return;
     if (Date.now() > deadline)
       throw new Error(
-        `replay did not reach the ends of ${topics.join(', ')} in ${options.timeoutMs} ms (${left} message(s) left)`,
+        `${group} did not reach the ends of ${topics.join(', ')} in ${options.timeoutMs} ms (${left} message(s) left)`,
       );
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
