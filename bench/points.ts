@@ -133,6 +133,7 @@ export async function run(): Promise<BenchSection[]> {
         lookupTimeoutMs: 1_000,
         rateLimit: { max: 1_000_000, windowMs: 60_000 },
         queryTimeoutMs: 5_000,
+        corsOrigins: [],
       },
       { nowSeconds: () => NOW },
     );

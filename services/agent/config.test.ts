@@ -19,7 +19,28 @@ describe('[agent] configuration', () => {
       bodyLimit: 32_768,
       apiKeys: [],
       allowIps: [],
+      corsOrigins: [],
     });
+  });
+
+  it('takes the origins of browser apps (corsOrigins) exactly as a browser sends them, or "*" alone', () => {
+    expect(
+      load(`${base}corsOrigins = ["https://app.example.com", "http://127.0.0.1:8080"]\n`).agent!.corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://127.0.0.1:8080']);
+    expect(load(`${base}corsOrigins = ["*"]\n`).agent!.corsOrigins).toEqual(['*']);
+    // A browser's Origin never has a path or a trailing slash: such an entry would never match.
+    for (const bad of [
+      'https://app.example.com/',
+      'https://app.example.com/swap',
+      'app.example.com',
+      'ftp://x.example',
+    ])
+      expect(() => load(`${base}corsOrigins = ["${bad}"]\n`)).toThrow(
+        /agent\.corsOrigins\[0\]: must be an origin/,
+      );
+    expect(() => load(`${base}corsOrigins = ["*", "https://app.example.com"]\n`)).toThrow(
+      /agent\.corsOrigins: "\*" allows any origin/,
+    );
   });
 
   it('takes API keys and an allow-list of addresses and CIDR ranges for POST /submit-complaint', () => {

@@ -188,6 +188,13 @@ export async function startAgent(
     {
       ownErrorVocabulary: true,
       clientErrorCodes: clientErrorCodesOf(AGENT_ERRORS),
+      // The SDK in a browser files complaints and reads their status (shared/runtime/cors.ts).
+      cors: {
+        origins: config.corsOrigins,
+        methods: ['GET', 'HEAD', 'POST'],
+        allowedHeaders: ['content-type', 'x-api-key'],
+        exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+      },
       healthChecks: {
         sender: () =>
           senderHealth(

@@ -37,6 +37,7 @@ export function agentTestConfig(overrides: Partial<AgentConfig> = {}): AgentConf
     bodyLimit: 32_768,
     apiKeys: [],
     allowIps: [],
+    corsOrigins: [],
     ...overrides,
   };
 }

@@ -137,6 +137,13 @@ export async function startPoints(
     {
       ownErrorVocabulary: true,
       clientErrorCodes: clientErrorCodesOf(POINTS_ERRORS),
+      // The web app's reads of scores and records (shared/runtime/cors.ts).
+      cors: {
+        origins: config.corsOrigins,
+        methods: ['GET', 'HEAD'],
+        allowedHeaders: [],
+        exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+      },
     },
   );
   const address = http.app.server.address();

@@ -163,6 +163,7 @@ export function pointTestConfig(overrides: Partial<PointConfig> = {}): PointConf
     // Tests and the fuzzer send far more than a client would; the rate-limit test sets its own.
     rateLimit: { max: 1_000_000, windowMs: 60_000 },
     queryTimeoutMs: 5_000,
+    corsOrigins: [],
     ...overrides,
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isIpOrCidr } from '../runtime/access.js';
+import { isOrigin } from '../runtime/cors.js';
 
 // One zod schema per configuration section. A service validates only the sections it names,
 // so a file holding just `[point]` can start Points alone.
@@ -41,6 +42,22 @@ const allowIps = z
   .array(z.string().refine(isIpOrCidr, 'must be an IP address or a CIDR range (e.g. 10.0.0.0/8)'))
   .default([]);
 
+/** Ours: origins of browser apps that may call the service (shared/runtime/cors.ts); `["*"]`: any; empty: none. */
+const corsOrigins = z
+  .array(
+    z
+      .string()
+      .refine(
+        isOrigin,
+        'must be an origin as a browser sends it (scheme, host and port, no path or trailing slash, e.g. https://app.example.com) or "*"',
+      ),
+  )
+  .refine(
+    (origins) => !origins.includes('*') || origins.length === 1,
+    '"*" allows any origin: list nothing beside it',
+  )
+  .default([]);
+
 export const pointSection = z
   .strictObject({
     port,
@@ -62,6 +79,7 @@ export const pointSection = z
       .default({ max: 600, windowMs: 60_000 }),
     /** Ours: an HTTP query's SQL statement running longer than this is cancelled (503, 32011). */
     queryTimeoutMs: z.number().int().min(100).max(600_000).default(5_000),
+    corsOrigins,
   })
   .refine(
     (p) => p.windowDays === undefined || p.lookBackDays === undefined || p.windowDays === p.lookBackDays,
@@ -141,6 +159,7 @@ export const agentSection = z.strictObject({
   apiKeys,
   /** Ours: client IPs or CIDR ranges allowed on POST /submit-complaint (empty: any). */
   allowIps,
+  corsOrigins,
 });
 
 /** The classifier (ours): arbitration of every swap, DESIGN §7. */

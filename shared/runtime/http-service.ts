@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { registerCors, type CorsPolicy } from './cors.js';
 import { createHttpServer, type HttpServerOptions } from './http.js';
 import type { RunningService, ServiceContext } from './service.js';
 
@@ -14,7 +15,7 @@ export async function startHttpService(
   options: Pick<
     HttpServerOptions,
     'healthChecks' | 'ownErrorVocabulary' | 'redact' | 'maxParamLength' | 'clientErrorCodes'
-  > = {},
+  > & { cors?: CorsPolicy } = {},
 ): Promise<RunningService & { app: FastifyInstance }> {
   const app = createHttpServer({
     service: name,
@@ -32,6 +33,8 @@ export async function startHttpService(
     // Test harnesses start services with a partial context.
     trustProxy: context.config?.http?.trustProxy,
   });
+  // Before the routes: its preflight route and headers then cover them all.
+  if (options.cors) await registerCors(app, options.cors);
   await register(app);
   // An empty HOST counts as unset, as every variable does (README): '' would make Node listen on every interface.
   await app.listen({ port, host: process.env.HOST || '127.0.0.1' });
