@@ -412,6 +412,14 @@ describe('our EVM chain client on the devnet', () => {
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hang`;
     const deadUrl = 'http://127.0.0.1:9/dead';
+    // Each failed attempt at the dead receiver as the database saw it: when it failed, and the next attempt it
+    // set. The schedule is read from these, not from when the test happens to look (late on a loaded machine).
+    await db.pool.query(`
+      CREATE TABLE dead_attempts (attempts int, at timestamptz, next_attempt_at timestamptz);
+      CREATE FUNCTION record_dead_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO dead_attempts VALUES (NEW.attempts, now(), NEW.next_attempt_at); RETURN NEW; END $$;
+      CREATE TRIGGER dead_attempts AFTER UPDATE ON chain_client_deliveries FOR EACH ROW
+        WHEN (NEW.url = '${deadUrl}') EXECUTE FUNCTION record_dead_attempt();`);
     try {
       for (const url of [hangingUrl, deadUrl])
         expect(
@@ -433,21 +441,28 @@ describe('our EVM chain client on the devnet', () => {
           3_000,
         );
       }
-      // The dead receiver's first post: attempts 1 s apart, then 2 s (the original's schedule), so about two
-      // attempts in the first two seconds (200 ms, doubling, made four).
+      // The dead receiver's first post: attempts 1 s apart, then 2 s (the original's schedule; 200 ms, doubling,
+      // made four in the first two seconds), none before the time the one before it set.
       const attemptsOfDead = async () =>
-        Number(
-          (
-            await db.pool.query<{ n: number }>(
-              `SELECT max(attempts) AS n FROM chain_client_deliveries WHERE url = $1`,
-              [deadUrl],
-            )
-          ).rows[0]!.n ?? 0,
-        );
-      await waitFor(async () => (await attemptsOfDead()) >= 1, 'a first attempt at the dead receiver', 5_000);
-      await new Promise((resolve) => setTimeout(resolve, 1_800));
-      expect(await attemptsOfDead()).toBe(2);
+        (
+          await db.pool.query<{ attempts: number; retryInMs: number; early: boolean }>(
+            `SELECT attempts, round(extract(epoch FROM next_attempt_at - at) * 1000)::int AS "retryInMs",
+                    at < lag(next_attempt_at) OVER (ORDER BY attempts) AS early
+               FROM dead_attempts ORDER BY attempts`,
+          )
+        ).rows;
+      await waitFor(
+        async () => (await attemptsOfDead()).length >= 3,
+        'three attempts at the dead receiver',
+        10_000,
+      );
+      expect((await attemptsOfDead()).slice(0, 3)).toEqual([
+        { attempts: 1, retryInMs: 1_000, early: null },
+        { attempts: 2, retryInMs: 2_000, early: false },
+        { attempts: 3, retryInMs: 4_000, early: false },
+      ]);
     } finally {
+      await db.pool.query('DROP FUNCTION record_dead_attempt() CASCADE; DROP TABLE dead_attempts');
       hanging.closeAllConnections();
       await new Promise<void>((resolve) => hanging.close(() => resolve()));
       await db.pool.query(
