@@ -244,11 +244,16 @@ describe('n8n notifier outbox', () => {
     expect(back).toMatchObject({ redriven: 1 });
     const held = await ctx.bus.lag('nobody', [dlq]);
     expect(held.reduce((n, p) => n + p.lag, 0n)).toBe(1n); // complaint.commands.dlq holds it now
-    await new Promise((resolve) => setTimeout(resolve, 500)); // ten looks
-    const { rows } = await db.pool.query<{ id: string; payload: unknown }>(
-      `SELECT id, payload FROM notifier_outbox WHERE left(id, length($1)) = $1 ORDER BY created_at`,
-      [`message_dead_lettered:${dlq}:`],
-    );
+    const told = async () =>
+      (
+        await db.pool.query<{ id: string; payload: unknown }>(
+          `SELECT id, payload FROM notifier_outbox WHERE left(id, length($1)) = $1 ORDER BY created_at`,
+          [`message_dead_lettered:${dlq}:`],
+        )
+      ).rows;
+    await waitFor(async () => (await told()).length > 0, 'the dead letter of the redrive told', 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // ten looks more
+    const rows = await told();
     // One dead letter (of the redrive): told once, whichever look saw it; the one sent back is not another.
     expect(rows.map((r) => r.id)).toEqual([`message_dead_lettered:${dlq}:1`]);
     expect(rows[0]!.payload).toMatchObject({ total: 1, levels: { [dlq2]: 1, [dlq3]: 0 } });
