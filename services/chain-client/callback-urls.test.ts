@@ -18,6 +18,9 @@ import { registerSupportRoutes } from './routes.js';
 import { ChainClientStore } from './store.js';
 import { chainClientMigrations } from './migrations.js';
 
+/** A reputation contract address: these instances take the reputation routes. */
+const REPUTATION_CONTRACT = '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0';
+
 let db: TestDatabase;
 const log = createLogger({ level: 'silent' });
 beforeAll(async () => {
@@ -138,6 +141,8 @@ describe('a history request', () => {
     const app = Fastify();
     const store = new ChainClientStore(db.pool, 'merge1');
     registerSupportRoutes(app, {
+      systemChainId: '9006',
+      reputationContract: REPUTATION_CONTRACT,
       store,
       follower: { confirmedHead: async () => 1_000, wake: () => undefined } as unknown as Follower,
       log,

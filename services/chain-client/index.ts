@@ -158,6 +158,16 @@ export async function startChainClient(
     onHeight: (h) => height.set({ instance: config.systemChainId }, h),
     onHead: (h) => head.set({ instance: config.systemChainId }, h),
   });
+  if (config.reputationContractAddr === undefined) {
+    // Taken before this instance refused them: their heartbeats would move a receiver's complaint stream past
+    // complaints nobody read.
+    const dropped = await store.dropReputation();
+    if (dropped.registrations + dropped.historyTasks > 0)
+      log.warn(
+        dropped,
+        'reputation registrations and history tasks removed: this chain client has no chainClient.reputationContractAddr and reads no complaints (their receivers are refused from now on)',
+      );
+  }
   if (config.nativeChainId === undefined)
     log.warn(
       'chainClient.nativeChainId is not set: the chain its rpc serves is not checked (an rpc of another chain with the same contract address would be followed)',
@@ -171,7 +181,15 @@ export async function startChainClient(
     { ...context, log } as ServiceContext,
     `chain-client ${config.systemChainId}`,
     config.port,
-    (app) => registerSupportRoutes(app, { store, follower, log, allowIps: config.allowIps }),
+    (app) =>
+      registerSupportRoutes(app, {
+        store,
+        follower,
+        log,
+        systemChainId: config.systemChainId,
+        reputationContract: config.reputationContractAddr,
+        allowIps: config.allowIps,
+      }),
     { healthChecks: { follower: () => follower.health() } },
   );
   deliverer.start();

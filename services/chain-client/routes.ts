@@ -10,11 +10,11 @@ import { withDeadline } from '../../shared/runtime/deadline.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { RpcRateLimitedError } from './chain-reader.js';
 import type { RegistrationKind } from './delivery-plan.js';
+import { CHAIN_CLIENT_ERRORS, noReputationContract, SUPPORT_ERROR } from './errors.js';
 import type { Follower } from './follower.js';
 import type { ChainClientStore } from './store.js';
 
-/** The original's reply codes: 200 on success, 30209 for every support-route refusal. */
-export const SUPPORT_ERROR = 30_209;
+export { SUPPORT_ERROR };
 
 const CALLBACK_KEYS = {
   swap: [
@@ -73,6 +73,14 @@ export interface SupportRoutesOptions {
   store: ChainClientStore;
   follower: Follower;
   log: Logger;
+  /** `chainClient.systemChainId`, named in refusals. */
+  systemChainId: string;
+  /**
+   * `chainClient.reputationContractAddr`. Without it no complaint log is read, so the reputation routes
+   * (register_reputation, history_reputation) are refused (30231): taken, their heartbeats told the receiver
+   * that no complaint happened in blocks nobody read.
+   */
+  reputationContract: string | undefined;
   /** `chainClient.allowIps`: who may call the support routes (empty: anyone, as the original). */
   allowIps?: readonly string[];
   /** Most registrations and pending history tasks an instance keeps (defaults below). */
@@ -117,7 +125,8 @@ export const SUPPORT_LIMITS = { registrations: 1_000, historyTasks: 100 };
 
 /**
  * The support API of the original EVM chain client (spec/otmoic.md §4), with its exact success bodies and
- * messages. Refusals answer `{code: 30209, message}` like the original, with HTTP 400 for invalid input.
+ * messages. Refusals answer `{code: 30209, message}` like the original, with HTTP 400 for invalid input; ours
+ * (errors.ts): 30231 for a reputation route of an instance without a reputation contract.
  */
 export function registerSupportRoutes(app: FastifyInstance, options: SupportRoutesOptions): void {
   const { store, follower, log } = options;
@@ -157,7 +166,20 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
   });
 
   const resolve = options.resolve ?? systemResolve;
+  /** The refusal of a reputation route by an instance without a reputation contract, else undefined. */
+  const unserved = (kind: RegistrationKind, reply: ReplyLike, route: string) => {
+    if (kind !== 'reputation' || options.reputationContract !== undefined) return undefined;
+    log.warn(
+      { route },
+      "reputation route refused: this chain client has no chainClient.reputationContractAddr (set it, or remove reputationContractAddr from the caller's chainClients entry of this chain)",
+    );
+    reply.code(CHAIN_CLIENT_ERRORS.NO_REPUTATION_CONTRACT.statuses[0]);
+    return noReputationContract(options.systemChainId);
+  };
+
   const register = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+    const refused = unserved(kind, reply, 'register_reputation');
+    if (refused) return refused;
     const registration = registrationOf(kind, request);
     if (typeof registration === 'string') return refuse(reply, registration);
     const metadata = await linkLocalByName(registration.callback, resolve);
@@ -193,6 +215,8 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
   };
 
   const history = (kind: RegistrationKind) => async (request: { body: unknown }, reply: ReplyLike) => {
+    const refused = unserved(kind, reply, 'history_reputation');
+    if (refused) return refused;
     const body = asObject(request.body);
     if (body.start == null) return refuse(reply, 'start is a required parameter ');
     if (body.end == null) return refuse(reply, 'endBlock is a required parameter ');

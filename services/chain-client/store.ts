@@ -92,6 +92,36 @@ export class ChainClientStore {
     });
   }
 
+  /**
+   * Removes every reputation registration and history task of the instance with the posts still queued for
+   * them: an instance without a reputation contract reads no complaint logs, and their heartbeats would tell
+   * the receiver that none happened (kept from before such an instance refused them). Returns how many of each.
+   */
+  async dropReputation(): Promise<{ registrations: number; historyTasks: number }> {
+    return withTransaction(this.pool, async (tx) => {
+      // The progress row's lock: a step committing meanwhile has queued its posts before these are removed.
+      await tx.query('SELECT 1 FROM chain_client_progress WHERE instance = $1 FOR UPDATE', [this.instance]);
+      const { rows } = await tx.query<{ registrations: string; tasks: string }>(
+        `WITH regs AS (
+           DELETE FROM chain_client_registrations WHERE instance = $1 AND kind = 'reputation'
+           RETURNING 'reg:' || id AS lane
+         ), tasks AS (
+           DELETE FROM chain_client_history_tasks WHERE instance = $1 AND kind = 'reputation'
+           RETURNING lane, state
+         ), dropped AS (
+           DELETE FROM chain_client_deliveries
+            WHERE instance = $1 AND status = 'pending'
+              AND lane IN (SELECT lane FROM regs UNION ALL SELECT lane FROM tasks)
+           RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM regs) AS registrations,
+                (SELECT count(*) FROM tasks WHERE state = 'running') AS tasks`,
+        [this.instance],
+      );
+      return { registrations: Number(rows[0]!.registrations), historyTasks: Number(rows[0]!.tasks) };
+    });
+  }
+
   async registrations(): Promise<Registration[]> {
     const { rows } = await this.pool.query<Registration>(
       `SELECT 'reg:' || id AS lane, kind, callback, merge FROM chain_client_registrations WHERE instance = $1 ORDER BY id`,

@@ -12,6 +12,9 @@ import { chainClientMigrations } from './migrations.js';
 import { registerSupportRoutes, RESOLVE_TIMEOUT_MS, SUPPORT_ERROR } from './routes.js';
 import { ChainClientStore } from './store.js';
 
+/** A reputation contract address: these instances take the reputation routes. */
+const REPUTATION_CONTRACT = '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0';
+
 describe('chain client support routes: what an instance keeps at most', () => {
   const db = databaseForSuite([chainClientMigrations]);
   let app: FastifyInstance;
@@ -19,6 +22,8 @@ describe('chain client support routes: what an instance keeps at most', () => {
     app = Fastify();
     const follower = { confirmedHead: async () => 10_000_000, wake: () => undefined } as unknown as Follower;
     registerSupportRoutes(app, {
+      systemChainId: '9006',
+      reputationContract: REPUTATION_CONTRACT,
       store: new ChainClientStore(db.pool, '9006'),
       follower,
       log: createLogger({ level: 'silent' }),
@@ -74,6 +79,8 @@ describe('chain client support routes: what an instance keeps at most', () => {
     const store = new ChainClientStore(db.pool, '9008');
     const app = Fastify();
     registerSupportRoutes(app, {
+      systemChainId: '9006',
+      reputationContract: REPUTATION_CONTRACT,
       store,
       follower: { confirmedHead: async () => 1_000, wake: () => undefined } as unknown as Follower,
       log: createLogger({ level: 'silent' }),
@@ -141,6 +148,8 @@ describe('chain client support routes: what an instance keeps at most', () => {
       'connector.example': ['10.0.0.7'],
     };
     registerSupportRoutes(guarded, {
+      systemChainId: '9006',
+      reputationContract: REPUTATION_CONTRACT,
       store: new ChainClientStore(db.pool, '9007'),
       follower: { confirmedHead: async () => 100, wake: () => undefined } as unknown as Follower,
       log: createLogger({ level: 'silent' }),

@@ -65,7 +65,8 @@ async function startConnector(db: TestDatabase, client: { url: string }, extra: 
     `[connector]\nport = ${port}\ncallbackUrl = "http://127.0.0.1:${port}/callback"\n${extra}
 [rpc-urls]\n97 = "http://127.0.0.1:1"
 [[chainClients]]\nurl = "${client.url}"\nhistoryUrl = "${client.url}"\ninitBlockHeight = 42\nchainId = "9006"\nnativeChainId = "97"
-registerPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"`,
+registerPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+reputationContractAddr = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"`,
     ['connector', 'chainClients', 'rpc-urls'],
   );
   const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });

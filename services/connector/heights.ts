@@ -2,7 +2,17 @@ import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { Statement } from '../../shared/db/statement.js';
 
 export type Stream = 'swap' | 'reputation';
+/** Every stream there is; a chain has those of streamsOf. */
 export const STREAMS: readonly Stream[] = ['swap', 'reputation'];
+
+/**
+ * The streams the Connector follows for a chain: swap, and reputation only when its chainClients entry names a
+ * reputation contract. A chain without one has no complaints to follow, and a chain client without one reads
+ * none: its heights would move the stream past complaints nobody read. The Classifier follows the same.
+ */
+export function streamsOf(chain: { reputation?: string }): readonly Stream[] {
+  return chain.reputation === undefined ? ['swap'] : STREAMS;
+}
 
 /** Stored processed heights. The first start writes `initBlockHeight`; later starts load what is stored. */
 export class HeightStore {

@@ -1,11 +1,13 @@
 import { Counter, Gauge } from 'prom-client';
 import type { ChainClientConfig } from '../../shared/config/index.js';
 import { sleep } from '../../shared/bus/retry.js';
+import { SupportRefusedError } from '../../shared/otmoic/support-register.js';
 import { startHttpService } from '../../shared/runtime/http-service.js';
 import type { ServiceDefinition } from '../../shared/runtime/service.js';
+import { CHAIN_CLIENT_ERRORS } from '../chain-client/errors.js';
 import { register, requestHistory } from './chain-client-api.js';
 import { GapFiller } from './gap-fill.js';
-import { HeightStore, STREAMS, type Stream } from './heights.js';
+import { HeightStore, streamsOf, type Stream } from './heights.js';
 import { Ingestor } from './ingest.js';
 import { connectorMigrations } from './migrations.js';
 import type { ChainContracts } from './normalize.js';
@@ -82,9 +84,12 @@ export const connectorService: ServiceDefinition = {
       ]),
     );
     const byChain = new Map(clients.map((c) => [c.chainId, c]));
+    // Reputation only of chains whose entry names a reputation contract: a stored row of a stream no longer
+    // followed is left as it is, and nothing (metrics, health) reports it.
+    const streamsOfClient = (client: ChainClientConfig) => streamsOf(chains.get(client.chainId)!);
     const heights = new HeightStore(context.db);
     for (const client of clients) {
-      for (const stream of STREAMS) {
+      for (const stream of streamsOfClient(client)) {
         const height = await heights.init(client.chainId, stream, client.initBlockHeight);
         metrics.height.set({ chain: client.chainId, stream }, height);
         log.info({ chain: client.chainId, stream, height }, 'stored height loaded');
@@ -101,6 +106,9 @@ export const connectorService: ServiceDefinition = {
       try {
         return await work();
       } catch (err) {
+        // A chain client's refusal keeps its code (keepRegistered tells a misconfiguration from an outage).
+        if (err instanceof SupportRefusedError)
+          throw new SupportRefusedError(err.what, err.code, scrub(err.answer));
         throw new Error(scrub((err as Error).message));
       }
     };
@@ -208,9 +216,12 @@ export const connectorService: ServiceDefinition = {
     // Registrations live in the chain client's memory (the original's): renew them periodically. Aborted when
     // the Connector stops: a registration in flight ends at once.
     const stopController = new AbortController();
-    const registering = clients.flatMap((client) => STREAMS.map((stream) => keepRegistered(client, stream)));
+    const registering = clients.flatMap((client) =>
+      streamsOfClient(client).map((stream) => keepRegistered(client, stream)),
+    );
     async function keepRegistered(client: ChainClientConfig, stream: Stream): Promise<void> {
       let failing = false; // log changes of state, not every retry (the counter has every attempt)
+      let misconfiguredAt = -Infinity; // when a refusal for want of a reputation contract was last logged
       while (!stopController.signal.aborted) {
         try {
           // In the database: a failure here sends no registration (retried like a failed one).
@@ -233,6 +244,25 @@ export const connectorService: ServiceDefinition = {
         } catch (err) {
           if (stopController.signal.aborted) return; // cut off by the stop: no failed attempt
           registrations.inc({ chain: client.chainId, stream, outcome: 'failed' });
+          if (
+            err instanceof SupportRefusedError &&
+            err.code === CHAIN_CLIENT_ERRORS.NO_REPUTATION_CONTRACT.code
+          ) {
+            // A misconfigured pair, not an outage: said at warn level every stuckReportIntervalMs until fixed,
+            // asked again every reregisterIntervalMs. The stream does not move meanwhile, so the Classifier's
+            // complaints clock of the chain waits instead of passing complaints nobody read.
+            const now = Date.now();
+            if (now - misconfiguredAt >= config.stuckReportIntervalMs) {
+              misconfiguredAt = now;
+              log.warn(
+                { chain: client.chainId, stream, err: err.message },
+                `chain ${client.chainId}: its chain client has no reputation contract, but its chainClients entry has reputationContractAddr; complaints of chain ${client.chainId} are not followed until reputationContractAddr is set on that chain client (chainClient.reputationContractAddr) or removed from this chainClients entry`,
+              );
+            }
+            failing = true;
+            await sleep(config.reregisterIntervalMs, stopController.signal);
+            continue;
+          }
           log[failing ? 'debug' : 'warn'](
             { chain: client.chainId, stream, err: (err as Error).message },
             'registration failed; retrying',

@@ -29,6 +29,7 @@ import {
   type HeightMove,
   type HeightStore,
   type Stream,
+  streamsOf,
 } from './heights.js';
 import { withDeadline } from '../../shared/runtime/deadline.js';
 import { RejectedEvent, configuredContract, normalizeEvent, type ChainContracts } from './normalize.js';
@@ -229,6 +230,12 @@ export class Ingestor {
   /** The system chain ids this Connector takes callbacks for. */
   chainIds(): string[] {
     return [...this.options.chains.keys()];
+  }
+
+  /** Whether the Connector follows `stream` of `chainId` (a configured chain, and a stream of streamsOf). */
+  follows(chainId: string, stream: string): stream is Stream {
+    const chain = this.options.chains.get(chainId);
+    return chain !== undefined && (streamsOf(chain) as readonly string[]).includes(stream);
   }
 
   /** Validates and normalises every event of a body first: a bad body is refused whole and changes nothing. */
@@ -497,7 +504,9 @@ export class Ingestor {
     if (head < to) throw new RpcAnswerError(`the RPC's head ${head} is behind block ${to}`);
     const chain = this.options.chains.get(chainId)!;
     const address = stream === 'swap' ? chain.swap : chain.reputation;
-    const logs = await reader.logs(from, to, address ? [address] : []);
+    // Never without an address filter: every contract's logs. A stream without its contract is not followed.
+    if (!address) throw new RpcAnswerError(`chain ${chainId} has no ${stream} contract configured`);
+    const logs = await reader.logs(from, to, [address]);
     const built = await buildEventBodies(reader, logs, chain, chainId);
     // As a chain client's registrations: complaints to the reputation stream, swap events to the swap stream.
     const bodies = built

@@ -59,7 +59,8 @@ export function connectorOpenApi(
               name: 'stream',
               in: 'path',
               required: true,
-              description: 'swap: Otmoic swap events; reputation: complaint events',
+              description:
+                'swap: Otmoic swap events; reputation: complaint events, only of a chain whose chainClients entry has reputationContractAddr (else 404)',
               schema: { type: 'string', enum: [...STREAMS] },
             },
             {
@@ -100,8 +101,8 @@ export function connectorOpenApi(
               : {}),
             '404': error(
               access.token
-                ? 'no chain client is configured for this chain id, or no such route (a wrong or missing token included)'
-                : 'no chain client is configured for this chain id, or no such route',
+                ? 'no chain client is configured for this chain id and stream, or no such route (a wrong or missing token included)'
+                : 'no chain client is configured for this chain id and stream, or no such route',
             ),
             '413': error('the body is larger than the limit'),
             '415': error('the body is not application/json'),

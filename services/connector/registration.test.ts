@@ -38,7 +38,7 @@ describe('connector registration at chain clients', () => {
   beforeAll(async () => void (db = await createTestDatabase([connectorMigrations])));
   afterAll(async () => db?.drop());
 
-  it('registers swap and reputation callbacks with merge, retries failures, takes 30209 as success, renews periodically', async () => {
+  it('registers swap and reputation callbacks (the entry has a reputation contract) with merge, retries failures, takes 30209 as success, renews periodically', async () => {
     const client = await forgetfulChainClient();
     const port = await freePort();
     const context = await serviceContext(
@@ -46,7 +46,8 @@ describe('connector registration at chain clients', () => {
       `[connector]\nport = ${port}\ncallbackUrl = "http://127.0.0.1:${port}/callback"\nreregisterIntervalMs = 1000
 [rpc-urls]\n97 = "http://127.0.0.1:1"
 [[chainClients]]\nurl = "${client.url}"\nhistoryUrl = "${client.url}"\ninitBlockHeight = 42\nchainId = "9006"\nnativeChainId = "97"
-registerPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"`,
+registerPath = "/support/register"\nhistoryPath = "/support/history"\ncontractAddr = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+reputationContractAddr = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"`,
       ['connector', 'chainClients', 'rpc-urls'],
     );
     const service = await connectorService.start(context);

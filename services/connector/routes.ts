@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { CodedError } from '../../shared/errors/coded-error.js';
 import { accessGuard } from '../../shared/runtime/access.js';
 import { eventBodySchema, heightUpdateSchema } from './body-schema.js';
-import { STREAMS, type Stream } from './heights.js';
+import type { Stream } from './heights.js';
 import { HeightConflictError, type Ingestor } from './ingest.js';
 import { RejectedEvent } from './normalize.js';
 import { connectorOpenApi } from './openapi.js';
@@ -51,7 +51,8 @@ const querySchema = z.looseObject({
 
 /**
  * POST {callback path}[/:token]/:chainId/:stream[?source=history&from=N] — what chain clients call. `stream` is
- * `swap` (Otmoic events) or `reputation` (complaint events); `source=history` marks the URLs of our history
+ * `swap` (Otmoic events) or `reputation` (complaint events, only of a chain whose chainClients entry has
+ * reputationContractAddr; otherwise answered 404 as an unknown chain); `source=history` marks the URLs of our history
  * requests. Bodies: `update_height` (merged chunk or heartbeat) or one event. Replies `{code, message}`: 200
  * once the body is safely published (or known), 400 for a body that is refused whole, 503 when the chain
  * client should retry. With `callbackToken` the token is the first path
@@ -107,7 +108,8 @@ export function registerCallbackRoutes(
         onRejected('malformed');
         return reply.code(400).send({ code: 400, message: z.prettifyError(query.error) });
       }
-      if (!ingestor.chain(chainId) || !(STREAMS as readonly string[]).includes(stream)) {
+      // A stream the chain does not have (reputation without a reputationContractAddr) as an unknown chain.
+      if (!ingestor.follows(chainId, stream)) {
         onRejected('unknown_chain');
         return reply
           .code(404)

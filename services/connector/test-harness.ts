@@ -16,6 +16,8 @@ import { countRejections, registerCallbackRoutes } from './routes.js';
 
 /** The swap contract of the test chain 9006 (a devnet address; no chain runs behind it). */
 export const TEST_SWAP_CONTRACT = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+/** Its reputation contract: the test chain has both streams (the Connector follows reputation only with one). */
+export const TEST_REPUTATION_CONTRACT = '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0';
 
 const fixtures = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
@@ -115,7 +117,7 @@ function ingestMetrics(registry: Registry) {
 }
 
 /**
- * An Ingestor for chain 9006 (swap contract TEST_SWAP_CONTRACT) on any bus, archiving into PostgreSQL, with
+ * An Ingestor for chain 9006 (swap contract TEST_SWAP_CONTRACT, reputation contract TEST_REPUTATION_CONTRACT) on any bus, archiving into PostgreSQL, with
  * block timestamps made up from the height.
  */
 export function testIngestor(options: {
@@ -140,7 +142,9 @@ export function testIngestor(options: {
     bus: options.bus,
     archive: options.archive ?? new PostgresArchive(options.pool),
     heights: options.heights,
-    chains: new Map([['9006', { systemChainId: '9006', swap: TEST_SWAP_CONTRACT }]]),
+    chains: new Map([
+      ['9006', { systemChainId: '9006', swap: TEST_SWAP_CONTRACT, reputation: TEST_REPUTATION_CONTRACT }],
+    ]),
     log: options.log ?? createLogger({ level: 'silent' }),
     metrics,
     blockTimestamp: options.blockTimestamp ?? (async (_chain, height) => testBlockTimestamp(height)),
@@ -154,7 +158,7 @@ export function testIngestor(options: {
 }
 
 /**
- * Callbacks at `/callback/{chainId}/{stream}` for chain 9006 (swap contract TEST_SWAP_CONTRACT), block
+ * Callbacks at `/callback/{chainId}/{stream}` for chain 9006 (as testIngestor's), block
  * timestamps made up from the height, backfill requests recorded instead of sent. Not started on a port:
  * `app.inject`, or `app.listen` for a real client.
  */

@@ -1,7 +1,8 @@
 /**
  * Every answer of the relay that is not a success: a JSON body `{code, message}` with a matching HTTP
  * status (DESIGN §5.7). 30206 and 30207 are the original chain client's codes; the others are ours, in the
- * same 30xxx family. The table is the single source of the README and OpenAPI error lists.
+ * same 30xxx family. 30209 and 30231 are our chain client's (services/chain-client/errors.ts): not used here.
+ * The table is the single source of the README and OpenAPI error lists.
  */
 export const RELAY_ERRORS = {
   INTERNAL: {

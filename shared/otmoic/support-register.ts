@@ -42,7 +42,19 @@ export async function postSupport(
   return parsed.data;
 }
 
-/** Registers `callback`; throws with the chain client's code and message when it refuses. */
+/** A chain client's refusal of a support request: its `{code, message}` answer. */
+export class SupportRefusedError extends Error {
+  constructor(
+    readonly what: string,
+    readonly code: number,
+    readonly answer: string,
+  ) {
+    super(`${what} refused: ${code} ${answer}`);
+    this.name = 'SupportRefusedError';
+  }
+}
+
+/** Registers `callback`; throws SupportRefusedError with the chain client's code and message when it refuses. */
 export async function registerCallbacks(
   url: string,
   callback: Readonly<Record<string, string>>,
@@ -52,7 +64,7 @@ export async function registerCallbacks(
   const result = await postSupport(url, { callback, merge }, stop);
   if (result.code === 200) return 'registered';
   if (ALREADY_REGISTERED.test(result.message ?? '')) return 'already registered';
-  throw new Error(`register refused: ${result.code} ${result.message ?? ''}`);
+  throw new SupportRefusedError('register', result.code, result.message ?? '');
 }
 
 /**
