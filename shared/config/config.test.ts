@@ -243,6 +243,43 @@ describe('configuration', () => {
     expect(load(connector + instance('56'), {}, ['chainClient']).chainClient).toHaveLength(1);
   });
 
+  it("refuses a [[chainClient]] without the reputation contract the Connector's entry of its chain names", () => {
+    const rep = `0x${'22'.repeat(20)}`;
+    const connector = `[[chainClients]]\nurl="http://a"\nhistoryUrl="http://a"\ninitBlockHeight=1\nchainId="614"\nnativeChainId="11155420"\nregisterPath="/r"\nhistoryPath="/h"\ncontractAddr="0x${'11'.repeat(20)}"\nreputationContractAddr="${rep}"\n`;
+    const instance = (extra: string) =>
+      `[[chainClient]]\nport=9901\nrpc="http://a"\nsystemChainId="614"\ncontractAddr="0x${'11'.repeat(20)}"\n${extra}`;
+    const both = ['chainClients', 'chainClient'] as const;
+    expect(issuesOf(() => load(connector + instance(''), {}, both))).toEqual([
+      {
+        key: 'chainClient[0].reputationContractAddr',
+        problem: `is not set, but the chainClients entry of chain 614 names ${rep} (its complaints would not be followed)`,
+      },
+    ]);
+    expect(
+      issuesOf(() => load(connector + instance(`reputationContractAddr="0x${'33'.repeat(20)}"\n`), {}, both)),
+    ).toEqual([
+      {
+        key: 'chainClient[0].reputationContractAddr',
+        problem: `is 0x${'33'.repeat(20)}, but the chainClients entry of chain 614 names ${rep}`,
+      },
+    ]);
+    // The same address in another case; an instance with a contract the Connector does not follow is no conflict.
+    expect(
+      load(
+        connector + instance(`reputationContractAddr="${rep.toUpperCase().replace('0X', '0x')}"\n`),
+        {},
+        both,
+      ).chainClient,
+    ).toHaveLength(1);
+    expect(
+      load(
+        connector.replace(/reputationContractAddr=.*\n/, '') + instance(`reputationContractAddr="${rep}"\n`),
+        {},
+        both,
+      ).chainClient,
+    ).toHaveLength(1);
+  });
+
   it('takes n8nUrl with percent-encoded credentials and refuses ones that do not decode, without echoing them', () => {
     const url = 'https://ops%40team:t%3Ak%2Fn@n8n.example/webhook/x';
     expect(load(`n8nUrl = "${url}"`, {}, ['n8nUrl']).n8nUrl).toBe(url);

@@ -120,7 +120,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
     if (pointUrl.success) config.agent = { ...config.agent, didSupportUrl: pointUrl.data };
   }
 
-  issues.push(...nativeChainIdConflicts(config));
+  issues.push(...chainClientConflicts(config));
 
   const database = parseOwn(databaseSection, doc.database, 'database', issues);
   const bus = parseOwn(busSection, doc.bus, 'bus', issues);
@@ -196,23 +196,35 @@ function parseOwn<T extends z.ZodType>(schema: T, value: unknown, key: string, i
 }
 
 /**
- * One system chain, one EVM chain: a `[[chainClient]]` whose `nativeChainId` differs from the Connector's
- * `[[chainClients]]` entry of the same chain would check its RPC against another chain than the one the
- * Connector, the Classifier and the relay take it for. Checked when both sections are loaded.
+ * A `[[chainClient]]` instance and the Connector's `[[chainClients]]` entry of the same chain must agree, when
+ * both sections are loaded: one system chain, one EVM chain (a `nativeChainId` of another chain would check
+ * the RPC against another chain than the one the Connector, the Classifier and the relay take it for), and one
+ * reputation contract (an entry naming one whose instance has none is refused its complaint stream at run
+ * time: its complaints are not followed; two different ones, every complaint is rejected).
  */
-function nativeChainIdConflicts(config: Partial<AppConfig>): ConfigIssue[] {
+function chainClientConflicts(config: Partial<AppConfig>): ConfigIssue[] {
   if (!config.chainClient || !config.chainClients) return [];
-  const native = new Map(config.chainClients.map((c) => [c.chainId, c.nativeChainId]));
+  const entries = new Map(config.chainClients.map((c) => [c.chainId, c]));
   return config.chainClient.flatMap((instance, i) => {
-    const expected = native.get(instance.systemChainId);
-    if (instance.nativeChainId === undefined || expected === undefined || expected === instance.nativeChainId)
-      return [];
-    return [
-      {
+    const entry = entries.get(instance.systemChainId);
+    if (entry === undefined) return [];
+    const issues: ConfigIssue[] = [];
+    if (instance.nativeChainId !== undefined && instance.nativeChainId !== entry.nativeChainId)
+      issues.push({
         key: `chainClient[${i}].nativeChainId`,
-        problem: `is ${instance.nativeChainId}, but the chainClients entry of chain ${instance.systemChainId} says ${expected}`,
-      },
-    ];
+        problem: `is ${instance.nativeChainId}, but the chainClients entry of chain ${instance.systemChainId} says ${entry.nativeChainId}`,
+      });
+    const wanted = entry.reputationContractAddr;
+    const own = instance.reputationContractAddr;
+    if (wanted !== undefined && own?.toLowerCase() !== wanted.toLowerCase())
+      issues.push({
+        key: `chainClient[${i}].reputationContractAddr`,
+        problem:
+          own === undefined
+            ? `is not set, but the chainClients entry of chain ${instance.systemChainId} names ${wanted} (its complaints would not be followed)`
+            : `is ${own}, but the chainClients entry of chain ${instance.systemChainId} names ${wanted}`,
+      });
+    return issues;
   });
 }
 
