@@ -797,12 +797,16 @@ export function busConformanceSuite(
       const group = fresh('g');
       await publishSequences(name, ['k'], 5);
       let finished = 0;
+      let inSeq1!: () => void;
+      const seq1Entered = new Promise<void>((resolve) => (inSeq1 = resolve));
       const first = await collect(name, group, async (m) => {
-        if (seqOf(m) === 1) await pause(800);
+        if (seqOf(m) === 1) {
+          inSeq1();
+          await pause(800);
+        }
         finished++;
       });
-      await waitFor(() => first.seen.length >= 1, 'seq 0');
-      await pause(100); // seq 1 is in its handler now
+      await seq1Entered; // seq 1 is in its handler now
       await first.sub.stop();
       const atStop = finished;
       expect(atStop).toBeGreaterThanOrEqual(2); // seq 1 finished before stop() resolved
