@@ -95,7 +95,8 @@ describe.skipIf(kafka.skipReason)('Kafka partitions added while a group runs', (
             [group],
           )
         ).rows;
-      await expect.poll(positions).toEqual([
+      // expect.poll gives up after 1 s by default: the deadline of waitFor, for a commit on a loaded machine.
+      await expect.poll(positions, { timeout: 30_000 }).toEqual([
         { partition: 0, next_offset: '1' },
         { partition: 1, next_offset: '2' },
         { partition: 2, next_offset: '2' },
