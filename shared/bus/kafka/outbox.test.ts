@@ -131,6 +131,8 @@ describe('Kafka outbox', () => {
         relay.start();
         if (connecting) await new Promise((resolve) => setTimeout(resolve, 300));
         else {
+          // Polled past expect.poll's default 1 s (a connect and a LISTEN through the proxy on a loaded
+          // machine), and before the listener's first heartbeat (10 s) makes its last statement SELECT 1.
           await expect
             .poll(
               async () =>
@@ -140,6 +142,7 @@ describe('Kafka outbox', () => {
                       AND state = 'idle' AND query = 'LISTEN otmoic_outbox'`,
                   )
                 ).rowCount,
+              { timeout: 8_000 },
             )
             .toBe(1);
           proxy.freeze();
