@@ -139,7 +139,7 @@ describe('Kafka outbox', () => {
                 (
                   await db.pool.query(
                     `SELECT 1 FROM pg_stat_activity WHERE application_name = 'otmoic-outbox'
-                      AND state = 'idle' AND query = 'LISTEN otmoic_outbox'`,
+                      AND datname = current_database() AND state = 'idle' AND query = 'LISTEN otmoic_outbox'`,
                   )
                 ).rowCount,
               { timeout: 8_000 },

@@ -36,12 +36,18 @@ describe('postgres log: a control connection dropped silently', () => {
     await db?.drop();
   });
 
-  /** Backend pids of the group's control sessions holding partition locks, per the server. */
+  /**
+   * Backend pids of the group's control sessions holding partition locks, per the server. Of this test's
+   * database only: pg_locks and pg_stat_activity show the whole server, where the files run beside this one
+   * have postgres-log members of their own.
+   */
   const lockHolders = async () =>
     (
       await db.pool.query<{ pid: number }>(
-        `SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid IN
-           (SELECT pid FROM pg_stat_activity WHERE application_name = 'otmoic-bus')`,
+        `SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND pid IN (SELECT pid FROM pg_stat_activity
+                        WHERE application_name = 'otmoic-bus' AND datname = current_database())`,
       )
     ).rows.map((r) => r.pid);
 
