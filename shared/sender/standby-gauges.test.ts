@@ -88,13 +88,15 @@ describe('the gauges of a sender that became standby', () => {
     expect(sender.state.active).toBe(true);
     expect(await oldest()).toBeGreaterThanOrEqual(59);
 
-    // Its lock's session ends, and another process takes the wallet.
+    // Its lock's session ends, and another process takes the wallet. Sessions of this test's database only (the
+    // server's others are the files run beside this one), each waited for until it is gone with its locks.
     await db.pool.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()`,
+      `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory'
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         AND pid <> pg_backend_pid()`,
     );
     const other = await db.pool.connect();
     try {
-      await new Promise((r) => setTimeout(r, 200));
       const { rows } = await other.query<{ ok: boolean }>(
         'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
         [`otmoic:sender-wallet:97:${wallet.address}`],
