@@ -426,7 +426,9 @@ describe('points queries over HTTP', () => {
       /^points_score_cache_listening (\d)$/m.exec(await (await fetch(`${points.base}/metrics`)).text())?.[1];
     await waitFor(async () => (await listening()) === '1', 'the cache to listen');
     await db.pool.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'otmoic-points-listen'`,
+      // Of this test's database only: the files run beside it have Points listeners of their own.
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE application_name = 'otmoic-points-listen' AND datname = current_database()`,
     );
     await waitFor(async () => (await listening()) === '0', 'the gauge to say the cache is bypassed');
     await waitFor(async () => (await listening()) === '1', 'the listener to reconnect', 10_000);
