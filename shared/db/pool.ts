@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../logging/logger.js';
 import { redactUrl } from '../config/redact.js';
 import { PoolWatch, WatchedClient } from './pool-watch.js';
+import { withDeadline } from '../runtime/deadline.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -43,18 +44,46 @@ export function createPool(
     ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   // An idle client's error (server restart, network) must not crash the process; the next query reconnects.
+  // While the pool ends, one is a session the server ended before it read the client's goodbye (the server
+  // stopping right after): expected, not worth a warning.
   pool.on('error', (err) =>
-    options.log?.warn({ err: err.message, db: redactUrl(url) }, 'idle database client error'),
+    options.log?.[pool.ending ? 'debug' : 'warn'](
+      { err: err.message, db: redactUrl(url) },
+      'idle database client error',
+    ),
   );
-  pool.on('remove', (client) => watch.removed(client));
+  // pg's Pool.end resolves once it has asked its clients to end, not once they have: a caller that stops the
+  // server next (the runner, the embedded PostgreSQL) would end their sessions itself. The end waits for them.
+  const open = new Set<pg.Client>();
+  const gone: Array<() => void> = [];
+  pool.on('connect', (client) => open.add(client));
+  pool.on('remove', (client) => {
+    watch.removed(client);
+    open.delete(client);
+    if (open.size === 0) for (const resolve of gone.splice(0)) resolve();
+  });
+  const allGone = () =>
+    open.size === 0
+      ? Promise.resolve()
+      : withDeadline(
+          new Promise<void>((resolve) => gone.push(resolve)),
+          CLIENTS_END_WAIT_MS,
+          () => new Error('connections still closing'),
+        ).catch(() => undefined);
   watches.set(pool, watch);
   const end = pool.end.bind(pool);
-  pool.end = ((callback?: () => void) => {
+  pool.end = ((callback?: (err?: Error) => void) => {
     watch.stop();
-    return callback ? end(callback) : end();
+    const ended = end().then(allGone);
+    if (!callback) return ended;
+    ended.then(() => callback(), callback);
+    return undefined;
   }) as typeof pool.end;
   return pool;
 }
+
+/** The longest a pool's end waits for its connections to close (a connection dropped silently may never). */
+const CLIENTS_END_WAIT_MS = 2_000;
 
 const watches = new WeakMap<pg.Pool, PoolWatch>();
 
