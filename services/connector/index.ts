@@ -102,6 +102,8 @@ export const connectorService: ServiceDefinition = {
     const callbackFor = (chainId: string, stream: Stream) =>
       `${config.callbackUrl.replace(/\/$/, '')}${token ? `/${token}` : ''}/${chainId}/${stream}`;
     const scrub = (text: string) => (token ? text.split(token).join('***') : text);
+    /** Streams a chain client refused for want of its reputation contract, by chain/stream: what to fix. */
+    const misconfigured = new Map<string, string>();
     const scrubbed = async <T>(work: () => Promise<T>): Promise<T> => {
       try {
         return await work();
@@ -210,7 +212,18 @@ export const connectorService: ServiceDefinition = {
           allowIps: config.allowIps,
         }),
       // The token is a path parameter of up to 512 characters (fastify's default limit is 100).
-      { healthChecks: { streams: () => gapFiller.health() }, redact: scrub, maxParamLength: 512 },
+      {
+        healthChecks: {
+          streams: () => gapFiller.health(),
+          // A misconfigured pair stays so until someone fixes the configuration: /health says so, not only the log.
+          registrations: () =>
+            misconfigured.size > 0
+              ? { status: 'degraded', misconfigured: [...misconfigured.values()] }
+              : { status: 'ok' },
+        },
+        redact: scrub,
+        maxParamLength: 512,
+      },
     );
 
     // Registrations live in the chain client's memory (the original's): renew them periodically. Aborted when
@@ -235,6 +248,7 @@ export const connectorService: ServiceDefinition = {
           if (outcome === 'already registered' && !pending)
             await ingestor.liveContinues(client.chainId, stream);
           registrations.inc({ chain: client.chainId, stream, outcome });
+          misconfigured.delete(`${client.chainId}/${stream}`);
           log[failing ? 'info' : 'debug'](
             { chain: client.chainId, stream, outcome },
             'registered at chain client',
@@ -251,6 +265,10 @@ export const connectorService: ServiceDefinition = {
             // A misconfigured pair, not an outage: said at warn level every stuckReportIntervalMs until fixed,
             // asked again every reregisterIntervalMs. The stream does not move meanwhile, so the Classifier's
             // complaints clock of the chain waits instead of passing complaints nobody read.
+            misconfigured.set(
+              `${client.chainId}/${stream}`,
+              `chain ${client.chainId}: its chain client has no reputation contract; set chainClient.reputationContractAddr there or remove reputationContractAddr from this chainClients entry`,
+            );
             const now = Date.now();
             if (now - misconfiguredAt >= config.stuckReportIntervalMs) {
               misconfiguredAt = now;

@@ -171,6 +171,17 @@ describe("the Connector's streams of a chain: reputation only with a reputation 
         `SELECT height FROM connector_heights WHERE chain_id = '9006' AND stream = 'reputation'`,
       );
       expect(rows).toEqual([{ height: '5' }]);
+      // And /health says what to fix until it is fixed.
+      const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as {
+        status: string;
+        checks: Record<string, { ok: boolean; status: string; misconfigured?: string[] }>;
+      };
+      expect(health.status).toBe('degraded');
+      expect(health.checks.registrations).toEqual({
+        ok: false,
+        status: 'degraded',
+        misconfigured: [expect.stringMatching(/^chain 9006: its chain client has no reputation contract/)],
+      });
     } finally {
       await service.stop();
       await context.close();
