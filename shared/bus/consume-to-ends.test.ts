@@ -54,6 +54,9 @@ describe('a group consumes to the ends its topics had when it began', () => {
     expect(leftBefore(ends, [lag(0, 30n, 60n)])).toBe(20n); // at 30: 20 before 50
     expect(leftBefore(ends, [lag(0, 5n, 60n)])).toBe(0n); // at 55: past the end it had
     expect(leftBefore(ends, [lag(0, 0n, 60n), lag(1, 9n, 9n)])).toBe(0n);
+    // The topic created again since (its log shorter than the end read): to its end now, not for ever.
+    expect(leftBefore(ends, [lag(0, 4n, 10n)])).toBe(4n);
+    expect(leftBefore(ends, [lag(0, 0n, 10n)])).toBe(0n);
   });
 
   it('gives up at its timeout with what is left', async () => {

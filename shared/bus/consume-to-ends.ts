@@ -21,8 +21,10 @@ export const endsOf = (lags: readonly PartitionLag[]): Ends => new Map(lags.map(
 export function leftBefore(ends: Ends, lags: readonly PartitionLag[]): bigint {
   let left = 0n;
   for (const p of lags) {
-    const end = ends.get(keyOf(p));
-    if (end === undefined) continue;
+    const then = ends.get(keyOf(p));
+    if (then === undefined) continue;
+    // A log now shorter than it was (a Kafka topic deleted and created again) ends where it ends now.
+    const end = then < p.end ? then : p.end;
     const before = p.lag - (p.end - end);
     if (before > 0n) left += before;
   }
