@@ -249,6 +249,12 @@ export async function startAgent(
       { route: 'POST /submit-complaint' },
       'POST /submit-complaint is open to every client (agent.apiKeys and agent.allowIps are empty): anyone may make the Agent wallet spend gas, within the rate limits',
     );
+  // An IP allow-list trusts the network, and a browser inside it runs pages of the CORS origins with that IP.
+  if (config.corsOrigins.length > 0 && config.apiKeys.length === 0 && config.allowIps.length > 0)
+    log.warn(
+      { route: 'POST /submit-complaint', corsOrigins: config.corsOrigins },
+      'agent.corsOrigins with agent.allowIps and no agent.apiKeys: a page of an allowed origin, opened by a browser inside the allowed network, may make the Agent wallet spend gas; set agent.apiKeys (a page cannot read them)',
+    );
   const address = http.app.server.address();
   return {
     app: http.app,

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentMigrationSets } from '../../services/agent/migrations.js';
@@ -119,6 +120,27 @@ describe.skipIf(!executablePath)('CORS for browser apps (headless Chromium)', ()
     ]);
     for (const result of [...results, ...closed])
       expect(result).toMatchObject({ refused: expect.stringMatching(/fetch/i) });
+  });
+
+  it('warns at start-up when an IP allow-list alone guards the complaints of browser apps', async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const warning = /agent\.corsOrigins with agent\.allowIps and no agent\.apiKeys/;
+    const ipOnly = await startTestAgent(
+      agentDb,
+      agentTestConfig({ allowIps: ['127.0.0.0/8'], corsOrigins: [listed.origin] }),
+      log,
+    );
+    await ipOnly.close();
+    expect(lines.filter((l) => warning.test(l))).toHaveLength(1);
+    // With API keys (the listed agent of these tests) a page cannot submit without one: no warning.
+    const keyed = await startTestAgent(
+      agentDb,
+      agentTestConfig({ apiKeys: [KEY], allowIps: ['127.0.0.0/8'], corsOrigins: [listed.origin] }),
+      log,
+    );
+    await keyed.close();
+    expect(lines.filter((l) => warning.test(l))).toHaveLength(1);
   });
 
   it('a preflight asks nothing of the access checks and sends nothing; without CORS it is an unknown route', async () => {
