@@ -380,6 +380,7 @@ saslUsername = "otmoic"
       caFile: '/etc/kafka/ca.pem',
       saslMechanism: 'scram-sha-512',
       saslUsername: 'otmoic',
+      topicPrefix: '',
     });
     expect(config.bus.kafkaSaslPassword).toBe('s3cret-pass');
     expect(JSON.stringify(redactConfig(config))).not.toContain('s3cret-pass');
@@ -393,6 +394,32 @@ saslUsername = "otmoic"
       KAFKA_SASL_PASSWORD: 'p',
     });
     expect(fromEnv.bus.kafka).toMatchObject({ ssl: true, saslMechanism: 'plain', saslUsername: 'u' });
+  });
+
+  it('reads bus.kafka.topicPrefix (default none, KAFKA_TOPIC_PREFIX overrides) and refuses a name Kafka would not take', () => {
+    expect(load('').bus.kafka.topicPrefix).toBe('');
+    expect(load('[bus.kafka]\ntopicPrefix = "staging."\n').bus.kafka.topicPrefix).toBe('staging.');
+    expect(
+      load('[bus.kafka]\ntopicPrefix = "staging."\n', { KAFKA_TOPIC_PREFIX: 'prod-1_' }).bus.kafka
+        .topicPrefix,
+    ).toBe('prod-1_');
+    // Empty counts as unset: the file's value stays.
+    expect(load('[bus.kafka]\ntopicPrefix = "a."\n', { KAFKA_TOPIC_PREFIX: '' }).bus.kafka.topicPrefix).toBe(
+      'a.',
+    );
+    for (const bad of ['stag ing.', 'prod/', 'ü.', 'a:b']) {
+      expect(issuesOf(() => load(`[bus.kafka]\ntopicPrefix = "${bad}"\n`))).toEqual([
+        {
+          key: 'bus.kafka.topicPrefix',
+          problem: "may hold only Kafka's topic characters: A-Z a-z 0-9 . _ -",
+        },
+      ]);
+    }
+    expect(issuesOf(() => load(`[bus.kafka]\ntopicPrefix = "${'x'.repeat(101)}"\n`))).toEqual([
+      { key: 'bus.kafka.topicPrefix', problem: 'must be at most 100 characters' },
+    ]);
+    expect(load(`[bus.kafka]\ntopicPrefix = "${'x'.repeat(100)}"\n`).bus.kafka.topicPrefix).toHaveLength(100);
+    expect(issuesOf(() => load('', { KAFKA_TOPIC_PREFIX: 'a b' }))[0]?.key).toBe('env.KAFKA_TOPIC_PREFIX');
   });
 
   it('reports TOML syntax errors with their line', () => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { kafkaTopicPrefix } from './schema.js';
 
 // Environment variables of the specification (DB*, MONGO_*) plus ours (DATABASE_URL, KAFKA_BROKERS, CONFIG_PATH).
 // Empty strings count as unset, as docker-compose and shells often pass them.
@@ -57,6 +58,8 @@ export const envSchema = z.object({
   ),
   KAFKA_SASL_USERNAME: optionalText,
   KAFKA_SASL_PASSWORD: optionalText,
+  /** Override of bus.kafka.topicPrefix (empty: the file's value). */
+  KAFKA_TOPIC_PREFIX: z.preprocess((v) => (v === '' ? undefined : v), kafkaTopicPrefix.optional()),
   LOG_LEVEL: z.preprocess(
     (v) => (v === '' ? undefined : v),
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),

@@ -140,6 +140,7 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
     ...(env.KAFKA_SSL && { ssl: env.KAFKA_SSL === 'true' }),
     ...(env.KAFKA_SASL_MECHANISM && { saslMechanism: env.KAFKA_SASL_MECHANISM }),
     ...(env.KAFKA_SASL_USERNAME && { saslUsername: env.KAFKA_SASL_USERNAME }),
+    ...(env.KAFKA_TOPIC_PREFIX && { topicPrefix: env.KAFKA_TOPIC_PREFIX }),
   };
   if (env.KAFKA_SASL_PASSWORD) config.bus.kafkaSaslPassword = env.KAFKA_SASL_PASSWORD;
   if (config.bus.kafka.saslMechanism && !(config.bus.kafka.saslUsername && config.bus.kafkaSaslPassword)) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isIpOrCidr } from '../runtime/access.js';
 import { isOrigin } from '../runtime/cors.js';
+import { KAFKA_NAME_CHARS, MAX_TOPIC_PREFIX } from '../bus/kafka/names.js';
 
 // One zod schema per configuration section. A service validates only the sections it names,
 // so a file holding just `[point]` can start Points alone.
@@ -384,6 +385,12 @@ export const databaseSection = z.strictObject({
   poolSize: z.number().int().min(2).max(200).default(10),
 });
 
+/** bus.kafka.topicPrefix / KAFKA_TOPIC_PREFIX: Kafka's legal topic characters, leaving room for the names. */
+export const kafkaTopicPrefix = z
+  .string()
+  .max(MAX_TOPIC_PREFIX, `must be at most ${MAX_TOPIC_PREFIX} characters`)
+  .regex(KAFKA_NAME_CHARS, "may hold only Kafka's topic characters: A-Z a-z 0-9 . _ -");
+
 export const busSection = z.strictObject({
   adapter: z.enum(['postgres', 'kafka']).default('postgres'),
   /** Partitions per topic unless a topic file says otherwise. */
@@ -408,8 +415,13 @@ export const busSection = z.strictObject({
       /** SASL; the password comes from KAFKA_SASL_PASSWORD only, never the file. */
       saslMechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
       saslUsername: z.string().min(1).optional(),
+      /**
+       * Put before every topic name and consumer group id on the broker, so deployments sharing a cluster
+       * (staging and production, two relays) stay apart; logical names everywhere else. Empty: none.
+       */
+      topicPrefix: kafkaTopicPrefix.default(''),
     })
-    .default({ publishTimeoutMs: 30_000, ssl: false }),
+    .default({ publishTimeoutMs: 30_000, ssl: false, topicPrefix: '' }),
 });
 
 export const archiveSection = z.strictObject({

@@ -94,6 +94,7 @@ export async function startInfrastructure(
         replicationFactor: kafka.replicationFactor,
         minInsyncReplicas: kafka.minInsyncReplicas,
         publishTimeoutMs: kafka.publishTimeoutMs,
+        topicPrefix: kafka.topicPrefix,
         observer: options.observer,
         ssl: kafka.ssl
           ? { caFile: kafka.caFile, certFile: kafka.certFile, keyFile: kafka.keyFile }

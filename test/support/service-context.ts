@@ -44,6 +44,9 @@ export async function serviceContext(
       pool: db.pool,
       connectionString: db.url,
       publishTimeoutMs: 15_000,
+      // Topics and groups of this context only: other test files publish to the same logical topics
+      // (chain.events, …) on the same broker, and this context reads them from their start.
+      topicPrefix: `e2e-${suffix}.`,
     });
     archive = await MongoArchive.connect({ ...mongoForTests().target!, db: `e2e_${suffix}` });
   } else {

@@ -26,6 +26,7 @@ import { backoffMs, sleep } from '../retry.js';
 import { KafkaSubscription } from './kafka-subscription.js';
 import type { TopicBatch } from '../publish-many.js';
 import { unknownTopic, OutboxRelay, writeOutboxMany, type OutboxBatch } from './outbox.js';
+import { KafkaNames } from './names.js';
 
 const noop = (): void => undefined;
 
@@ -70,6 +71,12 @@ export interface KafkaBusOptions {
    * 30 s): a topic created a moment ago may not be in every broker's metadata yet.
    */
   missingTopicGraceMs?: number;
+  /**
+   * Put before every topic name and consumer group id on the broker (bus.kafka.topicPrefix), so deployments
+   * sharing a cluster stay apart; the rest of the program sees the logical names only (see KafkaNames).
+   * Default empty: the logical names themselves.
+   */
+  topicPrefix?: string;
 }
 
 /**
@@ -81,6 +88,8 @@ export interface KafkaBusOptions {
 export class KafkaBus implements EventBus {
   readonly kind = 'kafka' as const;
   readonly kafka: Kafka;
+  /** Logical names ⇄ the names on the broker: every kafkajs call maps through it. */
+  readonly names: KafkaNames;
   private producer: Producer;
   /** The current producer's connect; cleared when the producer is replaced (see send). */
   private producerReady: Promise<void> | undefined;
@@ -96,6 +105,7 @@ export class KafkaBus implements EventBus {
   private readonly consumers = new Set<KafkaSubscription>();
 
   constructor(readonly options: KafkaBusOptions) {
+    this.names = new KafkaNames(options.topicPrefix ?? '');
     const log = options.log.child({ component: 'kafkajs' });
     this.kafka = new Kafka({
       clientId: options.clientId,
@@ -118,7 +128,7 @@ export class KafkaBus implements EventBus {
       send: (batches) => this.send(batches),
       missingTopicGraceMs: options.missingTopicGraceMs,
       missingTopics: async (topics) => {
-        const existing = new Set(await this.retrying((admin) => admin.listTopics()));
+        const existing = await this.existingTopics();
         // A dead-letter topic is created again from its source topic when missing; with the source gone too
         // (an operator deleted both), it cannot be, and its row must be set aside, or it holds every later row.
         return topics.filter((t) => {
@@ -198,7 +208,7 @@ export class KafkaBus implements EventBus {
   async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
     await this.connect();
     const all = specs.flatMap((s) => [s, { ...s, name: deadLetterTopic(s.name), retentionMs: null }]);
-    const existing = new Set(await this.retrying((admin) => admin.listTopics()));
+    const existing = await this.existingTopics();
     const missing = all.filter((s) => !existing.has(s.name));
     if (missing.length > 0) await this.createTopics(missing);
     const present = all.filter((s) => existing.has(s.name));
@@ -211,7 +221,7 @@ export class KafkaBus implements EventBus {
       admin.createTopics({
         waitForLeaders: true,
         topics: specs.map((s) => ({
-          topic: s.name,
+          topic: this.names.toKafka(s.name),
           numPartitions: s.partitions,
           ...(this.options.replicationFactor && { replicationFactor: this.options.replicationFactor }),
           configEntries: this.topicConfig(s),
@@ -235,22 +245,25 @@ export class KafkaBus implements EventBus {
    * configured. Replication is only reported.
    */
   private async reconcile(specs: readonly TopicSpec[]): Promise<void> {
-    const { topics } = await this.admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
+    const { names } = this;
+    const { topics } = await this.admin.fetchTopicMetadata({
+      topics: specs.map((s) => names.toKafka(s.name)),
+    });
     const grow: Array<{ topic: string; count: number }> = [];
     for (const spec of specs) {
-      const meta = topics.find((t) => t.name === spec.name);
+      const meta = topics.find((t) => t.name === names.toKafka(spec.name));
       if (!meta) continue;
       if (meta.partitions.length < spec.partitions) {
         if (spec.fixedPartitions) {
           // As the postgres log does for every topic: its consumers rely on per-key order over all of it.
           this.log.warn(
-            { topic: spec.name, existing: meta.partitions.length, configured: spec.partitions },
+            { ...names.logFields(spec.name), existing: meta.partitions.length, configured: spec.partitions },
             'topic keeps its existing partition count: its consumers rely on per-key order over its whole history',
           );
         } else {
-          grow.push({ topic: spec.name, count: spec.partitions });
+          grow.push({ topic: names.toKafka(spec.name), count: spec.partitions });
           this.log.warn(
-            { topic: spec.name, from: meta.partitions.length, to: spec.partitions },
+            { ...names.logFields(spec.name), from: meta.partitions.length, to: spec.partitions },
             'adding partitions: keys hashed to new partitions lose their order across the change',
           );
         }
@@ -258,7 +271,7 @@ export class KafkaBus implements EventBus {
       const replicas = meta.partitions[0]?.replicas.length ?? 0;
       if (this.options.replicationFactor && replicas !== this.options.replicationFactor) {
         this.log.warn(
-          { topic: spec.name, replicas, configured: this.options.replicationFactor },
+          { ...names.logFields(spec.name), replicas, configured: this.options.replicationFactor },
           'topic keeps its replication factor (reassign partitions with Kafka tools to change it)',
         );
       }
@@ -267,10 +280,11 @@ export class KafkaBus implements EventBus {
 
     const described = await this.admin.describeConfigs({
       includeSynonyms: false,
-      resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.name })),
+      resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: names.toKafka(s.name) })),
     });
     for (const spec of specs) {
-      const current = described.resources.find((r) => r.resourceName === spec.name)?.configEntries ?? [];
+      const current =
+        described.resources.find((r) => r.resourceName === names.toKafka(spec.name))?.configEntries ?? [];
       const wanted = this.topicConfig(spec);
       const differs = wanted.some(
         (w) => current.find((c) => c.configName === w.name)?.configValue !== w.value,
@@ -283,7 +297,11 @@ export class KafkaBus implements EventBus {
       await this.admin.alterConfigs({
         validateOnly: false,
         resources: [
-          { type: ConfigResourceTypes.TOPIC, name: spec.name, configEntries: [...kept, ...wanted] },
+          {
+            type: ConfigResourceTypes.TOPIC,
+            name: names.toKafka(spec.name),
+            configEntries: [...kept, ...wanted],
+          },
         ],
       });
     }
@@ -291,13 +309,16 @@ export class KafkaBus implements EventBus {
 
   /** A subscribed topic's dead-letter topic exists before any message needs it (also `X.dlq.dlq`). */
   private async ensureDeadLetterTopics(topics: readonly string[]): Promise<void> {
-    const existing = new Set(await this.retrying((admin) => admin.listTopics()));
+    const existing = await this.existingTopics();
     const missing = topics.filter((t) => !existing.has(deadLetterTopic(t)));
     if (missing.length === 0) return;
-    const { topics: meta } = await this.admin.fetchTopicMetadata({ topics: missing });
+    const { names } = this;
+    const { topics: meta } = await this.admin.fetchTopicMetadata({
+      topics: missing.map((t) => names.toKafka(t)),
+    });
     await this.createTopics(
       meta.map((t) => ({
-        name: deadLetterTopic(t.name),
+        name: deadLetterTopic(names.logical(t.name)),
         partitions: t.partitions.length,
         retentionMs: null,
       })),
@@ -349,7 +370,7 @@ export class KafkaBus implements EventBus {
           acks: -1,
           timeout: Math.min(timeoutMs, 30_000),
           topicMessages: batches.map((b) => ({
-            topic: b.topic,
+            topic: this.names.toKafka(b.topic),
             // Keys as the outbox stores them, so a key goes to one partition whichever way it is published.
             messages: b.messages.map((m) => ({
               key: storableKey(m.key),
@@ -391,7 +412,7 @@ export class KafkaBus implements EventBus {
     // Every partition has a stored position before the group joins: `latest` means the end as of now.
     const startFrom = options.startFrom ?? 'earliest';
     for (const topic of options.topics) {
-      for (const end of await this.retrying((admin) => admin.fetchTopicOffsets(topic))) {
+      for (const end of await this.topicOffsets(topic)) {
         await initPosition(
           this.pool,
           { group: options.group, topic, partition: end.partition },
@@ -469,10 +490,20 @@ export class KafkaBus implements EventBus {
     await this.replacingAdmin;
   }
 
+  /** The logical names of this bus's topics on the cluster (another prefix's topics are not among them). */
+  private async existingTopics(): Promise<Set<string>> {
+    return new Set(this.names.logicalTopics(await this.retrying((admin) => admin.listTopics())));
+  }
+
+  /** The low and high watermarks of each partition of a logical topic. */
+  private topicOffsets(topic: string) {
+    return this.retrying((admin) => admin.fetchTopicOffsets(this.names.toKafka(topic)));
+  }
+
   /** The first offset still in the log (retention may have deleted older ones). */
   async lowWatermark(topic: string, partition: number): Promise<bigint> {
     await this.connect();
-    const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
+    const ends = await this.topicOffsets(topic);
     return BigInt(ends.find((e) => e.partition === partition)?.low ?? '0');
   }
 
@@ -483,11 +514,11 @@ export class KafkaBus implements EventBus {
     if (position.to === 'timestamp') {
       // kafkajs answers the high watermark for a partition with nothing at or after the time.
       const offsets = await this.retrying((admin) =>
-        admin.fetchTopicOffsetsByTimestamp(topic, position.at.getTime()),
+        admin.fetchTopicOffsetsByTimestamp(this.names.toKafka(topic), position.at.getTime()),
       );
       targets = offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) }));
     } else {
-      const ends = await this.retrying((admin) => admin.fetchTopicOffsets(topic));
+      const ends = await this.topicOffsets(topic);
       if (position.to === 'offset') {
         const end = ends.find((e) => e.partition === position.partition);
         const high = end === undefined ? undefined : BigInt(end.high);
@@ -510,10 +541,10 @@ export class KafkaBus implements EventBus {
     const stored = await loadPositions(this.pool, group, topics);
     // A topic that does not exist has no partitions, as on the postgres log (a dead-letter topic's own
     // dead-letter topic exists only once something subscribed to it).
-    const existing = new Set(await this.retrying((admin) => admin.listTopics()));
+    const existing = await this.existingTopics();
     const result: PartitionLag[] = [];
     for (const topic of topics.filter((t) => existing.has(t))) {
-      for (const end of await this.retrying((admin) => admin.fetchTopicOffsets(topic))) {
+      for (const end of await this.topicOffsets(topic)) {
         const [low, high] = [BigInt(end.low), BigInt(end.high)];
         let at = stored.get(`${topic}/${end.partition}`) ?? low;
         // Past the end of the log (the topic deleted and created again): the group reads the partition again

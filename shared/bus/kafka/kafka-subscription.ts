@@ -81,7 +81,8 @@ export class KafkaSubscription implements Subscription {
     this.group = options.group;
     ({ handle: this.handle, maxBatch: this.maxBatch } = batchHandlerOf(options));
     this.consumer = bus.kafka.consumer({
-      groupId: options.group,
+      // On the broker, under the bus's prefix: deployments sharing a cluster never join each other's groups.
+      groupId: bus.names.groupId(options.group),
       // A subscribed topic deleted by an operator stays deleted: kafkajs's metadata requests would otherwise
       // have a broker that allows it create it again with its defaults (KafkaBus.createProducer).
       allowAutoTopicCreation: false,
@@ -120,7 +121,12 @@ export class KafkaSubscription implements Subscription {
       this.positions.clear();
       this.tries.clear();
       this.fenced.clear();
-      this.checking = this.checking.then(() => this.seekAssigned(event.payload.memberAssignment));
+      // Kafka's topic names: logical ones from here on.
+      const assignment = Object.entries(event.payload.memberAssignment).flatMap(([name, partitions]) => {
+        const topic = this.bus.names.fromKafka(name);
+        return topic === undefined ? [] : [[topic, partitions] as const];
+      });
+      this.checking = this.checking.then(() => this.seekAssigned(assignment));
     });
     consumer.on(consumer.events.CRASH, (event) => {
       const { error, restart } = event.payload;
@@ -135,7 +141,10 @@ export class KafkaSubscription implements Subscription {
       );
     });
     await consumer.connect();
-    await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
+    await consumer.subscribe({
+      topics: options.topics.map((t) => this.bus.names.toKafka(t)),
+      fromBeginning: true,
+    });
     await consumer.run({
       // Kafka's committed offset is only a hint where to fetch from; the position is in PostgreSQL.
       autoCommit: true,
@@ -187,7 +196,8 @@ export class KafkaSubscription implements Subscription {
   }
 
   private seekTo(topic: string, partition: number, offset: bigint): void {
-    if (!this.stopping) this.consumer.seek({ topic, partition, offset: offset.toString() });
+    if (!this.stopping)
+      this.consumer.seek({ topic: this.bus.names.toKafka(topic), partition, offset: offset.toString() });
   }
 
   /** Delivery of one partition's messages: positions, attempts and dead letters in PostgreSQL. */
@@ -265,7 +275,9 @@ export class KafkaSubscription implements Subscription {
     // worker; its high watermark may then be below the new position, which read as "past the end of the log"
     // and moved the group back to the log's start. The fetch from the new position brings what comes next.
     if (this.stopping || isStale()) return;
-    const { topic, partition } = batch;
+    const { partition } = batch;
+    // Logical from here on (the batch names the Kafka topic, under the bus's prefix).
+    const topic = this.bus.names.logical(batch.topic);
     const key = `${topic}/${partition}`;
     const ref: PartitionRef = { group: this.group, topic, partition };
     this.inFlight.add(key);
@@ -365,11 +377,12 @@ export class KafkaSubscription implements Subscription {
     }
   }
 
-  private async seekAssigned(assignment: Record<string, number[]>): Promise<void> {
+  /** `assignment`: logical topics and their partitions. */
+  private async seekAssigned(assignment: ReadonlyArray<readonly [string, number[]]>): Promise<void> {
     if (this.stopping) return;
     try {
       const stored = await loadPositions(this.bus.pool, this.group, this.options.topics);
-      for (const [topic, partitions] of Object.entries(assignment)) {
+      for (const [topic, partitions] of assignment) {
         for (const partition of partitions) {
           const key = `${topic}/${partition}`;
           if (this.inFlight.has(key) || this.positions.has(key)) continue;
