@@ -212,7 +212,12 @@ describe.each([
     await complain(unlocked, 14, unlocked.lpId);
     const bogus = await lockSwap(options({ lock: false, parties: { user: 15, lp: 16 } }));
     await complain(bogus, 17, 'stranger-17.devnet');
-    // Pending first: the complaint is shown with what it waits for.
+    // Pending first: the complaint is shown with what it waits for, once the chain client, the Connector and
+    // the bus have carried it to Points (404 until then: on Kafka, through the outbox, that takes a moment).
+    const known = async (bid: string) =>
+      (await fetch(`http://127.0.0.1:${points.port}/complaint?bid=${bid}&at=${await chainsNow()}`)).status !==
+      404;
+    await waitFor(() => known(unlocked.bidId), 'the complaint to reach Points', 90_000);
     const pending = await get(`/complaint?bid=${unlocked.bidId}`);
     expect(pending.status).toBe('pending');
     expect(pending.complaints_on_chain).toHaveLength(1);
