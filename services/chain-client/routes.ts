@@ -14,8 +14,6 @@ import { CHAIN_CLIENT_ERRORS, noReputationContract, SUPPORT_ERROR } from './erro
 import type { Follower } from './follower.js';
 import type { ChainClientStore } from './store.js';
 
-export { SUPPORT_ERROR };
-
 const CALLBACK_KEYS = {
   swap: [
     'on_transfer_out',

@@ -9,7 +9,8 @@ import { createLogger } from '../../shared/logging/logger.js';
 import { databaseForSuite } from '../../test/support/database.js';
 import type { Follower } from './follower.js';
 import { chainClientMigrations } from './migrations.js';
-import { registerSupportRoutes, RESOLVE_TIMEOUT_MS, SUPPORT_ERROR } from './routes.js';
+import { SUPPORT_ERROR } from './errors.js';
+import { registerSupportRoutes, RESOLVE_TIMEOUT_MS } from './routes.js';
 import { ChainClientStore } from './store.js';
 
 /** A reputation contract address: these instances take the reputation routes. */
