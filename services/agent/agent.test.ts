@@ -2,7 +2,8 @@ import { Contract, Wallet } from 'ethers';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { registerDids } from '../../shared/devnet/agreements.js';
+import { registerDids, signAgreement } from '../../shared/devnet/agreements.js';
+import type { Agreement } from '../../shared/otmoic/agreement.js';
 import { startDevnet, type Devnet, type DevnetChain } from '../../shared/devnet/devnet.js';
 import { reputationInterface } from '../../shared/otmoic/abi.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
@@ -16,6 +17,7 @@ import {
   hasComplaintOnChain,
   sampleComplaint,
   sdkBody,
+  sdkComplaintOf,
   startTestAgent,
   submitComplaintLogs,
   type SdkComplaint,
@@ -863,6 +865,90 @@ describe('Agent complaint intake and submission on the devnet', () => {
       expect(answers.at(-1)).toMatchObject({ status: 429, body: { code: AGENT_ERRORS.RATE_LIMITED.code } });
     } finally {
       await limited.close();
+    }
+  }, 60_000);
+
+  /**
+   * With [[chainClients]] (the swap chains' EVM ids) the Agent checks the agreement's own signatures before it
+   * pays gas (agreement-proof.ts), its DID source here the devnet registry (one read for every candidate).
+   * Both of the sample's chains are mapped to the devnet's chain 97.
+   */
+  it('refuses a complaint whose userSign or lpSign proves nothing (41026), and files one both parties signed', async () => {
+    const checking = await startTestAgent(db, config(), undefined, {
+      swapChains: new Map([
+        ['9006', chain.chainId],
+        ['614', chain.chainId],
+      ]),
+    });
+    try {
+      // The complaints of the tests before are on chain first: the refusals below count the Agent's transactions.
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              "SELECT 1 FROM agent_complaints WHERE status NOT IN ('confirmed', 'failed') LIMIT 1",
+            )
+          ).rowCount === 0,
+        'the complaints before settled',
+        20_000,
+      );
+      const lp = new Wallet(chain.accounts[8]!.privateKey);
+      await registerDids(chain, { 'lp-8.devnet': lp.address });
+      const zero = '0x0000000000000000000000000000000000000000';
+      const T = 1_950_000_000 + Math.floor(Math.random() * 1_000_000);
+      const terms = (n: number): Agreement => ({
+        srcChainId: 9006n,
+        srcAddress: complainant.address,
+        srcToken: zero,
+        srcAmount: `${n}`,
+        dstChainId: 614n,
+        dstAddress: complainant.address,
+        dstToken: zero,
+        dstAmount: '990',
+        dstNativeAmount: '0',
+        requestor: complainant.address,
+        lpId: 'lp-8.devnet',
+        agreementReachedTime: BigInt(T),
+        expectedSingleStepTime: 60n,
+        tolerantSingleStepTime: 120n,
+        earliestRefundTime: BigInt(T + 600),
+      });
+      const evm = { srcEvmChainId: chain.chainId, dstEvmChainId: chain.chainId };
+      const filed = async (keys: { userKey: string; lpKey: string }, n: number) => {
+        const complaint = sdkComplaintOf(signAgreement(terms(n), keys, evm));
+        const before = await counts();
+        const answer = await checking.post('/submit-complaint', await body(complaint));
+        return { answer, before };
+      };
+      const refused = async (keys: { userKey: string; lpKey: string }, n: number, reason: RegExp) => {
+        const { answer, before } = await filed(keys, n);
+        expect(answer.status).toBe(400);
+        expect(answer.body).toEqual({
+          code: AGENT_ERRORS.UNPROVEN_AGREEMENT.code,
+          message: expect.stringMatching(reason),
+        });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(await counts()).toEqual(before);
+      };
+      // The complainant (account 5) is the sample's requestor: a party, whose own key it holds.
+      await refused(
+        { userKey: complainant.privateKey, lpKey: complainant.privateKey },
+        7_001,
+        /^lpSign does not recover an address whose DID names include lp-8\.devnet under OtmoicSwap\{chainId 97\}/,
+      );
+      await refused(
+        { userKey: stranger.privateKey, lpKey: lp.privateKey },
+        7_002,
+        new RegExp(`^userSign does not recover the requestor ${complainant.address}`),
+      );
+      const { answer } = await filed({ userKey: complainant.privateKey, lpKey: lp.privateKey }, 7_003);
+      expect(answer.body).toMatchObject({ code: 0, status: 'accepted' });
+      const metrics = await checking.metrics.metrics();
+      expect(metrics).toMatch(/agent_complaint_agreement_checks_total\{result="proven"\} 1\b/);
+      expect(metrics).toMatch(/agent_complaint_refusals_total\{reason="UNPROVEN_AGREEMENT"\} 2\b/);
+      expect((await settled(answer.body.bid_id as string)).status).toBe('confirmed');
+    } finally {
+      await checking.close();
     }
   }, 60_000);
 });

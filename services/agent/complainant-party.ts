@@ -7,8 +7,7 @@
  *   requestor's DID names exactly when the requestor is its owner: the Classifier's test);
  * - the LP: the domain is the LP id (as it is, or as the SDK writes a name `a@b`: `a.b`), or the signer owns
  *   the LP id (then it is the LP's key, whose DID names the Classifier reads for the domain).
- * The signatures inside the complaint (userSign, lpSign) are not read here: they need the EVM chain ids of the
- * swap's chains, which the Agent does not know; the Classifier reads them (case 0).
+ * The signatures inside the complaint (userSign, lpSign) are checked after this (agreement-proof.ts).
  */
 import { getAddress } from 'ethers';
 import { didNameIs } from '../../shared/otmoic/did-lookup.js';

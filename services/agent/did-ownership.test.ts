@@ -62,3 +62,34 @@ describe('DID ownership through a DID support service answering without a code',
     await expect(ownership.check('alice.olares.com', FAILING)).rejects.toThrow(/code 1/);
   });
 });
+
+/**
+ * The signer of an lpSign is one of up to 32 candidates (one per version of the Message, lower-case): the
+ * Agent asks which of them owns the LP id before it pays gas (agreement-proof.ts).
+ */
+describe('the first owner among the candidate signers of an lpSign', () => {
+  const app = Fastify();
+  let url: string;
+  const asked: string[] = [];
+  beforeAll(async () => {
+    app.get('/find/owner/:address', async (request) => {
+      const address = (request.params as { address: string }).address;
+      asked.push(address);
+      return address === SIGNER ? { code: 0, data: [{ name: 'lp-7099.devnet' }] } : { code: 0, data: [] };
+    });
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(() => app.close());
+  const OTHER = '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc';
+
+  it('is the first candidate whose DID names include the domain, asked in order and no further', async () => {
+    const ownership = didSupportOwnership(url);
+    const third = '0x90f79bf6eb2c4f870365e785982e1f101e93b906';
+    expect(await ownership.firstOwner('lp-7099.devnet', [OTHER, SIGNER.toLowerCase(), third])).toBe(
+      SIGNER.toLowerCase(),
+    );
+    expect(asked.map((a) => a.toLowerCase())).not.toContain(third);
+    expect(await ownership.firstOwner('lp-7099.devnet', [OTHER, third])).toBeNull();
+    expect(await ownership.firstOwner('someone-else.devnet', [SIGNER.toLowerCase()])).toBeNull();
+  });
+});

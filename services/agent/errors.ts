@@ -114,6 +114,12 @@ export const AGENT_ERRORS = {
     status: 503,
     meaning: 'the service is stopping (a request on a connection still open during a graceful stop); retry',
   },
+  UNPROVEN_AGREEMENT: {
+    code: 41026,
+    status: 400,
+    meaning:
+      "the complaint's own signatures do not prove its agreement (userSign does not recover the requestor, or lpSign recovers no owner of the LP id's DID, under the OtmoicSwap domains of the swap's chains), or a member cannot be read: the Classifier judges such a complaint invalid (case 0), so the Agent does not pay for it. Checked only when both chains are in [[chainClients]]",
+  },
 } as const;
 
 export type AgentErrorName = keyof typeof AGENT_ERRORS;

@@ -4,7 +4,7 @@ import { clientErrorCodesOf } from '../../shared/runtime/http.js';
 import { Wallet } from 'ethers';
 import type { EventBus, Subscription } from '../../shared/bus/port.js';
 import { parseComplaint, recoverComplainant } from '../../shared/chain/index.js';
-import type { AgentConfig } from '../../shared/config/index.js';
+import type { AgentConfig, ChainClientConfig } from '../../shared/config/index.js';
 import { secretScrubber } from '../../shared/config/redact.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { senderHealth } from '../../shared/sender/health.js';
@@ -29,10 +29,13 @@ import { createAgentSender, hasComplaintReader } from './submitter.js';
 export const agentService: ServiceDefinition = {
   name: 'agent',
   sections: ['agent'],
+  // The swap chains' EVM chain ids: a complaint must prove its agreement (agreement-proof.ts).
+  optionalSections: ['chainClients'],
   migrations: agentMigrationSets,
   async start(context) {
     const agent = await startAgent(context, context.config.agent!, {
       didSupportUrl: context.config.point?.didSupportUrl,
+      swapChains: swapChainsOf(context.config.chainClients ?? []),
     });
     context.trackConsumerGroup(AGENT_CONSUMER_GROUP, [complaintCommands.name]);
     return agent;
@@ -57,10 +60,15 @@ export function didSourceOf(
   return { source, url };
 }
 
+/** System chain id → EVM chain id of the OtmoicSwap domain, for each chain of `[[chainClients]]`. */
+export function swapChainsOf(clients: readonly ChainClientConfig[]): Map<string, number> {
+  return new Map(clients.map((c) => [c.chainId, Number(c.nativeChainId)]));
+}
+
 export async function startAgent(
   context: AgentContext,
   config: AgentConfig,
-  extra: { didSupportUrl?: string } = {},
+  extra: { didSupportUrl?: string; swapChains?: ReadonlyMap<string, number> } = {},
 ): Promise<
   RunningService & {
     port: number;
@@ -76,6 +84,7 @@ export async function startAgent(
   const wallet = new Wallet(config.priv);
   const store = new ComplaintStore(context.db, context.bus, 'agent');
   const didChoice = didSourceOf(config, extra.didSupportUrl);
+  const swapChains = extra.swapChains ?? new Map<string, number>();
 
   /** Everything that needs the chain id: made once it is known (configured, or read from the RPC). */
   interface Bound extends AgentChain {
@@ -162,6 +171,8 @@ export async function startAgent(
         contractAddr: config.contractAddr,
         store,
         chain: () => bound,
+        swapChains,
+        onAgreementChecked: (result) => metrics.agreementChecks.inc({ result }),
         rateLimit: config.rateLimit,
         domainRateLimit: config.domainRateLimit,
         bodyLimit: config.bodyLimit,
@@ -178,6 +189,7 @@ export async function startAgent(
           chainId: bound?.chainId ?? null,
           contract: config.contractAddr,
           didSource: didChoice.source,
+          agreementChains: [...swapChains.keys()],
           rpcEndpoints: rpcUrls.length,
           submitter: bound ? { ...bound.sender.state } : { chainOk: false, active: false },
         }),
@@ -243,6 +255,11 @@ export async function startAgent(
     { wallet: wallet.address, contract: config.contractAddr, didSource: didChoice.source },
     'agent started',
   );
+  if (swapChains.size === 0)
+    log.warn(
+      { route: 'POST /submit-complaint' },
+      "the agreement signatures of complaints (userSign, lpSign) are not checked before gas: the config has no [[chainClients]] (their nativeChainId is the EIP-712 domain's chain id); a complaint that proves nothing is paid for and judged invalid (case 0)",
+    );
   // Open is the default (the Otmoic SDK sends no key), but every complaint spends the wallet's gas (DESIGN §5.8).
   if (config.apiKeys.length === 0 && config.allowIps.length === 0)
     log.warn(

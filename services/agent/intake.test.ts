@@ -39,6 +39,10 @@ describe('Agent complaint intake', () => {
         didChecks += 1;
         return { owns: true };
       },
+      firstOwner: async (_domain, candidates) => {
+        for (const candidate of candidates) return candidate;
+        return null;
+      },
     },
     hasComplaint: async () => false,
   };
@@ -63,6 +67,7 @@ describe('Agent complaint intake', () => {
       contractAddr: CONTRACT,
       store,
       chain: () => chain,
+      swapChains: new Map(),
       rateLimit: { max: 100_000, windowMs: 60_000 },
       domainRateLimit: { max: 100_000, windowMs: 60_000 },
       bodyLimit: 32_768,

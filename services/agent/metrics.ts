@@ -11,6 +11,11 @@ export interface AgentMetrics {
   complaints: Counter<'outcome'>;
   /** Refusals at intake by error name (errors.ts). */
   refusals: Counter<'reason'>;
+  /**
+   * Complaints whose agreement signatures were checked before gas (`proven`), or could not be (`unchecked`: a
+   * chain of the swap not in [[chainClients]]); the unproven are refusals (UNPROVEN_AGREEMENT).
+   */
+  agreementChecks: Counter<'result'>;
 }
 
 export type AgentSignals = SenderSignals;
@@ -31,6 +36,12 @@ export function agentMetrics(registry: Registry, signals: AgentSignals): AgentMe
       name: 'agent_complaint_refusals_total',
       help: 'Complaints refused at intake, by error name',
       labelNames: ['reason'],
+      registers: [registry],
+    }),
+    agreementChecks: new Counter({
+      name: 'agent_complaint_agreement_checks_total',
+      help: 'Complaints whose agreement signatures were checked before gas (proven) or could not be (unchecked: a chain of the swap is not in [[chainClients]])',
+      labelNames: ['result'],
       registers: [registry],
     }),
   };

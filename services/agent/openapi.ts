@@ -239,7 +239,16 @@ export function agentOpenApiDocument() {
               description: 'state',
               ...json({
                 type: 'object',
-                required: ['code', 'message', 'wallet', 'chainId', 'contract', 'didSource', 'submitter'],
+                required: [
+                  'code',
+                  'message',
+                  'wallet',
+                  'chainId',
+                  'contract',
+                  'didSource',
+                  'agreementChains',
+                  'submitter',
+                ],
                 properties: {
                   code: { const: 0 },
                   message: { const: 'ok' },
@@ -247,6 +256,12 @@ export function agentOpenApiDocument() {
                   chainId: { type: 'integer' },
                   contract: { type: 'string' },
                   didSource: { type: 'string', enum: ['didSupport', 'contract'] },
+                  agreementChains: {
+                    type: 'array',
+                    items: { type: 'string' },
+                    description:
+                      "system chain ids ([[chainClients]]) whose swaps' complaints must prove their agreement (userSign, lpSign) before gas; empty: none is checked",
+                  },
                   rpcEndpoints: { type: 'integer' },
                   submitter: {
                     type: 'object',

@@ -6,6 +6,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logging/logger.js';
+import { agreementProof } from './agreement-proof.js';
 import { complainantParty } from './complainant-party.js';
 import { parseComplaintBody, type ParsedComplaint } from './complaint-body.js';
 import type { DidOwnership } from './did-ownership.js';
@@ -41,6 +42,13 @@ export interface AgentRoutesOptions {
   maxPaidFailures: number;
   /** Who may call POST /submit-complaint (it spends the Agent wallet's gas); both empty: anyone. */
   access: { apiKeys: readonly string[]; allowIps: readonly string[] };
+  /**
+   * System chain id → EVM chain id of the chains the deployment watches (`[[chainClients]]`): a complaint
+   * about a swap on two of them must prove its agreement (agreement-proof.ts). Empty: nothing is checked.
+   */
+  swapChains: ReadonlyMap<string, number>;
+  /** The agreement of a complaint that passed the other checks was proven, or could not be checked. */
+  onAgreementChecked?: (result: 'proven' | 'unchecked') => void;
   /** A failed complaint was re-opened: the sender should look now. */
   onReopened?: () => void;
   onOutcome?: (outcome: 'accepted' | 'repeated' | 'reopened' | 'replaced') => void;
@@ -119,7 +127,7 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
 
   /**
    * Everything that can be known without gas: the signer owns the domain, the complainant is a party of the
-   * swap, the bid has no complaint.
+   * swap, its signatures prove the agreement, the bid has no complaint.
    */
   const checkBeforeGas = async (
     request: FastifyRequest,
@@ -127,16 +135,22 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
     parsed: ParsedComplaint,
     chain: AgentChain,
   ): Promise<void> => {
-    let ownership;
-    try {
-      ownership = await chain.did.check(parsed.domain, parsed.signer);
-    } catch (error) {
-      log.warn(
-        { err: scrub((error as Error).message).slice(0, 300), source: chain.did.source },
-        'DID read failed',
-      );
-      throw new AgentError('DID_UNAVAILABLE', `the owner of DID ${parsed.domain} could not be read; retry`);
-    }
+    /** A read of the DID source; when it fails, 503 with `what` could not be read (logged, scrubbed). */
+    const fromDid = async <T>(read: () => Promise<T>, what: string): Promise<T> => {
+      try {
+        return await read();
+      } catch (error) {
+        log.warn(
+          { err: scrub((error as Error).message).slice(0, 300), source: chain.did.source },
+          'DID read failed',
+        );
+        throw new AgentError('DID_UNAVAILABLE', `${what} could not be read; retry`);
+      }
+    };
+    const ownership = await fromDid(
+      () => chain.did.check(parsed.domain, parsed.signer),
+      `the owner of DID ${parsed.domain}`,
+    );
     if (!ownership.owns) {
       throw new AgentError(
         'NOT_DOMAIN_OWNER',
@@ -144,19 +158,10 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
       );
     }
     // Before the domain's budget is counted: a stranger's complaint is refused whatever its rate.
-    let party;
-    try {
-      party = await complainantParty(parsed, chain.did);
-    } catch (error) {
-      log.warn(
-        { err: scrub((error as Error).message).slice(0, 300), source: chain.did.source },
-        'DID read failed',
-      );
-      throw new AgentError(
-        'DID_UNAVAILABLE',
-        `the owner of the LP id ${JSON.stringify(parsed.complaint.lpId)} could not be read; retry`,
-      );
-    }
+    const party = await fromDid(
+      () => complainantParty(parsed, chain.did),
+      `the owner of the LP id ${JSON.stringify(parsed.complaint.lpId)}`,
+    );
     if (party === null)
       throw new AgentError(
         'NOT_A_PARTY',
@@ -171,6 +176,19 @@ export async function registerAgentRoutes(app: FastifyInstance, options: AgentRo
         `too many complaints for DID ${parsed.domain}; retry in ${limit.ttlInSeconds} s`,
       );
     }
+    // After the domain's budget: a forged lpSign costs up to 32 DID lookups.
+    const proof = await fromDid(
+      () => agreementProof(parsed.stored, (id) => options.swapChains.get(id), chain.did),
+      `the DID names of the lpSign signer (LP id ${JSON.stringify(parsed.complaint.lpId)})`,
+    );
+    if (proof.kind === 'unproven')
+      throw new AgentError(
+        'UNPROVEN_AGREEMENT',
+        `${proof.reason}: the Classifier judges such a complaint invalid (case 0), so the Agent does not pay for it`,
+      );
+    if (proof.kind === 'unchecked')
+      log.info({ bid: parsed.bidId, reason: proof.reason }, 'agreement not checked');
+    options.onAgreementChecked?.(proof.kind);
     let exists: boolean;
     try {
       exists = await chain.hasComplaint(parsed.bidId);

@@ -8,6 +8,7 @@ import type { Pool } from '../../shared/db/pool.js';
 import type { DevnetChain } from '../../shared/devnet/devnet.js';
 import { createLogger, type Logger } from '../../shared/logging/logger.js';
 import { reputationInterface } from '../../shared/otmoic/abi.js';
+import { complaintOfAgreement, type SignedAgreement } from '../../shared/otmoic/agreement.js';
 import { complaintCommands } from '../../topics/complaint.commands.js';
 import { topicSpec } from '../../topics/envelope.js';
 import { startAgent } from './index.js';
@@ -46,7 +47,7 @@ export async function startTestAgent(
   db: { pool: Pool; url: string },
   config: AgentConfig,
   log: Logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-  options: { didSupportUrl?: string; waitForChain?: boolean } = {},
+  options: { didSupportUrl?: string; waitForChain?: boolean; swapChains?: ReadonlyMap<string, number> } = {},
 ) {
   const bus = new PostgresBus({
     pool: db.pool,
@@ -139,6 +140,20 @@ export function sampleComplaint(overrides: Partial<SdkComplaint> = {}): SdkCompl
     userSign: `0x${'11'.repeat(65)}`,
     lpSign: `0x${'22'.repeat(65)}`,
     ...overrides,
+  };
+}
+
+/** The SDK's form of a signed agreement: uint64 members as JSON numbers, uint256 addresses as decimal strings. */
+export function sdkComplaintOf(agreement: SignedAgreement): SdkComplaint {
+  const c = complaintOfAgreement(agreement);
+  return {
+    ...c,
+    srcChainId: Number(c.srcChainId),
+    dstChainId: Number(c.dstChainId),
+    expectedSingleStepTime: Number(c.expectedSingleStepTime),
+    tolerantSingleStepTime: Number(c.tolerantSingleStepTime),
+    earliestRefundTime: Number(c.earliestRefundTime),
+    agreementReachedTime: Number(c.agreementReachedTime),
   };
 }
 

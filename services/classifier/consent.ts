@@ -8,84 +8,44 @@
  * nothing the live classifier recovered before. Both are caches of a pure function, keyed by everything it reads.
  */
 import { createHash } from 'node:crypto';
-import { recoverSwapSigner } from '../../shared/chain/otmoic-swap-eip712.js';
-import {
-  messageVersions,
-  swapMessage,
-  writtenSrcAddress,
-  type Agreement,
-  type MessageVersion,
-} from '../../shared/otmoic/agreement.js';
+import { writtenSrcAddress, type Agreement, type MessageVersion } from '../../shared/otmoic/agreement.js';
+import { SignerCandidates, signedBy, versionSigner } from '../../shared/otmoic/consent.js';
 
 /**
- * Addresses the signature recovers to, one per version of the Message (messageVersions: each rendering of the
- * address members, checksummed first, src_address as the sender and then as its alias, the TransferOut's
- * receiver), without duplicates, computed as they are asked for (a caller that stops at the first pays one
- * recovery). Exactly one of them is the real signer when the signature is genuine. At most 32 recoveries for
- * an agreement read from a TransferOut, 16 for one without an alias.
+ * Addresses the signature recovers to (shared/otmoic/consent.ts SignerCandidates), computed as they are asked
+ * for and remembered: per agreement object, and per version of the signed message in the memo below.
  */
-export function* candidateSigners(
+export function candidateSigners(
   agreement: Agreement,
   signature: string,
   evmChainId: number,
 ): Generator<string, void, undefined> {
-  const found = candidatesOf(agreement, signature, evmChainId);
-  for (let i = 0; ; i++) {
-    while (i >= found.signers.length && found.next < found.versions.length) recoverNext(found);
-    if (i >= found.signers.length) return;
-    yield found.signers[i]!;
-  }
+  return candidatesOf(agreement, signature, evmChainId).signers();
 }
 
 /** userSign under OtmoicSwap{source chain} recovers `requestor` (compared case-insensitively). */
 export function userConsents(agreement: Agreement, userSign: string, srcEvmChainId: number): boolean {
-  const requestor = agreement.requestor.toLowerCase();
-  for (const signer of candidateSigners(agreement, userSign, srcEvmChainId))
-    if (signer === requestor) return true;
-  return false;
+  return signedBy(candidateSigners(agreement, userSign, srcEvmChainId), agreement.requestor);
 }
 
-/** The candidates of one signature of one agreement found so far, and the next version to try. */
-interface Candidates {
-  agreement: Agreement;
-  versions: readonly MessageVersion[];
-  signature: string;
-  evmChainId: number;
-  signers: string[];
-  next: number;
-  /** The memo key of the agreement, chain and signature (memoKeyOf), made when a version is first looked up. */
-  key: string | undefined;
-}
+const byAgreement = new WeakMap<Agreement, Map<string, SignerCandidates>>();
 
-const byAgreement = new WeakMap<Agreement, Map<string, Candidates>>();
-
-function candidatesOf(agreement: Agreement, signature: string, evmChainId: number): Candidates {
+function candidatesOf(agreement: Agreement, signature: string, evmChainId: number): SignerCandidates {
   let ofAgreement = byAgreement.get(agreement);
   if (!ofAgreement) byAgreement.set(agreement, (ofAgreement = new Map()));
   const key = `${evmChainId}|${signature}`;
   let found = ofAgreement.get(key);
-  if (!found)
-    ofAgreement.set(
-      key,
-      (found = {
-        agreement,
-        versions: messageVersions(agreement),
-        signature,
-        evmChainId,
-        signers: [],
-        next: 0,
-        key: undefined,
-      }),
-    );
+  if (!found) {
+    const recover = versionSigner(agreement, signature, evmChainId);
+    // The memo key of the agreement, chain and signature (memoKeyOf), made when a version is first looked up.
+    let memoKey: string | undefined;
+    found = new SignerCandidates(agreement, (version) => {
+      memoKey ??= memoKeyOf(agreement, signature, evmChainId);
+      return rememberedSigner(memoKey + versionKey(agreement, version), () => recover(version));
+    });
+    ofAgreement.set(key, found);
+  }
   return found;
-}
-
-function recoverNext(found: Candidates): void {
-  const version = found.versions[found.next++]!;
-  const signer = rememberedSigner(found, version);
-  // A malformed signature is malformed under every version.
-  if (signer === null) found.next = found.versions.length;
-  else if (!found.signers.includes(signer)) found.signers.push(signer);
 }
 
 /** Signers by memo key (see memoKeyOf); null for a signature that recovers nobody. Bounded (see remember). */
@@ -98,18 +58,10 @@ let loaded = false;
 /** Recovered since the last takeNewSigners(): what a live classifier saves with its transaction. */
 const unsaved: Array<[string, string | null]> = [];
 
-function rememberedSigner(found: Candidates, version: MessageVersion): string | null {
-  found.key ??= memoKeyOf(found.agreement, found.signature, found.evmChainId);
-  const key = found.key + versionKey(found.agreement, version);
+function rememberedSigner(key: string, recover: () => string | null): string | null {
   const known = signers.get(key);
   if (known !== undefined) return known;
-  let signer: string | null;
-  try {
-    const message = swapMessage(found.agreement, version.rendering, version.srcAddress);
-    signer = recoverSwapSigner(message, found.signature, found.evmChainId, 'swap').toLowerCase();
-  } catch {
-    signer = null;
-  }
+  const signer = recover();
   remember(key, signer);
   unsaved.push([key, signer]);
   return signer;

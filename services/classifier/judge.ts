@@ -12,6 +12,7 @@
  * with a TransferOut is still judged on the chain (otherwise anyone could shield a cheat by filing a bogus
  * complaint first, since the contract takes one complaint per bid).
  */
+import { readComplaintAgreement } from '../../shared/otmoic/complaint-agreement.js';
 import { didNamesInclude } from '../../shared/otmoic/did-lookup.js';
 import {
   AgreementFieldError,
@@ -207,39 +208,14 @@ function readComplaint(event: ComplaintEvent, j: Judging): ComplaintReading {
     unjudgeable: null,
     ...fields,
   });
-  let agreement: SignedAgreement;
-  try {
-    agreement = remembered(agreementOfComplaint, event.complaint);
-  } catch (err) {
-    if (!(err instanceof AgreementFieldError)) throw err;
-    // A chain this deployment does not watch may be a non-EVM one (Solana's 32-byte addresses): its address or
-    // token is no EVM address, which says nothing against the complaint. Unknown, not case 0; on either side.
-    const unwatched = (side: 'src' | 'dst') => {
-      const raw = event.complaint[`${side}ChainId`];
-      const chain = typeof raw === 'string' && /^\d{1,20}$/.test(raw) ? BigInt(raw).toString() : undefined;
-      return (err.field === `${side}Address` || err.field === `${side}Token`) &&
-        chain !== undefined &&
-        env.evmChainId(chain) === undefined
-        ? chain
-        : undefined;
-    };
-    const notWatched = unwatched('src') ?? unwatched('dst');
-    if (notWatched !== undefined)
-      return reading({
-        unjudgeable: `the complaint's chain ${notWatched} is not watched by this deployment`,
-      });
-    return reading({ invalidReason: `case 0: the complaint's ${err.message}` });
-  }
-  const src = agreement.srcChainId.toString();
-  const dst = agreement.dstChainId.toString();
-  const srcEvm = env.evmChainId(src);
-  const dstEvm = env.evmChainId(dst);
-  if (srcEvm === undefined || dstEvm === undefined) {
-    return reading({
-      agreement,
-      unjudgeable: `the complaint's chain ${srcEvm === undefined ? src : dst} is not watched by this deployment`,
-    });
-  }
+  const read = readComplaintAgreement(
+    event.complaint,
+    (chain) => env.evmChainId(chain),
+    (fields) => remembered(agreementOfComplaint, fields),
+  );
+  if (read.kind === 'invalid') return reading({ invalidReason: `case 0: ${read.reason}` });
+  if (read.kind === 'unwatched') return reading({ agreement: read.agreement, unjudgeable: read.reason });
+  const { agreement, srcEvmChainId: srcEvm, dstEvmChainId: dstEvm } = read;
   if (!userConsents(agreement, agreement.userSign, srcEvm)) {
     return reading({
       agreement,

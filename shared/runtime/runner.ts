@@ -182,6 +182,8 @@ function selectAndLoad(
 ): { config: AppConfig; chosen: ServiceDefinition[]; incomplete: IncompleteService[] } {
   const load = (require: readonly SectionName[]) =>
     loadConfig({ require, env: options.env, root: options.root });
+  const present = load([]).present;
+  const sectionsOf = (chosen: readonly ServiceDefinition[]) => sectionsToLoad(chosen, present);
   if (options.names.length > 0) {
     const unknown = options.names.filter((n) => !available.some((s) => s.name === n));
     if (unknown.length > 0) {
@@ -193,10 +195,9 @@ function selectAndLoad(
       ]);
     }
     const chosen = available.filter((s) => options.names.includes(s.name));
-    return { config: load(chosen.flatMap((s) => s.sections)), chosen, incomplete: [] };
+    return { config: load(sectionsOf(chosen)), chosen, incomplete: [] };
   }
   // No names: every service whose sections are all in the file.
-  const present = load([]).present;
   const { chosen, incomplete } = servicesToStart(available, present);
   if (chosen.length === 0) {
     throw new ConfigError(load([]).source, [
@@ -206,7 +207,19 @@ function selectAndLoad(
       },
     ]);
   }
-  return { config: load(chosen.flatMap((s) => s.sections)), chosen, incomplete };
+  return { config: load(sectionsOf(chosen)), chosen, incomplete };
+}
+
+/** The sections the chosen services need, and those they use that the file has (optionalSections). */
+export function sectionsToLoad(
+  chosen: readonly ServiceDefinition[],
+  present: ReadonlySet<string>,
+): SectionName[] {
+  return [
+    ...new Set(
+      chosen.flatMap((s) => [...s.sections, ...(s.optionalSections ?? []).filter((o) => present.has(o))]),
+    ),
+  ];
 }
 
 /** A service whose own section is in the file, not started because others of its sections are not. */

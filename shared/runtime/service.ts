@@ -37,6 +37,8 @@ export interface ServiceDefinition {
   name: string;
   /** Configuration sections this service validates and needs; a file with them starts it. */
   sections: readonly SectionName[];
+  /** Sections it validates and uses when the file has them, and starts without. */
+  optionalSections?: readonly SectionName[];
   migrations?: readonly MigrationSet[];
   start(context: ServiceContext): Promise<RunningService>;
 }

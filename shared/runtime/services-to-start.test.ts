@@ -3,7 +3,7 @@ import { agentService } from '../../services/agent/index.js';
 import { classifierService } from '../../services/classifier/index.js';
 import { connectorService } from '../../services/connector/index.js';
 import { pointsService } from '../../services/points/index.js';
-import { servicesToStart } from './runner.js';
+import { sectionsToLoad, servicesToStart } from './runner.js';
 
 /**
  * `npm start` without names starts every service whose sections are all in the file. One whose own section is
@@ -28,5 +28,25 @@ describe('the services npm start starts from the file', () => {
     );
     expect(chosen.map((s) => s.name)).toEqual(['connector']);
     expect(incomplete).toEqual([]);
+  });
+});
+
+/**
+ * The Agent started alone (`npm run start-agent`) checks a complaint's agreement signatures with the EVM chain
+ * ids of [[chainClients]]: it loads (and validates) that section when the file has it, and starts without.
+ */
+describe('the sections loaded for the services started', () => {
+  it("loads a service's optional section when the file has it, never demands it", () => {
+    expect(sectionsToLoad([agentService], new Set(['agent', 'chainClients', 'point']))).toEqual([
+      'agent',
+      'chainClients',
+    ]);
+    expect(sectionsToLoad([agentService], new Set(['agent']))).toEqual(['agent']);
+    expect(
+      sectionsToLoad(
+        [connectorService, agentService],
+        new Set(['agent', 'connector', 'chainClients', 'rpc-urls']),
+      ),
+    ).toEqual(['connector', 'chainClients', 'rpc-urls', 'agent']);
   });
 });

@@ -8,7 +8,7 @@ import { Wallet } from 'ethers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent } from '../../services/agent/index.js';
 import { agentMigrations } from '../../services/agent/migrations.js';
-import { agentTestConfig, sdkBody, type SdkComplaint } from '../../services/agent/test-harness.js';
+import { agentTestConfig, sdkBody, sdkComplaintOf } from '../../services/agent/test-harness.js';
 import { startPoints } from '../../services/points/index.js';
 import { pointsMigrations } from '../../services/points/migrations.js';
 import { pointTestConfig } from '../../services/points/test-harness.js';
@@ -17,7 +17,7 @@ import {
   type RelayAdminStandIn,
 } from '../../services/stand-ins/relay-admin/server.js';
 import { bidIdOf, lpIdOf, registerDids, signAgreement, userDid } from '../../shared/devnet/agreements.js';
-import { complaintOfAgreement } from '../../shared/otmoic/agreement.js';
+import type { Agreement, SignedAgreement } from '../../shared/otmoic/agreement.js';
 import { senderMigrations } from '../../shared/sender/nonces.js';
 import { DST, E, SRC, Tol, startPipeline, type Pipeline } from '../support/pipeline.js';
 import { waitFor } from '../support/wait.js';
@@ -49,10 +49,49 @@ describe('a complaint through the Agent, the chain client, the Connector, the Cl
         didSource: 'didSupport',
         didSupportUrl: did.url,
       }),
+      // The chains' EVM ids: a complaint must prove its agreement before the Agent pays for it.
+      {
+        swapChains: new Map([
+          [SRC.system, SRC.evm],
+          [DST.system, DST.evm],
+        ]),
+      },
     );
     // Its chain id is read from agent.rpc in the background.
     await waitFor(() => agent.submitter() !== undefined, 'the Agent bound to its chain');
   }, 180_000);
+
+  /** A native-token swap from SRC to DST between `user` and `lp`, agreed at T, for `amount`. */
+  const termsOf = (user: string, lp: string, T: number, amount: bigint): Agreement => ({
+    srcChainId: BigInt(SRC.system),
+    srcAddress: user,
+    srcToken: '0x0000000000000000000000000000000000000000',
+    srcAmount: amount.toString(),
+    dstChainId: BigInt(DST.system),
+    dstAddress: user,
+    dstToken: '0x0000000000000000000000000000000000000000',
+    dstAmount: (amount - 10n).toString(),
+    dstNativeAmount: '0',
+    requestor: user,
+    lpId: lpIdOf(lp),
+    agreementReachedTime: BigInt(T),
+    expectedSingleStepTime: BigInt(E),
+    tolerantSingleStepTime: BigInt(Tol),
+    earliestRefundTime: BigInt(T + 3 * E + 3 * Tol + 60),
+  });
+  /** The SDK's POST /submit-complaint of `agreement` by `signer` under `domain`. */
+  const submit = async (signer: Wallet, agreement: SignedAgreement, domain: string) => {
+    const body = await sdkBody(signer, sdkComplaintOf(agreement), domain, {
+      chainId: DST.evm,
+      reputation: dst().contracts.reputation,
+    });
+    const response = await fetch(`http://127.0.0.1:${agent.port}/submit-complaint`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
 
   afterAll(async () => {
     await agent?.stop();
@@ -67,47 +106,11 @@ describe('a complaint through the Agent, the chain client, the Connector, the Cl
     await registerDids(dst(), { [lpIdOf(lp.address)]: lp.address, [userDid(user.address)]: user.address });
     const T = Math.max(await src().latestTimestamp(), await dst().latestTimestamp()) + 10;
     const agreement = signAgreement(
-      {
-        srcChainId: BigInt(SRC.system),
-        srcAddress: user.address,
-        srcToken: '0x0000000000000000000000000000000000000000',
-        srcAmount: '1000',
-        dstChainId: BigInt(DST.system),
-        dstAddress: user.address,
-        dstToken: '0x0000000000000000000000000000000000000000',
-        dstAmount: '990',
-        dstNativeAmount: '0',
-        requestor: user.address,
-        lpId: lpIdOf(lp.address),
-        agreementReachedTime: BigInt(T),
-        expectedSingleStepTime: BigInt(E),
-        tolerantSingleStepTime: BigInt(Tol),
-        earliestRefundTime: BigInt(T + 3 * E + 3 * Tol + 60),
-      },
+      termsOf(user.address, lp.address, T, 1000n),
       { userKey: user.privateKey, lpKey: lp.privateKey },
       { srcEvmChainId: SRC.evm, dstEvmChainId: DST.evm },
     );
-    // The SDK's form: uint64 members as JSON numbers, uint256 addresses as decimal strings.
-    const c = complaintOfAgreement(agreement);
-    const complaint: SdkComplaint = {
-      ...c,
-      srcChainId: Number(c.srcChainId),
-      dstChainId: Number(c.dstChainId),
-      expectedSingleStepTime: Number(c.expectedSingleStepTime),
-      tolerantSingleStepTime: Number(c.tolerantSingleStepTime),
-      earliestRefundTime: Number(c.earliestRefundTime),
-      agreementReachedTime: Number(c.agreementReachedTime),
-    };
-    const body = await sdkBody(new Wallet(lp.privateKey), complaint, agreement.lpId, {
-      chainId: DST.evm,
-      reputation: dst().contracts.reputation,
-    });
-    const response = await fetch(`http://127.0.0.1:${agent.port}/submit-complaint`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const accepted = (await response.json()) as Record<string, any>;
+    const accepted = (await submit(new Wallet(lp.privateKey), agreement, agreement.lpId)).body;
     expect(accepted).toMatchObject({ code: 0, status: 'accepted', bid_id: bidIdOf(agreement) });
     const bid = accepted.bid_id as string;
 
@@ -159,4 +162,33 @@ describe('a complaint through the Agent, the chain client, the Connector, the Cl
       }),
     ]);
   }, 180_000);
+
+  it("refuses before gas a complaint whose lpSign the LP never made (the Classifier's case 0), and files the genuine one", async () => {
+    const user = src().accounts[4]!;
+    const lp = src().accounts[2]!;
+    await registerDids(dst(), { [lpIdOf(lp.address)]: lp.address, [userDid(user.address)]: user.address });
+    const T = Math.max(await src().latestTimestamp(), await dst().latestTimestamp()) + 1_000;
+    const terms = termsOf(user.address, lp.address, T, 2000n);
+    const chains = { srcEvmChainId: SRC.evm, dstEvmChainId: DST.evm };
+    const post = async (keys: { userKey: string; lpKey: string }) => {
+      const agreement = signAgreement(terms, keys, chains);
+      return { ...(await submit(new Wallet(user.privateKey), agreement, userDid(user.address))), agreement };
+    };
+    // The user signs the LP's part too: its own signature it can make, not one of a key owning the LP id.
+    const forged = await post({ userKey: user.privateKey, lpKey: user.privateKey });
+    expect(forged.status).toBe(400);
+    expect(forged.body).toEqual({
+      code: 41026,
+      message: expect.stringMatching(
+        new RegExp(
+          `^lpSign does not recover an address whose DID names include ${lpIdOf(lp.address)} under OtmoicSwap\\{chainId ${DST.evm}\\}`,
+        ),
+      ),
+    });
+    const bid = bidIdOf(forged.agreement);
+    expect((await fetch(`http://127.0.0.1:${agent.port}/complaint-status?bid=${bid}`)).status).toBe(404);
+
+    const genuine = await post({ userKey: user.privateKey, lpKey: lp.privateKey });
+    expect(genuine.body).toMatchObject({ code: 0, status: 'accepted', bid_id: bidIdOf(genuine.agreement) });
+  }, 60_000);
 });
