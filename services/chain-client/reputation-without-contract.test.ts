@@ -21,9 +21,9 @@ describe('a chain client without a reputation contract', () => {
     await db?.drop();
   });
 
-  const start = (systemChainId: string) =>
+  const start = (systemChainId: string, log = pino({ level: 'silent' })) =>
     startChainClient(
-      { db: db.pool, log: pino({ level: 'silent' }), metrics: new Registry() },
+      { db: db.pool, log, metrics: new Registry() },
       {
         port: 0,
         rpc: 'http://127.0.0.1:9',
@@ -48,6 +48,30 @@ describe('a chain client without a reputation contract', () => {
     Number(
       (await db.pool.query(`SELECT count(*) AS n FROM ${table} WHERE instance = $1`, [instance])).rows[0].n,
     );
+
+  it('warns about the refusals once per route, not at every renewal of a misconfigured caller', async () => {
+    const lines: Array<{ level: number; msg: string; route?: string }> = [];
+    const log = pino(
+      { level: 'debug' },
+      { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) },
+    );
+    const client = await start('615', log);
+    try {
+      const callback = { on_height_update: 'http://127.0.0.1:1/cb' };
+      for (let i = 0; i < 4; i++) {
+        expect((await post(client.port, '/support/register_reputation', { callback })).status).toBe(400);
+        expect(
+          (await post(client.port, '/support/history_reputation', { start: 1, end: 5, callback })).status,
+        ).toBe(400);
+      }
+      const refusals = lines.filter((l) => /reputation route refused/.test(l.msg));
+      const warnings = refusals.filter((l) => l.level === 40);
+      expect(warnings.map((l) => l.route).sort()).toEqual(['history_reputation', 'register_reputation']);
+      expect(refusals.filter((l) => l.level === 20)).toHaveLength(6);
+    } finally {
+      await client.stop();
+    }
+  });
 
   it('refuses register_reputation and history_reputation with 30231 and registers nothing; swap routes still serve', async () => {
     const client = await start('614');

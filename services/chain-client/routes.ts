@@ -121,6 +121,9 @@ async function linkLocalByName(
  */
 export const SUPPORT_LIMITS = { registrations: 1_000, historyTasks: 100 };
 
+/** How often a refused reputation route is warned about (the refusals between are logged at debug). */
+export const UNSERVED_WARN_EVERY_MS = 15 * 60_000;
+
 /**
  * The support API of the original EVM chain client (spec/otmoic.md §4), with its exact success bodies and
  * messages. Refusals answer `{code: 30209, message}` like the original, with HTTP 400 for invalid input; ours
@@ -164,13 +167,26 @@ export function registerSupportRoutes(app: FastifyInstance, options: SupportRout
   });
 
   const resolve = options.resolve ?? systemResolve;
+  /**
+   * Refusals of reputation routes since each route's last warning. A misconfigured Connector asks again at
+   * every renewal (about once a minute): one warning per route every UNSERVED_WARN_EVERY_MS, the others at debug.
+   */
+  const unservedWarned = new Map<string, { at: number; since: number }>();
   /** The refusal of a reputation route by an instance without a reputation contract, else undefined. */
   const unserved = (kind: RegistrationKind, reply: ReplyLike, route: string) => {
     if (kind !== 'reputation' || options.reputationContract !== undefined) return undefined;
-    log.warn(
-      { route },
-      "reputation route refused: this chain client has no chainClient.reputationContractAddr (set it, or remove reputationContractAddr from the caller's chainClients entry of this chain)",
-    );
+    const now = Date.now();
+    const warned = unservedWarned.get(route);
+    if (warned === undefined || now - warned.at >= UNSERVED_WARN_EVERY_MS) {
+      log.warn(
+        { route, refusedSinceLastWarning: warned?.since ?? 0 },
+        "reputation route refused: this chain client has no chainClient.reputationContractAddr (set it, or remove reputationContractAddr from the caller's chainClients entry of this chain)",
+      );
+      unservedWarned.set(route, { at: now, since: 0 });
+    } else {
+      warned.since++;
+      log.debug({ route }, 'reputation route refused (no reputation contract)');
+    }
     reply.code(CHAIN_CLIENT_ERRORS.NO_REPUTATION_CONTRACT.statuses[0]);
     return noReputationContract(options.systemChainId);
   };
