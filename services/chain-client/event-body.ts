@@ -5,6 +5,7 @@ import {
   swapInterface,
   type ChainEventType,
 } from '../../shared/otmoic/abi.js';
+import { parseLogLenient } from '../../shared/otmoic/parse-log.js';
 import type { ChainReader, RawBlock, RawLog, RawReceipt } from './chain-reader.js';
 import { eventParse, type EventParse } from './event-parse.js';
 
@@ -40,7 +41,9 @@ export async function buildEventBodies(
   const bodies: EventBody[] = [];
   for (const log of logs) {
     const iface = interfaceFor(log.address, contracts);
-    const description = iface?.parseLog({ topics: log.topics, data: log.data });
+    // A string that is not UTF-8 (anyone can emit one) is read leniently: failing here failed every step on
+    // the range, and the follower (every registration of the chain) stopped there for good.
+    const description = iface && parseLogLenient(iface, { topics: log.topics, data: log.data });
     if (!description || !(description.name in EVENT_TYPES)) continue; // admin events (fees, owner) are not swap facts
     const type = EVENT_TYPES[description.name as keyof typeof EVENT_TYPES];
     if (!blocks.has(log.blockHash)) blocks.set(log.blockHash, reader.block(log.blockHash));

@@ -532,6 +532,53 @@ describe('chain client: a failing, hung or lagging RPC node', () => {
     }
   }, 30_000);
 
+  it('a TransferOut whose requestor is not UTF-8 (anyone can emit one) is delivered, and the chunks after it: the follower failed every step on it, for good', async () => {
+    const out = swapInterface.encodeEventLog('LogNewTransferOut', [
+      '0x' + '11'.repeat(32),
+      '0x' + '22'.repeat(20),
+      '0x' + '33'.repeat(20),
+      '0x' + '00'.repeat(20),
+      1n,
+      '0x' + '44'.repeat(32),
+      60n,
+      60n,
+      1_700_001_000n,
+      614n,
+      5n,
+      '0x' + '55'.repeat(32),
+      0n,
+      1n,
+      0n,
+      1_700_000_000n,
+      'ZZZZ',
+      'lp-1',
+      'us',
+      'ls',
+    ]);
+    const data = out.data.replace(Buffer.from('ZZZZ').toString('hex'), 'fe'.repeat(4));
+    const rpc = await fakeNode();
+    rpc.state.head = 0;
+    rpc.state.logs = [{ ...refundLog(3), topics: out.topics, data }];
+    const callbacks = await receiver();
+    const client = await start(rpc.url);
+    try {
+      expect((await post(client.port, '/support/register', merged(callbacks.url))).code).toBe(200);
+      rpc.state.head = 12;
+      await waitFor(
+        () => callbacks.bodies.some((b) => b.height === 10),
+        'the chunks up to the head delivered',
+        15_000,
+      );
+      const [event] = callbacks.bodies.flatMap((b) => b.data);
+      expect(event.type).toBe('TransferOut');
+      expect(event.event_parse.requestor).toBe('\uFFFD'.repeat(4));
+    } finally {
+      await client.stop();
+      await rpc.close();
+      await callbacks.close();
+    }
+  }, 30_000);
+
   it("an endpoint's 429 with Retry-After: nothing is sent to it before that time, then reading goes on", async () => {
     let limit = false;
     let limitedAt: number | undefined;
