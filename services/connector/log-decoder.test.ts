@@ -4,16 +4,20 @@ import { randomBytes } from 'node:crypto';
 import { type EventFragment, type Interface } from 'ethers';
 import { describe, expect, it } from 'vitest';
 import { reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
+import { parseLogLenient } from '../../shared/otmoic/parse-log.js';
 import { compileEventDecoder } from './log-decoder.js';
 
 const vectors = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../../test/fixtures/otmoic-relay.json'), 'utf8'),
 );
 
-/** ethers' answer: the decoded values, or that it refuses (at decoding or, deferred, when a value is read). */
+/**
+ * ethers' answer as the chain client reads a log (parseLogLenient: a string that is not UTF-8 is read with
+ * U+FFFD, not refused): the decoded values, or that it refuses (at decoding or, deferred, when a value is read).
+ */
 function ethersDecode(iface: Interface, fragment: EventFragment, data: string): unknown {
   try {
-    return iface.decodeEventLog(fragment, data, [fragment.topicHash]).toObject(true);
+    return parseLogLenient(iface, { topics: [fragment.topicHash], data })!.args.toObject(true);
   } catch {
     return 'refused';
   }

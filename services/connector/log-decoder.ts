@@ -1,10 +1,12 @@
 import { getAddress, type EventFragment, type ParamType } from 'ethers';
+import { lenientUtf8 } from '../../shared/otmoic/parse-log.js';
 
 // ethers' decodeEventLog builds a coder tree, copies the data several times, wraps every value in a Result
 // and hashes the event signature on each call (about 0.2 ms for a TransferOut). The Otmoic events use a few
 // ABI types only, so each event's layout is compiled once from its ABI fragment into a plan that reads the
 // data in place. Values and refusals are ethers' (log-decoder.test.ts compares both on real and mutated
-// logs), except that a value ethers would only fail on when read (a bad address or string) fails here at once.
+// logs), except that a value ethers would only fail on when read (a bad address) fails here at once, and that a
+// string whose bytes are not UTF-8 is read as the chain client reads it (parseLogLenient), not refused.
 
 /** A decoded value: bigint (uint), string (address checksummed, bytes32 lower-case hex, string), boolean, or a tuple. */
 export type Decoded = bigint | string | boolean | DecodedTuple;
@@ -67,8 +69,6 @@ function index(data: Buffer, at: number): number {
   return Number(value);
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 // Contract, sender and receiver addresses repeat from log to log; a checksum is a keccak each time.
 const checksums = new Map<string, string>();
 export function checksummed(address: string): string {
@@ -116,12 +116,10 @@ function decodeAt(data: Buffer, at: number, plan: Plan): Decoded {
       word(data, at);
       return '0x' + data.toString('hex', at, at + plan.size);
     case 'string':
-      try {
-        return utf8.decode(dynamicBytes(data, at));
-      } catch (err) {
-        if (err instanceof LogDecodeError) throw err;
-        throw new LogDecodeError('invalid UTF-8 string');
-      }
+      // Not refused when its bytes are not UTF-8: the contracts take any bytes there, so anyone could emit such
+      // an event, and refused, its chunk was refused for good (history and the RPC give the same log): the
+      // chain's stream stopped there. Ill-formed sequences read as U+FFFD, as the chain client reads them.
+      return lenientUtf8.decode(dynamicBytes(data, at));
     case 'bytes':
       return '0x' + dynamicBytes(data, at).toString('hex');
     case 'tuple': {

@@ -135,6 +135,8 @@ export function testIngestor(options: {
   chunkCommit?: IngestOptions['chunkCommit'];
   /** Default: the postgres archive of `pool`. */
   archive?: IngestOptions['archive'];
+  /** The chain's RPC for gaps read by the Connector (Ingestor.fillFromRpc); default: none. */
+  rpc?: IngestOptions['rpc'];
 }) {
   const metrics = ingestMetrics(options.registry ?? new Registry());
   const ingestor = new Ingestor({
@@ -153,6 +155,7 @@ export function testIngestor(options: {
     blockTimeDeadlineMs: options.limits?.blockTimeDeadlineMs,
     blockTimeRetryMs: options.limits?.blockTimeRetryMs,
     chunkCommit: options.chunkCommit ?? 'async',
+    rpc: options.rpc,
   });
   return { ingestor, metrics };
 }
