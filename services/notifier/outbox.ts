@@ -4,6 +4,7 @@
  * while the receiver is down rows wait; delivery is at least once (the receiver dedupes by `id`).
  */
 import { z } from 'zod';
+import { jsonbStorable } from '../../shared/db/nul.js';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logging/logger.js';
 import { outboundSignal } from '../../shared/runtime/deadline.js';
@@ -26,11 +27,16 @@ export interface Notification {
   payload: Record<string, unknown>;
 }
 
-/** Adds a notification once (a second add with the same id is a no-op). */
+/**
+ * Adds a notification once (a second add with the same id is a no-op). Its payload quotes strings from a chain
+ * (an LP id, a complainant, an invalid complaint's reason), which may hold U+0000 or a lone surrogate: jsonb
+ * refuses both, and the insert failing dead-lettered the event from the notifier's group, its notification
+ * lost. They are stored as `\u0000` and U+FFFD (jsonbStorable), as everywhere else they are kept for display.
+ */
 export async function enqueue(db: Pool | PoolClient, n: Notification): Promise<void> {
   await db.query(
     'INSERT INTO notifier_outbox (id, kind, payload) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
-    [n.id, n.kind, JSON.stringify(n.payload)],
+    [n.id, n.kind, JSON.stringify(jsonbStorable(n.payload))],
   );
 }
 
