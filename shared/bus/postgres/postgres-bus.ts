@@ -314,6 +314,13 @@ export class PostgresBus implements EventBus {
     }
   }
 
+  /**
+   * Counted from the group's position or the partition's first message still there, whichever is later (Kafka
+   * counts from its low watermark too): messages retention deleted before the group handled them are not to
+   * come. Counted from the position alone, a group behind a partition whose messages had all expired lagged by
+   * them until the partition's next message (a consumer_lagging alert that never cleared, a replay or a redrive
+   * waiting for ever for its ends). One statement, one snapshot: the end and the first message agree.
+   */
   async lag(group: string, topics: readonly string[]): Promise<PartitionLag[]> {
     const { rows } = await this.options.pool.query<{
       topic: string;
@@ -321,9 +328,15 @@ export class PostgresBus implements EventBus {
       lag: string;
       end: string;
     }>(
-      `SELECT p.topic, p.partition, p.next_offset - COALESCE(g.next_offset, 0) AS lag, p.next_offset AS "end"
+      `SELECT p.topic, p.partition,
+              p.next_offset - GREATEST(COALESCE(g.next_offset, 0), COALESCE(f.first, p.next_offset)) AS lag,
+              p.next_offset AS "end"
        FROM bus_partitions p
        LEFT JOIN bus_group_offsets g ON g.group_id = $1 AND g.topic = p.topic AND g.partition = p.partition
+       LEFT JOIN LATERAL (
+         SELECT m."offset" AS first FROM bus_messages m
+         WHERE m.topic = p.topic AND m.partition = p.partition ORDER BY m."offset" LIMIT 1
+       ) f ON true
        WHERE p.topic = ANY($2) ORDER BY p.topic, p.partition`,
       [group, topics],
     );

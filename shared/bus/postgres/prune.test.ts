@@ -63,6 +63,30 @@ describe('postgres log retention', () => {
     ]);
   });
 
+  it('a group behind messages that expired lags by the messages still there, as on Kafka (from the low watermark)', async () => {
+    await ctx.db.pool.query('DELETE FROM bus_messages');
+    await ctx.bus.publish('short', [
+      { key: 'k', value: 'old 1' },
+      { key: 'k', value: 'old 2' },
+    ]);
+    const { rows } = await ctx.db.pool.query<{ partition: number; offset: string }>(
+      `SELECT partition, "offset" FROM bus_messages WHERE topic = 'short' ORDER BY "offset"`,
+    );
+    const partition = rows[0]!.partition;
+    const first = BigInt(rows[0]!.offset);
+    // A group that never handled them (its consumer was down for longer than the retention).
+    await initPosition(ctx.db.pool, { group: 'asleep', topic: 'short', partition }, first);
+    await ctx.db.pool.query(`UPDATE bus_messages SET created_at = now() - interval '2 minutes'`);
+    expect(await ctx.bus.prune()).toBe(2);
+    const lagOf = async () =>
+      (await ctx.bus.lag('asleep', ['short'])).find((p) => p.partition === partition)!;
+    // Nothing is left for it to handle: a lag of 2 would stay until the next message of the partition (a
+    // consumer_lagging alert that never clears, a replay or redrive waiting for ever for its ends).
+    expect(await lagOf()).toMatchObject({ lag: 0n, end: first + 2n });
+    await ctx.bus.publish('short', [{ key: 'k', value: 'new' }]);
+    expect(await lagOf()).toMatchObject({ lag: 1n, end: first + 3n });
+  });
+
   it('keeps the partition count of an existing topic and refuses unknown topics', async () => {
     await ctx.bus.ensureTopics([{ name: 'short', partitions: 5, retentionMs: 60_000 }]);
     expect(await ctx.bus.partitionCount('short')).toBe(2);
