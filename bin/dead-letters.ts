@@ -9,12 +9,19 @@ import { allTopics } from '../topics/index.js';
 import { progressBar } from './progress.js';
 import { commandLine, usageError } from './command-line.js';
 
-// Every topic of the services, and their dead-letter topics (whose own dead letters go one level down).
-const topics = allTopics.flatMap((t) => [t.name, `${t.name}.dlq`]);
-const usage = `usage: npm run dead-letters [-- redrive <topic> …]   (topics: ${topics.join(', ')})`;
+// Every topic of the services, and the dead-letter topics whose own dead letters the notifier counts (a dead
+// letter whose redrive fails goes one level down: <topic>.dlq.dlq, then <topic>.dlq.dlq.dlq). Listed with only
+// one level below the topics, a dead letter of a failed `redrive <topic>.dlq` was told by the notifier but
+// neither listed nor re-sent: the redrive that brings it home was refused as an unknown topic.
+const LEVELS = 3;
+const topics = allTopics.flatMap((t) => Array.from({ length: LEVELS }, (_, k) => t.name + '.dlq'.repeat(k)));
+/** A topic of the services or one of its dead-letter topics, at any level (a redrive can fail at any level). */
+const redrivable = (name: string) =>
+  allTopics.some((t) => name.startsWith(t.name) && /^(\.dlq)*$/.test(name.slice(t.name.length)));
+const usage = `usage: npm run dead-letters [-- redrive <topic> …]   (topics: ${topics.join(', ')}; deeper .dlq levels too)`;
 
 const [command, ...named] = commandLine(usage, { allowPositionals: true }).positionals;
-const unknown = named.filter((n) => !topics.includes(n));
+const unknown = named.filter((n) => !redrivable(n));
 if (unknown.length > 0) usageError(usage, `unknown topic ${unknown.join(', ')}`);
 // Refused with what is wrong, not the usage alone (README, Scripts): a runbook typo must say which word.
 if (command !== undefined && command !== 'list' && command !== 'redrive')

@@ -144,6 +144,74 @@ describe('npm run dead-letters', () => {
       await db.pool.query('DROP TRIGGER redrive_refused ON bus_messages');
     }
   }, 120_000);
+
+  it('brings home a dead letter whose redrive of <topic>.dlq failed too: it lists and redrives <topic>.dlq.dlq', async () => {
+    await db.pool.query('DELETE FROM bus_messages');
+    await db.pool.query('DELETE FROM bus_group_offsets');
+    expect((await run()).code).toBe(0); // creates the topics
+    const bus = new PostgresBus({
+      pool: db.pool,
+      connectionString: db.url,
+      log: createLogger({ level: 'silent' }),
+    });
+    try {
+      await bus.publish('chain.events.dlq', [
+        {
+          key: '9006',
+          value: '{"id":"9006:0xdef:0"}',
+          headers: { kind: 'ConfirmOut', [DLQ_HEADERS.topic]: 'chain.events', [DLQ_HEADERS.error]: 'a bug' },
+        },
+      ]);
+    } finally {
+      await bus.close();
+    }
+    // Each redrive meets an outage of the table it sends to: its dead letter moves one level down.
+    const refusing = async (
+      topic: string,
+      command: () => Promise<{ code: number | null; output: string }>,
+    ) => {
+      await db.pool.query(`CREATE OR REPLACE FUNCTION redrive_refused() RETURNS trigger AS $$
+        BEGIN IF NEW.topic = '${topic}' THEN RAISE EXCEPTION 'outage (test)'; END IF; RETURN NEW; END $$
+        LANGUAGE plpgsql`);
+      await db.pool.query(
+        `CREATE TRIGGER redrive_refused BEFORE INSERT ON bus_messages FOR EACH ROW EXECUTE FUNCTION redrive_refused()`,
+      );
+      try {
+        return await command();
+      } finally {
+        await db.pool.query('DROP TRIGGER redrive_refused ON bus_messages');
+      }
+    };
+    let result = await refusing('chain.events', () => run('redrive', 'chain.events'));
+    expect(result.output).toMatch(/"failed": 1/);
+    result = await refusing('chain.events.dlq', () => run('redrive', 'chain.events.dlq'));
+    expect(result.output).toMatch(/"failed": 1/);
+    // It is in chain.events.dlq.dlq.dlq now: the notifier tells it (its third level); the list shows it too.
+    result = await run();
+    expect(countsOf(result.output, 'chain.events.dlq.dlq')).toEqual({
+      topic: 'chain.events.dlq.dlq',
+      deadLetters: 1,
+      notRedriven: 1,
+    });
+    // And the redrives, level by level, bring it home.
+    for (const topic of ['chain.events.dlq.dlq', 'chain.events.dlq', 'chain.events']) {
+      result = await run('redrive', topic);
+      expect(result.code, result.output).toBe(0);
+      expect(printed(result.output)).toEqual([{ topic, redriven: 1, refused: 0, failed: 0 }]);
+    }
+    const { rows } = await db.pool.query<{ value: string; headers: Record<string, string> }>(
+      `SELECT value, headers FROM bus_messages WHERE topic = 'chain.events'`,
+    );
+    expect(rows).toEqual([
+      {
+        value: '{"id":"9006:0xdef:0"}',
+        headers: {
+          kind: 'ConfirmOut',
+          [REDRIVEN_FROM_HEADER]: expect.stringMatching(/^chain\.events\.dlq\/\d+\/\d+$/),
+        },
+      },
+    ]);
+  }, 180_000);
 });
 
 /**
