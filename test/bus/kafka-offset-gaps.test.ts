@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaBus } from '../../shared/bus/kafka/kafka-bus.js';
+import { KafkaSubscription } from '../../shared/bus/kafka/kafka-subscription.js';
 import type { BusMessage } from '../../shared/bus/port.js';
 import { createLogger } from '../../shared/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -120,5 +121,63 @@ describe.skipIf(kafka.skipReason)('Kafka offsets without a visible message, and 
     } finally {
       await subscription.stop();
     }
+  });
+
+  it('a fetch answer whose high watermark is below the stored position, the log reaching it, moves nothing', async () => {
+    // A partition leader elected a moment ago answers fetches with its own high watermark, which can lag the
+    // previous leader's until its followers catch up; after the rebalance that a broker restart brings, kafkajs
+    // fetches from Kafka's committed offset (a hint, behind the stored position) before the seek to the stored
+    // one lands. Such an answer holds only handled messages and a watermark below the position: taken for
+    // "past the end of the log", it moved the group back to the partition's start (every message handled again,
+    // and told again where a consumer's record of it was pruned, as the notifier's after keepDeliveredDays).
+    const topic = `stale-hw-${randomBytes(4).toString('hex')}`;
+    const group = `g-${topic}`;
+    await bus.ensureTopics([{ name: topic, partitions: 1, retentionMs: null }]);
+    await bus.publish(
+      topic,
+      [0, 1, 2, 3, 4].map((i) => ({ key: 'k', value: `m-${i}` })),
+    );
+    await bus.seek(group, topic, { to: 'end' }); // the group handled all five: its position is 5
+    const subscription = new KafkaSubscription(bus, {
+      group,
+      topics: [topic],
+      handler: async () => undefined,
+      maxAttempts: 5,
+      log: createLogger({ level: 'silent' }),
+      positionCheckMs: 500,
+    });
+    // Not started (no group): the seeks it asks of kafkajs are recorded.
+    const seeks: string[] = [];
+    (subscription as unknown as { consumer: { seek(to: { offset: string }): void } }).consumer.seek = (to) =>
+      void seeks.push(to.offset);
+    const message = (offset: number) => ({
+      offset: String(offset),
+      key: Buffer.from('k'),
+      value: Buffer.from(`m-${offset}`),
+      headers: {},
+      timestamp: String(Date.now()),
+      attributes: 0,
+    });
+    const resolved: string[] = [];
+    // What the new leader answers a fetch from offset 0 with: the messages below its watermark, 3.
+    await (subscription as unknown as { onBatch(payload: unknown): Promise<void> }).onBatch({
+      batch: {
+        topic: bus.names.toKafka(topic),
+        partition: 0,
+        highWatermark: '3',
+        fetchedOffset: '0',
+        messages: [0, 1, 2].map(message),
+      },
+      resolveOffset: (offset: string) => void resolved.push(offset),
+      heartbeat: async () => undefined,
+      isRunning: () => true,
+      isStale: () => false,
+    });
+    const { rows } = await db.pool.query<{ next_offset: string }>(
+      'SELECT next_offset FROM bus_group_offsets WHERE group_id = $1 AND topic = $2',
+      [group, topic],
+    );
+    expect(rows.map((r) => Number(r.next_offset))).toEqual([5]);
+    expect(seeks).toEqual([]);
   });
 });

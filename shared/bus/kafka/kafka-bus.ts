@@ -507,6 +507,16 @@ export class KafkaBus implements EventBus {
     return BigInt(ends.find((e) => e.partition === partition)?.low ?? '0');
   }
 
+  /**
+   * The partition's high watermark as the broker's offset list gives it (a leader elected a moment ago answers
+   * that list with OFFSET_NOT_AVAILABLE, a retriable error, until its watermark caught up: not a low one).
+   */
+  async highWatermark(topic: string, partition: number): Promise<bigint | undefined> {
+    await this.connect();
+    const end = (await this.topicOffsets(topic)).find((e) => e.partition === partition);
+    return end === undefined ? undefined : BigInt(end.high);
+  }
+
   /** Writes the group's stored positions; running members move there within positionCheckMs. */
   async seek(group: string, topic: string, position: SeekPosition): Promise<void> {
     await this.connect();

@@ -291,7 +291,14 @@ export class KafkaSubscription implements Subscription {
       const fresh = batch.messages.filter((m) => BigInt(m.offset) >= expected!);
       const last = batch.messages[batch.messages.length - 1];
       if (fresh.length === 0) {
-        if (BigInt(batch.highWatermark) < expected) return await this.positionBeyondEnd(ref, key, expected);
+        // A fetch answer's watermark alone is no proof: a leader elected a moment ago answers with its own,
+        // which can lag the previous leader's, and a fetch from Kafka's committed offset (a hint, behind) after a
+        // rebalance then holds only handled messages below the position. Taken for the end of the log, it moved
+        // the group back to the partition's start. The broker's offset list says where the log ends.
+        if (BigInt(batch.highWatermark) < expected) {
+          const high = await this.bus.highWatermark(topic, partition);
+          if (high !== undefined && high < expected) return await this.positionBeyondEnd(ref, key, expected);
+        }
         // Handled before: Kafka's hint was behind.
         if (last) resolveOffset(last.offset);
         return;
