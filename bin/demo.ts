@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // `npm run demo [-- --rounds N --mix honest=4,3=2 --pause-ms 3000]`: swaps between devnet users and LPs
 // against the system `npm start` runs (same config.toml), including every case 1–7.
-import { loadConfig } from '../shared/config/index.js';
 import { createLogger } from '../shared/logging/logger.js';
 import { runDemo } from '../shared/demo/run.js';
 import { DEFAULT_MIX, parseMix, type Mix } from '../shared/demo/traffic.js';
 import { SWAP_KINDS } from '../shared/demo/cases.js';
 import { commandLine, usageError } from './command-line.js';
+import { configOrExit } from './operator.js';
 
 const usage = `usage: npm run demo [-- --rounds N] [--mix kind=count,…] [--pause-ms N]
   --rounds N     rounds to play; 0 (the default) plays until Ctrl-C
@@ -33,8 +33,8 @@ try {
 }
 const log = createLogger({ name: 'demo' });
 const wanted = ['rpc-urls', 'chainClients', 'point', 'agent', 'relay', 'devnet'] as const;
-const present = loadConfig().present;
-const config = loadConfig({
+const present = configOrExit().present;
+const config = configOrExit({
   require: wanted.filter((s) => present.has(s) || s === 'rpc-urls' || s === 'chainClients'),
 });
 const abort = new AbortController();

@@ -12,14 +12,7 @@ export async function operatorInfrastructure(
   name: string,
   options: { require?: LoadOptions['require']; migrations?: readonly MigrationSet[] } = {},
 ): Promise<{ config: AppConfig; log: Logger; infra: Infrastructure }> {
-  let config: AppConfig;
-  try {
-    config = loadConfig({ require: options.require });
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    for (const line of err.lines()) process.stderr.write(line + '\n');
-    process.exit(EXIT_CONFIG);
-  }
+  const config = configOrExit({ require: options.require });
   // After loadConfig, which refuses a LOG_LEVEL pino does not know: pino threw on it (and on an empty one,
   // which counts as unset) with a stack trace. Quieter than the services: warn unless LOG_LEVEL says otherwise.
   const log = createLogger({ name, level: process.env.LOG_LEVEL || 'warn' });
@@ -32,6 +25,20 @@ export async function operatorInfrastructure(
     commandFailed(name, err);
   }
   return { config, log, infra };
+}
+
+/**
+ * The configuration a command reads, or, when it is bad, one line per problem on stderr and exit EXIT_CONFIG
+ * (README, Configuration), as `npm start` does: not the loader's stack trace and exit 1.
+ */
+export function configOrExit(options: Pick<LoadOptions, 'require'> = {}): AppConfig {
+  try {
+    return loadConfig(options);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    for (const line of err.lines()) process.stderr.write(line + '\n');
+    process.exit(EXIT_CONFIG);
+  }
 }
 
 /**

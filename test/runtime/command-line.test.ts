@@ -128,3 +128,32 @@ describe('operator commands: --help and refused arguments', () => {
     });
   }
 });
+
+/**
+ * README (Configuration): bad configuration ends the process with exit code 78 and one line per problem, for
+ * every command that reads config.toml. A command that let the loader's error through printed a stack trace
+ * and exited 1, which a supervisor or a runbook step cannot tell from a failure of the work itself.
+ */
+describe('operator commands: a configuration file that is not there', () => {
+  const commands: Array<[string, string[]]> = [
+    ['bin/start.ts', []],
+    ['bin/demo.ts', ['--rounds', '1']],
+    ['bin/replay.ts', []],
+    ['bin/dead-letters.ts', []],
+    ['bin/classifier-holds.ts', []],
+  ];
+  for (const [entry, args] of commands) {
+    it(`${entry} exits 78 with one line naming the problem`, async () => {
+      const child = spawnTs(entry, args, {
+        ...process.env,
+        CONFIG_PATH: path.join(os.tmpdir(), `otmoic-no-such-config-${process.pid}.toml`),
+        KAFKA_BROKERS: '',
+      });
+      const { code } = await child.exited;
+      const output = child.output();
+      expect(output).toContain('config error: CONFIG_PATH: file not found');
+      expect(output).not.toMatch(/^\s+at /m);
+      expect(code).toBe(78);
+    });
+  }
+});
