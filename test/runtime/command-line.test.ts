@@ -37,6 +37,14 @@ describe('operator commands: --help and refused arguments', () => {
       wrong: ['--demos'],
       problem: "Unknown option '--demos'",
     },
+    // A mistyped service name is a wrong word too: refused as one (exit 2, the usage naming the services),
+    // before the configuration is read, not as a configuration error (78) the file has nothing to do with.
+    {
+      entry: 'bin/start.ts',
+      usage: 'usage: npm start',
+      wrong: ['pionts'],
+      problem: 'unknown service "pionts"',
+    },
     {
       entry: 'bin/demo.ts',
       usage: 'usage: npm run demo',

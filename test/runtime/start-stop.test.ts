@@ -226,9 +226,11 @@ describe('bad configuration ends the process', () => {
 
   it('exits non-zero for a missing section, an unknown service, a bad environment variable', async () => {
     expect((await run('', ['agent'])).output).toMatch(/config error: agent: is required/);
+    // A wrong word of the command line, not of the file: refused as one (README, Scripts), exit 2 with the usage.
     const unknown = await run('', ['nope']);
-    expect(unknown.code).toBe(78);
-    expect(unknown.output).toMatch(/config error: service: unknown service "nope"/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.output).toMatch(/error: unknown service "nope"/);
+    expect(unknown.output).toContain('usage: npm start');
     const badEnv = await run('', ['points'], { DATABASE_URL: 'mysql://x' });
     expect(badEnv.code).toBe(78);
     expect(badEnv.output).toMatch(/config error: env\.DATABASE_URL: must be a postgres:\/\/ URL/);
