@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
+import { reputationInterface } from '../../shared/otmoic/abi.js';
 import type { RawLog } from './chain-reader.js';
 import { buildEventBodies } from './event-body.js';
+import { notUtf8, transferOutLog } from '../../test/support/non-utf8-log.js';
 
 // The contracts take any bytes for a `string` parameter (the ABI decoder checks no UTF-8), so anyone can emit a
 // TransferOut whose requestor, lpId or signature is not UTF-8 (a 1-wei transferOut), and any DID owner a
@@ -25,41 +26,10 @@ const rawLog = (address: string, topics: string[], data: string, logIndex = 0): 
   logIndex: '0x' + logIndex.toString(16),
   removed: false,
 });
-/** `data` with the ABI bytes of `text` (a unique marker) replaced by as many bytes that are not UTF-8. */
-const notUtf8 = (data: string, text: string) => {
-  const marker = Buffer.from(text).toString('hex');
-  expect(data.split(marker)).toHaveLength(2);
-  return data.replace(marker, 'fe'.repeat(text.length));
-};
-
-function transferOutWithRequestor(requestor: string) {
-  return swapInterface.encodeEventLog(swapInterface.getEvent('LogNewTransferOut')!, [
-    '0x' + '11'.repeat(32),
-    '0x' + '22'.repeat(20),
-    '0x' + '33'.repeat(20),
-    '0x' + '00'.repeat(20),
-    1n,
-    '0x' + '44'.repeat(32),
-    60n,
-    60n,
-    1_700_001_000n,
-    614n,
-    5n,
-    '0x' + '55'.repeat(32),
-    0n,
-    1n,
-    0n,
-    1_700_000_000n,
-    requestor,
-    'lp-1',
-    '0x' + '66'.repeat(65),
-    '0x' + '77'.repeat(65),
-  ]);
-}
 
 describe('a log whose string is not UTF-8 (anyone can emit one)', () => {
   it('is built into its body, the bytes that are no UTF-8 read as U+FFFD: reading it failed every step of the follower, on that range for ever', async () => {
-    const out = transferOutWithRequestor('ZZZZ');
+    const out = transferOutLog('ZZZZ');
     const logs = [rawLog(SWAP, out.topics, notUtf8(out.data, 'ZZZZ'))];
     const bodies = await buildEventBodies(reader, logs, { swap: SWAP }, '9006');
     expect(bodies).toHaveLength(1);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PostgresBus } from '../../shared/bus/postgres/postgres-bus.js';
 import { createLogger } from '../../shared/logging/logger.js';
-import { reputationInterface, swapInterface } from '../../shared/otmoic/abi.js';
+import { reputationInterface } from '../../shared/otmoic/abi.js';
 import { allTopics, chainEvents, decode, topicSpec } from '../../topics/index.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import type { EventBody, HeightUpdate } from './body-schema.js';
@@ -15,6 +15,7 @@ import {
   TEST_SWAP_CONTRACT,
   testIngestor,
 } from './test-harness.js';
+import { notUtf8, transferOutLog } from '../../test/support/non-utf8-log.js';
 
 /**
  * The contracts take any bytes for a `string` parameter (the ABI decoder checks no UTF-8): anyone can emit a
@@ -22,36 +23,6 @@ import {
  * Refused (400), its chunk was asked again through history and then read from the RPC, refused each time: the
  * chain's stream stopped there for good, with every swap event after it.
  */
-const notUtf8 = (data: string, text: string) => {
-  const marker = Buffer.from(text).toString('hex');
-  expect(data.split(marker)).toHaveLength(2);
-  return data.replace(marker, 'fe'.repeat(text.length));
-};
-
-function transferOutLog(requestor: string) {
-  return swapInterface.encodeEventLog(swapInterface.getEvent('LogNewTransferOut')!, [
-    '0x' + '11'.repeat(32),
-    '0x' + '22'.repeat(20),
-    '0x' + '33'.repeat(20),
-    '0x' + '00'.repeat(20),
-    1n,
-    '0x' + '44'.repeat(32),
-    60n,
-    60n,
-    1_700_001_000n,
-    614n,
-    5n,
-    '0x' + '55'.repeat(32),
-    0n,
-    1n,
-    0n,
-    1_700_000_000n,
-    requestor,
-    'lp-1',
-    '0x' + '66'.repeat(65),
-    '0x' + '77'.repeat(65),
-  ]);
-}
 
 /** A TransferOut body of `block` whose requestor is four bytes that are not UTF-8. */
 function badTransferOut(block: number, logIndex = 0): EventBody {
